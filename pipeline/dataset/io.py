@@ -1,0 +1,55 @@
+"""Task files: JSON Lines, one pydantic-validated task a line; errors name the line and the field."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from pipeline.dataset.task import Task
+
+
+class TaskFileError(ValueError):
+    """A task file that cannot be read; the message names the file, line and field."""
+
+
+def read_tasks(path: str | Path) -> list[Task]:
+    path = Path(path)
+    if not path.exists():
+        raise TaskFileError(f"{path}: file not found")
+    tasks: list[Task] = []
+    seen: dict[str, int] = {}
+    for lineno, line in enumerate(path.read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise TaskFileError(f"{path}:{lineno}: invalid JSON: {exc.msg}") from None
+        try:
+            task = Task.model_validate(data)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            field = ".".join(str(p) for p in err["loc"]) or "<task>"
+            raise TaskFileError(f"{path}:{lineno}: field {field}: {err['msg']}") from None
+        if task.id in seen:
+            raise TaskFileError(f"{path}:{lineno}: field id: duplicate task id {task.id!r} (first on line {seen[task.id]})")
+        seen[task.id] = lineno
+        tasks.append(task)
+    return tasks
+
+
+def write_tasks(path: str | Path, tasks: Iterable[Task]) -> int:
+    """Write atomically (temp file + rename) so a crash never leaves half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    n = 0
+    with tmp.open("w") as fh:
+        for task in tasks:
+            fh.write(task.model_dump_json(exclude_defaults=False) + "\n")
+            n += 1
+    tmp.replace(path)
+    return n

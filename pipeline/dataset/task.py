@@ -1,0 +1,145 @@
+"""Tasks as data: what the customer wants, how they behave, and the gold actions that define success.
+
+The expected end state is never stored: it is computed by replaying `gold_actions` in the world.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Persona = Literal["terse", "chatty", "formal", "anxious"]
+PERSONAS: tuple[str, ...] = Persona.__args__  # type: ignore[attr-defined]
+Intent = Literal[
+    "cancel",
+    "modify_address",
+    "modify_payment",
+    "modify_items",
+    "return",
+    "exchange",
+    "modify_user_address",
+    "info",
+    "transfer",
+]
+Source = Literal["eval", "synthesized", "curated", "tau2"]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Action(Strict):
+    """One tool call: a gold action, or a call replayed from a trajectory."""
+
+    name: str = Field(description="Tool name, e.g. 'cancel_pending_order'.")
+    arguments: dict[str, Any] = Field(default_factory=dict, description="Tool arguments by name.")
+
+
+class KnownInfo(Strict):
+    """What the customer can tell the agent about themselves."""
+
+    email: str | None = Field(default=None, description="Their email, if they know it.")
+    first_name: str | None = None
+    last_name: str | None = None
+    zip: str | None = Field(default=None, description="Zip code of their default address.")
+    user_id: str | None = Field(default=None, description="Their user id, if they happen to know it.")
+
+
+class Request(Strict):
+    """One thing the customer wants done, in the order they bring it up."""
+
+    intent: Intent = Field(description="What kind of request this is.")
+    utterance: str = Field(description="How the customer first states the request (persona-neutral).")
+    vague_utterance: str | None = Field(
+        default=None, description="A vaguer way to state it, used when the 'vague_item' mess is on."
+    )
+    order_id: str | None = Field(default=None, description="The order the request is about, if any.")
+    details: dict[str, str] = Field(
+        default_factory=dict,
+        description="Answers to the agent's questions, by topic: reason, payment_method, items, address, ...",
+    )
+    expect: Literal["done", "refused"] = Field(
+        default="done", description="'refused' when policy requires the agent to say no."
+    )
+
+
+class Messes(Strict):
+    """Realistic complications the scripted customer introduces."""
+
+    vague_item: bool = Field(default=False, description="Describes items by name/options, not ids.")
+    forgot_email: bool = Field(default=False, description="Cannot give an email; offers name + zip.")
+    also_request: bool = Field(
+        default=False, description="Brings up the last request only after the earlier ones are done."
+    )
+    pushback: bool = Field(default=False, description="Pushes back once when refused.")
+
+
+class UserScript(Strict):
+    """Everything a simulated customer needs to play their part."""
+
+    persona: Persona | None = Field(
+        default=None, description="Fixed persona; None = chosen from a hash of task id and trial."
+    )
+    goal: str = Field(description="The customer's goal in one or two sentences.")
+    known: KnownInfo = Field(default_factory=KnownInfo)
+    requests: list[Request] = Field(default_factory=list)
+    messes: Messes = Field(default_factory=Messes)
+    instructions: str | None = Field(
+        default=None, description="Free-text scenario for language-model users (τ²-bench instructions)."
+    )
+
+
+class OrderStatusCheck(Strict):
+    kind: Literal["order_status"] = "order_status"
+    order_id: str
+    status: str
+
+
+class NoWritesCheck(Strict):
+    """No successful write at all (a request that must be refused)."""
+
+    kind: Literal["no_writes"] = "no_writes"
+
+
+class ToolBudgetCheck(Strict):
+    kind: Literal["max_tool_calls"] = "max_tool_calls"
+    limit: int = Field(ge=1)
+
+
+class TransferCheck(Strict):
+    kind: Literal["transferred"] = "transferred"
+    expected: bool = True
+
+
+class ToolNotCalledCheck(Strict):
+    kind: Literal["tool_not_called"] = "tool_not_called"
+    tool: str
+
+
+TaskCheck = Annotated[
+    OrderStatusCheck | NoWritesCheck | ToolBudgetCheck | TransferCheck | ToolNotCalledCheck,
+    Field(discriminator="kind"),
+]
+
+
+class Provenance(Strict):
+    source: Source = Field(description="Where the task came from.")
+    failure_mode: str | None = Field(default=None, description="Failure mode it was made to target.")
+    template: str | None = Field(default=None, description="Template it was instantiated from.")
+    dials: dict[str, int | bool | str] = Field(default_factory=dict, description="Difficulty dial settings.")
+    depth: int = Field(default=0, ge=0, description="Evolution depth (0 = atomic).")
+    parent: str | None = Field(default=None, description="Task id it evolved from.")
+
+
+class Task(Strict):
+    id: str = Field(description="Unique task id.")
+    world: str = Field(description="Name of the world the task runs in, e.g. 'tau2_retail' or 'gen-7'.")
+    customer_user_id: str | None = Field(
+        default=None, description="The customer's user id (used to authorize gold-action replay)."
+    )
+    user_script: UserScript
+    gold_actions: list[Action] = Field(default_factory=list)
+    checks: list[TaskCheck] = Field(default_factory=list)
+    rubric: list[str] = Field(default_factory=list, description="Soft items for an optional judge.")
+    provenance: Provenance

@@ -1,0 +1,69 @@
+"""The two participants of an episode besides the world: the agent and the simulated user.
+
+Each has one verb. A participant is a factory (`start`) for per-episode state, so one model can serve
+many concurrent episodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from pipeline.dataset.task import Task
+from pipeline.rollout.trajectory import Message, Usage
+
+
+class InfrastructureError(RuntimeError):
+    """An endpoint down, a timeout, a crashed worker: not the agent's fault; the trial is retried or excluded."""
+
+
+@dataclass
+class EpisodeInfo:
+    """What a participant may know when an episode starts.
+
+    `task` is there for scripted participants (the oracle, the scripted user); model-backed agents must
+    use only `policy`, `tools` and the messages.
+    """
+
+    task: Task
+    trial: int
+    seed: int
+    policy: str
+    tools: list[dict]
+    persona: str | None = None
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass
+class UserReply:
+    content: str
+    stop: bool = False
+    usage: Usage = field(default_factory=Usage)
+
+
+@runtime_checkable
+class AgentEpisode(Protocol):
+    def act(self, messages: list[Message]) -> Message:
+        """Next assistant message: text for the user, or tool call(s)."""
+        ...
+
+
+@runtime_checkable
+class Agent(Protocol):
+    name: str
+
+    def start(self, info: EpisodeInfo) -> AgentEpisode: ...
+
+
+@runtime_checkable
+class UserEpisode(Protocol):
+    def respond(self, messages: list[Message]) -> UserReply:
+        """Next customer message (the first call opens the conversation)."""
+        ...
+
+
+@runtime_checkable
+class User(Protocol):
+    name: str
+
+    def start(self, info: EpisodeInfo) -> UserEpisode: ...

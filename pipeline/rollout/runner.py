@@ -1,0 +1,130 @@
+"""The episode runner: agent ↔ simulated user ↔ tools, with limits and termination reasons."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+
+from pydantic import Field
+
+from pipeline.dataset.task import Task
+from pipeline.rollout.protocols import Agent, EpisodeInfo, InfrastructureError, User
+from pipeline.rollout.trajectory import Message, Strict, Timings, Trajectory, Usage
+from pipeline.users.persona import persona_for
+from pipeline.world.retail.state import RetailWorld, Session
+from pipeline.world.retail.tools import TOOLS, execute
+
+log = logging.getLogger(__name__)
+
+
+class Limits(Strict):
+    """Bounds on one episode."""
+
+    max_turns: int = Field(default=40, ge=1, description="Assistant + user messages before the turn limit.")
+    max_tool_calls: int = Field(default=30, ge=1, description="Tool calls allowed (a static check, too).")
+    max_steps_per_turn: int = Field(default=12, ge=1, description="Tool calls in a row before the agent must speak.")
+
+
+def run_episode(
+    world: RetailWorld,
+    task: Task,
+    agent: Agent,
+    user: User,
+    *,
+    trial: int = 0,
+    seed: int = 0,
+    limits: Limits | None = None,
+    session: Session | None = None,
+) -> Trajectory:
+    """Run one episode to its end and return the trajectory; never raises for agent mistakes."""
+    limits = limits or Limits()
+    session = session or world.session()
+    persona = persona_for(task, trial)
+    info = EpisodeInfo(task=task, trial=trial, seed=seed, policy=world.policy, tools=TOOLS.schemas(), persona=persona)
+    traj = Trajectory(task_id=task.id, trial=trial, seed=seed, agent=agent.name, user=user.name,
+                      persona=persona, world=world.name)
+    timings = Timings()
+    agent_usage, user_usage = Usage(), Usage()
+    messages: list[Message] = traj.messages
+    t_start = time.perf_counter()
+    turns = 0
+    tool_calls = 0
+    try:
+        agent_ep = agent.start(info)
+        user_ep = user.start(info)
+        termination = None
+        while termination is None:
+            # -- the user speaks
+            t0 = time.perf_counter()
+            reply = user_ep.respond(messages)
+            timings.user_s += time.perf_counter() - t0
+            user_usage += reply.usage
+            messages.append(Message(role="user", content=reply.content, usage=reply.usage))
+            turns += 1
+            if reply.stop:
+                termination = "user_stop"
+                break
+            # -- the agent works until it speaks to the user
+            steps = 0
+            while True:
+                if turns >= limits.max_turns:
+                    termination = "turn_limit"
+                    break
+                t0 = time.perf_counter()
+                msg = agent_ep.act(messages)
+                dt = time.perf_counter() - t0
+                timings.agent_s += dt
+                msg.latency_s = msg.latency_s if msg.latency_s is not None else dt
+                if msg.usage:
+                    agent_usage += msg.usage
+                messages.append(msg)
+                turns += 1
+                if not msg.tool_calls:
+                    if msg.content is None or not msg.content.strip():
+                        termination = "agent_stop"
+                    break
+                for call in msg.tool_calls:
+                    t0 = time.perf_counter()
+                    messages.append(_run_tool(session, call))
+                    timings.tool_s += time.perf_counter() - t0
+                    tool_calls += 1
+                steps += 1
+                if tool_calls >= limits.max_tool_calls:
+                    termination = "turn_limit"
+                    break
+                if steps >= limits.max_steps_per_turn:
+                    termination = "turn_limit"
+                    break
+            if termination is None and turns >= limits.max_turns:
+                termination = "turn_limit"
+        traj.termination = termination
+    except InfrastructureError as exc:
+        log.warning("episode %s trial %d: infrastructure error: %s", task.id, trial, exc)
+        traj.termination = "infra_error"
+        traj.error = str(exc)
+    timings.wall_s = time.perf_counter() - t_start
+    traj.timings = timings
+    traj.agent_usage, traj.user_usage = agent_usage, user_usage
+    traj.world_log = [e.to_dict() for e in session.log]
+    traj.final_changed = session.changed()
+    traj.final_hash = session.state_hash()
+    return traj
+
+
+def _run_tool(session: Session, call) -> Message:
+    """Execute one call; malformed calls become tool errors the agent sees."""
+    if call.arguments is None:
+        content = f"Error: could not parse the arguments of {call.name} as a JSON object: {call.raw_arguments!r}"
+        from pipeline.world.retail.state import ToolEvent
+
+        session.log.append(ToolEvent(step=len(session.log), name=call.name, arguments={}, kind="generic", ok=False,
+                                     error=content[7:], error_category="invalid_arguments",
+                                     authenticated_user_id=session.authenticated_user_id))
+        return Message(role="tool", content=content, tool_call_id=call.id, name=call.name, error=True)
+    event = execute(session, call.name, call.arguments)
+    return Message(role="tool", content=event.content, tool_call_id=call.id, name=call.name, error=not event.ok)
+
+
+def dumps_arguments(arguments: dict) -> str:
+    return json.dumps(arguments, sort_keys=True)

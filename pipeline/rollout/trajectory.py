@@ -1,0 +1,87 @@
+"""The trajectory: everything that happened in one episode, as data.
+
+Messages follow the OpenAI chat shape (system / user / assistant / tool) so that logs from other systems
+can be imported; the world's own tool log and the final state delta travel with them for grading.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Termination = Literal["agent_stop", "user_stop", "turn_limit", "infra_error"]
+STOP_TOKEN = "###STOP###"
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Usage(Strict):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    compute_s: float = Field(default=0.0, description="Seconds spent producing this message (local models).")
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            compute_s=self.compute_s + other.compute_s,
+        )
+
+
+class ToolCall(Strict):
+    id: str = Field(description="Call id, echoed by the tool message that answers it.")
+    name: str = Field(description="Tool name as the model wrote it (may be unknown).")
+    arguments: dict[str, Any] | None = Field(
+        default=None, description="Parsed arguments; None when the model's JSON could not be parsed."
+    )
+    raw_arguments: str | None = Field(default=None, description="The arguments text as the model produced it.")
+
+
+class Message(Strict):
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_call_id: str | None = Field(default=None, description="For tool messages: the call answered.")
+    name: str | None = Field(default=None, description="For tool messages: the tool's name.")
+    error: bool = Field(default=False, description="For tool messages: the tool refused or failed.")
+    raw: str | None = Field(default=None, description="For assistant messages: the model's raw text.")
+    usage: Usage | None = None
+    latency_s: float | None = None
+
+
+class Timings(Strict):
+    wall_s: float = 0.0
+    agent_s: float = 0.0
+    user_s: float = 0.0
+    tool_s: float = 0.0
+
+
+class Trajectory(Strict):
+    task_id: str
+    trial: int = 0
+    seed: int = 0
+    agent: str = Field(description="Agent name (backend and model).")
+    user: str = Field(description="User simulator name.")
+    persona: str | None = None
+    world: str = Field(description="World name the episode ran in.")
+    messages: list[Message] = Field(default_factory=list)
+    world_log: list[dict[str, Any]] = Field(default_factory=list, description="The world's ToolEvent log.")
+    final_changed: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Records that differ from the base world at the end."
+    )
+    final_hash: str = ""
+    termination: Termination = "agent_stop"
+    error: str | None = Field(default=None, description="Infrastructure error text, if any.")
+    agent_usage: Usage = Field(default_factory=Usage)
+    user_usage: Usage = Field(default_factory=Usage)
+    timings: Timings = Field(default_factory=Timings)
+
+    @property
+    def infra_error(self) -> bool:
+        return self.termination == "infra_error"
+
+    def tool_calls(self) -> list[ToolCall]:
+        return [c for m in self.messages if m.role == "assistant" for c in m.tool_calls]
