@@ -29,6 +29,9 @@ class ComponentResult(Strict):
     passed: bool
     required: bool = True
     details: list[str] = Field(default_factory=list, description="Why it failed (empty when passed).")
+    notes: list[str] = Field(
+        default_factory=list, description="Diagnostics worth reporting that do not fail the component."
+    )
 
 
 class Verdict(Strict):

@@ -1,0 +1,166 @@
+"""`agentloop`: one subcommand per job of the loop."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+app = typer.Typer(help="agentloop: measure, target, synthesize, curate, train, gate.", no_args_is_help=True)
+world_app = typer.Typer(help="Worlds: generate, replay τ²-bench domains.", no_args_is_help=True)
+tasks_app = typer.Typer(help="Task files: generate, validate.", no_args_is_help=True)
+app.add_typer(world_app, name="world")
+app.add_typer(tasks_app, name="tasks")
+console = Console(stderr=True)
+
+
+def _fail(message: str) -> None:
+    console.print(f"[red]error:[/red] {message}")
+    raise typer.Exit(2)
+
+
+@app.callback()
+def main(verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging.")) -> None:
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+
+
+@world_app.command("replay")
+def world_replay(
+    domain: Path = typer.Option(..., help="τ²-bench domain directory (db.json, tasks.json, policy.md)."),
+    out: Path = typer.Option(..., help="Output JSON Lines file, one line per task."),
+) -> None:
+    """Replay every task's gold actions on a fresh copy of the database; write each end state."""
+    from pipeline.world.retail.state import WorldLoadError
+    from pipeline.world.retail.tau2 import write_replay
+
+    try:
+        lines = write_replay(domain, out)
+    except (WorldLoadError, ValueError, FileNotFoundError) as exc:
+        _fail(str(exc))
+    failed = sum(1 for line in lines if line["failed_actions"])
+    console.print(f"replayed {len(lines)} tasks → {out} ({failed} with refused gold calls)")
+
+
+@world_app.command("generate")
+def world_generate(
+    out: Path = typer.Option(..., help="Output domain directory (db.json + policy.md)."),
+    seed: int = typer.Option(0, help="Generator seed: same seed, same world."),
+    products: int = typer.Option(50, min=1),
+    users: int = typer.Option(500, min=1),
+    orders: int = typer.Option(1000, min=1),
+) -> None:
+    """Generate a fresh seeded world of the retail schema."""
+    from pipeline.world.registry import generated_world_name
+    from pipeline.world.retail.generator import GeneratorConfig, generate_world
+    from pipeline.world.retail.policy import load_policy
+
+    name = generated_world_name(seed, products, users, orders)
+    world = generate_world(GeneratorConfig(seed=seed, n_products=products, n_users=users, n_orders=orders, name=name))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "db.json").write_text(json.dumps(world.to_dict(), indent=1))
+    (out / "policy.md").write_text(load_policy())
+    console.print(f"world {name}: {products} products, {users} users, {orders} orders → {out}")
+
+
+@tasks_app.command("generate")
+def tasks_generate(
+    world: str = typer.Option(..., help="World reference: gen-<seed>[-PxUxO] or a domain directory."),
+    n: int = typer.Option(100, min=1, help="Number of tasks."),
+    seed: int = typer.Option(0),
+    out: Path = typer.Option(..., help="Output tasks.jsonl."),
+) -> None:
+    """Generate verified tasks (gold end state reachable) grounded in a world."""
+    from pipeline.dataset.io import write_tasks
+    from pipeline.synth.templates import generate_tasks
+    from pipeline.world.registry import load_world
+
+    tasks = generate_tasks(load_world(world), n, seed=seed)
+    write_tasks(out, tasks)
+    console.print(f"{len(tasks)} tasks → {out}")
+
+
+@tasks_app.command("validate")
+def tasks_validate(path: Path = typer.Argument(..., help="A tasks.jsonl file.")) -> None:
+    """Check a task file against the schema; errors name the line and the field."""
+    from pipeline.dataset.io import TaskFileError, read_tasks
+
+    try:
+        tasks = read_tasks(path)
+    except TaskFileError as exc:
+        _fail(str(exc))
+    console.print(f"{path}: {len(tasks)} valid tasks")
+
+
+@app.command("rollout")
+def rollout(
+    world: str = typer.Option(..., help="World reference: gen-<seed>[-PxUxO] or a domain directory."),
+    tasks: Path = typer.Option(..., help="tasks.jsonl"),
+    agent: str = typer.Option("oracle", help="Scripted agent: oracle or flawed."),
+    flaw_rate: float = typer.Option(0.3, help="For --agent flawed: rate of each planted mode."),
+    trials: int = typer.Option(1, min=1),
+    seed: int = typer.Option(0),
+    out: Path = typer.Option(..., help="Output trajectories .jsonl; verdicts go to <name>.verdicts.jsonl beside it."),
+) -> None:
+    """Run scripted episodes (agent ↔ scripted user ↔ tools), grade each, and write trajectories + verdicts."""
+    from pipeline.dataset.io import TaskFileError, read_tasks
+    from pipeline.grading.grader import grade
+    from pipeline.rollout.runner import run_episode
+    from pipeline.users.scripted import ScriptedUser
+    from pipeline.world.registry import load_world
+
+    try:
+        task_list = read_tasks(tasks)
+    except TaskFileError as exc:
+        _fail(str(exc))
+    if not task_list:
+        _fail(f"{tasks}: no tasks")
+    the_agent = _scripted_agent(agent, flaw_rate, seed)
+    w = load_world(world)
+    user = ScriptedUser()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    passed = total = 0
+    verdict_path = out.with_suffix(".verdicts.jsonl")
+    with out.open("w") as ft, verdict_path.open("w") as fv, _progress() as progress:
+        bar = progress.add_task("episodes", total=len(task_list) * trials)
+        for task in task_list:
+            for trial in range(trials):
+                traj = run_episode(w, task, the_agent, user, trial=trial, seed=seed)
+                verdict = grade(w, task, traj)
+                ft.write(traj.model_dump_json() + "\n")
+                fv.write(verdict.model_dump_json() + "\n")
+                total += 1
+                passed += verdict.passed
+                progress.advance(bar)
+    table = Table(title=f"rollout: {agent} on {tasks.name}")
+    table.add_column("episodes", justify="right")
+    table.add_column("passed", justify="right")
+    table.add_column("pass rate", justify="right")
+    table.add_row(str(total), str(passed), f"{passed / total:.1%}")
+    Console().print(table)
+
+
+def _scripted_agent(name: str, flaw_rate: float, seed: int):
+    from pipeline.agents.scripted import OracleAgent
+
+    if name == "oracle":
+        return OracleAgent()
+    if name == "flawed":
+        from pipeline.agents.flawed import FlawConfig, FlawedAgent
+
+        rates = {m: flaw_rate for m in ("plan_adherence", "invention", "misread")}
+        return FlawedAgent(FlawConfig(rates=rates, seed=seed))
+    _fail(f"unknown agent {name!r}: choose 'oracle' or 'flawed'")
+
+
+def _progress() -> Progress:
+    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    console=console)
+
+
+if __name__ == "__main__":
+    app()
