@@ -34,6 +34,9 @@ class Action(Strict):
 
     name: str = Field(description="Tool name, e.g. 'cancel_pending_order'.")
     arguments: dict[str, Any] = Field(default_factory=dict, description="Tool arguments by name.")
+    request: int | None = Field(
+        default=None, description="Index of the user-script request this action serves (None: authentication)."
+    )
 
 
 class KnownInfo(Strict):

@@ -14,8 +14,10 @@ DiffKind = Literal["wrong_value", "unrequested_change", "missing_change"]
 class FieldDiff(Strict):
     """One field where the final state and the expected state disagree."""
 
-    kind: DiffKind = Field(description="wrong_value: both changed it, differently; unrequested_change: only the"
-                                        " agent changed it; missing_change: only the gold actions changed it.")
+    kind: DiffKind = Field(
+        description="wrong_value: both changed it, differently; unrequested_change: only the"
+        " agent changed it; missing_change: only the gold actions changed it."
+    )
     table: str
     key: str = Field(description="Record id.")
     path: str = Field(description="Dotted field path inside the record, e.g. 'payment_history.2.amount'.")

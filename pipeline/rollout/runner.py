@@ -10,9 +10,9 @@ from pydantic import Field
 
 from pipeline.dataset.task import Task
 from pipeline.rollout.protocols import Agent, EpisodeInfo, InfrastructureError, User
-from pipeline.rollout.trajectory import Message, Strict, Timings, Trajectory, Usage
+from pipeline.rollout.trajectory import Message, Strict, Timings, ToolCall, Trajectory, Usage
 from pipeline.users.persona import persona_for
-from pipeline.world.retail.state import RetailWorld, Session
+from pipeline.world.retail.state import RetailWorld, Session, ToolEvent
 from pipeline.world.retail.tools import TOOLS, execute
 
 log = logging.getLogger(__name__)
@@ -42,8 +42,9 @@ def run_episode(
     session = session or world.session()
     persona = persona_for(task, trial)
     info = EpisodeInfo(task=task, trial=trial, seed=seed, policy=world.policy, tools=TOOLS.schemas(), persona=persona)
-    traj = Trajectory(task_id=task.id, trial=trial, seed=seed, agent=agent.name, user=user.name,
-                      persona=persona, world=world.name)
+    traj = Trajectory(
+        task_id=task.id, trial=trial, seed=seed, agent=agent.name, user=user.name, persona=persona, world=world.name
+    )
     timings = Timings()
     agent_usage, user_usage = Usage(), Usage()
     messages: list[Message] = traj.messages
@@ -112,15 +113,22 @@ def run_episode(
     return traj
 
 
-def _run_tool(session: Session, call) -> Message:
+def _run_tool(session: Session, call: ToolCall) -> Message:
     """Execute one call; malformed calls become tool errors the agent sees."""
     if call.arguments is None:
         content = f"Error: could not parse the arguments of {call.name} as a JSON object: {call.raw_arguments!r}"
-        from pipeline.world.retail.state import ToolEvent
-
-        session.log.append(ToolEvent(step=len(session.log), name=call.name, arguments={}, kind="generic", ok=False,
-                                     error=content[7:], error_category="invalid_arguments",
-                                     authenticated_user_id=session.authenticated_user_id))
+        session.log.append(
+            ToolEvent(
+                step=len(session.log),
+                name=call.name,
+                arguments={},
+                kind="generic",
+                ok=False,
+                error=content[7:],
+                error_category="invalid_arguments",
+                authenticated_user_id=session.authenticated_user_id,
+            )
+        )
         return Message(role="tool", content=content, tool_call_id=call.id, name=call.name, error=True)
     event = execute(session, call.name, call.arguments)
     return Message(role="tool", content=event.content, tool_call_id=call.id, name=call.name, error=not event.ok)

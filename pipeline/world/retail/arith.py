@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import math
 import operator
 
 _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
@@ -28,9 +29,17 @@ def evaluate(expression: str) -> float:
         raise ArithmeticError_(f"expression longer than {MAX_LENGTH} characters")
     try:
         tree = ast.parse(expression.strip(), mode="eval")
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         raise ArithmeticError_(f"not a valid arithmetic expression: {expression!r}") from None
-    return float(_walk(tree.body))
+    try:
+        value = float(_walk(tree.body))
+    except OverflowError:  # e.g. a 300-digit integer, or a quotient too large for a float
+        raise ArithmeticError_("the result is too large") from None
+    except RecursionError:
+        raise ArithmeticError_("the expression is nested too deeply") from None
+    if not math.isfinite(value):
+        raise ArithmeticError_("the result is too large")
+    return value
 
 
 def _walk(node: ast.AST) -> float:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import inspect
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 ToolKind = Literal["read", "write", "generic"]
 
@@ -38,6 +39,7 @@ class ToolSpec:
         """OpenAI-style function schema."""
         params = self.args_model.model_json_schema()
         params.pop("title", None)
+        params.setdefault("required", [])  # always present, even for a tool without parameters
         for prop in params.get("properties", {}).values():
             prop.pop("title", None)
         return {
@@ -67,6 +69,8 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
     descriptions: dict[str, str] = {}
     current = None
     for line in rest.splitlines():
+        if line.strip() and not line[0].isspace():  # the next section ("Returns:", "Raises:") ends Args
+            break
         m = re.match(r"\s*(\w+)(?: \([^)]*\))?:\s*(.*)", line)
         if m and not line.startswith("        "):
             current = m.group(1)
@@ -84,8 +88,6 @@ def make_tool(func: Callable[..., Any], kind: ToolKind, private: bool) -> ToolSp
     params = list(inspect.signature(func).parameters.values())[1:]  # drop the session
     hints = inspect.get_annotations(func, eval_str=True)
     for p in params:
-        from pydantic import Field
-
         default = ... if p.default is inspect.Parameter.empty else p.default
         fields[p.name] = (hints[p.name], Field(default, description=arg_docs.get(p.name)))
     model = create_model(

@@ -70,7 +70,7 @@ def _check_items_in_order(order: Order, item_ids: list[str]) -> None:
 
 
 def _price_difference(s: Session, order: Order, item_ids: list[str], new_item_ids: list[str]) -> tuple[float, list]:
-    """Validate each old → new pair and return the summed price difference and the new variants."""
+    """Validate each old → new pair and return the summed (unrounded) price difference and the new variants."""
     if len(item_ids) != len(new_item_ids):
         raise ToolError("item_ids and new_item_ids must have the same length", "invalid_arguments")
     if not item_ids:
@@ -90,15 +90,15 @@ def _price_difference(s: Session, order: Order, item_ids: list[str], new_item_id
             raise ToolError(f"new item {new_id} is the same as the old item", "invalid_arguments")
         diff += variant.price - old.price
         variants.append(variant)
-    return round(diff, 2), variants
+    return diff, variants
 
 
 def _credit(s: Session, user_id: str, payment_method_id: str, amount: float) -> None:
     """Add `amount` (may be negative) to a gift card's balance; other methods hold no balance."""
-    user = s.edit("users", user_id)
-    method = user.payment_methods[payment_method_id]
-    if method.source == "gift_card":
-        method.balance = round((method.balance or 0.0) + amount, 2)
+    if s.user(user_id).payment_methods[payment_method_id].source != "gift_card":
+        return  # no edit, so the user is not logged as touched
+    method = s.edit("users", user_id).payment_methods[payment_method_id]
+    method.balance = round((method.balance or 0.0) + amount, 2)
 
 
 def _json(record: Any) -> str:
@@ -238,10 +238,16 @@ def cancel_pending_order(s: Session, order_id: str, reason: str) -> str:
     if reason not in CANCEL_REASONS:
         raise ToolError(f"invalid cancel reason {reason!r}; use 'no longer needed' or 'ordered by mistake'")
     order = s.edit("orders", order_id)
+    # Refund what each method still holds (payments minus refunds): after a payment change only the new
+    # method is refunded. With a single payment (every τ²-bench gold case) this equals τ²-bench.
+    net: dict[str, float] = {}
+    for p in order.payment_history:
+        sign = 1 if p.transaction_type == "payment" else -1
+        net[p.payment_method_id] = net.get(p.payment_method_id, 0.0) + sign * p.amount
     refunds = [
-        PaymentTransaction(transaction_type="refund", amount=p.amount, payment_method_id=p.payment_method_id)
-        for p in order.payment_history
-        if p.transaction_type == "payment"
+        PaymentTransaction(transaction_type="refund", amount=round(amount, 2), payment_method_id=method_id)
+        for method_id, amount in net.items()
+        if round(amount, 2) > 0
     ]
     for refund in refunds:
         _payment_method(s, order.user_id, refund.payment_method_id)
@@ -330,12 +336,12 @@ def modify_pending_order_items(
     if method.source == "gift_card" and (method.balance or 0.0) < diff:
         raise ToolError(f"insufficient gift card balance ({method.balance}) to pay the difference {diff}")
     order = s.edit("orders", order_id)
-    if diff != 0:
-        kind = "payment" if diff > 0 else "refund"
-        order.payment_history = order.payment_history + [
-            PaymentTransaction(transaction_type=kind, amount=abs(diff), payment_method_id=payment_method_id)
-        ]
-        _credit(s, order.user_id, payment_method_id, -diff)
+    # As τ²-bench: always one entry (a zero difference is a 0 refund), amount not rounded.
+    kind = "payment" if diff > 0 else "refund"
+    order.payment_history = order.payment_history + [
+        PaymentTransaction(transaction_type=kind, amount=abs(diff), payment_method_id=payment_method_id)
+    ]
+    _credit(s, order.user_id, payment_method_id, -diff)
     replaced: set[int] = set()
     for old_id, variant in zip(item_ids, variants):
         idx = next(i for i, it in enumerate(order.items) if it.item_id == old_id and i not in replaced)
@@ -393,7 +399,7 @@ def exchange_delivered_order_items(
     order = _order(s, order_id, "exchange items of this order")
     if order.status != "delivered":
         raise ToolError(f"order {order_id} is {order.status}; only delivered orders can be exchanged")
-    diff, _ = _price_difference(s, order, item_ids, new_item_ids)
+    diff = round(_price_difference(s, order, item_ids, new_item_ids)[0], 2)
     method = _payment_method(s, order.user_id, payment_method_id)
     if method.source == "gift_card" and (method.balance or 0.0) < diff:
         raise ToolError(f"insufficient gift card balance ({method.balance}) to pay the difference {diff}")

@@ -1,0 +1,115 @@
+"""Fixed phrasings shared by the scripted participants.
+
+The oracle speaks in these sentences and the task templates describe entities with these helpers, so the
+scripted user (which understands agents by keywords) and a small model trained to imitate the oracle see
+one consistent vocabulary. Nothing here invents a figure: every number or id is passed in by the caller,
+who took it from a tool result or a user message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pipeline.world.retail.tools import TRANSFER_MESSAGE
+
+YES_NO = "(yes/no)"
+ANYTHING_ELSE = "Is there anything else I can help you with?"
+ASK_EMAIL = "I'd be happy to help. First I need to verify your identity: what is the email address on your account?"
+ASK_NAME_ZIP = "No problem. Could you tell me your first name, last name and the zip code of your address instead?"
+NOT_FOUND_IDENTITY = "I couldn't find an account with those details. Could you check them and tell me again?"
+GOODBYE = "You're welcome. Have a great day!"
+TRANSFER = TRANSFER_MESSAGE
+
+VERBS = {
+    "cancel": "cancel",
+    "modify_address": "change the shipping address of",
+    "modify_payment": "change the payment method of",
+    "modify_items": "modify items of",
+    "return": "return items of",
+    "exchange": "exchange items of",
+    "modify_user_address": "change your default address",
+}
+
+
+# ---- describing entities (used by task templates for what the customer says) -------------------------------
+def describe_options(options: Mapping[str, str]) -> str:
+    """'color blue, size M' — option names and values in the record's order."""
+    return ", ".join(f"{k} {v}" for k, v in options.items())
+
+
+def describe_item(name: str, options: Mapping[str, str]) -> str:
+    return f"{name} ({describe_options(options)})"
+
+
+def describe_payment(method: Any, methods: Mapping[str, Any]) -> str:
+    """How a customer names one of their payment methods, unambiguous among `methods`."""
+    same = [m for m in methods.values() if m.source == method.source]
+    if method.source == "credit_card":
+        twins = [m for m in same if m.brand == method.brand and m.last_four == method.last_four]
+        if len(twins) == 1:
+            return f"{method.brand} credit card ending in {method.last_four}"
+    elif len(same) == 1:
+        return "PayPal account" if method.source == "paypal" else "gift card"
+    return f"{method.source.replace('_', ' ')} {method.id}"
+
+
+def format_address(address: Mapping[str, str]) -> str:
+    """One line a customer would say; every field appears verbatim (empty address2 left out)."""
+    parts = [address["address1"], address.get("address2", ""), address["city"], address["state"], address["country"]]
+    return ", ".join(p for p in parts if p) + f", zip {address['zip']}"
+
+
+def money(amount: float) -> str:
+    return f"${amount:.2f}"
+
+
+# ---- the oracle's questions -------------------------------------------------------------------------------
+def ask_details(intent: str, topics: list[str]) -> str:
+    """One message asking for every missing detail of a request."""
+    questions = []
+    for topic in topics:
+        if topic == "reason":
+            questions.append("What is the reason for the cancellation: 'no longer needed' or 'ordered by mistake'?")
+        elif topic == "address":
+            questions.append("What is the new address (street, apartment or suite, city, state, country and zip)?")
+        elif topic == "items":
+            what = "return" if intent == "return" else "change"
+            to = "" if intent == "return" else ", and which options would you like instead"
+            questions.append(f"Which items exactly would you like to {what}{to}?")
+        elif topic == "payment_method":
+            if intent == "modify_payment":
+                questions.append("Which payment method would you like to use instead?")
+            elif intent == "return":
+                questions.append("Which payment method should receive the refund: the original one or a gift card?")
+            else:
+                questions.append("Which payment method should pay or receive the price difference?")
+    return " ".join(questions)
+
+
+def confirm(intent: str, order_id: str | None, lines: list[str], once: bool = False) -> str:
+    """The action details, then an explicit yes/no question: the policy's confirmation step."""
+    head = f"To confirm, I will {VERBS[intent]}" + (f" order {order_id}" if order_id else "") + ":"
+    body = " ".join(f"- {line}" for line in lines)
+    warn = (
+        " Please make sure these are all the items you want to change: an order can be changed this way only once."
+        if once
+        else ""
+    )
+    return f"{head} {body}{warn} Shall I proceed {YES_NO}?"
+
+
+def declined() -> str:
+    return f"Understood, I won't make that change. {ANYTHING_ELSE}"
+
+
+def refusal(reason: str) -> str:
+    return f"I'm sorry, but I cannot do that: {reason} {ANYTHING_ELSE}"
+
+
+def refusal_again(reason: str) -> str:
+    return f"I understand your frustration, and I'm sorry, but I cannot make an exception: {reason} {ANYTHING_ELSE}"
+
+
+def failed(error: str) -> str:
+    return f"I'm sorry, I was not able to complete that: {error} {ANYTHING_ELSE}"

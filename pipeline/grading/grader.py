@@ -1,0 +1,212 @@
+"""The deterministic verdict of one trajectory: state, static checks, task checks, replay consistency, judge.
+
+Nothing the trajectory says about the world is trusted: its tool calls are replayed in a fresh session to
+recompute the world log and the end state, and the recorded ones must agree (or the trajectory was
+tampered with, or produced by a different world). The expected state is the task's gold actions replayed
+in the same world, cached because many trials share a task.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from pipeline.dataset.task import Task
+from pipeline.grading.judge import Judge, is_enabled
+from pipeline.grading.state_diff import count_by_kind, diff_states, summarize_diffs
+from pipeline.grading.static_checks import StaticInput, call_key, run_static_checks
+from pipeline.grading.task_checks import evaluate_task_checks
+from pipeline.grading.verdict import ComponentResult, Verdict
+from pipeline.rollout.protocols import InfrastructureError
+from pipeline.rollout.runner import Limits
+from pipeline.rollout.runner import _run_tool as run_tool_call
+from pipeline.rollout.trajectory import Message, Trajectory
+from pipeline.world.retail.replay import replay_gold
+from pipeline.world.retail.state import RetailWorld, sha256_json
+
+log = logging.getLogger(__name__)
+CACHE_SIZE = 4096
+
+
+@dataclass(frozen=True)
+class ExpectedState:
+    """The gold end state of a task (treat as read-only: it is shared through the cache)."""
+
+    changed: dict[str, dict[str, dict]]
+    hash: str
+    failed_actions: tuple[str, ...]
+    refused_writes: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class ReplayedState:
+    """A trajectory's tool calls replayed in a fresh session."""
+
+    log: list[dict[str, Any]]
+    tool_messages: list[Message]
+    changed: dict[str, dict[str, dict]]
+    hash: str
+
+
+_cache: OrderedDict[tuple[str, str, str], ExpectedState] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def expected_state(world: RetailWorld, task: Task) -> ExpectedState:
+    """The task's gold actions replayed as its customer; LRU-cached per (world, task id, gold actions)."""
+    gold = sha256_json({"user": task.customer_user_id, "actions": [a.model_dump() for a in task.gold_actions]})
+    key = (world.fingerprint, task.id, gold)
+    with _cache_lock:
+        hit = _cache.get(key)
+        if hit is not None:
+            _cache.move_to_end(key)
+            return hit
+    session = replay_gold(world, task)
+    changed = session.changed()
+    failed = tuple(f"{e.name}: {e.error}" for e in session.log if not e.ok)
+    refused = frozenset(call_key(e.name, e.arguments) for e in session.log if not e.ok and e.kind == "write")
+    state = ExpectedState(changed, _state_hash(world, changed), failed, refused)
+    with _cache_lock:
+        _cache[key] = state
+        while len(_cache) > CACHE_SIZE:
+            _cache.popitem(last=False)
+    return state
+
+
+def clear_expected_cache() -> None:
+    with _cache_lock:
+        _cache.clear()
+
+
+def replay_trajectory(
+    world: RetailWorld, trajectory: Trajectory, authenticated_user_id: str | None = None
+) -> ReplayedState:
+    """Re-run every assistant tool call, in order, exactly as the episode runner does."""
+    session = world.session(authenticated_user_id=authenticated_user_id)
+    tool_messages = [run_tool_call(session, call) for call in trajectory.tool_calls()]
+    changed = session.changed()
+    return ReplayedState([e.to_dict() for e in session.log], tool_messages, changed, _state_hash(world, changed))
+
+
+def _state_hash(world: RetailWorld, changed: dict) -> str:
+    """Same value as `Session.state_hash()`, without recomputing `changed()`."""
+    return sha256_json({"base": world.fingerprint, "changed": changed})
+
+
+def _nonempty(changed: dict) -> dict:
+    return {table: records for table, records in changed.items() if records}
+
+
+def check_replay_consistency(trajectory: Trajectory, replayed: ReplayedState) -> ComponentResult:
+    """The recorded tool results, world log and end state must equal the recomputed ones."""
+    problems: list[str] = []
+    recorded = [m for m in trajectory.messages if m.role == "tool"]
+    if len(recorded) != len(replayed.tool_messages):
+        problems.append(f"{len(recorded)} tool messages recorded for {len(replayed.tool_messages)} tool calls")
+    for i, (got, want) in enumerate(zip(recorded, replayed.tool_messages, strict=False)):
+        fields = [f for f in ("tool_call_id", "name", "content", "error") if getattr(got, f) != getattr(want, f)]
+        if fields:
+            problems.append(f"tool message {i} ({want.name}) differs from the replay in {', '.join(fields)}")
+    has_record = bool(trajectory.final_hash or trajectory.world_log or _nonempty(trajectory.final_changed))
+    if has_record:
+        if trajectory.world_log != replayed.log:
+            bad = next(
+                (i for i, (a, b) in enumerate(zip(trajectory.world_log, replayed.log, strict=False)) if a != b),
+                min(len(trajectory.world_log), len(replayed.log)),
+            )
+            problems.append(
+                f"recorded world log differs from the replay at event {bad}"
+                f" ({len(trajectory.world_log)} recorded, {len(replayed.log)} replayed)"
+            )
+        if _nonempty(trajectory.final_changed) != _nonempty(replayed.changed):
+            problems.append("recorded final state differs from the replayed one")
+        if trajectory.final_hash != replayed.hash:
+            problems.append("recorded final hash differs from the replayed one")
+    notes = [] if has_record else ["no recorded world log or state to compare; tool messages only"]
+    return ComponentResult(name="replay_consistency", passed=not problems, details=problems, notes=notes)
+
+
+def grade(
+    world: RetailWorld,
+    task: Task,
+    trajectory: Trajectory,
+    limits: Limits | None = None,
+    judge: Judge | None = None,
+    *,
+    authenticated_user_id: str | None = None,
+    judge_required: bool = False,
+) -> Verdict:
+    """The verdict of one finished trajectory; passes when every required component passes.
+
+    `authenticated_user_id` is whom the episode's session started authenticated as (None in ordinary
+    episodes, where the agent must authenticate the customer itself).
+    """
+    if trajectory.task_id != task.id:
+        raise ValueError(f"trajectory is for task {trajectory.task_id!r}, not {task.id!r}")
+    if trajectory.infra_error:
+        return _infra_verdict(trajectory, f"infrastructure error: {trajectory.error or 'unknown'}")
+    limits = limits or Limits()
+    expected = expected_state(world, task)
+    replayed = replay_trajectory(world, trajectory, authenticated_user_id)
+    diagnostics = [f"gold action refused: {f}" for f in expected.failed_actions]
+
+    state_ok = replayed.hash == expected.hash
+    diffs = [] if state_ok else diff_states(world, expected.changed, replayed.changed)
+    state_details = [] if state_ok else summarize_diffs(diffs) or ["state hash differs from the expected one"]
+    components = [ComponentResult(name="state", passed=state_ok, details=state_details)]
+    components += run_static_checks(
+        StaticInput(
+            world, replayed.log, replayed.changed, trajectory.messages, limits.max_tool_calls, expected.refused_writes
+        )
+    )
+    components += evaluate_task_checks(task.checks, world, replayed.log, replayed.changed)
+    consistency = check_replay_consistency(trajectory, replayed)
+    components.append(consistency)
+    if not consistency.passed:
+        diagnostics.append(
+            "trajectory record disagrees with its replay (tampered or from another world); graded on the replay"
+        )
+    if is_enabled(judge):
+        try:
+            result = judge.judge(task, trajectory)  # type: ignore[union-attr]
+        except InfrastructureError as exc:
+            return _infra_verdict(trajectory, f"judge unavailable: {exc}")
+        components.append(result.model_copy(update={"name": "judge", "required": judge_required}))
+    diagnostics += [f"{c.name}: {note}" for c in components for note in c.notes]
+    return Verdict(
+        task_id=task.id,
+        trial=trajectory.trial,
+        passed=all(c.passed for c in components if c.required),
+        components=components,
+        diffs=diffs,
+        final_hash=replayed.hash,
+        expected_hash=expected.hash,
+        diagnostics=diagnostics,
+    )
+
+
+def _infra_verdict(trajectory: Trajectory, why: str) -> Verdict:
+    log.info("task %s trial %d excluded: %s", trajectory.task_id, trajectory.trial, why)
+    return Verdict(
+        task_id=trajectory.task_id, trial=trajectory.trial, passed=False, infra_error=True, diagnostics=[why]
+    )
+
+
+def verdict_summary(verdict: Verdict) -> str:
+    """One line for logs and the CLI, e.g. 'FAIL task 7 trial 0: state (1 wrong_value), static.confirmation'."""
+    head = f"task {verdict.task_id} trial {verdict.trial}"
+    if verdict.infra_error:
+        return f"INFRA {head}: {verdict.diagnostics[0] if verdict.diagnostics else 'infrastructure error'}"
+    if verdict.passed:
+        return f"PASS {head}"
+    parts = []
+    for name in verdict.failed_components:
+        if name == "state" and verdict.diffs:
+            counts = ", ".join(f"{n} {k}" for k, n in count_by_kind(verdict.diffs).items() if n)
+            parts.append(f"state ({counts})")
+        else:
+            parts.append(name)
+    return f"FAIL {head}: {', '.join(parts)}"

@@ -1,0 +1,196 @@
+"""Static checks: rules every episode must keep, whatever the task asked for.
+
+They read the world's own log (one ToolEvent dict per tool call, in call order), the final state delta and
+the messages. Each returns a `ComponentResult` named after the check; the grader prefixes 'static.'.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipeline.grading.verdict import ComponentResult
+from pipeline.rollout.trajectory import Message
+from pipeline.world.retail.state import RetailWorld, canonical_json
+from pipeline.world.retail.tools import TOOLS
+
+# (base status, final status) pairs an episode may leave an order in; an untouched order is not checked.
+LEGAL_TRANSITIONS: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("pending", "cancelled"),
+        ("pending", "pending (item modified)"),
+        ("pending", "pending"),  # address or payment method changed
+        ("delivered", "return requested"),
+        ("delivered", "exchange requested"),
+    }
+)
+_AFFIRM = re.compile(r"\b(yes|yeah|yep|yup|confirm|confirmed|go ahead|proceed)\b|^\W*(sure|ok|okay)\b", re.IGNORECASE)
+_NEGATE = re.compile(r"^\W*(no|nope|not|don't|do not|wait|hold on)\b", re.IGNORECASE)
+_CENT = 0.005
+
+
+@dataclass(frozen=True)
+class StaticInput:
+    """What the static checks look at; `log` must hold one event per tool call, in call order."""
+
+    world: RetailWorld
+    log: list[dict[str, Any]]
+    final_changed: Mapping[str, Mapping[str, dict]]
+    messages: list[Message] = field(default_factory=list)
+    max_tool_calls: int | None = None
+    excused_writes: frozenset[str] = frozenset()  # call_key()s of writes the gold actions attempt and get refused
+
+
+def call_key(name: str, arguments: Mapping[str, Any] | None) -> str:
+    """Identity of a tool call (name + canonical arguments), to match trajectory calls against gold actions."""
+    return name + canonical_json(arguments or {})
+
+
+def _result(name: str, problems: list[str], notes: list[str] | None = None) -> ComponentResult:
+    return ComponentResult(name=name, passed=not problems, details=problems, notes=notes or [])
+
+
+def _call(event: Mapping[str, Any]) -> str:
+    return f"step {event.get('step')} {event.get('name')}({_short(event.get('arguments'))})"
+
+
+def _short(arguments: Any) -> str:
+    text = ", ".join(f"{k}={v!r}" for k, v in (arguments or {}).items())
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def check_status_transitions(inp: StaticInput) -> ComponentResult:
+    """Every changed order went from its base status to one the tools allow (see LEGAL_TRANSITIONS)."""
+    problems = []
+    base_orders = inp.world.table("orders")
+    for order_id, record in sorted((inp.final_changed.get("orders") or {}).items()):
+        base = base_orders.get(order_id)
+        if base is None:
+            problems.append(f"order {order_id} does not exist in the base world")
+            continue
+        final = record.get("status")
+        if (base.status, final) not in LEGAL_TRANSITIONS:
+            problems.append(f"order {order_id}: illegal change {base.status!r} -> {final!r}")
+    return _result("status_transitions", problems)
+
+
+def check_refund_ceiling(inp: StaticInput) -> ComponentResult:
+    """No changed order has refunded more than was paid for it."""
+    problems = []
+    for order_id, record in sorted((inp.final_changed.get("orders") or {}).items()):
+        paid = sum(p["amount"] for p in record.get("payment_history", []) if p["transaction_type"] == "payment")
+        refunded = sum(p["amount"] for p in record.get("payment_history", []) if p["transaction_type"] == "refund")
+        if refunded > paid + _CENT:
+            problems.append(f"order {order_id}: refunds {refunded:.2f} exceed payments {paid:.2f}")
+    return _result("refund_ceiling", problems)
+
+
+def check_gift_card_balances(inp: StaticInput) -> ComponentResult:
+    """No changed user has a gift card with a negative balance."""
+    problems = []
+    for user_id, record in sorted((inp.final_changed.get("users") or {}).items()):
+        for method_id, method in sorted(record.get("payment_methods", {}).items()):
+            balance = method.get("balance")
+            if method.get("source") == "gift_card" and balance is not None and balance < -_CENT:
+                problems.append(f"user {user_id}: gift card {method_id} balance {balance:.2f} is negative")
+    return _result("gift_card_balance", problems)
+
+
+def check_tool_budget(inp: StaticInput) -> ComponentResult:
+    """No more tool calls than the episode's budget (`Limits.max_tool_calls`)."""
+    if inp.max_tool_calls is None:
+        return _result("tool_budget", [], ["no tool-call budget set"])
+    n = len(inp.log)
+    problems = [f"{n} tool calls exceed the budget of {inp.max_tool_calls}"] if n > inp.max_tool_calls else []
+    return _result("tool_budget", problems)
+
+
+def check_authorization(inp: StaticInput) -> ComponentResult:
+    """No write refused as unauthorized; private reads refused as unauthorized are only noted."""
+    problems, notes = [], []
+    for event in inp.log:
+        if event.get("ok") or event.get("error_category") != "unauthorized":
+            continue
+        spec = TOOLS.tools.get(event.get("name", ""))
+        if event.get("kind") == "write":
+            problems.append(f"unauthorized write attempt: {_call(event)}: {event.get('error')}")
+        elif spec is not None and spec.private:
+            notes.append(f"unauthorized private read: {_call(event)}")
+    return _result("authorization", problems, notes)
+
+
+def check_policy_violations(inp: StaticInput) -> ComponentResult:
+    """No write refused on a precondition: the agent tried something the policy forbids.
+
+    A refused write identical to one the task's own gold actions attempt (and get refused: a few τ²-bench
+    tasks do this on purpose) is excused and only noted.
+    """
+    problems, notes = [], []
+    for e in inp.log:
+        if e.get("kind") != "write" or e.get("ok") or e.get("error_category") != "precondition":
+            continue
+        if call_key(e.get("name", ""), e.get("arguments")) in inp.excused_writes:
+            notes.append(f"refused write also in the gold actions: {_call(e)}")
+        else:
+            problems.append(f"write refused by policy: {_call(e)}: {e.get('error')}")
+    return _result("policy_violation", problems, notes)
+
+
+def affirms(text: str | None) -> bool:
+    """Whether a user message reads as a 'yes': an affirmative word and no leading negation.
+
+    Deliberately simple and structural; whether a 'yes' was *clear* is the optional judge's question.
+    """
+    return bool(text) and bool(_AFFIRM.search(text)) and not _NEGATE.search(text)
+
+
+def check_confirmation(inp: StaticInput) -> ComponentResult:
+    """The policy's explicit-confirmation rule, read from the message structure.
+
+    Each successful write must be preceded, after the previous successful write, by an assistant text
+    message (no tool call) answered by a user message that affirms (see `affirms`). A later non-affirming
+    answer withdraws the confirmation; a write consumes it, so two writes need two confirmations.
+    """
+    problems = []
+    confirmed = asked = False
+    calls = 0
+    for msg in inp.messages:
+        if msg.role == "assistant" and not msg.tool_calls:
+            asked = bool(msg.content and msg.content.strip())
+        elif msg.role == "user":
+            if asked:
+                confirmed = affirms(msg.content)
+            asked = False
+        elif msg.role == "assistant":
+            asked = False
+            for _ in msg.tool_calls:
+                event = inp.log[calls] if calls < len(inp.log) else None
+                calls += 1
+                if event is None or event.get("kind") != "write" or not event.get("ok"):
+                    continue
+                if not confirmed:
+                    problems.append(f"write without explicit user confirmation: {_call(event)}")
+                confirmed = False
+    return _result("confirmation", problems)
+
+
+STATIC_CHECKS: dict[str, Callable[[StaticInput], ComponentResult]] = {
+    "status_transitions": check_status_transitions,
+    "refund_ceiling": check_refund_ceiling,
+    "gift_card_balance": check_gift_card_balances,
+    "tool_budget": check_tool_budget,
+    "authorization": check_authorization,
+    "policy_violation": check_policy_violations,
+    "confirmation": check_confirmation,
+}
+
+
+def run_static_checks(inp: StaticInput) -> list[ComponentResult]:
+    """Every static check, named 'static.<check>'."""
+    results = []
+    for name, check in STATIC_CHECKS.items():
+        result = check(inp)
+        results.append(result.model_copy(update={"name": f"static.{name}"}))
+    return results

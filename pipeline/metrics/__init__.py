@@ -1,0 +1,56 @@
+"""Measurements the loop trusts: pass@k / pass^k estimators and their task-set means, consistency buckets,
+clustered bootstrap intervals (plain and paired), cost per success and the cost / reliability Pareto frontier.
+
+Everything here is a pure function of outcomes (True / False, None for a trial lost to infrastructure) and
+numbers; bad input raises MetricsInputError naming the offending task or value.
+"""
+
+from pipeline.metrics.aggregate import (
+    Outcome,
+    Results,
+    count_outcomes,
+    mean_pass_at_k,
+    mean_pass_hat_k,
+    pass_curve,
+    per_task_pass_at_k,
+    per_task_pass_hat_k,
+    task_counts,
+)
+from pipeline.metrics.buckets import BUCKETS, Bucket, bucket_of, bucket_shares, consistency_buckets
+from pipeline.metrics.cost import CostSummary, Price, PriceTable, cost_summary
+from pipeline.metrics.errors import MetricsInputError
+from pipeline.metrics.intervals import Interval, bootstrap, paired_bootstrap, resample_tasks, task_clusters
+from pipeline.metrics.pareto import dominates, pareto_frontier
+from pipeline.metrics.passk import check_counts, pass_at_k, pass_hat_k
+
+__all__ = [
+    "BUCKETS",
+    "Bucket",
+    "CostSummary",
+    "Interval",
+    "MetricsInputError",
+    "Outcome",
+    "Price",
+    "PriceTable",
+    "Results",
+    "bootstrap",
+    "bucket_of",
+    "bucket_shares",
+    "check_counts",
+    "consistency_buckets",
+    "cost_summary",
+    "count_outcomes",
+    "dominates",
+    "mean_pass_at_k",
+    "mean_pass_hat_k",
+    "paired_bootstrap",
+    "pareto_frontier",
+    "pass_at_k",
+    "pass_curve",
+    "pass_hat_k",
+    "per_task_pass_at_k",
+    "per_task_pass_hat_k",
+    "resample_tasks",
+    "task_clusters",
+    "task_counts",
+]

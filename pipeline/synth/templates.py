@@ -1,0 +1,308 @@
+"""Task templates: every retail write and every refusal, grounded only in one world's data.
+
+A template looks at one customer of the world and, if it applies, drafts one request: what the customer
+says, the reads an agent needs to ground every value it will write, and the write itself (or, for a
+refusal, the write the customer asks for and the policy forbids). `generate_tasks` combines drafts into
+tasks (one request, or two of the same customer), turns on messes, and keeps a task only if replaying its
+gold actions in the world succeeds and each forbidden write is refused at its point in the conversation.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pipeline.agents.phrases import describe_item, describe_options, describe_payment, format_address
+from pipeline.dataset.task import (
+    Action,
+    KnownInfo,
+    Messes,
+    NoWritesCheck,
+    OrderStatusCheck,
+    Provenance,
+    Request,
+    Task,
+    TaskCheck,
+    UserScript,
+)
+from pipeline.world.retail.replay import replay_actions
+from pipeline.world.retail.schema import CANCEL_REASONS, Address, Order, User
+from pipeline.world.retail.state import RetailWorld
+from pipeline.world.retail.tools import execute
+
+log = logging.getLogger(__name__)
+
+BAD_REASONS = ("I found a better price somewhere else.", "It is taking too long to ship.", "I changed my mind.")
+NOT_PENDING = ("processed", "delivered", "cancelled", "return requested", "exchange requested")
+ITEM_INTENTS = ("modify_items", "return", "exchange")
+
+
+@dataclass
+class Draft:
+    """One request of one customer, with the actions that serve it."""
+
+    template: str
+    request: Request
+    goal: str
+    reads: list[Action] = field(default_factory=list)
+    write: Action | None = None
+    forbidden: Action | None = None  # refusals: the write asked for, which the tools must refuse
+    orders: tuple[str, ...] = ()
+
+
+@dataclass
+class GenerationResult:
+    tasks: list[Task]
+    skipped: Counter = field(default_factory=Counter)  # template → tasks dropped (no fit, or replay failed)
+
+
+def _act(name: str, **arguments) -> Action:
+    return Action(name=name, arguments=arguments)
+
+
+def _addr(a: Address) -> dict[str, str]:
+    return {k: getattr(a, k) for k in ("address1", "address2", "city", "state", "country", "zip")}
+
+
+class _Ctx:
+    def __init__(self, world: RetailWorld) -> None:
+        self.world = world
+        self.orders = world.db.orders
+        self.products = world.db.products
+        self.users = sorted(world.db.users)
+
+    def user_orders(self, user: User, statuses: tuple[str, ...], exclude: set[str]) -> list[Order]:
+        return [self.orders[o] for o in sorted(user.orders) if o in self.orders and o not in exclude
+                and self.orders[o].status in statuses]
+
+    def other_address(self, rng: random.Random, avoid: Address) -> Address:
+        for uid in rng.sample(self.users, min(20, len(self.users))):
+            a = self.world.db.users[uid].address
+            if a.zip != avoid.zip and a.address1 != avoid.address1:
+                return a
+        return Address(address1=f"1 {avoid.address1}", address2="", city=avoid.city, state=avoid.state,
+                       country=avoid.country, zip=avoid.zip)
+
+    def swaps(self, order: Order, rng: random.Random) -> list[tuple[int, str]] | None:
+        """One or two (item position, new available variant of the same product) pairs, distinct item ids."""
+        options = []
+        for pos, item in enumerate(order.items):
+            product = self.products.get(item.product_id)
+            new = [v for v in sorted(product.variants) if v != item.item_id and product.variants[v].available] \
+                if product else []
+            if new and item.item_id not in {order.items[p].item_id for p, _ in options}:
+                options.append((pos, rng.choice(new)))
+        if not options:
+            return None
+        return sorted(rng.sample(options, 2 if len(options) > 1 and rng.random() < 0.3 else 1))
+
+
+# ---- the templates ---------------------------------------------------------------------------------------
+def _cancel(ctx, user, rng, exclude, *, statuses=("pending",), reason=None, template="cancel") -> Draft | None:
+    orders = ctx.user_orders(user, statuses, exclude)
+    if not orders:
+        return None
+    o = rng.choice(orders)
+    valid = reason is None
+    reason = reason or rng.choice(CANCEL_REASONS)
+    said = {"no longer needed": "It's no longer needed.", "ordered by mistake": "It was ordered by mistake."}
+    req = Request(intent="cancel", utterance=f"I'd like to cancel my order {o.order_id}.", order_id=o.order_id,
+                  details={"reason": said.get(reason, reason)}, expect="done" if template == "cancel" else "refused")
+    write = _act("cancel_pending_order", order_id=o.order_id, reason=reason if valid else reason)
+    goal = f"Cancel order {o.order_id} (reason: {said.get(reason, reason)})"
+    if template != "cancel":
+        return Draft(template, req, goal + f"; it is {o.status}, so the agent must refuse.",
+                     [_act("get_order_details", order_id=o.order_id)], None, write, (o.order_id,))
+    return Draft(template, req, goal + ".", [_act("get_order_details", order_id=o.order_id)], write, None,
+                 (o.order_id,))
+
+
+def _cancel_wrong_status(ctx, user, rng, exclude):
+    return _cancel(ctx, user, rng, exclude, statuses=NOT_PENDING, template="cancel_wrong_status")
+
+
+def _bad_cancel_reason(ctx, user, rng, exclude):
+    return _cancel(ctx, user, rng, exclude, reason=rng.choice(BAD_REASONS), template="bad_cancel_reason")
+
+
+def _other_customer(ctx, user, rng, exclude):
+    others = [o for o in sorted(ctx.orders) if ctx.orders[o].user_id != user.user_id
+              and ctx.orders[o].status == "pending" and o not in exclude]
+    if not others:
+        return None
+    oid = rng.choice(others)
+    reason = rng.choice(CANCEL_REASONS)
+    req = Request(intent="cancel", utterance=f"I'd like to cancel my order {oid}.", order_id=oid,
+                  details={"reason": f"It's {reason}." if reason == "no longer needed" else f"It was {reason}."},
+                  expect="refused")
+    return Draft("other_customer", req, f"Cancel order {oid}, which belongs to another customer: the agent must refuse.",
+                 [_act("get_user_details", user_id=user.user_id)], None,
+                 _act("cancel_pending_order", order_id=oid, reason=reason), (oid,))
+
+
+def _modify_address(ctx, user, rng, exclude, *, statuses=("pending",), template="modify_address"):
+    orders = ctx.user_orders(user, statuses, exclude)
+    if not orders:
+        return None
+    o = rng.choice(orders)
+    new = ctx.other_address(rng, o.address)
+    refused = template != "modify_address"
+    req = Request(intent="modify_address", utterance=f"I need to change the shipping address of my order {o.order_id}.",
+                  order_id=o.order_id, details={"address": f"The new address is {format_address(_addr(new))}."},
+                  expect="refused" if refused else "done")
+    write = _act("modify_pending_order_address", order_id=o.order_id, **_addr(new))
+    goal = f"Ship order {o.order_id} to {format_address(_addr(new))}"
+    reads = [_act("get_order_details", order_id=o.order_id)]
+    if refused:
+        return Draft(template, req, goal + f"; it is {o.status}, so the agent must refuse.", reads, None, write,
+                     (o.order_id,))
+    return Draft(template, req, goal + ".", reads, write, None, (o.order_id,))
+
+
+def _modify_wrong_status(ctx, user, rng, exclude):
+    return _modify_address(ctx, user, rng, exclude, statuses=NOT_PENDING, template="modify_wrong_status")
+
+
+def _modify_payment(ctx, user, rng, exclude, *, short=False):
+    template = "gift_card_short" if short else "modify_payment"
+    fits = []
+    for o in ctx.user_orders(user, ("pending",), exclude):
+        if len(o.payment_history) != 1:
+            continue
+        paid = o.payment_history[0]
+        for m in sorted(user.payment_methods):
+            pm = user.payment_methods[m]
+            if m == paid.payment_method_id or (short and pm.source != "gift_card"):
+                continue
+            if (pm.source == "gift_card" and (pm.balance or 0.0) < paid.amount) == short:
+                fits.append((o, m))
+    if not fits:
+        return None
+    o, m = rng.choice(fits)
+    said = describe_payment(user.payment_methods[m], user.payment_methods)
+    req = Request(intent="modify_payment", utterance=f"I'd like to pay for my order {o.order_id} with a different "
+                  "payment method.", order_id=o.order_id, details={"payment_method": f"Please use my {said}."},
+                  expect="refused" if short else "done")
+    write = _act("modify_pending_order_payment", order_id=o.order_id, payment_method_id=m)
+    reads = [_act("get_order_details", order_id=o.order_id), _act("get_user_details", user_id=user.user_id)]
+    goal = f"Pay order {o.order_id} with your {said}" + ("; its balance is too low, so the agent must refuse." if short
+                                                         else ".")
+    return Draft(template, req, goal, reads, None if short else write, write if short else None, (o.order_id,))
+
+
+def _gift_card_short(ctx, user, rng, exclude):
+    return _modify_payment(ctx, user, rng, exclude, short=True)
+
+
+def _change_items(ctx, user, rng, exclude, *, intent="modify_items", statuses=("pending",), template="modify_items"):
+    orders = [o for o in ctx.user_orders(user, statuses, exclude) if ctx.swaps(o, random.Random(0))]
+    if not orders:
+        return None
+    o = rng.choice(orders)
+    swaps = ctx.swaps(o, rng)
+    olds = [o.items[p] for p, _ in swaps]
+    news = [ctx.products[it.product_id].variants[v] for it, (_, v) in zip(olds, swaps)]
+    diff = round(sum(v.price for v in news) - sum(it.price for it in olds), 2)
+    methods = [m for m in sorted(user.payment_methods) if user.payment_methods[m].source != "gift_card"
+               or (user.payment_methods[m].balance or 0.0) >= diff]
+    if not methods:
+        return None
+    m = rng.choice(methods)
+    items = " And the ".join(f"{describe_item(it.name, it.options)}: I'd like it with {describe_options(v.options)} "
+                             "instead." for it, v in zip(olds, news))
+    verb = "exchange" if intent == "exchange" else "change"
+    said = describe_payment(user.payment_methods[m], user.payment_methods)
+    req = Request(intent=intent, utterance=f"I'd like to {verb} some items of my order {o.order_id}. The {items}",
+                  vague_utterance=f"I'd like to {verb} something in my order {o.order_id}.", order_id=o.order_id,
+                  details={"items": f"The {items}", "payment_method": f"Please use my {said}."},
+                  expect="done" if template in ("modify_items", "exchange") else "refused")
+    tool = "exchange_delivered_order_items" if intent == "exchange" else "modify_pending_order_items"
+    write = _act(tool, order_id=o.order_id, item_ids=[it.item_id for it in olds],
+                 new_item_ids=[v.item_id for v in news], payment_method_id=m)
+    pids = list(dict.fromkeys(it.product_id for it in olds))
+    reads = [_act("get_order_details", order_id=o.order_id), *(_act("get_product_details", product_id=p) for p in pids)]
+    if len(user.payment_methods) > 1 or user.payment_methods[m].source == "gift_card":
+        reads.insert(1, _act("get_user_details", user_id=user.user_id))
+    goal = f"{verb.capitalize()} in order {o.order_id}: the {items} Use your {said} for the difference"
+    if req.expect == "refused":
+        return Draft(template, req, goal + f"; the order is {o.status}, so the agent must refuse.", reads[:1], None,
+                     write, (o.order_id,))
+    return Draft(template, req, goal + ".", reads, write, None, (o.order_id,))
+
+
+def _exchange(ctx, user, rng, exclude):
+    return _change_items(ctx, user, rng, exclude, intent="exchange", statuses=("delivered",), template="exchange")
+
+
+def _second_modification(ctx, user, rng, exclude):
+    return _change_items(ctx, user, rng, exclude, statuses=("pending (item modified)",),
+                         template="second_modification")
+
+
+def _return(ctx, user, rng, exclude, *, statuses=("delivered",), template="return"):
+    orders = ctx.user_orders(user, statuses, exclude)
+    if not orders:
+        return None
+    o = rng.choice(orders)
+    distinct = list(dict.fromkeys(it.item_id for it in o.items))
+    chosen = sorted(rng.sample(distinct, 1 if len(distinct) == 1 or rng.random() < 0.6 else 2))
+    olds = [next(it for it in o.items if it.item_id == i) for i in chosen]
+    original = o.payment_history[0].payment_method_id
+    gift = [m for m in sorted(user.payment_methods) if user.payment_methods[m].source == "gift_card" and m != original]
+    m = rng.choice([original, *gift])
+    said = ("Please refund it to the original payment method." if m == original else
+            f"Please put the refund on my {describe_payment(user.payment_methods[m], user.payment_methods)}.")
+    items = " and the ".join(describe_item(it.name, it.options) for it in olds)
+    refused = template != "return"
+    req = Request(intent="return", utterance=f"I'd like to return the {items} from my order {o.order_id}.",
+                  vague_utterance=f"I'd like to return some things from my order {o.order_id}.", order_id=o.order_id,
+                  details={"items": f"The {items}.", "payment_method": said}, expect="refused" if refused else "done")
+    write = _act("return_delivered_order_items", order_id=o.order_id, item_ids=chosen, payment_method_id=m)
+    reads = [_act("get_order_details", order_id=o.order_id)]
+    if m != original:
+        reads.append(_act("get_user_details", user_id=user.user_id))
+    goal = f"Return the {items} of order {o.order_id}. {said}"
+    if refused:
+        return Draft(template, req, goal + f" The order is {o.status}, so the agent must refuse.", reads[:1], None,
+                     write, (o.order_id,))
+    return Draft(template, req, goal, reads, write, None, (o.order_id,))
+
+
+def _return_wrong_status(ctx, user, rng, exclude):
+    return _return(ctx, user, rng, exclude, statuses=("pending", "processed", "cancelled"),
+                   template="return_wrong_status")
+
+
+def _modify_user_address(ctx, user, rng, exclude):
+    if "user" in exclude:
+        return None
+    new = ctx.other_address(rng, user.address)
+    text = format_address(_addr(new))
+    req = Request(intent="modify_user_address", utterance="I've moved and need to update the default address on my "
+                  "account.", details={"address": f"The new address is {text}."})
+    return Draft("modify_user_address", req, f"Change your default address to {text}.", [],
+                 _act("modify_user_address", user_id=user.user_id, **_addr(new)), None, ("user",))
+
+
+Template = Callable[..., Draft | None]
+TEMPLATES: dict[str, Template] = {
+    "cancel": _cancel,
+    "modify_address": _modify_address,
+    "modify_payment": _modify_payment,
+    "modify_items": _change_items,
+    "return": _return,
+    "exchange": _exchange,
+    "modify_user_address": _modify_user_address,
+    "cancel_wrong_status": _cancel_wrong_status,
+    "modify_wrong_status": _modify_wrong_status,
+    "return_wrong_status": _return_wrong_status,
+    "other_customer": _other_customer,
+    "bad_cancel_reason": _bad_cancel_reason,
+    "gift_card_short": _gift_card_short,
+    "second_modification": _second_modification,
+}
+PAIR = "two_requests"
+ALL_TEMPLATES: tuple[str, ...] = (*TEMPLATES, PAIR)
