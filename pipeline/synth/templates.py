@@ -106,12 +106,11 @@ def _cancel(ctx, user, rng, exclude, *, statuses=("pending",), reason=None, temp
     if not orders:
         return None
     o = rng.choice(orders)
-    valid = reason is None
     reason = reason or rng.choice(CANCEL_REASONS)
     said = {"no longer needed": "It's no longer needed.", "ordered by mistake": "It was ordered by mistake."}
     req = Request(intent="cancel", utterance=f"I'd like to cancel my order {o.order_id}.", order_id=o.order_id,
                   details={"reason": said.get(reason, reason)}, expect="done" if template == "cancel" else "refused")
-    write = _act("cancel_pending_order", order_id=o.order_id, reason=reason if valid else reason)
+    write = _act("cancel_pending_order", order_id=o.order_id, reason=reason)
     goal = f"Cancel order {o.order_id} (reason: {said.get(reason, reason)})"
     if template != "cancel":
         return Draft(template, req, goal + f"; it is {o.status}, so the agent must refuse.",
@@ -223,9 +222,8 @@ def _change_items(ctx, user, rng, exclude, *, intent="modify_items", statuses=("
     write = _act(tool, order_id=o.order_id, item_ids=[it.item_id for it in olds],
                  new_item_ids=[v.item_id for v in news], payment_method_id=m)
     pids = list(dict.fromkeys(it.product_id for it in olds))
-    reads = [_act("get_order_details", order_id=o.order_id), *(_act("get_product_details", product_id=p) for p in pids)]
-    if len(user.payment_methods) > 1 or user.payment_methods[m].source == "gift_card":
-        reads.insert(1, _act("get_user_details", user_id=user.user_id))
+    reads = [_act("get_order_details", order_id=o.order_id), _act("get_user_details", user_id=user.user_id),
+             *(_act("get_product_details", product_id=p) for p in pids)]
     goal = f"{verb.capitalize()} in order {o.order_id}: the {items} Use your {said} for the difference"
     if req.expect == "refused":
         return Draft(template, req, goal + f"; the order is {o.status}, so the agent must refuse.", reads[:1], None,
@@ -306,3 +304,123 @@ TEMPLATES: dict[str, Template] = {
 }
 PAIR = "two_requests"
 ALL_TEMPLATES: tuple[str, ...] = (*TEMPLATES, PAIR)
+
+
+# ---- tasks from drafts ------------------------------------------------------------------------------------
+def generate_tasks(world: RetailWorld, n: int, seed: int = 0, templates: list[str] | None = None) -> list[Task]:
+    """`n` tasks cycling over `templates` (default: all, two-request tasks included); same seed, same tasks."""
+    return generate(world, n, seed, templates).tasks
+
+
+def generate(world: RetailWorld, n: int, seed: int = 0, templates: list[str] | None = None) -> GenerationResult:
+    """Like `generate_tasks`, also counting per template the candidates dropped and why."""
+    names = list(templates or ALL_TEMPLATES)
+    unknown = sorted(set(names) - set(ALL_TEMPLATES))
+    if unknown:
+        raise ValueError(f"unknown template(s) {unknown}; known: {list(ALL_TEMPLATES)}")
+    ctx = _Ctx(world)
+    result = GenerationResult(tasks=[])
+    attempt = 0
+    while len(result.tasks) < n and attempt < 4 * n + len(names):
+        name = names[attempt % len(names)]
+        rng = random.Random(f"{world.name}:{seed}:{attempt}")
+        task, why = _make_task(ctx, name, rng, f"{world.name}-s{seed}-{len(result.tasks):04d}-{name}")
+        if task is None:
+            result.skipped[f"{name}:{why}"] += 1
+        else:
+            result.tasks.append(task)
+        attempt += 1
+    if result.skipped:
+        log.info("generate_tasks(%s, n=%d, seed=%d): skipped %s", world.name, n, seed, dict(result.skipped))
+    return result
+
+
+def _make_task(ctx: _Ctx, name: str, rng: random.Random, task_id: str) -> tuple[Task | None, str]:
+    users = list(ctx.users)
+    rng.shuffle(users)
+    pair = rng.sample(sorted(TEMPLATES), 2) if name == PAIR else None
+    replay_failed = False
+    for uid in users[:200]:
+        user = ctx.world.db.users[uid]
+        if pair:
+            first = TEMPLATES[pair[0]](ctx, user, rng, set())
+            second = TEMPLATES[pair[1]](ctx, user, rng, set(first.orders)) if first else None
+            drafts = [first, second] if second else None
+        else:
+            one = TEMPLATES[name](ctx, user, rng, set())
+            drafts = [one] if one else None
+        if drafts is None:
+            continue
+        task = _assemble(ctx, user, drafts, name, rng, task_id)
+        if task is not None:
+            return task, ""
+        replay_failed = True
+    return None, "replay_failed" if replay_failed else "no_fit"
+
+
+def _assemble(ctx: _Ctx, user: User, drafts: list[Draft], name: str, rng: random.Random, task_id: str) -> Task | None:
+    world = ctx.world
+    first, last, zip_ = user.name.first_name, user.name.last_name, user.address.zip
+    unique = world.user_by_name_zip.get((first.lower(), last.lower(), zip_)) == user.user_id
+    requests = [d.request for d in drafts]
+    messes = Messes(
+        forgot_email=unique and rng.random() < 0.3,
+        vague_item=any(r.vague_utterance for r in requests) and rng.random() < 0.5,
+        also_request=len(requests) > 1 and rng.random() < 0.5,
+        pushback=any(r.expect == "refused" for r in requests) and rng.random() < 0.5,
+    )
+    auth = (_act("find_user_id_by_name_zip", first_name=first, last_name=last, zip=zip_) if messes.forgot_email
+            else _act("find_user_id_by_email", email=user.email))
+    gold, ends, seen = [auth], [], set()
+    for i, d in enumerate(drafts):
+        for read in d.reads:
+            key = (read.name, tuple(sorted(read.arguments.items())))
+            if key not in seen:
+                seen.add(key)
+                gold.append(read.model_copy(update={"request": i}))
+        if d.write is not None:
+            gold.append(d.write.model_copy(update={"request": i}))
+            seen.clear()  # later requests read fresh state
+        ends.append(len(gold))
+    session = replay_actions(world, gold)
+    if not all(e.ok for e in session.log):
+        log.debug("%s: gold action refused in replay: %s", task_id, [e.error for e in session.log if not e.ok])
+        return None
+    for d, end in zip(drafts, ends):
+        if d.forbidden is not None:
+            probe = replay_actions(world, gold[:end])
+            if execute(probe, d.forbidden.name, d.forbidden.arguments).ok:
+                log.debug("%s: forbidden %s would succeed", task_id, d.forbidden.name)
+                return None
+    checks: list[TaskCheck] = [
+        OrderStatusCheck(order_id=d.request.order_id, status=session.order(d.request.order_id).status)
+        for d in drafts
+        if d.write is not None and d.request.order_id
+    ]
+    if not any(d.write for d in drafts):
+        checks = [NoWritesCheck()]
+    notes = [
+        "You do not remember your email address; you can give your name and zip code." if messes.forgot_email else "",
+        "At first you describe the items only vaguely." if messes.vague_item else "",
+        "You bring up your last request only after the others are done." if messes.also_request else "",
+        "When the agent refuses, you push back once." if messes.pushback else "",
+    ]
+    goal = f"You are {first} {last}. " + " Then: ".join(d.goal for d in drafts) + " " + " ".join(x for x in notes if x)
+    dials: dict[str, int | bool | str] = {**messes.model_dump(), "requests": len(drafts),
+                                           "writes": sum(d.write is not None for d in drafts)}
+    if len(drafts) > 1:
+        dials["parts"] = "+".join(d.template for d in drafts)
+    return Task(
+        id=task_id,
+        world=world.name,
+        customer_user_id=user.user_id,
+        user_script=UserScript(
+            goal=goal.strip(),
+            known=KnownInfo(email=user.email, first_name=first, last_name=last, zip=zip_),
+            requests=requests,
+            messes=messes,
+        ),
+        gold_actions=gold,
+        checks=checks,
+        provenance=Provenance(source="synthesized", template=name, dials=dials, depth=0),
+    )

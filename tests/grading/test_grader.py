@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from grading_helpers import Call, confirmed, record
+from tests.grading.grading_helpers import Call, confirmed, record
 
 from pipeline.grading import ComponentResult, Verdict, grade, verdict_summary
 from pipeline.grading.grader import CACHE_SIZE, clear_expected_cache, expected_state

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from grading_helpers import Call, record
+from tests.grading.grading_helpers import Call, record
 
 from pipeline.grading import grade
 from pipeline.grading.static_checks import (
