@@ -28,7 +28,7 @@ from pathlib import Path
 
 from pipeline.dataset.task import Action, Task
 from pipeline.grading.grader import clear_expected_cache, grade, verdict_summary
-from pipeline.rollout.runner import _run_tool
+from pipeline.rollout.runner import run_tool_call
 from pipeline.rollout.trajectory import Message, ToolCall, Trajectory
 from pipeline.world.retail.replay import replay_actions
 from pipeline.world.retail.schema import RetailDB
@@ -54,7 +54,7 @@ def gold_trajectory(world: RetailWorld, task: Task) -> Trajectory:
             messages.append(Message(role="user", content="Yes, go ahead."))
         call = ToolCall(id=f"call_{i}", name=action.name, arguments=action.arguments)
         messages.append(Message(role="assistant", tool_calls=[call]))
-        messages.append(_run_tool(session, call))
+        messages.append(run_tool_call(session, call))
     messages.append(Message(role="assistant", content="Done."))
     return Trajectory(
         task_id=task.id,

@@ -87,7 +87,7 @@ def run_episode(
                     break
                 for call in msg.tool_calls:
                     t0 = time.perf_counter()
-                    messages.append(_run_tool(session, call))
+                    messages.append(run_tool_call(session, call))
                     timings.tool_s += time.perf_counter() - t0
                     tool_calls += 1
                 steps += 1
@@ -113,7 +113,7 @@ def run_episode(
     return traj
 
 
-def _run_tool(session: Session, call: ToolCall) -> Message:
+def run_tool_call(session: Session, call: ToolCall) -> Message:
     """Execute one call; malformed calls become tool errors the agent sees."""
     if call.arguments is None:
         content = f"Error: could not parse the arguments of {call.name} as a JSON object: {call.raw_arguments!r}"

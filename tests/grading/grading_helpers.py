@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pipeline.dataset.task import Action
-from pipeline.rollout.runner import _run_tool
+from pipeline.rollout.runner import run_tool_call
 from pipeline.rollout.trajectory import Message, ToolCall, Trajectory
 from pipeline.world.retail.state import RetailWorld
 from pipeline.world.retail.tools import WRITE_TOOLS
@@ -27,7 +27,7 @@ def record(
         if isinstance(step, Call):
             call = ToolCall(id=f"call_{i}", name=step.name, arguments=step.arguments)
             messages.append(Message(role="assistant", tool_calls=[call]))
-            messages.append(_run_tool(session, call))
+            messages.append(run_tool_call(session, call))
         else:
             role, text = step
             messages.append(Message(role="user" if role == "user" else "assistant", content=text))
