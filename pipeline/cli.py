@@ -145,6 +145,59 @@ def rollout(
     Console().print(table)
 
 
+@app.command("measure")
+def measure_cmd(
+    world: str = typer.Option(..., help="World reference: gen-<seed>[-PxUxO] or a domain directory."),
+    tasks: Path = typer.Option(..., help="Held-out tasks.jsonl."),
+    agent: str = typer.Option("oracle", help="Agent spec: oracle, flawed[:mode=rate,...,seed=N], hf:PATH."),
+    trials: int = typer.Option(4, min=1, help="Trials per task (the k of pass^k)."),
+    seed: int = typer.Option(0),
+    out: Path = typer.Option(..., help="Run directory for trajectories.jsonl, verdicts.jsonl, per_task.csv, metrics.json."),
+    max_tasks: int = typer.Option(None, min=1, help="Only the first N tasks."),
+) -> None:
+    """Measure an agent: k seeded trials per task, graded from the world state, failures diagnosed."""
+    from pipeline.agents.registry import UnknownAgentError
+    from pipeline.dataset.io import TaskFileError, read_tasks
+    from pipeline.measure import MeasureConfig, measure
+    from pipeline.metrics.errors import MetricsInputError
+    from pipeline.world.retail.state import WorldLoadError
+
+    config = MeasureConfig(world=world, tasks=tasks, agent=agent, trials=trials, seed=seed, max_tasks=max_tasks)
+    try:
+        n_tasks = len(read_tasks(tasks))
+        if max_tasks:
+            n_tasks = min(n_tasks, max_tasks)
+        with _progress() as progress:
+            bar = progress.add_task(f"measure {agent}", total=n_tasks * trials)
+            summary = measure(config, out, on_trial=lambda _: progress.advance(bar))
+    except (TaskFileError, UnknownAgentError, MetricsInputError, WorldLoadError) as exc:
+        _fail(str(exc))
+    Console().print(_summary_table(summary))
+    console.print(f"wrote {out}/metrics.json, per_task.csv, trajectories.jsonl, verdicts.jsonl")
+
+
+def _summary_table(summary) -> Table:
+    table = Table(title=f"{summary.agent}: {summary.tasks} tasks × {summary.trials_per_task} trials"
+                        f" ({summary.infra_errors} infrastructure errors excluded)")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    table.add_column("95% interval", justify="right")
+    for k, v in summary.pass_hat_k.items():
+        lo, hi = summary.intervals[f"pass_hat_{k}"]
+        table.add_row(f"pass^{k}", f"{v:.1%}", f"{lo:.1%} – {hi:.1%}")
+    for k, v in summary.pass_at_k.items():
+        if k != "1":
+            table.add_row(f"pass@{k}", f"{v:.1%}", "")
+    for bucket, share in summary.buckets.items():
+        table.add_row(f"tasks {bucket}", f"{share:.1%}", "")
+    for mode, rate in summary.failure_modes.items():
+        table.add_row(f"{mode} (trials / tasks)", f"{rate.trials:.1%} / {rate.tasks:.1%}", "")
+    table.add_row("failures that looked complete", f"{summary.looked_complete_share:.1%}", "")
+    cps = summary.cost.cost_per_success
+    table.add_row("cost per success", "—" if cps is None else f"{cps:.4f} {summary.cost.currency}", "")
+    return table
+
+
 def _scripted_agent(name: str, flaw_rate: float, seed: int):
     from pipeline.agents.scripted import OracleAgent
 

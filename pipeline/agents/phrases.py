@@ -17,9 +17,11 @@ YES_NO = "(yes/no)"
 ANYTHING_ELSE = "Is there anything else I can help you with?"
 ASK_EMAIL = "I'd be happy to help. First I need to verify your identity: what is the email address on your account?"
 ASK_NAME_ZIP = "No problem. Could you tell me your first name, last name and the zip code of your address instead?"
+ASK_EMAIL_FIRST = "Before I can do that, I need to verify your identity: what is the email address on your account?"
 NOT_FOUND_IDENTITY = "I couldn't find an account with those details. Could you check them and tell me again?"
 GOODBYE = "You're welcome. Have a great day!"
 TRANSFER = TRANSFER_MESSAGE
+NO_POLICY_REASON = "this request is not something I can do under our policy."  # fallback; never in a sound task
 
 VERBS = {
     "cancel": "cancel",
@@ -61,7 +63,8 @@ def format_address(address: Mapping[str, str]) -> str:
 
 
 def money(amount: float) -> str:
-    return f"${amount:.2f}"
+    """'$12.50', '-$3.10'."""
+    return f"-${-amount:.2f}" if amount < 0 else f"${amount:.2f}"
 
 
 # ---- the oracle's questions -------------------------------------------------------------------------------
@@ -112,4 +115,4 @@ def refusal_again(reason: str) -> str:
 
 
 def failed(error: str) -> str:
-    return f"I'm sorry, I was not able to complete that: {error} {ANYTHING_ELSE}"
+    return f"I'm sorry, I was not able to complete that: {error.removeprefix('Error: ')} {ANYTHING_ELSE}"

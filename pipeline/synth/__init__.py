@@ -1,5 +1,12 @@
 """Task synthesis: templates grounded in a world's data, verified by replaying their gold actions."""
 
-from pipeline.synth.templates import ALL_TEMPLATES, TEMPLATES, GenerationResult, generate, generate_tasks
+from pipeline.synth.templates import (
+    ALL_TEMPLATES,
+    DEFAULT_CYCLE,
+    TEMPLATES,
+    GenerationResult,
+    generate,
+    generate_tasks,
+)
 
-__all__ = ["ALL_TEMPLATES", "TEMPLATES", "GenerationResult", "generate", "generate_tasks"]
+__all__ = ["ALL_TEMPLATES", "DEFAULT_CYCLE", "TEMPLATES", "GenerationResult", "generate", "generate_tasks"]

@@ -75,24 +75,36 @@ class _Ctx:
         self.users = sorted(world.db.users)
 
     def user_orders(self, user: User, statuses: tuple[str, ...], exclude: set[str]) -> list[Order]:
-        return [self.orders[o] for o in sorted(user.orders) if o in self.orders and o not in exclude
-                and self.orders[o].status in statuses]
+        return [
+            self.orders[o]
+            for o in sorted(user.orders)
+            if o in self.orders and o not in exclude and self.orders[o].status in statuses
+        ]
 
     def other_address(self, rng: random.Random, avoid: Address) -> Address:
         for uid in rng.sample(self.users, min(20, len(self.users))):
             a = self.world.db.users[uid].address
             if a.zip != avoid.zip and a.address1 != avoid.address1:
                 return a
-        return Address(address1=f"1 {avoid.address1}", address2="", city=avoid.city, state=avoid.state,
-                       country=avoid.country, zip=avoid.zip)
+        return Address(
+            address1=f"1 {avoid.address1}",
+            address2="",
+            city=avoid.city,
+            state=avoid.state,
+            country=avoid.country,
+            zip=avoid.zip,
+        )
 
     def swaps(self, order: Order, rng: random.Random) -> list[tuple[int, str]] | None:
         """One or two (item position, new available variant of the same product) pairs, distinct item ids."""
         options = []
         for pos, item in enumerate(order.items):
             product = self.products.get(item.product_id)
-            new = [v for v in sorted(product.variants) if v != item.item_id and product.variants[v].available] \
-                if product else []
+            new = (
+                [v for v in sorted(product.variants) if v != item.item_id and product.variants[v].available]
+                if product
+                else []
+            )
             if new and item.item_id not in {order.items[p].item_id for p, _ in options}:
                 options.append((pos, rng.choice(new)))
         if not options:
@@ -101,22 +113,37 @@ class _Ctx:
 
 
 # ---- the templates ---------------------------------------------------------------------------------------
-def _cancel(ctx, user, rng, exclude, *, statuses=("pending",), reason=None, template="cancel") -> Draft | None:
+def _draft(template: str, req: Request, goal: str, reads: list[Action], write: Action, why: str = "") -> Draft:
+    """A request the agent carries out, or (expect 'refused') one whose write the policy forbids."""
+    orders = (req.order_id,) if req.order_id else ("user",)
+    if req.expect == "refused":
+        return Draft(template, req, f"{goal}; {why}, so the agent must refuse.", reads, None, write, orders)
+    return Draft(template, req, f"{goal}.", reads, write, None, orders)
+
+
+def _reason_said(reason: str) -> str:
+    return {"no longer needed": "It's no longer needed.", "ordered by mistake": "It was ordered by mistake."}.get(
+        reason, reason
+    )
+
+
+def _cancel(ctx, user, rng, exclude, *, statuses=("pending",), bad_reason=False, template="cancel"):
     orders = ctx.user_orders(user, statuses, exclude)
     if not orders:
         return None
     o = rng.choice(orders)
-    reason = reason or rng.choice(CANCEL_REASONS)
-    said = {"no longer needed": "It's no longer needed.", "ordered by mistake": "It was ordered by mistake."}
-    req = Request(intent="cancel", utterance=f"I'd like to cancel my order {o.order_id}.", order_id=o.order_id,
-                  details={"reason": said.get(reason, reason)}, expect="done" if template == "cancel" else "refused")
+    reason = rng.choice(BAD_REASONS) if bad_reason else rng.choice(CANCEL_REASONS)
+    req = Request(
+        intent="cancel",
+        utterance=f"I'd like to cancel my order {o.order_id}.",
+        order_id=o.order_id,
+        details={"reason": _reason_said(reason)},
+        expect="done" if template == "cancel" else "refused",
+    )
+    goal = f"Cancel order {o.order_id} (reason: {_reason_said(reason)})"
+    why = "that reason is not accepted" if bad_reason else f"it is {o.status}"
     write = _act("cancel_pending_order", order_id=o.order_id, reason=reason)
-    goal = f"Cancel order {o.order_id} (reason: {said.get(reason, reason)})"
-    if template != "cancel":
-        return Draft(template, req, goal + f"; it is {o.status}, so the agent must refuse.",
-                     [_act("get_order_details", order_id=o.order_id)], None, write, (o.order_id,))
-    return Draft(template, req, goal + ".", [_act("get_order_details", order_id=o.order_id)], write, None,
-                 (o.order_id,))
+    return _draft(template, req, goal, [_act("get_order_details", order_id=o.order_id)], write, why)
 
 
 def _cancel_wrong_status(ctx, user, rng, exclude):
@@ -124,22 +151,28 @@ def _cancel_wrong_status(ctx, user, rng, exclude):
 
 
 def _bad_cancel_reason(ctx, user, rng, exclude):
-    return _cancel(ctx, user, rng, exclude, reason=rng.choice(BAD_REASONS), template="bad_cancel_reason")
+    return _cancel(ctx, user, rng, exclude, bad_reason=True, template="bad_cancel_reason")
 
 
 def _other_customer(ctx, user, rng, exclude):
-    others = [o for o in sorted(ctx.orders) if ctx.orders[o].user_id != user.user_id
-              and ctx.orders[o].status == "pending" and o not in exclude]
+    others = [
+        o
+        for o in sorted(ctx.orders)
+        if ctx.orders[o].user_id != user.user_id and ctx.orders[o].status == "pending" and o not in exclude
+    ]
     if not others:
         return None
-    oid = rng.choice(others)
-    reason = rng.choice(CANCEL_REASONS)
-    req = Request(intent="cancel", utterance=f"I'd like to cancel my order {oid}.", order_id=oid,
-                  details={"reason": f"It's {reason}." if reason == "no longer needed" else f"It was {reason}."},
-                  expect="refused")
-    return Draft("other_customer", req, f"Cancel order {oid}, which belongs to another customer: the agent must refuse.",
-                 [_act("get_user_details", user_id=user.user_id)], None,
-                 _act("cancel_pending_order", order_id=oid, reason=reason), (oid,))
+    oid, reason = rng.choice(others), rng.choice(CANCEL_REASONS)
+    req = Request(
+        intent="cancel",
+        utterance=f"I'd like to cancel my order {oid}.",
+        order_id=oid,
+        details={"reason": _reason_said(reason)},
+        expect="refused",
+    )
+    write = _act("cancel_pending_order", order_id=oid, reason=reason)
+    reads = [_act("get_user_details", user_id=user.user_id)]
+    return _draft("other_customer", req, f"Cancel order {oid}", reads, write, "it belongs to another customer")
 
 
 def _modify_address(ctx, user, rng, exclude, *, statuses=("pending",), template="modify_address"):
@@ -147,18 +180,17 @@ def _modify_address(ctx, user, rng, exclude, *, statuses=("pending",), template=
     if not orders:
         return None
     o = rng.choice(orders)
-    new = ctx.other_address(rng, o.address)
-    refused = template != "modify_address"
-    req = Request(intent="modify_address", utterance=f"I need to change the shipping address of my order {o.order_id}.",
-                  order_id=o.order_id, details={"address": f"The new address is {format_address(_addr(new))}."},
-                  expect="refused" if refused else "done")
-    write = _act("modify_pending_order_address", order_id=o.order_id, **_addr(new))
-    goal = f"Ship order {o.order_id} to {format_address(_addr(new))}"
+    new = _addr(ctx.other_address(rng, o.address))
+    req = Request(
+        intent="modify_address",
+        utterance=f"I need to change the shipping address of my order {o.order_id}.",
+        order_id=o.order_id,
+        details={"address": f"The new address is {format_address(new)}."},
+        expect="done" if template == "modify_address" else "refused",
+    )
+    write = _act("modify_pending_order_address", order_id=o.order_id, **new)
     reads = [_act("get_order_details", order_id=o.order_id)]
-    if refused:
-        return Draft(template, req, goal + f"; it is {o.status}, so the agent must refuse.", reads, None, write,
-                     (o.order_id,))
-    return Draft(template, req, goal + ".", reads, write, None, (o.order_id,))
+    return _draft(template, req, f"Ship order {o.order_id} to {format_address(new)}", reads, write, f"it is {o.status}")
 
 
 def _modify_wrong_status(ctx, user, rng, exclude):
@@ -166,7 +198,6 @@ def _modify_wrong_status(ctx, user, rng, exclude):
 
 
 def _modify_payment(ctx, user, rng, exclude, *, short=False):
-    template = "gift_card_short" if short else "modify_payment"
     fits = []
     for o in ctx.user_orders(user, ("pending",), exclude):
         if len(o.payment_history) != 1:
@@ -182,14 +213,17 @@ def _modify_payment(ctx, user, rng, exclude, *, short=False):
         return None
     o, m = rng.choice(fits)
     said = describe_payment(user.payment_methods[m], user.payment_methods)
-    req = Request(intent="modify_payment", utterance=f"I'd like to pay for my order {o.order_id} with a different "
-                  "payment method.", order_id=o.order_id, details={"payment_method": f"Please use my {said}."},
-                  expect="refused" if short else "done")
+    req = Request(
+        intent="modify_payment",
+        utterance=f"I'd like to pay for my order {o.order_id} with a different payment method.",
+        order_id=o.order_id,
+        details={"payment_method": f"Please use my {said}."},
+        expect="refused" if short else "done",
+    )
     write = _act("modify_pending_order_payment", order_id=o.order_id, payment_method_id=m)
     reads = [_act("get_order_details", order_id=o.order_id), _act("get_user_details", user_id=user.user_id)]
-    goal = f"Pay order {o.order_id} with your {said}" + ("; its balance is too low, so the agent must refuse." if short
-                                                         else ".")
-    return Draft(template, req, goal, reads, None if short else write, write if short else None, (o.order_id,))
+    template = "gift_card_short" if short else "modify_payment"
+    return _draft(template, req, f"Pay order {o.order_id} with your {said}", reads, write, "its balance is too low")
 
 
 def _gift_card_short(ctx, user, rng, exclude):
@@ -203,32 +237,42 @@ def _change_items(ctx, user, rng, exclude, *, intent="modify_items", statuses=("
     o = rng.choice(orders)
     swaps = ctx.swaps(o, rng)
     olds = [o.items[p] for p, _ in swaps]
-    news = [ctx.products[it.product_id].variants[v] for it, (_, v) in zip(olds, swaps)]
+    news = [ctx.products[it.product_id].variants[v] for it, (_, v) in zip(olds, swaps, strict=True)]
     diff = round(sum(v.price for v in news) - sum(it.price for it in olds), 2)
-    methods = [m for m in sorted(user.payment_methods) if user.payment_methods[m].source != "gift_card"
-               or (user.payment_methods[m].balance or 0.0) >= diff]
+    pms = user.payment_methods
+    methods = [m for m in sorted(pms) if pms[m].source != "gift_card" or (pms[m].balance or 0.0) >= diff]
     if not methods:
         return None
     m = rng.choice(methods)
-    items = " And the ".join(f"{describe_item(it.name, it.options)}: I'd like it with {describe_options(v.options)} "
-                             "instead." for it, v in zip(olds, news))
+    items = " And the ".join(
+        f"{describe_item(it.name, it.options)}: I'd like it with {describe_options(v.options)} instead."
+        for it, v in zip(olds, news, strict=True)
+    )
     verb = "exchange" if intent == "exchange" else "change"
-    said = describe_payment(user.payment_methods[m], user.payment_methods)
-    req = Request(intent=intent, utterance=f"I'd like to {verb} some items of my order {o.order_id}. The {items}",
-                  vague_utterance=f"I'd like to {verb} something in my order {o.order_id}.", order_id=o.order_id,
-                  details={"items": f"The {items}", "payment_method": f"Please use my {said}."},
-                  expect="done" if template in ("modify_items", "exchange") else "refused")
+    said = describe_payment(pms[m], pms)
+    refused = template not in ("modify_items", "exchange")
+    req = Request(
+        intent=intent,
+        utterance=f"I'd like to {verb} some items of my order {o.order_id}. The {items}",
+        vague_utterance=f"I'd like to {verb} something in my order {o.order_id}.",
+        order_id=o.order_id,
+        details={"items": f"The {items}", "payment_method": f"Please use my {said}."},
+        expect="refused" if refused else "done",
+    )
     tool = "exchange_delivered_order_items" if intent == "exchange" else "modify_pending_order_items"
-    write = _act(tool, order_id=o.order_id, item_ids=[it.item_id for it in olds],
-                 new_item_ids=[v.item_id for v in news], payment_method_id=m)
-    pids = list(dict.fromkeys(it.product_id for it in olds))
-    reads = [_act("get_order_details", order_id=o.order_id), _act("get_user_details", user_id=user.user_id),
-             *(_act("get_product_details", product_id=p) for p in pids)]
-    goal = f"{verb.capitalize()} in order {o.order_id}: the {items} Use your {said} for the difference"
-    if req.expect == "refused":
-        return Draft(template, req, goal + f"; the order is {o.status}, so the agent must refuse.", reads[:1], None,
-                     write, (o.order_id,))
-    return Draft(template, req, goal + ".", reads, write, None, (o.order_id,))
+    write = _act(
+        tool,
+        order_id=o.order_id,
+        item_ids=[it.item_id for it in olds],
+        new_item_ids=[v.item_id for v in news],
+        payment_method_id=m,
+    )
+    reads = [_act("get_order_details", order_id=o.order_id)]
+    if not refused:  # the new item ids come from the product, the payment method id from the user
+        reads.append(_act("get_user_details", user_id=user.user_id))
+        reads += [_act("get_product_details", product_id=p) for p in dict.fromkeys(it.product_id for it in olds)]
+    goal = f"{verb.capitalize()} items of order {o.order_id}: the {items} Pay or get refunded with your {said}"
+    return _draft(template, req, goal, reads, write, f"the order is {o.status}")
 
 
 def _exchange(ctx, user, rng, exclude):
@@ -236,8 +280,7 @@ def _exchange(ctx, user, rng, exclude):
 
 
 def _second_modification(ctx, user, rng, exclude):
-    return _change_items(ctx, user, rng, exclude, statuses=("pending (item modified)",),
-                         template="second_modification")
+    return _change_items(ctx, user, rng, exclude, statuses=("pending (item modified)",), template="second_modification")
 
 
 def _return(ctx, user, rng, exclude, *, statuses=("delivered",), template="return"):
@@ -249,40 +292,46 @@ def _return(ctx, user, rng, exclude, *, statuses=("delivered",), template="retur
     chosen = sorted(rng.sample(distinct, 1 if len(distinct) == 1 or rng.random() < 0.6 else 2))
     olds = [next(it for it in o.items if it.item_id == i) for i in chosen]
     original = o.payment_history[0].payment_method_id
-    gift = [m for m in sorted(user.payment_methods) if user.payment_methods[m].source == "gift_card" and m != original]
-    m = rng.choice([original, *gift])
-    said = ("Please refund it to the original payment method." if m == original else
-            f"Please put the refund on my {describe_payment(user.payment_methods[m], user.payment_methods)}.")
+    pms = user.payment_methods
+    m = rng.choice([original, *(k for k in sorted(pms) if pms[k].source == "gift_card" and k != original)])
+    said = (
+        "Please refund it to the original payment method."
+        if m == original
+        else f"Please put the refund on my {describe_payment(pms[m], pms)}."
+    )
     items = " and the ".join(describe_item(it.name, it.options) for it in olds)
-    refused = template != "return"
-    req = Request(intent="return", utterance=f"I'd like to return the {items} from my order {o.order_id}.",
-                  vague_utterance=f"I'd like to return some things from my order {o.order_id}.", order_id=o.order_id,
-                  details={"items": f"The {items}.", "payment_method": said}, expect="refused" if refused else "done")
+    req = Request(
+        intent="return",
+        utterance=f"I'd like to return the {items} from my order {o.order_id}.",
+        vague_utterance=f"I'd like to return some things from my order {o.order_id}.",
+        order_id=o.order_id,
+        details={"items": f"The {items}.", "payment_method": said},
+        expect="done" if template == "return" else "refused",
+    )
     write = _act("return_delivered_order_items", order_id=o.order_id, item_ids=chosen, payment_method_id=m)
     reads = [_act("get_order_details", order_id=o.order_id)]
-    if m != original:
+    if m != original and req.expect == "done":  # a gift card id is only in the user's details
         reads.append(_act("get_user_details", user_id=user.user_id))
-    goal = f"Return the {items} of order {o.order_id}. {said}"
-    if refused:
-        return Draft(template, req, goal + f" The order is {o.status}, so the agent must refuse.", reads[:1], None,
-                     write, (o.order_id,))
-    return Draft(template, req, goal, reads, write, None, (o.order_id,))
+    goal = f"Return the {items} of order {o.order_id}. {said.rstrip('.')}"
+    return _draft(template, req, goal, reads, write, f"the order is {o.status}")
 
 
 def _return_wrong_status(ctx, user, rng, exclude):
-    return _return(ctx, user, rng, exclude, statuses=("pending", "processed", "cancelled"),
-                   template="return_wrong_status")
+    statuses = ("pending", "processed", "cancelled")
+    return _return(ctx, user, rng, exclude, statuses=statuses, template="return_wrong_status")
 
 
 def _modify_user_address(ctx, user, rng, exclude):
     if "user" in exclude:
         return None
-    new = ctx.other_address(rng, user.address)
-    text = format_address(_addr(new))
-    req = Request(intent="modify_user_address", utterance="I've moved and need to update the default address on my "
-                  "account.", details={"address": f"The new address is {text}."})
-    return Draft("modify_user_address", req, f"Change your default address to {text}.", [],
-                 _act("modify_user_address", user_id=user.user_id, **_addr(new)), None, ("user",))
+    new = _addr(ctx.other_address(rng, user.address))
+    req = Request(
+        intent="modify_user_address",
+        utterance="I've moved and need to update the default address on my account.",
+        details={"address": f"The new address is {format_address(new)}."},
+    )
+    write = _act("modify_user_address", user_id=user.user_id, **new)
+    return _draft("modify_user_address", req, f"Change your default address to {format_address(new)}", [], write)
 
 
 Template = Callable[..., Draft | None]
@@ -304,17 +353,23 @@ TEMPLATES: dict[str, Template] = {
 }
 PAIR = "two_requests"
 ALL_TEMPLATES: tuple[str, ...] = (*TEMPLATES, PAIR)
+# The default cycle: every template once, and two-request tasks a fifth of the time.
+DEFAULT_CYCLE: tuple[str, ...] = (*TEMPLATES, PAIR, PAIR, PAIR)
 
 
 # ---- tasks from drafts ------------------------------------------------------------------------------------
 def generate_tasks(world: RetailWorld, n: int, seed: int = 0, templates: list[str] | None = None) -> list[Task]:
-    """`n` tasks cycling over `templates` (default: all, two-request tasks included); same seed, same tasks."""
+    """`n` tasks cycling over `templates` (default `DEFAULT_CYCLE`); same world and seed, same tasks.
+
+    A template that fits no customer, or a candidate whose gold replay fails, is skipped and counted
+    (see `generate`), so fewer than `n` tasks come back only when the world cannot supply them.
+    """
     return generate(world, n, seed, templates).tasks
 
 
 def generate(world: RetailWorld, n: int, seed: int = 0, templates: list[str] | None = None) -> GenerationResult:
     """Like `generate_tasks`, also counting per template the candidates dropped and why."""
-    names = list(templates or ALL_TEMPLATES)
+    names = list(templates or DEFAULT_CYCLE)
     unknown = sorted(set(names) - set(ALL_TEMPLATES))
     if unknown:
         raise ValueError(f"unknown template(s) {unknown}; known: {list(ALL_TEMPLATES)}")
@@ -369,8 +424,11 @@ def _assemble(ctx: _Ctx, user: User, drafts: list[Draft], name: str, rng: random
         also_request=len(requests) > 1 and rng.random() < 0.5,
         pushback=any(r.expect == "refused" for r in requests) and rng.random() < 0.5,
     )
-    auth = (_act("find_user_id_by_name_zip", first_name=first, last_name=last, zip=zip_) if messes.forgot_email
-            else _act("find_user_id_by_email", email=user.email))
+    auth = (
+        _act("find_user_id_by_name_zip", first_name=first, last_name=last, zip=zip_)
+        if messes.forgot_email
+        else _act("find_user_id_by_email", email=user.email)
+    )
     gold, ends, seen = [auth], [], set()
     for i, d in enumerate(drafts):
         for read in d.reads:
@@ -386,7 +444,7 @@ def _assemble(ctx: _Ctx, user: User, drafts: list[Draft], name: str, rng: random
     if not all(e.ok for e in session.log):
         log.debug("%s: gold action refused in replay: %s", task_id, [e.error for e in session.log if not e.ok])
         return None
-    for d, end in zip(drafts, ends):
+    for d, end in zip(drafts, ends, strict=True):
         if d.forbidden is not None:
             probe = replay_actions(world, gold[:end])
             if execute(probe, d.forbidden.name, d.forbidden.arguments).ok:
@@ -406,8 +464,11 @@ def _assemble(ctx: _Ctx, user: User, drafts: list[Draft], name: str, rng: random
         "When the agent refuses, you push back once." if messes.pushback else "",
     ]
     goal = f"You are {first} {last}. " + " Then: ".join(d.goal for d in drafts) + " " + " ".join(x for x in notes if x)
-    dials: dict[str, int | bool | str] = {**messes.model_dump(), "requests": len(drafts),
-                                           "writes": sum(d.write is not None for d in drafts)}
+    dials: dict[str, int | bool | str] = {
+        **messes.model_dump(),
+        "requests": len(drafts),
+        "writes": sum(d.write is not None for d in drafts),
+    }
     if len(drafts) > 1:
         dials["parts"] = "+".join(d.template for d in drafts)
     return Task(

@@ -1,0 +1,130 @@
+"""The `hf` agent backend: a local transformers checkpoint, run on CPU (or whatever device it sits on).
+
+It renders the conversation with the codec the checkpoint was trained with, samples until the end-of-turn
+token, and parses the text with the same codec. Sampling uses a private random stream seeded from the agent's
+seed and the episode's seed, so the same episode seed always gives the same output, whatever ran before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import logging
+import time
+from pathlib import Path
+
+import torch
+from transformers import DynamicCache
+
+from pipeline.agents.codec import ENDOFTEXT, IM_END, CodecConfig, decode_assistant, encode_conversation, parse_assistant
+from pipeline.rollout.protocols import EpisodeInfo
+from pipeline.rollout.trajectory import Message, Usage
+from pipeline.train.model import load_checkpoint
+
+log = logging.getLogger(__name__)
+
+
+def episode_seed(agent_seed: int, episode: int) -> int:
+    """A 63-bit seed mixing the agent's and the episode's seeds (stable across processes)."""
+    digest = hashlib.sha256(f"hf-agent:{agent_seed}:{episode}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def _cache_argument(model: torch.nn.Module) -> str:
+    """transformers 5 renamed `past_key_values` to `cache`; accept either."""
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
+@torch.inference_mode()
+def sample(
+    model: torch.nn.Module,
+    prompt_ids: list[int],
+    *,
+    max_new_tokens: int,
+    stop_ids: set[int],
+    temperature: float = 0.0,
+    top_p: float = 1.0,
+    generator: torch.Generator | None = None,
+) -> list[int]:
+    """Generated ids (the stop token included when reached); greedy when temperature is 0."""
+    device = next(model.parameters()).device
+    inputs = torch.tensor([prompt_ids], device=device)
+    cache = {_cache_argument(model): DynamicCache(config=model.config)}  # filled in place, step by step
+    out: list[int] = []
+    for _ in range(max_new_tokens):
+        logits = model(input_ids=inputs, use_cache=True, logits_to_keep=1, **cache).logits[0, -1].float()
+        if temperature <= 0:
+            token = int(torch.argmax(logits))
+        else:
+            probs = torch.softmax(logits / temperature, dim=-1).cpu()
+            if top_p < 1.0:
+                sorted_p, order = torch.sort(probs, descending=True)
+                keep = torch.cumsum(sorted_p, 0) - sorted_p < top_p
+                probs = torch.zeros_like(probs).scatter(0, order[keep], sorted_p[keep])
+            token = int(torch.multinomial(probs, 1, generator=generator))
+        out.append(token)
+        if token in stop_ids:
+            break
+        inputs = torch.tensor([[token]], device=device)
+    return out
+
+
+class HFAgent:
+    """Agent protocol over a checkpoint written by `pipeline.train.model.save_checkpoint`."""
+
+    def __init__(
+        self,
+        checkpoint_dir: str | Path,
+        temperature: float = 0.0,
+        max_new_tokens: int = 256,
+        seed: int = 0,
+        top_p: float = 1.0,
+        codec_config: CodecConfig | None = None,
+        name: str | None = None,
+    ) -> None:
+        ckpt = load_checkpoint(checkpoint_dir, codec_config)  # raises CodecMismatchError naming agentloop.json
+        self.model, self.tokenizer, self.meta = ckpt.model, ckpt.tokenizer, ckpt.meta
+        self.codec_config = codec_config or ckpt.meta.codec_config
+        self.temperature, self.top_p = temperature, top_p
+        self.max_new_tokens, self.seed = max_new_tokens, seed
+        self.context = int(self.model.config.max_position_embeddings)
+        self.stop_ids = {self.tokenizer.convert_tokens_to_ids(t) for t in (IM_END, ENDOFTEXT)}
+        self.name = name or f"hf:{Path(checkpoint_dir).resolve().name}"
+
+    def start(self, info: EpisodeInfo) -> HFAgentEpisode:
+        return HFAgentEpisode(self, info)
+
+
+class HFAgentEpisode:
+    def __init__(self, agent: HFAgent, info: EpisodeInfo) -> None:
+        self.agent, self.info = agent, info
+        self.generator = torch.Generator().manual_seed(episode_seed(agent.seed, info.seed))
+        self.turn = 0
+
+    def act(self, messages: list[Message]) -> Message:
+        a = self.agent
+        t0 = time.perf_counter()
+        prompt = encode_conversation(
+            messages, self.info.tools, self.info.policy, a.tokenizer, a.codec_config, add_generation_prompt=True
+        ).ids
+        room = min(a.max_new_tokens, a.context - len(prompt))
+        if room <= 0:
+            log.warning("prompt of %d tokens fills the %d-token context; the agent stops", len(prompt), a.context)
+            completion: list[int] = []
+        else:
+            completion = sample(
+                a.model,
+                prompt,
+                max_new_tokens=room,
+                stop_ids=a.stop_ids,
+                temperature=a.temperature,
+                top_p=a.top_p,
+                generator=self.generator,
+            )
+        text = decode_assistant(a.tokenizer, [t for t in completion if t not in a.stop_ids])
+        message = parse_assistant(text, id_prefix=f"call_{self.turn}_")
+        self.turn += 1
+        message.usage = Usage(
+            prompt_tokens=len(prompt), completion_tokens=len(completion), compute_s=time.perf_counter() - t0
+        )
+        return message

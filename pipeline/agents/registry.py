@@ -1,0 +1,55 @@
+"""Agent specs on the command line and in params: one string names a backend and its settings.
+
+    oracle                                  the policy-following scripted agent
+    flawed                                  oracle with planted failure modes (default rates)
+    flawed:invention=0.3,misread=0.1,seed=2 explicit rates per mode (others 0)
+    hf:PATH                                 a local transformers checkpoint (the embedded default or any)
+"""
+
+from __future__ import annotations
+
+from pipeline.rollout.protocols import Agent
+
+DEFAULT_FLAW_RATE = 0.2
+
+
+class UnknownAgentError(ValueError):
+    """An agent spec that names no known backend, or has bad settings."""
+
+
+def _settings(spec: str, body: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for part in filter(None, body.split(",")):
+        key, sep, value = part.partition("=")
+        if not sep:
+            raise UnknownAgentError(f"agent {spec!r}: setting {part!r} must look like key=value")
+        try:
+            out[key.strip()] = float(value)
+        except ValueError:
+            raise UnknownAgentError(f"agent {spec!r}: setting {key!r} must be a number, got {value!r}") from None
+    return out
+
+
+def make_agent(spec: str) -> Agent:
+    kind, _, body = spec.partition(":")
+    if kind == "oracle" and not body:
+        from pipeline.agents.scripted import OracleAgent
+
+        return OracleAgent()
+    if kind == "flawed":
+        from pydantic import ValidationError
+
+        from pipeline.agents.flawed import FlawConfig, FlawedAgent
+
+        settings = _settings(spec, body)
+        seed = int(settings.pop("seed", 0))
+        rates = settings or {m: DEFAULT_FLAW_RATE for m in ("plan_adherence", "invention", "misread")}
+        try:
+            return FlawedAgent(FlawConfig(rates=rates, seed=seed))
+        except ValidationError as exc:
+            raise UnknownAgentError(f"agent {spec!r}: {exc.errors()[0]['msg']}") from None
+    if kind == "hf" and body:
+        from pipeline.agents.hf import HFAgent
+
+        return HFAgent(body)
+    raise UnknownAgentError(f"unknown agent {spec!r}: expected oracle, flawed[:mode=rate,...], or hf:PATH")

@@ -1,0 +1,134 @@
+"""From graded trials to `metrics.json`: the measurement a team reads to see where its agent fails.
+
+Pure: a list of `TrialRecord`s in, a `MeasureSummary` out. Floats are rounded so that the same trials always
+serialize to the same bytes.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pipeline.grading.failure_modes import FAILURE_MODES, SIGNATURES, FailureAnalysis
+from pipeline.metrics.aggregate import mean_pass_at_k, mean_pass_hat_k, per_task_pass_hat_k
+from pipeline.metrics.buckets import bucket_shares
+from pipeline.metrics.cost import CostSummary, cost_summary
+from pipeline.metrics.errors import MetricsInputError
+from pipeline.metrics.intervals import bootstrap
+
+DIFF_KINDS = ("wrong_value", "unrequested_change", "missing_change")
+DIGITS = 6
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TrialRecord(_Strict):
+    """One graded trial, reduced to what the metrics need."""
+
+    task_id: str
+    trial: int
+    template: str | None = None
+    passed: bool | None = Field(description="None when the trial was lost to an infrastructure error.")
+    failed_components: list[str] = Field(default_factory=list)
+    diff_kinds: list[str] = Field(default_factory=list, description="Distinct diff kinds in the verdict.")
+    analysis: FailureAnalysis | None = None
+    cost: float = 0.0
+
+
+class Rate(_Strict):
+    trials: float = Field(description="Share of valid trials showing it.")
+    tasks: float = Field(description="Share of tasks with at least one valid trial showing it.")
+
+
+class MeasureSummary(_Strict):
+    agent: str
+    tasks: int
+    trials_per_task: int
+    valid_trials: int
+    infra_errors: int
+    pass_at_1: float
+    pass_at_k: dict[str, float] = Field(description="k → pass@k (at least once in k).")
+    pass_hat_k: dict[str, float] = Field(description="k → pass^k (every time in k).")
+    intervals: dict[str, list[float]] = Field(description="statistic → [low, high], bootstrap over tasks.")
+    buckets: dict[str, float] = Field(description="always / flipping / never shares of tasks.")
+    failure_modes: dict[str, Rate]
+    dominant_modes: dict[str, float] = Field(description="Share of failed trials whose dominant mode this is.")
+    signatures: dict[str, float] = Field(description="Share of failed trials with this signature.")
+    diff_categories: dict[str, Rate]
+    looked_complete_share: float = Field(description="Share of failed trials that looked complete.")
+    cost: CostSummary
+
+
+def _r(x: float) -> float:
+    return round(float(x), DIGITS)
+
+
+def _rounded(cost: CostSummary) -> CostSummary:
+    return cost.model_copy(update={k: _r(v) for k, v in cost.model_dump().items() if isinstance(v, float)})
+
+
+def _rate(records: Sequence[TrialRecord], has) -> Rate:
+    valid = [r for r in records if r.passed is not None]
+    by_task: dict[str, bool] = defaultdict(bool)
+    for r in valid:
+        by_task[r.task_id] |= bool(has(r))
+    return Rate(
+        trials=_r(sum(1 for r in valid if has(r)) / len(valid)) if valid else 0.0,
+        tasks=_r(sum(by_task.values()) / len(by_task)) if by_task else 0.0,
+    )
+
+
+def summarize(
+    records: Sequence[TrialRecord],
+    *,
+    agent: str,
+    max_k: int,
+    resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> MeasureSummary:
+    if not records:
+        raise MetricsInputError("no trials to summarize: the task set is empty")
+    results: dict[str, list[bool | None]] = defaultdict(list)
+    costs: dict[str, list[float]] = defaultdict(list)
+    templates: dict[str, str | None] = {}
+    for r in sorted(records, key=lambda r: (r.task_id, r.trial)):
+        results[r.task_id].append(r.passed)
+        costs[r.task_id].append(r.cost)
+        templates[r.task_id] = r.template
+    results, costs = dict(results), dict(costs)
+    valid = [r for r in records if r.passed is not None]
+    failed = [r for r in valid if not r.passed]
+    pass_at = {str(k): _r(mean_pass_at_k(results, k)) for k in range(1, max_k + 1)}
+    pass_hat = {str(k): _r(mean_pass_hat_k(results, k)) for k in range(1, max_k + 1)}
+    intervals: dict[str, list[float]] = {}
+    for k in range(1, max_k + 1):
+        iv = bootstrap(per_task_pass_hat_k(results, k), clusters=templates, resamples=resamples,
+                       confidence=confidence, seed=seed)
+        intervals[f"pass_hat_{k}"] = [_r(iv.low), _r(iv.high)]
+
+    def share(pred) -> float:
+        return _r(sum(1 for r in failed if pred(r)) / len(failed)) if failed else 0.0
+
+    return MeasureSummary(
+        agent=agent,
+        tasks=len(results),
+        trials_per_task=max(len(v) for v in results.values()),
+        valid_trials=len(valid),
+        infra_errors=len(records) - len(valid),
+        pass_at_1=pass_at["1"],
+        pass_at_k=pass_at,
+        pass_hat_k=pass_hat,
+        intervals=intervals,
+        buckets={k: _r(v) for k, v in bucket_shares(results).items()},
+        failure_modes={m: _rate(records, lambda r, m=m: r.analysis and m in r.analysis.modes) for m in FAILURE_MODES},
+        dominant_modes={m: share(lambda r, m=m: r.analysis and r.analysis.dominant == m) for m in FAILURE_MODES},
+        signatures={s: share(lambda r, s=s: r.analysis and s in r.analysis.signature) for s in SIGNATURES},
+        diff_categories={d: _rate(records, lambda r, d=d: d in r.diff_kinds) for d in DIFF_KINDS},
+        looked_complete_share=share(lambda r: r.analysis and r.analysis.looked_complete),
+        cost=_rounded(cost_summary(results, costs)),
+    )

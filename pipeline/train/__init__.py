@@ -1,0 +1,1 @@
+"""Training: the embedded default model (tokenizer, model, checkpoints), SFT and GRPO through TRL."""

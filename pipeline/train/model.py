@@ -1,0 +1,150 @@
+"""The embedded default model: a small Llama built from a transformers config, and its checkpoints.
+
+A checkpoint is a directory with the model (safetensors), the tokenizer and `agentloop.json`, which records the
+codec hash, the codec configuration, the model and training configuration and the data manifest. A checkpoint
+is only loaded under the codec it was trained with.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field
+from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+from pipeline.agents.codec import IM_END, CodecConfig, CodecMismatchError, codec_hash
+from pipeline.train.tokenizer import load_tokenizer
+
+log = logging.getLogger(__name__)
+META_FILE = "agentloop.json"
+
+
+class ModelConfig(BaseModel):
+    """Shape of the causal LM (the defaults give ~0.78M parameters with a 2k vocabulary)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    hidden_size: int = Field(default=128, ge=8, description="Width of the residual stream.")
+    intermediate_size: int = Field(default=512, ge=8, description="Width of the MLP.")
+    num_layers: int = Field(default=2, ge=1, description="Decoder layers.")
+    num_heads: int = Field(default=4, ge=1, description="Attention heads (hidden_size must divide by it).")
+    num_kv_heads: int | None = Field(default=None, description="Key/value heads (grouped attention); None = heads.")
+    max_position_embeddings: int = Field(default=2048, ge=16, description="Longest sequence (context length).")
+    rope_theta: float = Field(default=10000.0, gt=0, description="RoPE base.")
+    tie_word_embeddings: bool = Field(default=True, description="Share input and output embeddings.")
+    vocab_size: int | None = Field(default=None, description="Vocabulary; None = the tokenizer's length.")
+    seed: int = Field(default=0, description="Seed of the random initialisation.")
+
+
+class CheckpointMeta(BaseModel):
+    """What `agentloop.json` records next to the weights."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format: int = Field(default=1, description="Version of this file's layout.")
+    codec_hash: str = Field(description="codec_hash(codec_config) when the checkpoint was written.")
+    codec_config: CodecConfig = Field(description="The codec configuration the model was trained with.")
+    model: ModelConfig = Field(default_factory=ModelConfig, description="The model's shape.")
+    training: dict[str, Any] = Field(default_factory=dict, description="Training configuration (stage params).")
+    data_manifest: dict[str, Any] = Field(
+        default_factory=dict, description="Training data: files and their hashes, counts, sources."
+    )
+    parent: str | None = Field(default=None, description="Checkpoint this one was trained from, if any.")
+
+    @classmethod
+    def for_codec(cls, codec_config: CodecConfig | None = None, **fields: Any) -> CheckpointMeta:
+        codec_config = codec_config or CodecConfig()
+        return cls(codec_hash=codec_hash(codec_config), codec_config=codec_config, **fields)
+
+
+@dataclass
+class Checkpoint:
+    model: LlamaForCausalLM
+    tokenizer: PreTrainedTokenizerFast
+    meta: CheckpointMeta
+    path: Path
+
+
+def build_model(
+    config: ModelConfig | None = None, tokenizer: PreTrainedTokenizerFast | None = None
+) -> LlamaForCausalLM:
+    """A freshly initialised LlamaForCausalLM (seeded), sized to the tokenizer."""
+    config = config or ModelConfig()
+    vocab = config.vocab_size or (len(tokenizer) if tokenizer is not None else None)
+    if vocab is None:
+        raise ValueError("build_model needs a vocab_size or a tokenizer")
+    end = tokenizer.convert_tokens_to_ids(IM_END) if tokenizer is not None else None
+    pad = tokenizer.pad_token_id if tokenizer is not None else None
+    hf_config = LlamaConfig(
+        vocab_size=vocab,
+        hidden_size=config.hidden_size,
+        intermediate_size=config.intermediate_size,
+        num_hidden_layers=config.num_layers,
+        num_attention_heads=config.num_heads,
+        num_key_value_heads=config.num_kv_heads or config.num_heads,
+        max_position_embeddings=config.max_position_embeddings,
+        rope_theta=config.rope_theta,
+        tie_word_embeddings=config.tie_word_embeddings,
+        bos_token_id=None,
+        eos_token_id=end,
+        pad_token_id=pad,
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(config.seed)
+        model = LlamaForCausalLM(hf_config)
+    if model.generation_config is not None:
+        model.generation_config.eos_token_id = end
+        model.generation_config.pad_token_id = pad
+    log.info("built model: %d parameters", count_parameters(model))
+    return model
+
+
+def count_parameters(model: torch.nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())  # tied weights are counted once by parameters()
+
+
+def save_checkpoint(
+    directory: str | Path, model: LlamaForCausalLM, tokenizer: PreTrainedTokenizerFast, meta: CheckpointMeta
+) -> Path:
+    """Write model (safetensors), tokenizer and agentloop.json into `directory`."""
+    path = Path(directory)
+    path.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(str(path), safe_serialization=True)
+    tokenizer.save_pretrained(str(path))
+    (path / META_FILE).write_text(meta.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def read_meta(directory: str | Path) -> CheckpointMeta:
+    meta_path = Path(directory) / META_FILE
+    if not meta_path.exists():
+        raise FileNotFoundError(f"{meta_path}: not an agentloop checkpoint (no {META_FILE})")
+    return CheckpointMeta.model_validate(json.loads(meta_path.read_text(encoding="utf-8")))
+
+
+def verify_codec(directory: str | Path, meta: CheckpointMeta, codec_config: CodecConfig | None = None) -> CodecConfig:
+    """The codec configuration to use with this checkpoint; raises when the current codec differs from its own."""
+    config = codec_config or meta.codec_config
+    current = codec_hash(config)
+    if current != meta.codec_hash:
+        raise CodecMismatchError(
+            f"{Path(directory) / META_FILE}: checkpoint was trained with codec {meta.codec_hash}, but the current"
+            f" codec is {current}; retrain or render with the codec it was trained with"
+        )
+    return config
+
+
+def load_checkpoint(directory: str | Path, codec_config: CodecConfig | None = None) -> Checkpoint:
+    """Load model, tokenizer and meta; refuses a checkpoint whose codec hash differs from the current codec."""
+    path = Path(directory)
+    meta = read_meta(path)
+    verify_codec(path, meta, codec_config)
+    tokenizer = load_tokenizer(path)
+    model = LlamaForCausalLM.from_pretrained(str(path), local_files_only=True)
+    model.eval()
+    return Checkpoint(model=model, tokenizer=tokenizer, meta=meta, path=path)

@@ -1,0 +1,130 @@
+"""The oracle: policy-following behaviour, value provenance, and figures taken only from tools."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from pipeline.agents import phrases as P
+from pipeline.agents.scripted import OracleAgent, appears_in
+from pipeline.grading.static_checks import affirms
+from pipeline.rollout.protocols import EpisodeInfo, UserReply
+from pipeline.rollout.runner import run_episode
+from pipeline.rollout.trajectory import Message
+from pipeline.users.scripted import ScriptedUser
+from pipeline.world.retail.tools import TOOLS, WRITE_TOOLS
+from tests.agents.scripted_helpers import find, small_tasks, small_world, unsupported_write_values
+
+MONEY = re.compile(r"\$(\d+\.\d\d)")
+
+
+@pytest.fixture(scope="module")
+def episodes():
+    world = small_world()
+    return [(t, run_episode(world, t, OracleAgent(), ScriptedUser(), trial=k)) for t in small_tasks() for k in (0, 1)]
+
+
+def test_every_written_value_appeared_earlier_in_the_conversation(episodes):
+    for task, traj in episodes:
+        assert unsupported_write_values(traj.messages) == [], task.id
+
+
+def test_one_tool_call_per_message_never_with_text(episodes):
+    for _, traj in episodes:
+        for m in traj.messages:
+            if m.role == "assistant":
+                assert (len(m.tool_calls) == 1 and m.content is None) or (not m.tool_calls and m.content)
+                for call in m.tool_calls:
+                    assert json.loads(call.raw_arguments) == call.arguments and call.name in TOOLS
+
+
+def test_authenticates_before_anything_private_and_confirms_every_write(episodes):
+    for task, traj in episodes:
+        authed = False
+        for k, m in enumerate(traj.messages):
+            for call in m.tool_calls:
+                if call.name.startswith("find_user_id_by_"):
+                    authed = not traj.messages[k + 1].error
+                elif TOOLS[call.name].private:
+                    assert authed, (task.id, call.name)
+                if call.name in WRITE_TOOLS:
+                    ask, yes = traj.messages[k - 2], traj.messages[k - 1]
+                    assert P.YES_NO in ask.content and affirms(yes.content), task.id
+        assert traj.termination == "user_stop"
+
+
+def test_stated_figures_come_from_tool_results(episodes):
+    for task, traj in episodes:
+        numbers: set[float] = set()
+        for m in traj.messages:
+            if m.role == "tool":
+                numbers |= {round(float(x), 2) for x in re.findall(r"-?\d+\.\d+|\d+", m.content or "")}
+            elif m.role == "assistant" and m.content:
+                for figure in MONEY.findall(m.content):
+                    assert float(figure) in numbers or -float(figure) in numbers, (task.id, figure)
+
+
+def test_refusals_name_a_reason_and_write_nothing(episodes):
+    for task, traj in episodes:
+        if all(r.expect == "refused" for r in task.user_script.requests):
+            assert not any(c.name in WRITE_TOOLS for c in traj.tool_calls()), task.id
+            texts = [m.content for m in traj.messages if m.role == "assistant" and m.content]
+            assert any("I cannot do that:" in t for t in texts), task.id
+        assert not any(P.NO_POLICY_REASON in (m.content or "") for m in traj.messages), task.id
+
+
+def test_gold_reads_are_the_reads_it_makes(episodes):
+    for task, traj in episodes:
+        made = [(c.name, c.arguments) for c in traj.tool_calls()]
+        gold = [(a.name, a.arguments) for a in task.gold_actions]
+        assert sorted(map(str, made)) == sorted(map(str, gold)), task.id
+
+
+def test_only_uses_the_user_given_email_and_asks_again_when_unknown():
+    task = find(small_tasks(), "cancel", forgot_email=False)
+    info = EpisodeInfo(task=task, trial=0, seed=0, policy="", tools=[])
+    ep = OracleAgent().start(info)
+    msgs = [Message(role="user", content=task.user_script.requests[0].utterance)]
+    msgs.append(ep.act(msgs))
+    assert msgs[-1].content == P.ASK_EMAIL
+    msgs.append(Message(role="user", content="It's nobody@nowhere.org."))
+    call = ep.act(msgs)
+    assert call.tool_calls[0].arguments == {"email": "nobody@nowhere.org"}
+    msgs += [call, Message(role="tool", content="Error: user not found", tool_call_id="call_1", error=True)]
+    assert ep.act(msgs).content == P.NOT_FOUND_IDENTITY
+
+
+def test_appears_in_handles_lists_and_empty_values():
+    assert appears_in(["a1", "b2"], ["x a1 y", "b2"]) and appears_in("", []) and not appears_in(["a1", "c3"], ["a1"])
+
+
+def test_money_and_phrases():
+    assert P.money(-3.1) == "-$3.10" and P.money(12) == "$12.00"
+    assert "(yes/no)" in P.confirm("cancel", "#W1", ["reason: 'no longer needed'"])
+
+
+class _SaysNo:
+    """The scripted user, except that every confirmation is answered with a no."""
+
+    name = "says-no"
+
+    def start(self, info):
+        inner = ScriptedUser().start(info)
+
+        class Episode:
+            def respond(self, messages):
+                reply = inner.respond(messages)
+                return UserReply(content="No, I changed my mind.") if affirms(reply.content) else reply
+
+        return Episode()
+
+
+def test_a_no_means_no_write():
+    world = small_world()
+    task = find(small_tasks(), "modify_payment")
+    traj = run_episode(world, task, OracleAgent(), _SaysNo())
+    assert not any(c.name in WRITE_TOOLS for c in traj.tool_calls())
+    assert any(m.content == P.declined() for m in traj.messages if m.role == "assistant")
+    assert traj.final_changed == {"products": {}, "users": {}, "orders": {}}

@@ -1,0 +1,112 @@
+"""The embedded default's tokenizer (digits whole, codec tokens single, deterministic, lossless) and model
+(size, seeded initialisation, checkpoints that record and enforce their codec)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+import torch
+
+from pipeline.agents.codec import ADDED_TOKENS, IM_END, SPECIAL_TOKENS, CodecConfig, CodecMismatchError, codec_hash
+from pipeline.train.model import (
+    META_FILE,
+    CheckpointMeta,
+    ModelConfig,
+    build_model,
+    count_parameters,
+    load_checkpoint,
+    save_checkpoint,
+)
+from pipeline.train.tokenizer import TokenizerConfig, build_corpus, load_tokenizer, save_tokenizer, train_tokenizer
+from pipeline.world.retail.generator import generate_world
+
+COMPACT = CodecConfig(system="compact", tool_results="compact")
+
+
+@pytest.fixture(scope="module")
+def corpus() -> list[str]:
+    return build_corpus(generate_world(seed=11, n_users=80), n_conversations=80)
+
+
+@pytest.fixture(scope="module")
+def tokenizer(corpus):
+    return train_tokenizer(corpus)
+
+
+def test_corpus_holds_rendered_conversations_with_real_tool_output(corpus):
+    world = generate_world(seed=11, n_users=80)
+    joined = "\n".join(corpus)
+    assert world.policy in corpus
+    assert "<|im_start|>tool\n" in joined and "<tool_call>" in joined
+    some_order = next(iter(world.db.orders))
+    assert some_order in joined and "item_id " in joined and '"item_id": ' in joined  # both renderings
+    assert corpus == build_corpus(generate_world(seed=11, n_users=80), n_conversations=80)
+
+
+def test_tokenizer_keeps_every_digit_its_own_token(tokenizer):
+    assert len(tokenizer) == 2048
+    with_digits = [t for t in tokenizer.get_vocab() if re.search(r"\d", t)]
+    assert sorted(with_digits) == list("0123456789")
+    ids = tokenizer.encode("order #W5918442, item 1008292230, $12.50", add_special_tokens=False)
+    pieces = tokenizer.convert_ids_to_tokens(ids)
+    assert [p for p in pieces if p.isdigit()] == list("59184421008292230") + list("1250")
+
+
+def test_codec_tokens_are_single_tokens_and_text_round_trips(tokenizer, corpus):
+    for tok in (*SPECIAL_TOKENS, *ADDED_TOKENS):
+        assert len(tokenizer.encode(tok, add_special_tokens=False)) == 1
+    assert tokenizer.eos_token == IM_END and tokenizer.pad_token == "<|endoftext|>"
+    assert len(tokenizer.encode("get_order_details", add_special_tokens=False)) == 1
+    samples = [*corpus[:20], "  odd  spacing\n\n\tand ünïcode 🙂 ", "<tool_call>\n{}\n</tool_call>"]
+    for text in samples:
+        ids = tokenizer.encode(text, add_special_tokens=False)
+        assert tokenizer.decode(ids, skip_special_tokens=False) == text
+
+
+def test_training_is_deterministic(corpus, tokenizer):
+    again = train_tokenizer(corpus)
+    assert again.backend_tokenizer.to_str() == tokenizer.backend_tokenizer.to_str()
+    other = train_tokenizer(corpus[::-1][:40], TokenizerConfig(vocab_size=1024))
+    assert len(other) == 1024 and other.backend_tokenizer.to_str() != tokenizer.backend_tokenizer.to_str()
+
+
+def test_tokenizer_saves_and_loads(tokenizer, tmp_path):
+    save_tokenizer(tokenizer, tmp_path)
+    loaded = load_tokenizer(tmp_path)
+    text = "<|im_start|>user\nMy email is a.b0055@example.com<|im_end|>\n"
+    assert loaded.encode(text) == tokenizer.encode(text) and loaded.eos_token_id == tokenizer.eos_token_id
+
+
+def test_default_model_is_the_small_llama(tokenizer):
+    model = build_model(ModelConfig(), tokenizer)
+    assert 0.75e6 < count_parameters(model) < 0.82e6
+    cfg = model.config
+    assert (cfg.hidden_size, cfg.num_hidden_layers, cfg.num_attention_heads, cfg.vocab_size) == (128, 2, 4, 2048)
+    assert cfg.eos_token_id == tokenizer.convert_tokens_to_ids(IM_END)
+    same = build_model(ModelConfig(), tokenizer)
+    other = build_model(ModelConfig(seed=1), tokenizer)
+    w = model.model.embed_tokens.weight
+    assert torch.equal(w, same.model.embed_tokens.weight) and not torch.equal(w, other.model.embed_tokens.weight)
+
+
+def test_checkpoint_round_trip_records_codec_and_refuses_another(tokenizer, tmp_path):
+    model = build_model(ModelConfig(hidden_size=32, intermediate_size=64, num_layers=1, num_heads=2), tokenizer)
+    meta = CheckpointMeta.for_codec(COMPACT, training={"lr": 1e-3}, data_manifest={"train.jsonl": "sha256:abc"})
+    save_checkpoint(tmp_path, model, tokenizer, meta)
+    recorded = json.loads((tmp_path / META_FILE).read_text())
+    assert recorded["codec_hash"] == codec_hash(COMPACT) and recorded["training"] == {"lr": 1e-3}
+    ckpt = load_checkpoint(tmp_path)
+    ids = torch.tensor([tokenizer.encode("hello <tool_call>")])
+    with torch.no_grad():
+        assert torch.allclose(ckpt.model(ids).logits, model.eval()(ids).logits)
+    assert ckpt.meta == meta
+    with pytest.raises(CodecMismatchError, match=META_FILE):
+        load_checkpoint(tmp_path, codec_config=CodecConfig())
+    recorded["codec_hash"] = "0" * 16  # trained under a template this code no longer renders
+    (tmp_path / META_FILE).write_text(json.dumps(recorded))
+    with pytest.raises(CodecMismatchError, match=str(tmp_path / META_FILE)):
+        load_checkpoint(tmp_path)
+    with pytest.raises(FileNotFoundError, match=META_FILE):
+        load_checkpoint(tmp_path / "missing")
