@@ -3,4 +3,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python -m pip install --quiet --upgrade pip
+# The CPU build of torch first (a plain `torch` requirement would pull a multi-GB CUDA build).
+python -m pip install --quiet torch==2.13.0
 python -m pip install --quiet -e ".[dev]"

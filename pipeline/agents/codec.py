@@ -23,6 +23,7 @@ Rules, applied everywhere:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -62,8 +63,7 @@ _FULL_TOOLS_TAIL = (
     "</tool_call>"
 )
 _COMPACT_TOOLS_HEAD = 'Tools (call as <tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>):'
-_CALL_RE = re.compile(re.escape(TOOL_CALL_OPEN) + r"(.*?)(?:" + re.escape(TOOL_CALL_CLOSE) + r"|(?=" +
-                      re.escape(TOOL_CALL_OPEN) + r")|\Z)", re.S)  # fmt: skip
+_CALL_RE = re.compile(r"<tool_call>(.*?)(?:</tool_call>|(?=<tool_call>)|\Z)", re.S)  # unclosed: to next/end
 _NAME_RE = re.compile(r"""["']name["']\s*:\s*["']([^"'\\]*)["']""")
 
 
@@ -123,10 +123,8 @@ def _parse_call(body: str, call_id: str) -> ToolCall:
     if isinstance(obj, dict) and isinstance(obj.get("name"), str):
         args = obj.get("arguments", {})
         if isinstance(args, str):  # some models emit the arguments as a JSON string
-            try:
+            with contextlib.suppress(json.JSONDecodeError):
                 args = json.loads(args)
-            except json.JSONDecodeError:
-                pass
         if isinstance(args, dict):
             return ToolCall(
                 id=call_id, name=obj["name"], arguments=args, raw_arguments=json.dumps(args, ensure_ascii=False)

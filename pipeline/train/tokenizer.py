@@ -98,8 +98,10 @@ def build_corpus(world: RetailWorld, n_conversations: int = 200, seed: int = 0) 
     """Policy, tool schemas, fixed phrases, and look-up conversations rendered in every codec mode."""
     rng = random.Random(seed)
     texts = [world.policy, CodecConfig().policy_summary]
-    texts += [render_conversation([], TOOLS.schemas(), world.policy, CodecConfig(system=s))[0].text
-              for s in ("full", "compact")]  # fmt: skip
+    texts += [
+        render_conversation([], TOOLS.schemas(), world.policy, CodecConfig(system=s))[0].text
+        for s in ("full", "compact")
+    ]
     texts += [phrases.ASK_EMAIL, phrases.ASK_NAME_ZIP, phrases.NOT_FOUND_IDENTITY, phrases.GOODBYE]
     user_ids = sorted(world.db.users)
     rng.shuffle(user_ids)

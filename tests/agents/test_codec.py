@@ -102,14 +102,23 @@ def tokenizer():
 
 
 def play(world, outputs: list[str]) -> Trajectory:
-    task = Task(id="codec", world=world.name, customer_user_id=USER, user_script=UserScript(goal="x"),
-                provenance=Provenance(source="eval"))  # fmt: skip
+    task = Task(
+        id="codec",
+        world=world.name,
+        customer_user_id=USER,
+        user_script=UserScript(goal="x"),
+        provenance=Provenance(source="eval"),
+    )
     return run_episode(world, task, PlaybackAgent(outputs), PatientUser(), limits=Limits(max_steps_per_turn=30))
 
 
 def calls_of(messages: list[Message]) -> list[tuple]:
-    return [(c.name, c.arguments, c.raw_arguments if c.arguments is None else None)
-            for m in messages if m.role == "assistant" for c in m.tool_calls]  # fmt: skip
+    return [
+        (c.name, c.arguments, c.raw_arguments if c.arguments is None else None)
+        for m in messages
+        if m.role == "assistant"
+        for c in m.tool_calls
+    ]
 
 
 def training_path(traj: Trajectory, tokenizer, config: CodecConfig, raw: bool) -> list[Message]:
@@ -204,8 +213,12 @@ def test_generated_ids_replace_the_rendered_body(tokenizer):
 
 
 def test_segments_mark_only_assistant_output_for_training():
-    msgs = [Message(role="user", content="hi"), parse_assistant(call("calculate", {"expression": "1+1"})),
-            Message(role="tool", content="2.0", tool_call_id="c", name="calculate"), parse_assistant("It is 2.")]  # fmt: skip
+    msgs = [
+        Message(role="user", content="hi"),
+        parse_assistant(call("calculate", {"expression": "1+1"})),
+        Message(role="tool", content="2.0", tool_call_id="c", name="calculate"),
+        parse_assistant("It is 2."),
+    ]
     segs = render_conversation(msgs, TOOLS.schemas(), "Be kind.", add_generation_prompt=True)
     trained = [s.text for s in segs if s.train]
     assert trained == [format_assistant(msgs[1]), IM_END, "It is 2.", IM_END]

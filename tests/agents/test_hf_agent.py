@@ -54,8 +54,9 @@ def checkpoint(tmp_path_factory, world):
 
 
 def episode(world, agent, seed: int) -> Trajectory:
-    task = Task(id="hf-smoke", world=world.name, user_script=UserScript(goal="cancel"),
-                provenance=Provenance(source="eval"))  # fmt: skip
+    task = Task(
+        id="hf-smoke", world=world.name, user_script=UserScript(goal="cancel"), provenance=Provenance(source="eval")
+    )
     return run_episode(world, task, agent, ThreeLineUser(), seed=seed, limits=Limits(max_steps_per_turn=3))
 
 
@@ -74,8 +75,9 @@ def test_hf_agent_runs_an_episode_and_records_usage(world, checkpoint):
         assert 1 <= m.usage.completion_tokens <= 24
         again = parse_assistant(m.raw, id_prefix=m.tool_calls[0].id[:-1] if m.tool_calls else "call_")
         assert (again.content, again.tool_calls) == (m.content, m.tool_calls)  # what the codec reads, nothing more
-        prompt = encode_conversation(traj.messages[:i], TOOLS.schemas(), world.policy, agent.tokenizer, COMPACT,
-                                     add_generation_prompt=True)  # fmt: skip
+        prompt = encode_conversation(
+            traj.messages[:i], TOOLS.schemas(), world.policy, agent.tokenizer, COMPACT, add_generation_prompt=True
+        )
         assert m.usage.prompt_tokens == len(prompt.ids)
         prompt_lens.append(m.usage.prompt_tokens)
     assert prompt_lens == sorted(prompt_lens)
@@ -132,9 +134,12 @@ def test_a_checkpoint_that_learned_a_call_makes_it_through_the_runner(world, che
     ckpt = load_checkpoint(checkpoint)
     model, tokenizer = ckpt.model, ckpt.tokenizer
     user = next(iter(world.db.users.values()))
-    convo = [Message(role="user", content="Hi, I want to cancel an order."),
-             parse_assistant('<tool_call>\n{"name": "find_user_id_by_email", "arguments": {"email": "' + user.email
-                             + '"}}\n</tool_call>')]  # fmt: skip
+    convo = [
+        Message(role="user", content="Hi, I want to cancel an order."),
+        parse_assistant(
+            '<tool_call>\n{"name": "find_user_id_by_email", "arguments": {"email": "' + user.email + '"}}\n</tool_call>'
+        ),
+    ]
     enc = encode_conversation(convo, TOOLS.schemas(), world.policy, tokenizer, COMPACT)
     ids = torch.tensor([enc.ids])
     labels = torch.where(torch.tensor([enc.assistant_mask]) == 1, ids, -100)
