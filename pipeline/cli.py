@@ -149,20 +149,38 @@ def rollout(
 def measure_cmd(
     world: str = typer.Option(..., help="World reference: gen-<seed>[-PxUxO] or a domain directory."),
     tasks: Path = typer.Option(..., help="Held-out tasks.jsonl."),
-    agent: str = typer.Option("oracle", help="Agent spec: oracle, flawed[:mode=rate,...,seed=N], hf:PATH."),
+    agent: str = typer.Option(
+        "oracle", help="Agent spec: oracle, flawed[:mode=rate,...,seed=N], hf:PATH, openai:MODEL, vllm:PATH."
+    ),
     trials: int = typer.Option(4, min=1, help="Trials per task (the k of pass^k)."),
     seed: int = typer.Option(0),
     out: Path = typer.Option(..., help="Run directory for trajectories.jsonl, verdicts.jsonl, per_task.csv, metrics.json."),
     max_tasks: int = typer.Option(None, min=1, help="Only the first N tasks."),
+    user: str = typer.Option("scripted", help="User simulator: scripted or llm:MODEL[,temperature=T]."),
+    judge: str = typer.Option(None, help="Optional judge for soft rubric items: llm:MODEL."),
+    executor: str = typer.Option("serial", help="serial, or ray (tasks × trials fanned out to Ray workers)."),
+    address: str = typer.Option(None, help="With --executor ray: an existing cluster's address (default: local)."),
+    workers: int = typer.Option(None, min=1, help="With --executor ray: worker actors (default: one per CPU)."),
 ) -> None:
-    """Measure an agent: k seeded trials per task, graded from the world state, failures diagnosed."""
+    """Measure an agent: k seeded trials per task, graded from the world state, failures diagnosed.
+
+    Every finished trial is journaled in --out; run the same command again after a crash to resume."""
+    from pydantic import ValidationError
+
     from pipeline.agents.registry import UnknownAgentError
     from pipeline.dataset.io import TaskFileError, read_tasks
+    from pipeline.grading.llm_judge import UnknownJudgeError
     from pipeline.measure import MeasureConfig, measure
     from pipeline.metrics.errors import MetricsInputError
+    from pipeline.rollout.resume import ResumeMismatchError
+    from pipeline.users.registry import UnknownUserError
     from pipeline.world.retail.state import WorldLoadError
 
-    config = MeasureConfig(world=world, tasks=tasks, agent=agent, trials=trials, seed=seed, max_tasks=max_tasks)
+    try:
+        config = MeasureConfig(world=world, tasks=tasks, agent=agent, trials=trials, seed=seed, max_tasks=max_tasks,
+                               user=user, judge=judge, executor=executor, address=address, workers=workers)
+    except ValidationError as exc:
+        _fail(f"{'.'.join(map(str, exc.errors()[0]['loc']))}: {exc.errors()[0]['msg']}")
     try:
         n_tasks = len(read_tasks(tasks))
         if max_tasks:
@@ -170,10 +188,95 @@ def measure_cmd(
         with _progress() as progress:
             bar = progress.add_task(f"measure {agent}", total=n_tasks * trials)
             summary = measure(config, out, on_trial=lambda _: progress.advance(bar))
-    except (TaskFileError, UnknownAgentError, MetricsInputError, WorldLoadError) as exc:
+    except (TaskFileError, UnknownAgentError, UnknownUserError, UnknownJudgeError, MetricsInputError, WorldLoadError,
+            ResumeMismatchError, ImportError) as exc:
         _fail(str(exc))
     Console().print(_summary_table(summary))
     console.print(f"wrote {out}/metrics.json, per_task.csv, trajectories.jsonl, verdicts.jsonl")
+
+
+@app.command("serve")
+def serve_cmd(
+    model: Path = typer.Option(..., help="Checkpoint directory: an agentloop checkpoint or any transformers model."),
+    name: str = typer.Option(None, help="Model name clients must send (default: the directory's name)."),
+    host: str = typer.Option("127.0.0.1", help="Address to listen on."),
+    port: int = typer.Option(8000, min=1, max=65535),
+    max_concurrency: int = typer.Option(1, min=1, help="Generations run at once (more queue)."),
+    max_tokens: int = typer.Option(256, min=1, help="Reply length when a request sets none."),
+) -> None:
+    """Serve a local model over an OpenAI-compatible chat-completions API with tool calls."""
+    from pipeline.agents.codec import CodecMismatchError
+    from pipeline.serve import load_engine, serve
+
+    try:
+        engine = load_engine(model, name)
+    except (FileNotFoundError, OSError, CodecMismatchError, ValueError) as exc:
+        _fail(str(exc))
+    console.print(f"serving {engine.name} on http://{host}:{port}/v1 (context {engine.context} tokens)")
+    serve(engine, host=host, port=port, max_concurrency=max_concurrency, default_max_tokens=max_tokens)
+
+
+@app.command("report")
+def report_cmd(
+    baseline: Path = typer.Option(..., help="Baseline measure run directory."),
+    candidate: Path = typer.Option(..., help="Candidate measure run directory."),
+    tasks: Path = typer.Option(..., help="The tasks.jsonl both runs were measured on."),
+    world: str = typer.Option(..., help="World reference the runs used (shown in the report)."),
+    gate: Path = typer.Option(None, help="gate.json with the promotion decision, if any."),
+    extra: list[Path] = typer.Option(None, help="More measure run directories for the cost / pass^k frontier."),
+    out: Path = typer.Option(Path("report.html"), help="Output HTML file; plots go to plots/ beside it."),
+) -> None:
+    """Write one self-contained HTML report: pass^k, failure modes, cost frontier, gate, flipped trajectories."""
+    from pipeline.dataset.io import TaskFileError
+    from pipeline.metrics.errors import MetricsInputError
+    from pipeline.report import ReportInputError, build_report
+
+    try:
+        path = build_report(baseline, candidate, tasks, world, gate_json=gate, out=out, extra_agents=extra or None)
+    except (ReportInputError, TaskFileError, MetricsInputError) as exc:
+        _fail(str(exc))
+    console.print(f"report → {path} (plots in {path.parent / 'plots'})")
+
+
+@app.command("gate")
+def gate_cmd(
+    candidate: Path = typer.Option(..., help="Candidate measure run directory (its trajectories.jsonl is re-graded)."),
+    champion: Path = typer.Option(
+        None, help="Champion measure run directory; omit on the first iteration (then: promote iff the candidate's "
+        "pass^k lower bound exceeds the margin)."
+    ),
+    tasks: Path = typer.Option(..., help="The frozen held-out tasks.jsonl both runs were measured on."),
+    world: str = typer.Option(..., help="World reference the runs used: gen-<seed>[-PxUxO] or a domain directory."),
+    k: int = typer.Option(4, min=1, help="The k of pass^k."),
+    margin: float = typer.Option(0.0, help="Promote only if the pass^k gain's lower bound exceeds this."),
+    confidence: float = typer.Option(0.95, help="Level of the paired bootstrap interval."),
+    resamples: int = typer.Option(2000, help="Bootstrap resamples and sign-flip permutations."),
+    seed: int = typer.Option(0),
+    alpha: float = typer.Option(0.05, help="Family-wise level of the Holm-corrected 'got worse' tests."),
+    out: Path = typer.Option(Path("gate.json"), help="Where to write the decision."),
+    check: bool = typer.Option(False, "--check", help="Exit 1 when promotion is blocked (for CI); 0 when promoted."),
+) -> None:
+    """Promote or block: paired bootstrap of the pass^k gain over held-out tasks, Holm tests for regressions."""
+    from pydantic import ValidationError
+
+    from pipeline.gate import GateConfig, GateInputError, decide, write_gate
+    from pipeline.gate.render import decision_table
+    from pipeline.metrics.errors import MetricsInputError
+    from pipeline.world.registry import load_world
+    from pipeline.world.retail.state import WorldLoadError
+
+    try:
+        config = GateConfig(k=k, margin=margin, confidence=confidence, resamples=resamples, seed=seed, alpha=alpha)
+        decision = decide(candidate, champion, tasks, load_world(world), config)
+    except ValidationError as exc:
+        _fail("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()))
+    except (GateInputError, MetricsInputError, WorldLoadError) as exc:
+        _fail(str(exc))
+    write_gate(decision, out)
+    Console().print(decision_table(decision))
+    console.print(f"gate: {'PROMOTE' if decision.promote else 'BLOCKED'} → {out}")
+    if check and not decision.promote:
+        raise typer.Exit(1)
 
 
 def _summary_table(summary) -> Table:

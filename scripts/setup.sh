@@ -2,6 +2,10 @@
 # Install agentloop and everything its tests need on a fresh machine (CPU only, no model hub).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Headless Chromium (Debian package) for the report's rendering test.
+if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
 python -m pip install --quiet --upgrade pip
 # The CPU build of torch first (a plain `torch` requirement would pull a multi-GB CUDA build).
 python -m pip install --quiet torch==2.13.0

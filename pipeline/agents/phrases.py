@@ -18,6 +18,7 @@ ANYTHING_ELSE = "Is there anything else I can help you with?"
 ASK_EMAIL = "I'd be happy to help. First I need to verify your identity: what is the email address on your account?"
 ASK_NAME_ZIP = "No problem. Could you tell me your first name, last name and the zip code of your address instead?"
 ASK_EMAIL_FIRST = "Before I can do that, I need to verify your identity: what is the email address on your account?"
+ASK_ORDER = "Which order is this about? Please tell me the order id."
 NOT_FOUND_IDENTITY = "I couldn't find an account with those details. Could you check them and tell me again?"
 GOODBYE = "You're welcome. Have a great day!"
 TRANSFER = TRANSFER_MESSAGE

@@ -4,6 +4,11 @@
     flawed                                  oracle with planted failure modes (default rates)
     flawed:invention=0.3,misread=0.1,seed=2 explicit rates per mode (others 0)
     hf:PATH                                 a local transformers checkpoint (the embedded default or any)
+    openai:MODEL[,temperature=T,top_p=P,max_tokens=N,seed=S]
+                                            an OpenAI-compatible endpoint (AGENTLOOP_BASE_URL / OPENAI_BASE_URL,
+                                            AGENTLOOP_API_KEY / OPENAI_API_KEY)
+    vllm:PATH[,temperature=T,...]           a checkpoint in the offline vLLM engine (the `gpu` extra)
+    scripted                                same as oracle
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ def _settings(spec: str, body: str) -> dict[str, float]:
 
 def make_agent(spec: str) -> Agent:
     kind, _, body = spec.partition(":")
-    if kind == "oracle" and not body:
+    if kind in ("oracle", "scripted") and not body:
         from pipeline.agents.scripted import OracleAgent
 
         return OracleAgent()
@@ -52,4 +57,28 @@ def make_agent(spec: str) -> Agent:
         from pipeline.agents.hf import HFAgent
 
         return HFAgent(body)
-    raise UnknownAgentError(f"unknown agent {spec!r}: expected oracle, flawed[:mode=rate,...], or hf:PATH")
+    if kind in ("openai", "vllm") and body:
+        target, _, rest = body.partition(",")
+        settings = _settings(spec, rest)
+        if kind == "openai":
+            from pipeline.agents.openai_backend import OpenAIAgent, SamplingConfig
+
+            return OpenAIAgent(target, sampling=_sampling(spec, SamplingConfig, settings))
+        from pipeline.agents.vllm_backend import VLLMAgent, VLLMConfig
+
+        return VLLMAgent(target, _sampling(spec, VLLMConfig, settings))
+    raise UnknownAgentError(
+        f"unknown agent {spec!r}: expected oracle, flawed[:mode=rate,...], hf:PATH, openai:MODEL or vllm:PATH"
+    )
+
+
+def _sampling(spec: str, model: type, settings: dict[str, float]):
+    """Settings as a pydantic config (integers where the field wants them); errors name the spec."""
+    from pydantic import ValidationError
+
+    ints = {k: int(v) if v == int(v) else v for k, v in settings.items()}
+    try:
+        return model(**ints)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise UnknownAgentError(f"agent {spec!r}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None

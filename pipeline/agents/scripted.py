@@ -176,6 +176,8 @@ class OracleEpisode:
 
     def _handle(self, i: int, req: Request, details: str | None = None, confirmed: bool = False) -> Steps:
         write = self._write(i)
+        if req.order_id and not any(req.order_id in (m.content or "") for m in self.messages if m.role == "user"):
+            yield from self._say(P.ASK_ORDER)  # an under-specified request: never look up an order nobody named
         yield from self._reads(i, products=False)
         reason = self._check_order(req)
         if reason:

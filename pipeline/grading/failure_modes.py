@@ -1,7 +1,26 @@
 """Failure modes: why a failed trial failed, named from the trajectory and the world's own log.
 
 The three modes the loop targets (plan adherence, invention, tool-output misread) plus the failure signature
-and whether the failure "looked complete" from the transcript alone.
+and whether the failure "looked complete" from the transcript alone. Everything is recomputed from what the
+agent saw and did; nothing is read from the agent that produced the trajectory.
+
+Evidence rules, each tied to the message where it shows:
+
+- plan_adherence: an affirmed confirmation request followed by no write attempt (before the next
+  confirmation request, or ever); a completion claim ("I have cancelled…", "all set") when no write attempt
+  preceded it and the state it is about is unchanged; a write refused because nobody was authenticated yet;
+  a successful write with no explicit confirmation since the previous one (the static check's rule).
+- invention: a write argument with a value that occurs in no earlier user message or successful tool output
+  (refused writes count too; an enumerated cancel reason is a choice, not a value); a money amount or id-like
+  figure in an assistant message that no earlier user message or tool output contains.
+- misread: a write on an order whose last shown status is not the one that write needs; a payment method the
+  customer does not have per get_user_details (when the id itself came from the conversation: an id from
+  nowhere is invention); an assistant message stating a status for an order that contradicts the status the
+  tools last showed; a completion claim right after a refused write that nothing else explains.
+
+Dominant mode: the mode of the earliest evidence in the conversation (the first place the trial went wrong);
+evidence in one message for several modes is ranked invention, then misread, then plan adherence (the more
+specific explanation first).
 """
 
 from __future__ import annotations
@@ -10,7 +29,12 @@ from typing import Literal
 
 from pydantic import Field
 
-from pipeline.rollout.trajectory import Strict
+from pipeline.dataset.task import Task
+from pipeline.grading.mode_rules import Finding, find_modes
+from pipeline.grading.timeline import Timeline, build_timeline
+from pipeline.grading.utterances import claims_completion, order_ids, refuses
+from pipeline.grading.verdict import Verdict
+from pipeline.rollout.trajectory import Strict, Trajectory
 
 FailureMode = Literal["plan_adherence", "invention", "misread"]
 FAILURE_MODES: tuple[str, ...] = FailureMode.__args__  # type: ignore[attr-defined]
@@ -18,6 +42,25 @@ Signature = Literal[
     "tool_error_unrecovered", "empty_lookup_unrecovered", "policy_violation", "gave_up", "transferred"
 ]
 SIGNATURES: tuple[str, ...] = Signature.__args__  # type: ignore[attr-defined]
+PRIORITY: tuple[str, ...] = ("invention", "misread", "plan_adherence")
+LOOKUP_GROUPS = {
+    "find_user_id_by_email": "user",
+    "find_user_id_by_name_zip": "user",
+    "get_user_details": "user",
+    "get_order_details": "order",
+    "get_product_details": "product",
+    "get_item_details": "product",
+    "list_all_product_types": "product",
+}
+TOOL_INTENT = {
+    "cancel_pending_order": "cancel",
+    "modify_pending_order_address": "modify_address",
+    "modify_pending_order_payment": "modify_payment",
+    "modify_pending_order_items": "modify_items",
+    "return_delivered_order_items": "return",
+    "exchange_delivered_order_items": "exchange",
+    "modify_user_address": "modify_user_address",
+}
 
 
 class FailureAnalysis(Strict):
@@ -30,4 +73,94 @@ class FailureAnalysis(Strict):
     looked_complete: bool = Field(
         default=False,
         description="Final message signals completion, at least one write happened, last tool result no error.",
+    )
+
+
+def analyze(task: Task, trajectory: Trajectory, verdict: Verdict) -> FailureAnalysis:
+    """The failure analysis of one graded trial; empty when it passed or was lost to infrastructure."""
+    if verdict.passed or verdict.infra_error:
+        return FailureAnalysis()
+    timeline = build_timeline(trajectory)
+    found = find_modes(timeline)
+    modes = [m for m in FAILURE_MODES if any(f.mode == m for f in found)]
+    evidence: dict[str, list[str]] = {}
+    for f in found:
+        line = f"message {f.pos}: {f.text}"
+        if line not in evidence.setdefault(f.mode, []):
+            evidence[f.mode].append(line)
+    return FailureAnalysis(
+        modes=modes,  # type: ignore[arg-type]
+        dominant=dominant_mode(found),  # type: ignore[arg-type]
+        evidence=evidence,
+        signature=signatures(task, timeline, verdict),  # type: ignore[arg-type]
+        looked_complete=looked_complete(timeline),
+    )
+
+
+def dominant_mode(found: list[Finding]) -> str | None:
+    """The mode of the earliest evidence; ties within one message broken by `PRIORITY`."""
+    if not found:
+        return None
+    return min(found, key=lambda f: (f.pos, PRIORITY.index(f.mode))).mode
+
+
+def signatures(task: Task, timeline: Timeline, verdict: Verdict) -> list[str]:
+    steps = timeline.steps
+    out: list[str] = []
+    errors = [(i, s) for i, s in enumerate(steps) if not s.ok and not _empty_lookup(s)]
+    if errors:
+        i, last = errors[-1]
+        if not any(s.ok and s.name == last.name for s in steps[i + 1 :]):
+            out.append("tool_error_unrecovered")
+    for i, s in enumerate(steps):
+        if _empty_lookup(s) and not any(
+            t.ok and LOOKUP_GROUPS.get(t.name) == LOOKUP_GROUPS[s.name] for t in steps[i + 1 :]
+        ):
+            out.append("empty_lookup_unrecovered")
+            break
+    failed = set(verdict.failed_components)
+    if failed & {"static.policy_violation", "static.authorization"}:
+        out.append("policy_violation")
+    if timeline.termination in ("agent_stop", "turn_limit") or _unaddressed(task, timeline):
+        out.append("gave_up")
+    if any(s.ok and s.name == "transfer_to_human_agents" for s in steps):
+        out.append("transferred")
+    return out
+
+
+def _empty_lookup(step) -> bool:
+    return not step.ok and step.error_category == "not_found" and step.name in LOOKUP_GROUPS
+
+
+def _unaddressed(task: Task, timeline: Timeline) -> list[int]:
+    """Requests the agent never looked into, acted on nor spoke about (the conversation ended with them open)."""
+    texts = [s.text for s in timeline.said if s.role == "assistant"]
+    steps = timeline.steps
+    out = []
+    for i, req in enumerate(task.user_script.requests):
+        if req.intent in ("info", "transfer"):
+            continue
+        if req.order_id:
+            done = any(s.arguments.get("order_id") == req.order_id for s in steps) or any(
+                req.order_id in order_ids(t) for t in texts
+            )
+        else:
+            done = any(TOOL_INTENT.get(s.name) == req.intent for s in steps) or any(
+                claims_completion(t) or refuses(t) for t in texts
+            )
+        if not done:
+            out.append(i)
+    return out
+
+
+def looked_complete(timeline: Timeline) -> bool:
+    """The transcript alone reads as success: closing claim, a successful write, and no error at the end."""
+    said = [s for s in timeline.said if s.role == "assistant"]
+    steps = timeline.steps
+    return (
+        bool(said)
+        and claims_completion(said[-1].text)
+        and any(s.is_write and s.ok for s in steps)
+        and bool(steps)
+        and steps[-1].ok
     )

@@ -5,6 +5,9 @@ Outputs in the run directory:
     verdicts.jsonl       the Verdict and failure analysis of each trajectory, same order
     per_task.csv         one row per task: n, passes, pass^k, bucket, dominant failure mode
     metrics.json         the MeasureSummary (byte-identical for the same seeds and scripted participants)
+    usage.json           tokens (and cost, where priced) of the agent, the user simulator and the judge, apart
+    journal.jsonl        every finished trial, fsynced as it finishes: a killed run started again with the same
+                         settings and directory resumes where it stopped (see pipeline.rollout.resume)
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import logging
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -27,9 +31,12 @@ from pipeline.metrics.errors import MetricsInputError
 from pipeline.metrics.passk import pass_hat_k
 from pipeline.metrics.summary import MeasureSummary, TrialRecord, summarize
 from pipeline.rollout.executor import SerialExecutor, TrialResult
+from pipeline.rollout.resume import TrialJournal, atomic_write
 from pipeline.rollout.runner import Limits
-from pipeline.users.scripted import ScriptedUser
+from pipeline.rollout.trajectory import Usage
+from pipeline.users.registry import make_user
 from pipeline.world.registry import load_world
+from pipeline.world.retail.state import sha256_json
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +53,19 @@ class MeasureConfig(BaseModel):
     resamples: int = Field(default=1000, ge=1, description="Bootstrap resamples for intervals.")
     prices: PriceTable | None = Field(default=None, description="Model prices; None = cost not priced (0).")
     max_tasks: int | None = Field(default=None, ge=1, description="Use only the first N tasks (quick runs).")
+    user: str = Field(default="scripted", description="User simulator: scripted or llm:MODEL.")
+    judge: str | None = Field(default=None, description="Optional judge: llm:MODEL (None: off).")
+    executor: Literal["serial", "ray"] = Field(default="serial", description="Where trials run.")
+    address: str | None = Field(default=None, description="Ray cluster address (None: a local Ray instance).")
+    workers: int | None = Field(default=None, ge=1, description="Ray worker actors (None: one per CPU).")
+    retries: int = Field(default=2, ge=0, description="Reruns of a trial lost to an infrastructure error.")
+
+    def fingerprint(self, tasks: list) -> str:
+        """What decides the trials' results; a journal is resumed only under the same fingerprint."""
+        keep = {"world", "agent", "user", "judge", "trials", "seed", "limits"}
+        return sha256_json(
+            {**self.model_dump(mode="json", include=keep), "tasks": [t.model_dump(mode="json") for t in tasks]}
+        )[:16]
 
 
 def _record(result: TrialResult, cost: float) -> TrialRecord:
@@ -64,38 +84,86 @@ def _record(result: TrialResult, cost: float) -> TrialRecord:
     )
 
 
+def make_executor(config: MeasureConfig, judge=None):
+    if config.executor == "ray":
+        from pipeline.rollout.ray_executor import RayExecutor
+
+        return RayExecutor(address=config.address, workers=config.workers, retries=config.retries, judge=judge)
+    return SerialExecutor(retries=config.retries, judge=judge)
+
+
 def measure(
     config: MeasureConfig, out_dir: Path, on_trial: Callable[[TrialRecord], None] | None = None
 ) -> MeasureSummary:
+    """Run (or resume, from `out_dir/journal.jsonl`) every (task, trial), then write the run's files."""
+    from pipeline.grading.llm_judge import judge_usage, make_judge
+
     tasks = read_tasks(config.tasks)
     if not tasks:
         raise MetricsInputError(f"{config.tasks}: empty task set")
     if config.max_tasks:
         tasks = tasks[: config.max_tasks]
     world = load_world(config.world)
-    agent = make_agent(config.agent)
+    agent, user, judge = make_agent(config.agent), make_user(config.user), make_judge(config.judge)
     price = config.prices.price(agent.name) if config.prices else None
     out_dir.mkdir(parents=True, exist_ok=True)
-    records: list[TrialRecord] = []
-    traj_tmp, verdict_tmp = out_dir / "trajectories.jsonl.tmp", out_dir / "verdicts.jsonl.tmp"
-    with traj_tmp.open("w") as ft, verdict_tmp.open("w") as fv:
-        for result in SerialExecutor().run(world, tasks, agent, ScriptedUser(), config.trials, config.seed,
-                                           config.limits):
-            cost = price.cost(result.trajectory.agent_usage) if price else 0.0
-            record = _record(result, cost)
-            records.append(record)
-            ft.write(result.trajectory.model_dump_json() + "\n")
-            fv.write(json.dumps({"verdict": result.verdict.model_dump(mode="json"),
-                                 "analysis": record.analysis.model_dump(mode="json") if record.analysis else None},
-                                sort_keys=True) + "\n")
+    journal = TrialJournal(out_dir / "journal.jsonl", config.fingerprint(tasks))
+    finished, _ = journal.load(tasks)
+    if finished:
+        log.info("resuming %s: %d trials already finished", out_dir, len(finished))
+
+    def record_of(result: TrialResult) -> TrialRecord:
+        return _record(result, price.cost(result.trajectory.agent_usage) if price else 0.0)
+
+    if on_trial:
+        for result in finished.values():
+            on_trial(record_of(result))
+    with journal:
+        for result in make_executor(config, judge).run(
+            world, tasks, agent, user, config.trials, config.seed, config.limits, skip=set(finished)
+        ):
+            journal.append(result)
+            finished[(result.task.id, result.trial)] = result
             if on_trial:
-                on_trial(record)
-    traj_tmp.replace(out_dir / "trajectories.jsonl")
-    verdict_tmp.replace(out_dir / "verdicts.jsonl")
+                on_trial(record_of(result))
+    results = [finished[(t.id, k)] for t in tasks for k in range(config.trials)]
+    records = [record_of(r) for r in results]
+    atomic_write(out_dir / "trajectories.jsonl", "".join(r.trajectory.model_dump_json() + "\n" for r in results))
+    atomic_write(
+        out_dir / "verdicts.jsonl",
+        "".join(
+            json.dumps(
+                {
+                    "verdict": r.verdict.model_dump(mode="json"),
+                    "analysis": rec.analysis.model_dump(mode="json") if rec.analysis else None,
+                },
+                sort_keys=True,
+            )
+            + "\n"
+            for r, rec in zip(results, records, strict=True)
+        ),
+    )
     summary = summarize(records, agent=agent.name, max_k=config.trials, resamples=config.resamples, seed=config.seed)
-    (out_dir / "metrics.json").write_text(json.dumps(summary.model_dump(mode="json"), indent=2, sort_keys=True) + "\n")
+    atomic_write(out_dir / "metrics.json", json.dumps(summary.model_dump(mode="json"), indent=2, sort_keys=True) + "\n")
     _write_per_task(out_dir / "per_task.csv", records, config.trials)
+    usage = {
+        "agent": (agent.name, sum((r.trajectory.agent_usage for r in results), Usage())),
+        "user": (user.name, sum((r.trajectory.user_usage for r in results), Usage())),
+        "judge": (judge.name if judge else None, sum((judge_usage(r.verdict) for r in results), Usage())),
+    }
+    atomic_write(
+        out_dir / "usage.json", json.dumps(_usage_report(usage, config.prices), indent=2, sort_keys=True) + "\n"
+    )
     return summary
+
+
+def _usage_report(usage: dict[str, tuple[str | None, Usage]], prices: PriceTable | None) -> dict:
+    """Tokens per participant, and their cost where the price table names the model."""
+    out = {}
+    for role, (name, total) in usage.items():
+        price = prices.models.get(name) if prices and name else None
+        out[role] = {"name": name, **total.model_dump(), "cost": round(price.cost(total), 6) if price else None}
+    return out
 
 
 def _write_per_task(path: Path, records: list[TrialRecord], k: int) -> None:
@@ -110,12 +178,14 @@ def _write_per_task(path: Path, records: list[TrialRecord], k: int) -> None:
             valid = [r for r in rs if r.passed is not None]
             c = sum(1 for r in valid if r.passed)
             modes = Counter(r.analysis.dominant for r in valid if r.analysis and r.analysis.dominant)
-            w.writerow([
-                task_id,
-                rs[0].template or "",
-                len(valid),
-                c,
-                f"{pass_hat_k(c, len(valid), k):.4f}" if len(valid) >= k else "",
-                bucket_of(c, len(valid)) if valid else "",
-                modes.most_common(1)[0][0] if modes else "",
-            ])
+            w.writerow(
+                [
+                    task_id,
+                    rs[0].template or "",
+                    len(valid),
+                    c,
+                    f"{pass_hat_k(c, len(valid), k):.4f}" if len(valid) >= k else "",
+                    bucket_of(c, len(valid)) if valid else "",
+                    modes.most_common(1)[0][0] if modes else "",
+                ]
+            )

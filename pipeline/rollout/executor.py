@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 
 from pipeline.dataset.task import Task
 from pipeline.grading.grader import grade
+from pipeline.grading.judge import Judge
 from pipeline.grading.verdict import Verdict
 from pipeline.rollout.protocols import Agent, User
 from pipeline.rollout.runner import Limits, run_episode
@@ -33,10 +34,37 @@ class TrialResult:
     trial: int
     trajectory: Trajectory
     verdict: Verdict
+    attempts: int = 1
+
+
+def run_trial(
+    world: RetailWorld,
+    task: Task,
+    agent: Agent,
+    user: User,
+    trial: int,
+    seed: int = 0,
+    limits: Limits | None = None,
+    judge: Judge | None = None,
+    retries: int = 0,
+) -> TrialResult:
+    """One (task, trial): the episode and its verdict; an infrastructure error is retried up to `retries` times,
+    and a trial that stays broken comes back with an infra_error verdict (left out of the metrics)."""
+    for attempt in range(retries + 1):
+        traj = run_episode(world, task, agent, user, trial=trial, seed=trial_seed(seed, task.id, trial), limits=limits)
+        verdict = grade(world, task, traj, limits=limits, judge=judge)
+        if not verdict.infra_error:
+            break
+        log.warning("task %s trial %d: attempt %d/%d lost to an infrastructure error: %s", task.id, trial,
+                    attempt + 1, retries + 1, verdict.diagnostics[0] if verdict.diagnostics else "")
+    return TrialResult(task, trial, traj, verdict, attempt + 1)
 
 
 class SerialExecutor:
-    """Runs every (task, trial) in order in this process."""
+    """Runs every (task, trial) in order in this process; `skip` holds (task id, trial) pairs already done."""
+
+    def __init__(self, retries: int = 2, judge: Judge | None = None) -> None:
+        self.retries, self.judge = retries, judge
 
     def run(
         self,
@@ -48,12 +76,13 @@ class SerialExecutor:
         seed: int = 0,
         limits: Limits | None = None,
         on_result: Callable[[TrialResult], None] | None = None,
+        skip: Collection[tuple[str, int]] = (),
     ) -> Iterator[TrialResult]:
         for task in tasks:
             for trial in range(trials):
-                traj = run_episode(world, task, agent, user, trial=trial, seed=trial_seed(seed, task.id, trial),
-                                   limits=limits)
-                result = TrialResult(task, trial, traj, grade(world, task, traj, limits=limits))
+                if (task.id, trial) in skip:
+                    continue
+                result = run_trial(world, task, agent, user, trial, seed, limits, self.judge, self.retries)
                 if on_result:
                     on_result(result)
                 yield result

@@ -1,0 +1,64 @@
+"""The gate's settings: what counts as better (pass^k, margin, confidence) and what must not get worse.
+
+The defaults are the ones the power simulation (bench/bench_gate_power.py) was run with; change k, the
+confidence or the evaluation size and the false-promotion rate and power change with them.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from pipeline.grading.failure_modes import FAILURE_MODES
+from pipeline.rollout.runner import Limits
+
+PASS_AT_1 = "pass@1"
+TRACKABLE: tuple[str, ...] = (PASS_AT_1, *FAILURE_MODES)
+
+# Held-out evaluation tasks at which the default gate has >= 80% power for a true +10-point pass^4 gain
+# (and <= 5% false promotions when nothing changed); see bench/results/gate_power.json.
+EVAL_TASKS = 200
+
+
+class GateConfig(BaseModel):
+    """How the gate decides; unknown keys are an error."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    k: int = Field(default=4, ge=1, description="The k of pass^k; every task needs at least k valid trials.")
+    margin: float = Field(
+        default=0.0,
+        ge=-1.0,
+        le=1.0,
+        allow_inf_nan=False,
+        description="Promote only if the lower bound of candidate − champion pass^k exceeds this.",
+    )
+    confidence: float = Field(
+        default=0.95, gt=0.0, lt=1.0, description="Two-sided level of the paired bootstrap interval of the pass^k gain."
+    )
+    resamples: int = Field(default=2000, ge=100, description="Bootstrap resamples and sign-flip permutations.")
+    seed: int = Field(default=0, description="Seed of the bootstrap and the permutations: same inputs, same decision.")
+    tracked: list[str] = Field(
+        default_factory=lambda: list(TRACKABLE),
+        description="Metrics that must not get significantly worse: 'pass@1' and failure-mode names "
+        "(rate = per-task share of valid trials showing the mode).",
+    )
+    alpha: float = Field(
+        default=0.05, gt=0.0, lt=1.0, description="Family-wise level of the Holm-corrected 'got worse' tests."
+    )
+    limits: Limits = Field(
+        default_factory=Limits, description="Episode limits the trajectories are re-graded under (as measured)."
+    )
+    require_all_tasks: bool = Field(
+        default=True,
+        description="Both runs must cover every task of the held-out file (no gating on a chosen subset).",
+    )
+
+    @field_validator("tracked")
+    @classmethod
+    def _known_metrics(cls, value: list[str]) -> list[str]:
+        unknown = sorted(set(value) - set(TRACKABLE))
+        if unknown:
+            raise ValueError(f"unknown tracked metric(s) {unknown}; choose from {list(TRACKABLE)}")
+        if len(set(value)) != len(value):
+            raise ValueError(f"tracked metrics repeat: {value}")
+        return value

@@ -1,0 +1,115 @@
+"""`decide`: should the candidate replace the champion? Recomputed from trajectories, written to gate.json.
+
+The decision rule lives in `pipeline.gate.stats.evaluate`; this module supplies its inputs (re-graded
+outcome tables of two measure runs on the frozen held-out tasks) and records what it decided on: the paths,
+the sha256 of every file read, the task and trial counts and the configuration, so a gate.json can be
+checked against the files it claims to judge.
+
+First iteration rule: with no champion (``champion_dir=None``) the candidate is promoted iff the lower bound
+of its own pass^k (clustered bootstrap) exceeds the margin; there is nothing to have got worse against.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pipeline.dataset.io import TaskFileError, read_tasks
+from pipeline.gate.config import GateConfig
+from pipeline.gate.errors import GateInputError
+from pipeline.gate.load import RunInputs, load_run, sha256_file
+from pipeline.gate.stats import MetricTest, PassHatK, evaluate
+from pipeline.world.retail.state import RetailWorld
+
+log = logging.getLogger(__name__)
+
+
+class GateInputs(BaseModel):
+    """What the decision was computed from."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    candidate: RunInputs
+    champion: RunInputs | None = Field(description="None on the first iteration (no champion yet).")
+    tasks_path: str
+    tasks_sha256: str = Field(description="sha256 of the held-out task file.")
+    world: str = Field(description="Name of the world the trajectories were re-graded in.")
+    world_fingerprint: str = Field(description="sha256 of the world's database.")
+    n_tasks: int = Field(description="Tasks the decision is over.")
+    config: GateConfig
+
+
+class GateDecision(BaseModel):
+    """gate.json: the decision, why, the interval it rests on, every test, and its inputs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    promote: bool
+    reasons: list[str] = Field(description="One line per criterion, blocking reasons included.")
+    pass_hat_k: PassHatK
+    tests: list[MetricTest] = Field(description="Holm-corrected 'got worse' tests (empty without a champion).")
+    inputs: GateInputs
+
+
+def _read_tasks(path: Path) -> dict:
+    try:
+        tasks = read_tasks(path)
+    except TaskFileError as exc:
+        raise GateInputError(str(exc)) from None
+    if not tasks:
+        raise GateInputError(f"{path}: no tasks")
+    return {t.id: t for t in tasks}
+
+
+def decide(
+    candidate_dir: Path,
+    champion_dir: Path | None,
+    tasks_path: Path,
+    world: RetailWorld,
+    config: GateConfig | None = None,
+) -> GateDecision:
+    """Re-grade both runs on the held-out tasks and apply the gate's rule; raises GateInputError on bad inputs."""
+    config = config or GateConfig()
+    tasks_path = Path(tasks_path)
+    tasks = _read_tasks(tasks_path)
+    cand = load_run("candidate", Path(candidate_dir), tasks, world, config.limits, config.require_all_tasks)
+    champ = (
+        load_run("champion", Path(champion_dir), tasks, world, config.limits, config.require_all_tasks)
+        if champion_dir is not None
+        else None
+    )
+    if champion_dir is None:
+        log.info("no champion: first-iteration rule (candidate pass^%d lower bound > margin)", config.k)
+    result = evaluate(cand.table, champ.table if champ else None, config)
+    return GateDecision(
+        promote=result.promote,
+        reasons=result.reasons,
+        pass_hat_k=result.pass_hat_k,
+        tests=result.tests,
+        inputs=GateInputs(
+            candidate=cand.inputs,
+            champion=champ.inputs if champ else None,
+            tasks_path=str(tasks_path),
+            tasks_sha256=sha256_file(tasks_path),
+            world=world.name,
+            world_fingerprint=world.fingerprint,
+            n_tasks=len(cand.table),
+            config=config,
+        ),
+    )
+
+
+def write_gate(decision: GateDecision, path: Path) -> Path:
+    """Write gate.json (sorted keys, stable bytes for the same decision)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(decision.model_dump(mode="json"), indent=2, sort_keys=True) + "\n")
+    return path
+
+
+def read_gate(path: Path) -> GateDecision:
+    """A gate.json back as a GateDecision (for the report and MLflow logging)."""
+    return GateDecision.model_validate_json(Path(path).read_text())

@@ -1,0 +1,51 @@
+"""The gate's decision as a terminal table, for `agentloop gate` and CI logs."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from pipeline.gate.decision import GateDecision
+
+
+def decision_table(decision: GateDecision) -> Table:
+    """One row for the pass^k comparison, one per 'got worse' test, the verdict in the title."""
+    p = decision.pass_hat_k
+    inputs = decision.inputs
+    verdict = "[green]PROMOTE[/green]" if decision.promote else "[red]BLOCKED[/red]"
+    table = Table(
+        title=f"gate: {verdict} — {inputs.n_tasks} held-out tasks, pass^{p.k}, margin {p.margin:+.3f}",
+        caption="\n".join(decision.reasons),
+        caption_justify="left",
+    )
+    for col, justify in (
+        ("metric", "left"),
+        ("candidate", "right"),
+        ("champion", "right"),
+        ("diff", "right"),
+        (f"{p.confidence:.0%} interval / p", "right"),
+        ("threshold", "right"),
+        ("result", "left"),
+    ):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    champion = "—" if p.champion is None else f"{p.champion:.3f}"
+    gain_ok = p.low > p.margin
+    table.add_row(
+        f"pass^{p.k}",
+        f"{p.candidate:.3f}",
+        champion,
+        f"{p.diff:+.3f}",
+        f"[{p.low:+.3f}, {p.high:+.3f}]",
+        f"low > {p.margin:+.3f}",
+        "[green]ok[/green]" if gain_ok else "[red]not shown better[/red]",
+    )
+    for t in decision.tests:
+        table.add_row(
+            f"{t.name} ({t.better} is better)",
+            f"{t.candidate:.3f}",
+            f"{t.champion:.3f}",
+            f"{t.diff:+.3f}",
+            f"p={t.p_value:.4f}",
+            f"Holm {t.holm_threshold:.4f}",
+            "[red]significantly worse[/red]" if t.worse else "[green]ok[/green]",
+        )
+    return table

@@ -1,0 +1,265 @@
+"""The gate's decision rule on outcome tables: a pure function of per-task counts, shared by `decide` and the
+power simulation (bench/bench_gate_power.py), so the simulated rule is the rule that runs.
+
+Promote only if
+  1. the lower bound of the paired bootstrap interval (tasks resampled by template cluster) of candidate −
+     champion mean per-task pass^k exceeds the margin, and
+  2. no tracked metric (pass@1, failure-mode rates) got significantly worse: per metric a one-sided sign-flip
+     permutation test over tasks of the per-task differences, Holm-corrected across metrics.
+
+The bootstrap clusters by template because the gain is a claim about tasks like these (tasks of one template
+succeed and fail together). The sign-flip test asks a narrower question, whether these held-out tasks show a
+regression beyond trial noise; given the tasks, trials are independent, so flipping each task's labels is
+exact in level under "the candidate and the champion are the same agent" (it enumerates every flip when few
+tasks differ, otherwise draws `resamples` seeded flips and counts the observed labelling too).
+
+Without a champion (the first iteration) there is nothing to get worse against: promote iff the lower bound
+of the candidate's own pass^k (clustered bootstrap) exceeds the margin.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pipeline.gate.config import PASS_AT_1, GateConfig
+from pipeline.gate.errors import GateInputError
+from pipeline.metrics.intervals import bootstrap, paired_bootstrap
+from pipeline.metrics.passk import pass_hat_k
+
+DIGITS = 6
+_MAX_NAMED = 5
+
+
+@dataclass(frozen=True, slots=True)
+class TaskOutcome:
+    """One task's valid trials reduced to counts (infrastructure-error trials already left out)."""
+
+    template: str | None
+    n: int
+    passes: int
+    modes: Mapping[str, int] = field(default_factory=dict)  # mode -> valid trials showing it
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.passes <= self.n:
+            raise GateInputError(f"passes={self.passes} must be within 0..n={self.n}")
+        bad = {m: c for m, c in self.modes.items() if not 0 <= c <= self.n - self.passes}
+        if bad:
+            raise GateInputError(f"mode counts {bad} must be within 0..failed trials ({self.n - self.passes})")
+
+
+Table = Mapping[str, TaskOutcome]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PassHatK(_Strict):
+    """The pass^k comparison the promotion rests on."""
+
+    k: int
+    candidate: float = Field(description="Candidate mean per-task pass^k.")
+    champion: float | None = Field(description="Champion mean per-task pass^k; None without a champion.")
+    diff: float = Field(description="candidate − champion (the candidate's own pass^k without a champion).")
+    low: float = Field(description="Lower bound of the bootstrap interval of diff.")
+    high: float = Field(description="Upper bound of the bootstrap interval of diff.")
+    confidence: float
+    margin: float
+
+
+class MetricTest(_Strict):
+    """One 'did it get worse' test."""
+
+    name: str
+    better: Literal["higher", "lower"] = Field(description="Which direction is an improvement.")
+    candidate: float = Field(description="Candidate mean over tasks of the per-task value.")
+    champion: float
+    diff: float = Field(description="candidate − champion.")
+    p_value: float = Field(description="One-sided sign-flip permutation p-value for 'the candidate is worse'.")
+    holm_threshold: float = Field(description="alpha / (m − rank + 1) for this p-value's rank.")
+    worse: bool = Field(description="Rejected by Holm's step-down procedure: significantly worse.")
+
+
+class Evaluation(_Strict):
+    promote: bool
+    reasons: list[str]
+    pass_hat_k: PassHatK
+    tests: list[MetricTest]
+
+
+def _r(x: float) -> float:
+    return round(float(x), DIGITS)
+
+
+def per_task(table: Table, metric: str, k: int) -> dict[str, float]:
+    """Per-task values: 'pass^k', 'pass@1' (pass rate) or a failure mode's share of valid trials."""
+    if metric == "pass^k":
+        return {t: pass_hat_k(o.passes, o.n, k) for t, o in table.items()}
+    if metric == PASS_AT_1:
+        return {t: o.passes / o.n for t, o in table.items()}
+    return {t: o.modes.get(metric, 0) / o.n for t, o in table.items()}
+
+
+def check_tables(candidate: Table, champion: Table | None, k: int) -> None:
+    """Same tasks in both runs and at least k valid trials per task, else an error naming the tasks."""
+    if not candidate:
+        raise GateInputError("the candidate run has no tasks")
+    if champion is not None:
+        only_cand = sorted(set(candidate) - set(champion))
+        only_champ = sorted(set(champion) - set(candidate))
+        if only_cand or only_champ:
+            raise GateInputError(
+                "candidate and champion were measured on different tasks: "
+                f"{len(only_cand)} only in candidate {only_cand[:_MAX_NAMED]}, "
+                f"{len(only_champ)} only in champion {only_champ[:_MAX_NAMED]}"
+            )
+    for name, table in (("candidate", candidate), ("champion", champion or {})):
+        short = sorted(t for t, o in table.items() if o.n < k)
+        if short:
+            detail = ", ".join(f"{t} (n={table[t].n})" for t in short[:_MAX_NAMED])
+            raise GateInputError(
+                f"{name}: {len(short)} task(s) have fewer than k={k} valid trials: {detail}"
+                + (f" and {len(short) - _MAX_NAMED} more" if len(short) > _MAX_NAMED else "")
+                + " (infrastructure-error trials do not count)"
+            )
+
+
+def _subset_sums(values: list[float]) -> list[list[float]]:
+    """Per chunk of 8 values, the sum of every subset (indexed by an 8-bit mask): one lookup per 8 signs."""
+    tables = []
+    for start in range(0, len(values), 8):
+        chunk = values[start : start + 8]
+        table = [0.0] * (1 << len(chunk))
+        for mask in range(1, len(table)):
+            low = mask & -mask
+            table[mask] = table[mask ^ low] + chunk[low.bit_length() - 1]
+        tables.append(table)
+    return tables
+
+
+def sign_flip_pvalue(worse: Mapping[str, float], resamples: int, seed: int | str) -> float:
+    """One-sided p-value that the mean of ``worse`` (per-task differences, positive = worse) is above zero.
+
+    Flipping a task's sign swaps which agent is called the candidate on it; under "the two agents are the same
+    on every task" each flip is as likely as the observed labelling. Tasks with no difference are left out
+    (their flips change nothing); up to log2(resamples) remaining tasks are enumerated exactly.
+
+    >>> sign_flip_pvalue({"a": 1.0, "b": 1.0, "c": 1.0, "d": 0.0}, 2000, 0)  # exact: 1 of 8 flips as extreme
+    0.125
+    >>> sign_flip_pvalue({"a": 0.0, "b": 0.0}, 2000, 0)
+    1.0
+    """
+    values = [worse[t] for t in sorted(worse) if worse[t] != 0.0]
+    if not values:
+        return 1.0
+    m, total = len(values), math.fsum(values)
+    tables = _subset_sums(values)
+    eps = 1e-9 * max(1.0, math.fsum(abs(v) for v in values))
+
+    def as_extreme(bits: int) -> bool:  # the bits mark tasks keeping their sign: statistic = 2 * kept − total
+        kept = sum(table[bits >> (8 * c) & 0xFF] for c, table in enumerate(tables))
+        return 2.0 * kept - total >= total - eps
+
+    if 2**m <= resamples:
+        return sum(as_extreme(bits) for bits in range(2**m)) / 2**m
+    rng = random.Random(f"gate-sign-flip:{seed}")
+    hits = sum(as_extreme(rng.getrandbits(m)) for _ in range(resamples))
+    return (1 + hits) / (1 + resamples)
+
+
+def holm(pvalues: Mapping[str, float], alpha: float) -> dict[str, tuple[float, bool]]:
+    """name -> (threshold, rejected) by Holm's step-down procedure (family-wise error <= alpha).
+
+    >>> holm({"a": 0.01, "b": 0.04, "c": 0.03}, 0.05)
+    {'a': (0.016666666666666666, True), 'c': (0.025, False), 'b': (0.05, False)}
+    """
+    m = len(pvalues)
+    out: dict[str, tuple[float, bool]] = {}
+    still = True
+    for rank, name in enumerate(sorted(pvalues, key=lambda n: (pvalues[n], n))):
+        threshold = alpha / (m - rank)
+        still = still and pvalues[name] <= threshold
+        out[name] = (threshold, still)
+    return out
+
+
+def _pass_hat_k(candidate: Table, champion: Table | None, clusters: dict, config: GateConfig) -> PassHatK:
+    cand = per_task(candidate, "pass^k", config.k)
+    opts = dict(clusters=clusters, resamples=config.resamples, confidence=config.confidence, seed=config.seed)
+    if champion is None:
+        iv = bootstrap(cand, **opts)
+        champ_mean = None
+    else:
+        champ = per_task(champion, "pass^k", config.k)
+        iv = paired_bootstrap(cand, champ, **opts)
+        champ_mean = _r(sum(champ.values()) / len(champ))
+    return PassHatK(
+        k=config.k,
+        candidate=_r(sum(cand.values()) / len(cand)),
+        champion=champ_mean,
+        diff=_r(iv.point),
+        low=_r(iv.low),
+        high=_r(iv.high),
+        confidence=config.confidence,
+        margin=config.margin,
+    )
+
+
+def _tests(candidate: Table, champion: Table, config: GateConfig) -> list[MetricTest]:
+    raw = []
+    for name in config.tracked:
+        cand, champ = per_task(candidate, name, config.k), per_task(champion, name, config.k)
+        sign = 1.0 if name != PASS_AT_1 else -1.0  # orient so that positive = worse
+        worse = {t: sign * (cand[t] - champ[t]) for t in cand}
+        p = sign_flip_pvalue(worse, config.resamples, f"{config.seed}:{name}")
+        raw.append((name, sum(cand.values()) / len(cand), sum(champ.values()) / len(champ), p))
+    verdicts = holm({name: p for name, _, _, p in raw}, config.alpha)
+    return [
+        MetricTest(
+            name=name,
+            better="higher" if name == PASS_AT_1 else "lower",
+            candidate=_r(c),
+            champion=_r(h),
+            diff=_r(c - h),
+            p_value=_r(p),
+            holm_threshold=_r(verdicts[name][0]),
+            worse=verdicts[name][1],
+        )
+        for name, c, h, p in raw
+    ]
+
+
+def evaluate(candidate: Table, champion: Table | None, config: GateConfig) -> Evaluation:
+    """The gate's decision on outcome tables (task id -> TaskOutcome); champion None = first iteration."""
+    check_tables(candidate, champion, config.k)
+    clusters = {t: o.template for t, o in candidate.items()}
+    phk = _pass_hat_k(candidate, champion, clusters, config)
+    level = f"{config.confidence:.0%}"
+    what = f"pass^{config.k} gain" if champion is not None else f"pass^{config.k} (no champion: first iteration)"
+    span = f"{phk.diff:+.3f} ({level} interval {phk.low:+.3f} … {phk.high:+.3f})"
+    gain_ok = phk.low > config.margin
+    reasons = [
+        f"{what} {span}: lower bound {'>' if gain_ok else '≤'} margin {config.margin:+.3f}"
+        + ("" if gain_ok else f" — no demonstrated pass^{config.k} improvement")
+    ]
+    tests = _tests(candidate, champion, config) if champion is not None else []
+    for t in tests:
+        if t.worse:
+            label = t.name if t.name == PASS_AT_1 else f"{t.name} rate"
+            reasons.append(
+                f"{label} got significantly worse: {t.champion:.3f} → {t.candidate:.3f} "
+                f"(p={t.p_value:.4f} ≤ Holm threshold {t.holm_threshold:.4f})"
+            )
+    if tests and not any(t.worse for t in tests):
+        reasons.append(
+            f"no tracked metric got significantly worse ({', '.join(t.name for t in tests)}; "
+            f"Holm, alpha={config.alpha})"
+        )
+    promote = gain_ok and not any(t.worse for t in tests)
+    return Evaluation(promote=promote, reasons=reasons, pass_hat_k=phk, tests=tests)

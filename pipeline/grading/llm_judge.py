@@ -1,0 +1,157 @@
+"""The language-model judge: for what no computer can check (was the customer's "yes" clear, was the right order
+read back, was a refusal grounded in the policy), through the same OpenAI-compatible client as the agents.
+
+It is given the task's rubric items (or the default three) and the transcript, and must answer with a JSON
+object: one `passed` and `reason` per item. An answer it cannot read is asked for again; a judge that keeps
+answering garbage, or cannot be reached, raises InfrastructureError, so the trial is left out instead of
+being scored on a guess. Its token usage is kept apart from the agent's: in the component's notes
+(`judge_usage(verdict)` reads it back) and summed on the judge object.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+
+from pipeline.agents.openai_client import ChatClient, EndpointConfig
+from pipeline.agents.openai_format import text_of
+from pipeline.dataset.task import Task
+from pipeline.grading.verdict import ComponentResult, Verdict
+from pipeline.rollout.protocols import InfrastructureError
+from pipeline.rollout.trajectory import Trajectory, Usage
+
+log = logging.getLogger(__name__)
+DEFAULT_RUBRIC = (
+    "Before every change to an order or account, the agent stated the change and the customer clearly said yes.",
+    "Before acting on an order, the agent named the right order back to the customer.",
+    "Every refusal the agent gave is grounded in the store policy.",
+)
+SYSTEM = """You audit one customer-service chat between a store's agent and a customer.
+Judge only the items listed, from the transcript alone. Answer with one JSON object and nothing else:
+{"items": [{"item": 1, "passed": true, "reason": "..."}, ...]} with one entry per item, in order.
+An item that does not apply (e.g. no refusal happened) passes."""
+USAGE_NOTE = "judge usage: "
+_JSON = re.compile(r"\{.*\}", re.S)
+
+
+def transcript(trajectory: Trajectory, max_tool_chars: int = 400) -> str:
+    lines = []
+    for m in trajectory.messages:
+        if m.role == "user":
+            lines.append(f"[customer] {m.content or ''}")
+        elif m.role == "assistant":
+            if m.content:
+                lines.append(f"[agent] {m.content}")
+            for c in m.tool_calls:
+                args = json.dumps(c.arguments, sort_keys=True) if c.arguments is not None else c.raw_arguments
+                lines.append(f"[agent calls] {c.name}({args})")
+        elif m.role == "tool":
+            text = (m.content or "")[:max_tool_chars]
+            lines.append(f"[tool {m.name}{' error' if m.error else ''}] {text}")
+    return "\n".join(lines)
+
+
+def parse_judgement(text: str, n_items: int) -> list[tuple[bool, str]]:
+    """[(passed, reason)] per item; ValueError when the answer does not cover every item."""
+    match = _JSON.search(text or "")
+    if not match:
+        raise ValueError("no JSON object in the answer")
+    items = json.loads(match.group(0)).get("items")
+    if not isinstance(items, list) or len(items) != n_items:
+        raise ValueError(f"expected {n_items} items, got {items!r:.200}")
+    out = []
+    for entry in items:
+        if not isinstance(entry, dict) or not isinstance(entry.get("passed"), bool):
+            raise ValueError(f"item without a boolean 'passed': {entry!r:.200}")
+        out.append((entry["passed"], str(entry.get("reason", ""))))
+    return out
+
+
+class UnknownJudgeError(ValueError):
+    """A judge spec that names no known judge."""
+
+
+def judge_usage(verdict: Verdict) -> Usage:
+    """The judge's token usage recorded in a verdict (zero when no judge ran)."""
+    component = verdict.component("judge")
+    for note in component.notes if component else []:
+        if note.startswith(USAGE_NOTE):
+            return Usage.model_validate_json(note[len(USAGE_NOTE):])
+    return Usage()
+
+
+class LLMJudge:
+    """Judge protocol over a chat-completions endpoint."""
+
+    enabled = True
+
+    def __init__(
+        self,
+        model: str,
+        client: ChatClient | None = None,
+        rubric: tuple[str, ...] = DEFAULT_RUBRIC,
+        attempts: int = 3,
+        max_tokens: int = 600,
+    ) -> None:
+        self.model, self.rubric, self.attempts, self.max_tokens = model, rubric, attempts, max_tokens
+        self.client = client or ChatClient(EndpointConfig.from_env())
+        self.usage = Usage()
+        self._lock = threading.Lock()
+        self.name = f"llm:{model}"
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("_lock")
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def judge(self, task: Task, trajectory: Trajectory) -> ComponentResult:
+        items = list(task.rubric) or list(self.rubric)
+        prompt = "Items:\n" + "\n".join(f"{i}. {item}" for i, item in enumerate(items, 1))
+        prompt += f"\n\nTranscript:\n{transcript(trajectory)}"
+        usage, problem = Usage(), ""
+        for attempt in range(self.attempts):
+            completion = self.client.complete({
+                "model": self.model,
+                "messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}],
+                "temperature": 0.0,
+                "max_tokens": self.max_tokens,
+                "seed": attempt,
+            })
+            usage += completion.usage
+            with self._lock:
+                self.usage += completion.usage
+            try:
+                answers = parse_judgement(text_of(completion.message.get("content")) or "", len(items))
+                break
+            except ValueError as exc:
+                problem = str(exc)
+                log.warning("judge answer %d/%d unreadable: %s", attempt + 1, self.attempts, problem)
+        else:
+            raise InfrastructureError(f"judge {self.model} gave no readable answer in {self.attempts} tries: {problem}")
+        failed = [f"{item}: {reason}" for item, (ok, reason) in zip(items, answers, strict=True) if not ok]
+        return ComponentResult(
+            name="judge", passed=not failed, required=False, details=failed,
+            notes=[USAGE_NOTE + usage.model_dump_json()],
+        )
+
+
+def make_judge(spec: str | None) -> LLMJudge | None:
+    """None / "none" → no judge; "llm:MODEL" → an LLM judge (AGENTLOOP_JUDGE_BASE_URL / _API_KEY, else the
+    shared endpoint variables)."""
+    if spec in (None, "", "none"):
+        return None
+    kind, _, model = spec.partition(":")
+    if kind != "llm" or not model:
+        raise UnknownJudgeError(f"unknown judge {spec!r}: expected none or llm:MODEL")
+    import os
+
+    client = ChatClient(EndpointConfig.from_env(
+        base_url=os.environ.get("AGENTLOOP_JUDGE_BASE_URL"), api_key=os.environ.get("AGENTLOOP_JUDGE_API_KEY")
+    ))
+    return LLMJudge(model, client=client)

@@ -1,0 +1,302 @@
+"""`build_report`: baseline and candidate measure runs (plus the gate's decision) → one self-contained HTML file.
+
+The page embeds its CSS and its plots (base64 PNG) and references nothing outside itself, so it can be
+attached to an MLflow run, mailed, or opened offline. The same plots are written as PNG files to plots/ next
+to the HTML for DVC plots and MLflow artifacts. Sections with no data say so instead of disappearing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from pipeline.dataset.io import read_tasks
+from pipeline.grading.failure_modes import FAILURE_MODES, SIGNATURES
+from pipeline.metrics.buckets import BUCKETS, bucket_of
+from pipeline.metrics.pareto import pareto_frontier
+from pipeline.metrics.summary import DIFF_KINDS, MeasureSummary
+from pipeline.report import plots
+from pipeline.report.conversation import render_flip
+from pipeline.report.flips import Flip, find_flips
+from pipeline.report.gate_view import GateView, read_gate
+from pipeline.report.html import Safe, esc, img, join, note, num, page, pct, section, table, tag
+from pipeline.report.inputs import RunData, load_run, load_summary
+
+log = logging.getLogger(__name__)
+
+ExtraAgents = Mapping[str, Path] | Sequence[Path]
+
+
+def _extras(extra_agents: ExtraAgents | None) -> dict[str, MeasureSummary]:
+    if not extra_agents:
+        return {}
+    if isinstance(extra_agents, Mapping):
+        return {str(k): load_summary(Path(v)) for k, v in extra_agents.items()}
+    out: dict[str, MeasureSummary] = {}
+    for p in extra_agents:
+        s = load_summary(Path(p))
+        out[s.agent if s.agent not in out else f"{s.agent} ({p})"] = s
+    return out
+
+
+class _Plots:
+    """Collects the PNGs: embedded in the page and written to plots/<name>.png."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.written: list[Path] = []
+
+    def add(self, name: str, fig, alt: str) -> Safe:
+        png = plots.to_png(fig)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        path = self.folder / f"{name}.png"
+        path.write_bytes(png)
+        self.written.append(path)
+        return img(png, alt, name)
+
+
+def _overview(runs: dict[str, MeasureSummary], k: int) -> Safe:
+    b, c = runs["baseline"], runs["candidate"]
+
+    def row(label: str, get, fmt=pct, delta: bool = True) -> list[object]:
+        vb, vc = get(b), get(c)
+        d = f"{vc - vb:+.1%}" if delta and vb is not None and vc is not None else ""
+        return [label, fmt(vb), fmt(vc), d]
+
+    rows = [
+        ["agent", b.agent, c.agent, ""],
+        ["tasks × trials", f"{b.tasks} × {b.trials_per_task}", f"{c.tasks} × {c.trials_per_task}", ""],
+        row("pass@1", lambda s: s.pass_at_1),
+        row(f"pass^{k}", lambda s: s.pass_hat_k.get(str(k))),
+        row(f"pass@{k}", lambda s: s.pass_at_k.get(str(k))),
+        *[row(f"tasks {bk}", lambda s, bk=bk: s.buckets.get(bk)) for bk in BUCKETS],
+        row("infrastructure errors (excluded)", lambda s: s.infra_errors, str, False),
+        row("cost per success", lambda s: s.cost.cost_per_success, num, False),
+    ]
+    return table(["", "baseline", "candidate", "change"], rows)
+
+
+def _pass_section(runs: dict[str, MeasureSummary], pl: _Plots) -> Safe:
+    b, c = runs["baseline"], runs["candidate"]
+    ks = sorted({int(k) for s in (b, c) for k in s.pass_hat_k})
+
+    def hat(s: MeasureSummary, k: int) -> str:
+        if str(k) not in s.pass_hat_k:
+            return "—"
+        lo, hi = s.intervals.get(f"pass_hat_{k}", [None, None])
+        return f"{s.pass_hat_k[str(k)]:.1%}" + (f" [{lo:.1%}, {hi:.1%}]" if lo is not None else "")
+
+    rows = [[k, hat(b, k), hat(c, k), pct(b.pass_at_k.get(str(k))), pct(c.pass_at_k.get(str(k)))] for k in ks]
+    return section(
+        "pass-k",
+        "Reliability: pass^k and pass@k",
+        pl.add("pass_hat_k", plots.pass_curves(runs), "pass^k and pass@k for k = 1..K"),
+        table(["k", "baseline pass^k [95%]", "candidate pass^k [95%]", "baseline pass@k", "candidate pass@k"], rows),
+    )
+
+
+def _rates_table(runs: dict[str, MeasureSummary], which: str, cats: tuple[str, ...]) -> Safe:
+    rows = []
+    for cat in cats:
+        cells: list[object] = [cat.replace("_", " ")]
+        for s in (runs["baseline"], runs["candidate"]):
+            r = getattr(s, which).get(cat)
+            cells.append(f"{pct(r.trials)} / {pct(r.tasks)}" if r else "—")
+        rows.append(cells)
+    return table(["", "baseline (trials / tasks)", "candidate (trials / tasks)"], rows)
+
+
+def _failure_section(runs: dict[str, MeasureSummary], pl: _Plots) -> Safe:
+    b, c = runs["baseline"], runs["candidate"]
+    sig_rows = [[s.replace("_", " "), pct(b.signatures.get(s)), pct(c.signatures.get(s))] for s in SIGNATURES]
+    sig_rows.append(["looked complete", pct(b.looked_complete_share), pct(c.looked_complete_share)])
+    return section(
+        "failure-modes",
+        "Failure modes and state diffs, before and after",
+        pl.add("failure_modes", plots.rate_bars(runs, "failure_modes"), "failure-mode rates (trial and task share)"),
+        _rates_table(runs, "failure_modes", FAILURE_MODES),
+        pl.add("diff_categories", plots.rate_bars(runs, "diff_categories"), "state-diff categories"),
+        _rates_table(runs, "diff_categories", DIFF_KINDS),
+        tag("h3", "Failure signatures (share of failed trials)"),
+        table(["", "baseline", "candidate"], sig_rows),
+    )
+
+
+def _cost_section(runs: dict[str, MeasureSummary], pl: _Plots) -> Safe:
+    k = min(s.trials_per_task for s in runs.values())
+    points = {label: (s.cost.cost_per_success, s.pass_hat_k.get(str(k), 0.0)) for label, s in runs.items()}
+    priced = {label: (cost, score) for label, (cost, score) in points.items() if cost is not None}
+    frontier = pareto_frontier(priced) if priced else []
+    currency = runs["candidate"].cost.currency
+    rows = [
+        [
+            label,
+            s.agent,
+            num(points[label][0]),
+            pct(points[label][1]),
+            "yes" if label in frontier else ("no passing trial" if label not in priced else "no"),
+        ]
+        for label, s in runs.items()
+    ]
+    body: list[object] = []
+    if priced:
+        body.append(
+            pl.add(
+                "cost_pareto",
+                plots.cost_pareto(priced, frontier, k, currency),
+                f"cost per success against pass^{k}, Pareto frontier",
+            )
+        )
+    else:
+        body.append(note("No agent has a passing trial, so no cost per success: nothing to plot."))
+    if priced and all(cost == 0 for cost, _ in priced.values()):
+        body.append(
+            note(
+                "All costs are zero: the runs were not priced (no price table), so the frontier is "
+                "decided by pass^k alone."
+            )
+        )
+    body.append(table(["", "agent", f"cost per success ({currency})", f"pass^{k}", "on frontier"], rows))
+    return section("cost", "Cost against reliability", *body)
+
+
+def _bucket_section(runs: dict[str, MeasureSummary], base: RunData, cand: RunData, pl: _Plots) -> Safe:
+    bc, cc = base.counts(), cand.counts()
+    moves = Counter((bucket_of(*bc[t]), bucket_of(*cc[t])) for t in sorted(set(bc) & set(cc)) if bc[t][1] and cc[t][1])
+    rows = [[f"baseline {b}", *[moves.get((b, a), 0) for a in BUCKETS]] for b in BUCKETS]
+    two = {k: runs[k] for k in ("baseline", "candidate")}
+    return section(
+        "buckets",
+        "Consistency buckets",
+        pl.add("buckets", plots.bucket_bars(two), "always / flipping / never, share of tasks"),
+        tag("h3", "Where each task went (task counts)"),
+        table(["", *[f"candidate {a}" for a in BUCKETS]], rows),
+    )
+
+
+def _gate_section(gate: GateView | None, pl: _Plots) -> Safe:
+    if gate is None:
+        return section("gate", "Gate decision", note("No gate.json was given: no promotion decision to show."))
+    cls = "promote" if gate.promote else "block" if gate.promote is False else "unknown"
+    word = "PROMOTE" if gate.promote else "BLOCKED" if gate.promote is False else gate.decision.upper()
+    body: list[object] = [tag("p", join([tag("span", word, cls=f"badge {cls}"), f"  decision: {gate.decision}"]))]
+    p = gate.primary
+    if p is not None:
+        est = f"{p.estimate:+.3f} " if p.estimate is not None else ""
+        margin = f", margin {gate.margin:+.3f}" if gate.margin is not None else ""
+        text = gate.headline or f"{p.name}: {est}[{p.low:+.3f}, {p.high:+.3f}]{margin}"
+        body.append(tag("p", tag("strong", text), cls="gate-headline"))
+        body.append(
+            pl.add(
+                "gate_interval",
+                plots.gate_interval(p, gate.margin, gate.promote),
+                "the gate's interval against zero and the margin",
+            )
+        )
+    else:
+        body.append(note("gate.json holds no interval."))
+    body.append(tag("h3", "Reasons"))
+    body.append(tag("ul", join(tag("li", r) for r in gate.reasons)) if gate.reasons else note("No reasons given."))
+    if gate.tests:
+        body.append(tag("h3", "Did anything get significantly worse? (Holm-corrected)"))
+        cols = ["name", "better", "candidate", "champion", "diff", "p_value", "holm_threshold", "worse"]
+        body.append(
+            table(
+                [c.replace("_", " ") for c in cols],
+                [[num(t.get(c)) if isinstance(t.get(c), float) else t.get(c, "") for c in cols] for t in gate.tests],
+            )
+        )
+    if gate.intervals and not gate.headline:
+        body.append(tag("h3", "All intervals"))
+        body.append(
+            table(
+                ["statistic", "estimate", "low", "high"],
+                [[iv.name, num(iv.estimate), num(iv.low), num(iv.high)] for iv in gate.intervals],
+            )
+        )
+    raw = json.dumps(gate.raw, indent=2, sort_keys=True, ensure_ascii=False)
+    body.append(Safe(f'<details><summary>gate.json</summary><pre class="raw">{esc(raw)}</pre></details>'))
+    return section("gate", "Gate decision", *body)
+
+
+def _flip_section(flips: list[Flip], base: RunData, cand: RunData, tasks: dict, max_flips: int) -> Safe:
+    bc, cc = base.counts(), cand.counts()
+    changed = [
+        [t, f"{bc[t][0]}/{bc[t][1]}", f"{cc[t][0]}/{cc[t][1]}"] for t in sorted(set(bc) & set(cc)) if bc[t] != cc[t]
+    ]
+    n_fixed = sum(f.direction == "fixed" for f in flips)
+    body: list[object] = [
+        tag(
+            "p",
+            f"{n_fixed} task(s) fixed (baseline failed every trial, candidate passed at "
+            f"least one), {len(flips) - n_fixed} regressed (the reverse).",
+        )
+    ]
+    if not flips:
+        body.append(note("No task flipped between baseline and candidate: no trajectory diffs to show."))
+    shown = [f for d in ("fixed", "regressed") for f in [x for x in flips if x.direction == d][:max_flips]]
+    if len(shown) < len(flips):
+        body.append(note(f"Showing {len(shown)} of {len(flips)} flips ({max_flips} per direction)."))
+    body += [render_flip(f, tasks.get(f.task_id)) for f in shown]
+    if changed:
+        body.append(
+            Safe(
+                "<details><summary>Every task whose passing-trial count changed "
+                f"({len(changed)})</summary>{table(['task', 'baseline', 'candidate'], changed)}</details>"
+            )
+        )
+    return section("flips", "Tasks that flipped: before / after trajectories", *body)
+
+
+def build_report(
+    baseline_dir: Path,
+    candidate_dir: Path,
+    tasks_path: Path,
+    world: str,
+    gate_json: Path | None = None,
+    out: Path = Path("report.html"),
+    extra_agents: ExtraAgents | None = None,
+    max_flips: int = 20,
+) -> Path:
+    """Write the report to ``out`` (and its plots to ``out.parent/plots``); returns ``out``."""
+    out = Path(out)
+    base, cand = load_run(Path(baseline_dir)), load_run(Path(candidate_dir))
+    tasks = {t.id: t for t in read_tasks(tasks_path)}
+    gate = read_gate(Path(gate_json)) if gate_json else None
+    runs: dict[str, MeasureSummary] = {"baseline": base.summary, "candidate": cand.summary, **_extras(extra_agents)}
+    k = min(base.summary.trials_per_task, cand.summary.trials_per_task)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    pl = _Plots(out.parent / "plots")
+    flips = find_flips(base, cand)
+    sections = [
+        section("overview", "Overview", _overview(runs, k)),
+        _pass_section({k_: runs[k_] for k_ in ("baseline", "candidate")}, pl),
+        _failure_section({k_: runs[k_] for k_ in ("baseline", "candidate")}, pl),
+        _cost_section(runs, pl),
+        _bucket_section(runs, base, cand, pl),
+        _gate_section(gate, pl),
+        _flip_section(flips, base, cand, tasks, max_flips),
+    ]
+    nav = join(
+        tag("a", t, href=f"#{i}")
+        for i, t in (
+            ("overview", "Overview"),
+            ("pass-k", "pass^k"),
+            ("failure-modes", "Failure modes"),
+            ("cost", "Cost"),
+            ("buckets", "Buckets"),
+            ("gate", "Gate"),
+            ("flips", "Flips"),
+        )
+    )
+    meta = (
+        f"world {world} · {len(tasks)} tasks in {Path(tasks_path).name} · baseline {base.agent} "
+        f"({base.path.name}) · candidate {cand.agent} ({cand.path.name})"
+    )
+    header = join([tag("h1", "agentloop report: baseline vs candidate"), tag("div", meta, cls="meta"), tag("nav", nav)])
+    out.write_text(page("agentloop report", header, sections), encoding="utf-8")
+    log.info("report → %s (%d plots, %d flips)", out, len(pl.written), len(flips))
+    return out

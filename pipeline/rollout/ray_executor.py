@@ -1,0 +1,206 @@
+"""The Ray executor: tasks × trials fanned out to long-lived worker actors, results handed back in order.
+
+Each actor receives the world, the agent (its model), the user simulator and the judge once, when it starts,
+and then runs one trial per call: the episode, retries of infrastructure errors, and the verdict. At most
+`workers × in_flight_per_worker` calls are outstanding, so memory stays bounded on any task count. A worker
+that dies (OOM, a killed process, a lost node) is replaced and its trials run again; a trial that keeps
+killing its worker is reported with an infra_error verdict and left out of the metrics, never scored as a
+failure. Results come back in (task, trial) order whatever order they finish in, so the files and metrics a
+run writes are the same as with the serial executor.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections import deque
+from collections.abc import Callable, Collection, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pipeline.dataset.task import Task
+from pipeline.grading.grader import grade
+from pipeline.grading.judge import Judge
+from pipeline.rollout.executor import TrialResult, run_trial, trial_seed
+from pipeline.rollout.protocols import Agent, User
+from pipeline.rollout.runner import Limits
+from pipeline.rollout.trajectory import Trajectory
+from pipeline.world.retail.state import RetailWorld
+
+log = logging.getLogger(__name__)
+
+
+def import_ray() -> Any:
+    try:
+        import ray
+    except ImportError as exc:
+        raise ImportError("the ray executor needs Ray: pip install 'agentloop[ray]'") from exc
+    return ray
+
+
+class TrialWorker:
+    """Holds the world, agent, user and judge for the life of the actor (one trial per `run` call)."""
+
+    def __init__(self, world, agent, user, judge, limits, seed: int, retries: int) -> None:
+        self.world, self.agent, self.user, self.judge = world, agent, user, judge
+        self.limits, self.seed, self.retries = limits, seed, retries
+
+    def run(self, task: Task, trial: int) -> TrialResult:
+        return run_trial(
+            self.world, task, self.agent, self.user, trial, self.seed, self.limits, self.judge, self.retries
+        )
+
+    def pid(self) -> int:
+        return os.getpid()
+
+
+@dataclass
+class _Item:
+    index: int
+    task: Task
+    trial: int
+    losses: int = 0
+
+
+class RayExecutor:
+    """`run` has the serial executor's signature; `address=None` starts (or joins) a local Ray instance."""
+
+    def __init__(
+        self,
+        address: str | None = None,
+        workers: int | None = None,
+        in_flight_per_worker: int = 2,
+        retries: int = 2,
+        worker_losses: int = 2,
+        judge: Judge | None = None,
+        cpus_per_worker: float = 1.0,
+        gpus_per_worker: float = 0.0,
+        threads_per_worker: int = 1,
+    ) -> None:
+        self.address, self.workers = address, workers
+        self.in_flight_per_worker = max(1, in_flight_per_worker)
+        self.retries, self.worker_losses, self.judge = retries, worker_losses, judge
+        self.cpus_per_worker, self.gpus_per_worker = cpus_per_worker, gpus_per_worker
+        self.threads_per_worker = threads_per_worker
+        self.actors: list[Any] = []
+
+    def _ray(self) -> Any:
+        ray = import_ray()
+        if not ray.is_initialized():
+            ray.init(address=self.address, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
+        return ray
+
+    def _n_workers(self, ray: Any, n_items: int) -> int:
+        if self.workers:
+            return max(1, min(self.workers, n_items))
+        cpus = int(ray.cluster_resources().get("CPU", 1) // max(self.cpus_per_worker, 1e-9))
+        return max(1, min(cpus, n_items))
+
+    def run(
+        self,
+        world: RetailWorld,
+        tasks: Sequence[Task],
+        agent: Agent,
+        user: User,
+        trials: int,
+        seed: int = 0,
+        limits: Limits | None = None,
+        on_result: Callable[[TrialResult], None] | None = None,
+        skip: Collection[tuple[str, int]] = (),
+    ) -> Iterator[TrialResult]:
+        todo = [(task, trial) for task in tasks for trial in range(trials) if (task.id, trial) not in skip]
+        items = deque(_Item(i, task, trial) for i, (task, trial) in enumerate(todo))
+        if not items:
+            return
+        ray = self._ray()
+        from ray.exceptions import ObjectLostError, RayActorError, RayTaskError, WorkerCrashedError
+
+        lost_errors = (RayActorError, WorkerCrashedError, ObjectLostError)
+        remote = ray.remote(
+            num_cpus=self.cpus_per_worker,
+            num_gpus=self.gpus_per_worker,
+            max_restarts=0,
+            max_concurrency=self.threads_per_worker,
+        )(TrialWorker)
+        shared = [ray.put(x) for x in (world, agent, user, self.judge, limits)]
+
+        def spawn() -> Any:
+            actor = remote.remote(*shared, seed, self.retries)
+            self.actors.append(actor)
+            return actor
+
+        load: dict[Any, int] = {spawn(): 0 for _ in range(self._n_workers(ray, len(items)))}
+        in_flight: dict[Any, tuple[Any, _Item]] = {}
+        done: dict[int, TrialResult] = {}
+
+        def lost(actor: Any, item: _Item, exc: BaseException) -> None:
+            """A worker died under `item`: replace it and run the trial again, or give the trial up."""
+            if actor in load:
+                log.warning("worker lost while running task %s trial %d: %s", item.task.id, item.trial, exc)
+                del load[actor]
+                ray.kill(actor, no_restart=True)
+                load[spawn()] = 0
+            item.losses += 1
+            if item.losses <= self.worker_losses:
+                items.appendleft(item)
+                return
+            why = f"worker lost {item.losses} times: {type(exc).__name__}: {exc}"
+            done[item.index] = lost_result(world, item.task, item.trial, seed, agent, user, why)
+
+        next_index = 0
+        try:
+            while items or in_flight:
+                while items:
+                    actor = min(load, key=load.__getitem__)
+                    if load[actor] >= self.in_flight_per_worker:
+                        break
+                    item = items.popleft()
+                    in_flight[actor.run.remote(item.task, item.trial)] = (actor, item)
+                    load[actor] += 1
+                ready, _ = ray.wait(list(in_flight), num_returns=1)
+                for ref in ready:
+                    actor, item = in_flight.pop(ref)
+                    try:
+                        done[item.index] = ray.get(ref)
+                        load[actor] -= 1
+                    except RayTaskError as exc:
+                        cause = exc.as_instanceof_cause()
+                        if not isinstance(cause, lost_errors):
+                            raise cause from None  # a bug in the agent or world: same as the serial executor
+                        lost(actor, item, cause)
+                    except lost_errors as exc:
+                        lost(actor, item, exc)
+                while next_index in done:
+                    result = done.pop(next_index)
+                    next_index += 1
+                    if on_result:
+                        on_result(result)
+                    yield result
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Stop this run's actors (the Ray instance itself stays up for the next run)."""
+        ray = import_ray()
+        for actor in self.actors:
+            with contextlib.suppress(Exception):  # already dead
+                ray.kill(actor, no_restart=True)
+        self.actors.clear()
+
+
+def lost_result(
+    world: RetailWorld, task: Task, trial: int, seed: int, agent: Agent, user: User, why: str
+) -> TrialResult:
+    """The record of a trial no worker could finish: an infra_error trajectory and verdict."""
+    traj = Trajectory(
+        task_id=task.id,
+        trial=trial,
+        seed=trial_seed(seed, task.id, trial),
+        agent=agent.name,
+        user=user.name,
+        world=world.name,
+        termination="infra_error",
+        error=why,
+    )
+    return TrialResult(task, trial, traj, grade(world, task, traj), attempts=0)

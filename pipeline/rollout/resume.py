@@ -1,0 +1,134 @@
+"""The trial journal: every finished (task, trial) is on disk before the next one is counted, so a run that is
+killed (SIGKILL, OOM, a lost machine) and started again loses no trial and runs none twice.
+
+The journal is append-only JSON Lines: a header naming the run's fingerprint, then one line per finished
+trial (trajectory + verdict), each written with a single `write` and fsynced. On reopening, a torn last
+line (the kill landed mid-write) is cut off, duplicates are dropped (the first finished record of a trial
+wins), and trials lost to infrastructure errors are offered again (the endpoint may be back). A journal
+written by a different run (another agent, task file, seed...) is refused rather than mixed in.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from pipeline.dataset.task import Task
+from pipeline.grading.verdict import Verdict
+from pipeline.rollout.executor import TrialResult
+from pipeline.rollout.trajectory import Trajectory
+
+log = logging.getLogger(__name__)
+JOURNAL_VERSION = 1
+Key = tuple[str, int]
+
+
+class ResumeMismatchError(ValueError):
+    """The run directory holds the journal of a different run."""
+
+
+class TrialJournal:
+    """Append-only, fsynced record of finished trials in one run directory."""
+
+    def __init__(self, path: Path, fingerprint: str) -> None:
+        self.path, self.fingerprint = Path(path), fingerprint
+        self._fh = None
+
+    def load(self, tasks: Sequence[Task]) -> tuple[dict[Key, TrialResult], dict[Key, TrialResult]]:
+        """(finished trials, trials whose latest record is an infrastructure error), by (task id, trial).
+
+        Also cuts a torn last line, so appends start on a line boundary.
+        """
+        by_id = {t.id: t for t in tasks}
+        done: dict[Key, TrialResult] = {}
+        broken: dict[Key, TrialResult] = {}
+        if not self.path.exists():
+            return done, broken
+        data = self.path.read_bytes()
+        end = data.rfind(b"\n") + 1
+        if end < len(data):
+            log.warning("%s: dropping a torn last record (%d bytes)", self.path, len(data) - end)
+            with self.path.open("r+b") as fh:
+                fh.truncate(end)
+                os.fsync(fh.fileno())
+        lines = data[:end].decode("utf-8").splitlines()
+        if not lines:
+            return done, broken
+        header = json.loads(lines[0])
+        if header.get("fingerprint") != self.fingerprint:
+            raise ResumeMismatchError(
+                f"{self.path}: this run directory holds another run (fingerprint {header.get('fingerprint')},"
+                f" this run {self.fingerprint}); use a new output directory or start afresh"
+            )
+        duplicates = 0
+        for n, line in enumerate(lines[1:], start=2):
+            try:
+                entry = json.loads(line)
+                key = (entry["task_id"], int(entry["trial"]))
+                result = TrialResult(
+                    task=by_id[key[0]],
+                    trial=key[1],
+                    trajectory=Trajectory.model_validate(entry["trajectory"]),
+                    verdict=Verdict.model_validate(entry["verdict"]),
+                    attempts=int(entry.get("attempts", 1)),
+                )
+            except (ValueError, KeyError) as exc:
+                log.warning("%s:%d: unreadable record skipped: %s", self.path, n, exc)
+                continue
+            if key in done:
+                duplicates += 1
+            elif result.verdict.infra_error:
+                broken[key] = result
+            else:
+                done[key] = result
+                broken.pop(key, None)
+        if duplicates:
+            log.warning("%s: %d duplicate records ignored", self.path, duplicates)
+        return done, broken
+
+    def append(self, result: TrialResult) -> None:
+        """Write one finished trial and fsync it before returning."""
+        if self._fh is None:
+            new = not self.path.exists() or self.path.stat().st_size == 0
+            self._fh = self.path.open("ab")
+            if new:
+                self._write({"journal": JOURNAL_VERSION, "fingerprint": self.fingerprint})
+        self._write(
+            {
+                "task_id": result.task.id,
+                "trial": result.trial,
+                "attempts": result.attempts,
+                "trajectory": result.trajectory.model_dump(mode="json"),
+                "verdict": result.verdict.model_dump(mode="json"),
+            }
+        )
+
+    def _write(self, obj: dict) -> None:
+        assert self._fh is not None
+        self._fh.write((json.dumps(obj, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8"))
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+    def __enter__(self) -> TrialJournal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Replace `path` with `text` all at once (a reader never sees half a file)."""
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    tmp.replace(path)

@@ -1,0 +1,133 @@
+"""The OpenAI-compatible HTTP API of `agentloop serve`: /v1/chat/completions with tools, /v1/models, /health.
+
+Errors use OpenAI's shape (`{"error": {"message", "type", "code"}}`) and status codes: 400 for a bad request
+or a prompt longer than the context (vLLM's wording, which clients detect), 404 for an unknown model name.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from pipeline.agents.openai_format import call_to_openai, message_from_openai
+from pipeline.serve.engine import Engine, GenerationParams, Limiter, PromptTooLongError
+
+log = logging.getLogger(__name__)
+
+
+class ChatRequest(BaseModel):
+    """The fields we use; other OpenAI fields (user, logprobs, ...) are accepted and ignored."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str
+    messages: list[dict[str, Any]] = Field(min_length=1)
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: Any = None
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+    seed: int | None = None
+    n: int = 1
+    stream: bool = False
+
+
+class APIError(Exception):
+    def __init__(self, status: int, message: str, kind: str = "invalid_request_error", code: str | None = None):
+        super().__init__(message)
+        self.status, self.message, self.kind, self.code = status, message, kind, code
+
+
+def _error(status: int, message: str, kind: str, code: str | None = None) -> JSONResponse:
+    return JSONResponse(status_code=status, content={"error": {"message": message, "type": kind, "code": code}})
+
+
+def create_app(engine: Engine, max_concurrency: int = 1, default_max_tokens: int = 256) -> FastAPI:
+    app = FastAPI(title="agentloop serve", version="1")
+    limiter = Limiter(max_concurrency)
+
+    @app.exception_handler(APIError)
+    async def _api_error(_: Request, exc: APIError) -> JSONResponse:
+        return _error(exc.status, exc.message, exc.kind, exc.code)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid request"}
+        where = ".".join(str(p) for p in first["loc"] if p != "body")
+        return _error(400, f"{where}: {first['msg']}" if where else first["msg"], "invalid_request_error")
+
+    @app.get("/health")
+    def health() -> dict[str, str]:
+        return {"status": "ok", "model": engine.name}
+
+    @app.get("/v1/models")
+    def models() -> dict[str, Any]:
+        return {
+            "object": "list",
+            "data": [{"id": engine.name, "object": "model", "owned_by": "agentloop", "max_model_len": engine.context}],
+        }
+
+    @app.post("/v1/chat/completions")
+    def chat(req: ChatRequest) -> dict[str, Any]:
+        if req.model != engine.name:
+            raise APIError(
+                404, f"The model `{req.model}` does not exist; this server has `{engine.name}`.", code="model_not_found"
+            )
+        if req.stream:
+            raise APIError(400, "stream=true is not supported by agentloop serve", code="unsupported")
+        if req.n != 1:
+            raise APIError(400, "only n=1 is supported", code="unsupported")
+        try:
+            messages = [message_from_openai(m) for m in req.messages]
+        except ValidationError as exc:
+            raise APIError(400, f"messages: {exc.errors()[0]['msg']}") from None
+        policy = "\n\n".join(m.content or "" for m in messages if m.role == "system") or None
+        conversation = [m for m in messages if m.role != "system"]
+        tools = [] if req.tool_choice == "none" else list(req.tools or [])
+        params = GenerationParams(
+            temperature=0.0 if req.temperature is None else req.temperature,
+            top_p=req.top_p or 1.0,
+            max_tokens=req.max_completion_tokens or req.max_tokens or default_max_tokens,
+            seed=req.seed or 0,
+        )
+        t0 = time.perf_counter()
+        with limiter:
+            try:
+                gen = engine.generate(conversation, tools, policy, params)
+            except PromptTooLongError as exc:
+                raise APIError(400, str(exc), code="context_length_exceeded") from None
+        log.info("%d+%d tokens in %.3fs", gen.prompt_tokens, gen.completion_tokens, time.perf_counter() - t0)
+        message: dict[str, Any] = {"role": "assistant", "content": gen.message.content}
+        if gen.message.tool_calls:
+            message["tool_calls"] = [call_to_openai(c) for c in gen.message.tool_calls]
+        return {
+            "id": f"chatcmpl-{uuid.uuid4().hex}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": engine.name,
+            "choices": [{"index": 0, "message": message, "finish_reason": gen.finish_reason, "logprobs": None}],
+            "usage": {
+                "prompt_tokens": gen.prompt_tokens,
+                "completion_tokens": gen.completion_tokens,
+                "total_tokens": gen.prompt_tokens + gen.completion_tokens,
+            },
+        }
+
+    return app
+
+
+def serve(
+    engine: Engine, host: str = "127.0.0.1", port: int = 8000, max_concurrency: int = 1, default_max_tokens: int = 256
+) -> None:
+    """Run the API with uvicorn until interrupted."""
+    import uvicorn
+
+    uvicorn.run(create_app(engine, max_concurrency, default_max_tokens), host=host, port=port, log_level="warning")

@@ -1,0 +1,95 @@
+"""Coverage of (template × dial × outcome) cells, which steers each generation toward what is missing.
+
+A task covers a cell for each of its requests: the request's template, each dial that is on and applies to
+it, and the request's outcome ("done", or "refused" where the right answer is no). A single request with no
+dial on covers the template's 'plain' cell.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Mapping
+
+from pipeline.dataset.task import Task
+from pipeline.synth.taxonomy import PLAIN, TAXONOMY, cells
+from pipeline.world.retail.tools import WRITE_TOOLS
+
+Cell = tuple[str, str, str]
+
+
+def parts_of(task: Task) -> list[str]:
+    parts = str(task.provenance.dials.get("parts") or task.provenance.template or "")
+    return parts.split("+") if parts else []
+
+
+def task_cells(task: Task) -> set[Cell]:
+    """The cells one task covers."""
+    d, m, reqs = task.provenance.dials, task.user_script.messes, task.user_script.requests
+    out: set[Cell] = set()
+    for i, name in enumerate(parts_of(task)):
+        spec = TAXONOMY.get(name)
+        if spec is None or i >= len(reqs):
+            continue
+        req = reqs[i]
+        write = next((a for a in task.gold_actions if a.request == i and a.name in WRITE_TOOLS), None)
+        on = {
+            "forgot_email": m.forgot_email,
+            "also_request": m.also_request,
+            "vague_item": m.vague_item and bool(req.vague_utterance),
+            "underspecified": bool(d.get("underspecified")) and bool(req.order_id) and req.order_id not in req.utterance,
+            "pushback": m.pushback and req.expect == "refused",
+            "chained": int(d.get("writes", 0)) >= 2 and req.expect == "done",
+            "refusal": int(d.get("refusals", 0)) >= 1 and req.expect == "done",
+            "with_write": int(d.get("writes", 0)) >= 1 and req.expect == "refused",
+            "multi_item": write is not None and len(write.arguments.get("item_ids", [])) >= 2,
+        }
+        active = [k for k in spec.dials() if on.get(k)]
+        out.update((name, k, req.expect) for k in active)
+        if len(reqs) == 1 and not any(on.values()):
+            out.add((name, PLAIN, req.expect))
+    return out
+
+
+class CoverageTracker:
+    """Counts of tasks per cell; `pick` chooses the next cell to aim a new task at."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[Cell] = Counter({c: 0 for c in cells()})
+
+    def record(self, task: Task) -> set[Cell]:
+        got = task_cells(task)
+        self.counts.update(got)
+        return got
+
+    def uncovered(self, mode: str | None = None) -> list[Cell]:
+        return [c for c in cells(mode) if self.counts[c] == 0]
+
+    def pick(self, mode: str, rng: random.Random, weights: Mapping[str, float] | None = None) -> Cell:
+        """An uncovered cell of a template tagged `mode` (else a least-covered one), favouring weighted dials.
+
+        The 'plain' cells are left to the atomic generation; `weights` (dial → probability, from targets)
+        make the dials a failure mode is most sensitive to come up first.
+        """
+        pool = [c for c in cells(mode) if c[1] != PLAIN] or cells(mode)
+        least = min(self.counts[c] for c in pool)
+        todo = [c for c in pool if self.counts[c] == least]
+        w = [0.1 + (weights or {}).get(c[1], 0.0) for c in todo]
+        return rng.choices(todo, weights=w, k=1)[0]
+
+    def summary(self) -> dict:
+        total = len(self.counts)
+        covered = [c for c, n in self.counts.items() if n]
+        by_outcome: dict[str, dict[str, int]] = {}
+        for (_, _, outcome), n in self.counts.items():
+            row = by_outcome.setdefault(outcome, {"cells": 0, "covered": 0})
+            row["cells"] += 1
+            row["covered"] += bool(n)
+        return {
+            "cells": total,
+            "covered": len(covered),
+            "share": round(len(covered) / total, 4) if total else 0.0,
+            "by_outcome": by_outcome,
+            "missing": sorted("/".join(c) for c, n in self.counts.items() if not n),
+            "counts": {"/".join(c): n for c, n in sorted(self.counts.items())},
+        }

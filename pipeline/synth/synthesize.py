@@ -1,0 +1,211 @@
+"""`agentloop synthesize`: targeted, evolved, verified tasks and their gold trajectories.
+
+Generation 0 makes every atomic template once. Each later generation spends part of every mode's remaining
+budget on descendants aimed at the cells the coverage tracker has least covered, with the difficulty dials
+the targets set. Every candidate is verified (gold replay, static rules, the oracle solves it, the targeted
+flaw fails it) and reworked when it fails. Gold trajectories are the oracle's passing runs.
+Only a generated world may be used: training data never comes from the evaluation world.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import random
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pipeline.dataset.io import write_tasks
+from pipeline.dataset.task import Task
+from pipeline.rollout.trajectory import Trajectory
+from pipeline.synth.candidate import Spec, build
+from pipeline.synth.coverage import CoverageTracker
+from pipeline.synth.drafts import Ctx
+from pipeline.synth.evolve import Lineage, descendant, parents_for
+from pipeline.synth.judge import JudgeCascade, JudgeConfig
+from pipeline.synth.rework import Outcome, Reworker
+from pipeline.synth.taxonomy import DIALS, TAXONOMY
+from pipeline.synth.verify import Verifier, VerifyConfig
+from pipeline.target.split import Targets
+from pipeline.world.retail.state import RetailWorld
+
+log = logging.getLogger(__name__)
+_GENERATED = re.compile(r"^gen-\d+(-\d+x\d+x\d+)?$")
+
+
+class EvalWorldError(ValueError):
+    """Synthesis asked to ground tasks in a world that is not a generated one (e.g. the τ² evaluation world)."""
+
+
+def ensure_generated(world: RetailWorld) -> None:
+    if not _GENERATED.match(world.name) or "tau2" in world.name.lower():
+        raise EvalWorldError(
+            f"refusing to synthesize from world {world.name!r}: training data must be grounded in a generated "
+            "world (gen-<seed>), never the evaluation world"
+        )
+
+
+class SynthConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    seed: int = Field(default=0, description="Same world, targets and seed: same tasks.")
+    max_generations: int = Field(default=8, ge=0, description="Generations of descendants after the atomic one.")
+    generation_share: float = Field(
+        default=0.34, gt=0, le=1, description="Share of a mode's budget one generation may spend (depth grows)."
+    )
+    max_parts: int = Field(default=3, ge=1, description="Most requests in one task.")
+    max_depth: int = Field(default=4, ge=1, description="Deepest evolution depth.")
+    max_rework: int = Field(default=3, ge=0, description="Repairs before a candidate is dropped.")
+    verify: VerifyConfig = Field(default_factory=VerifyConfig)
+    judge: JudgeConfig | None = Field(default=None, description="Optional judge cascade; None = off.")
+
+
+@dataclass
+class SynthesisResult:
+    tasks: list[Task] = field(default_factory=list)
+    trajectories: list[Trajectory] = field(default_factory=list)
+    manifest: dict = field(default_factory=dict)
+
+
+class Synthesizer:
+    def __init__(self, world: RetailWorld, targets: Targets, config: SynthConfig | None = None) -> None:
+        ensure_generated(world)
+        self.world, self.targets, self.config = world, targets, config or SynthConfig()
+        cfg = self.config
+        self.ctx = Ctx(world)
+        judge = JudgeCascade(cfg.judge) if cfg.judge else None
+        self.reworker = Reworker(self.ctx, Verifier(world, cfg.verify, judge), cfg.seed, cfg.max_rework)
+        self.coverage = CoverageTracker()
+        self.rng = random.Random(f"synth:{world.name}:{cfg.seed}")
+        self.lineages: list[Lineage] = []
+        self.result = SynthesisResult()
+        self.outcomes: list[Outcome] = []
+        self.generation = 0
+        self._n = 0
+
+    def need(self, mode: str) -> int:
+        made = sum(1 for x in self.lineages if x.spec.mode == mode)
+        return self.targets.modes[mode].count - made
+
+    def run(self, on_task: Callable[[Task], None] | None = None) -> SynthesisResult:
+        modes = [m for m, t in self.targets.modes.items() if t.count > 0]
+        for name, spec in TAXONOMY.items():  # generation 0: every atomic action
+            tagged = [m for m in spec.modes if m in modes] or list(spec.modes)
+            mode = max(tagged, key=lambda m: (self.need(m) if m in self.targets.modes else -1, -tagged.index(m)))
+            self._try(Spec(parts=(name,), mode=mode, items=1 if spec.items else None), on_task)
+        for g in range(1, self.config.max_generations + 1):
+            self.generation = g
+            if all(self.need(m) <= 0 for m in modes):
+                break
+            quota = {m: min(self.need(m), math.ceil(self.config.generation_share * self.targets.modes[m].count))
+                     for m in modes}
+            while any(q > 0 for q in quota.values()):
+                for m in modes:
+                    if quota[m] > 0:
+                        quota[m] -= 1
+                        self._try(self._child(m), on_task)
+        self.result.manifest = self.manifest()
+        return self.result
+
+    def _child(self, mode: str) -> Spec | None:
+        dials = self.targets.modes[mode].dials
+        for _ in range(8):
+            template, dial, _ = self.coverage.pick(mode, self.rng, dials)
+            for parent in [*parents_for(self.lineages, template, self.config.max_depth, self.rng)[:4], None]:
+                base = parent.spec if parent else Spec(parts=(template,), mode=mode, depth=0)
+                child = descendant(
+                    base, dial, mode, dials, self.rng, parent_id=parent.task.id if parent else None,
+                    user_hint=parent.task.customer_user_id if parent else None, max_parts=self.config.max_parts,
+                )
+                if child is not None:
+                    return child
+        return None
+
+    def _try(self, spec: Spec | None, on_task: Callable[[Task], None] | None) -> None:
+        if spec is None:
+            return
+        task_id = f"{self.world.name}-syn{self.config.seed}-g{self.generation}-{self._n:04d}-{spec.template}"
+        self._n += 1
+        cand = build(self.ctx, spec, task_id, self.config.seed, provenance={"dials": {"generation": self.generation}})
+        out = self.reworker.process(cand)
+        self.outcomes.append(out)
+        if out.status == "dropped":
+            log.info("dropped %s after %s: %s", task_id, out.history, out.verification.details[:2])
+            return
+        task, traj = out.candidate.task, out.verification.trajectory
+        final = out.candidate.spec
+        self.lineages.append(Lineage(final, task, self.generation))
+        self.coverage.record(task)
+        self.result.tasks.append(task)
+        self.result.trajectories.append(traj)
+        if on_task:
+            on_task(task)
+
+    def manifest(self) -> dict:
+        tasks = self.result.tasks
+        kept = [o for o in self.outcomes if o.status != "dropped"]
+        rework = {name: st.as_dict() for name, st in sorted(self.reworker.stats.items())}
+        totals = Counter(o.status for o in self.outcomes)
+        flaw: dict[str, Counter] = {}
+        for o in kept:
+            flaw.setdefault(o.candidate.spec.mode, Counter())[o.verification.flaw] += 1
+        return {
+            "world": self.world.name,
+            "seed": self.config.seed,
+            "tasks": len(tasks),
+            "generations": self.generation,
+            "targets": {m: t.count for m, t in self.targets.modes.items()},
+            "counts": {
+                "by_mode": _count(t.provenance.failure_mode for t in tasks),
+                "by_template": _count(t.provenance.template for t in tasks),
+                "by_depth": _count(str(t.provenance.depth) for t in tasks),
+                "by_generation": _count(str(t.provenance.dials.get("generation")) for t in tasks),
+                "by_outcome": _count(_outcome(t) for t in tasks),
+                "by_requests": _count(str(t.provenance.dials.get("requests")) for t in tasks),
+                "by_dial": {d: sum(1 for t in tasks if _dial_on(t, d)) for d in DIALS},
+            },
+            "coverage": self.coverage.summary(),
+            "rework": {"totals": {k: totals.get(k, 0) for k in ("first_try", "reworked", "dropped")},
+                       "by_template": rework},
+            "flaw_check": {m: dict(sorted(c.items())) for m, c in sorted(flaw.items())},
+            "judge": _count(o.verification.judge for o in kept),
+        }
+
+
+def _count(values) -> dict[str, int]:
+    return dict(sorted(Counter(v for v in values if v is not None).items()))
+
+
+def _outcome(task: Task) -> str:
+    expects = {r.expect for r in task.user_script.requests}
+    return "mixed" if len(expects) > 1 else expects.pop() if expects else "none"
+
+
+def _dial_on(task: Task, dial: str) -> bool:
+    d = task.provenance.dials
+    if dial == "chained":
+        return int(d.get("writes", 0)) >= 2
+    if dial in ("refusal", "with_write"):
+        return int(d.get("refusals", 0)) >= 1 and int(d.get("writes", 0)) >= 1
+    if dial == "multi_item":
+        return any(len(a.arguments.get("item_ids", [])) >= 2 for a in task.gold_actions)
+    return bool(d.get(dial))
+
+
+def synthesize(world: RetailWorld, targets: Targets, out_dir: Path, config: SynthConfig | None = None,
+               on_task: Callable[[Task], None] | None = None) -> SynthesisResult:
+    """Run the synthesis and write tasks.jsonl, trajectories.jsonl and manifest.json to `out_dir`."""
+    result = Synthesizer(world, targets, config).run(on_task)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_tasks(out_dir / "tasks.jsonl", result.tasks)
+    with (out_dir / "trajectories.jsonl").open("w") as fh:
+        for traj in result.trajectories:
+            fh.write(traj.model_dump_json() + "\n")
+    (out_dir / "manifest.json").write_text(json.dumps(result.manifest, indent=2, sort_keys=True) + "\n")
+    return result

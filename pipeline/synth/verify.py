@@ -1,0 +1,127 @@
+"""Verification of a candidate task, by the world and by running it, never by trusting its author.
+
+1. gold replay: every gold action succeeds and every forbidden write is refused where it is asked for;
+2. policy: the gold end state keeps the static rules (legal status changes, refund and gift-card
+   ceilings, authorization, no policy-refused writes, tool budget);
+3. solvable: the oracle agent solves it against the scripted user (run_episode + grade) on each trial;
+4. discriminative (when the targeted mode can be planted): the flawed agent with that mode fails it;
+5. optionally, the judge cascade (executability, validity, policy).
+The first failing step is the diagnosis, which tells the rework what to change.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pipeline.agents.flawed import FlawConfig, FlawedAgent
+from pipeline.agents.scripted import OracleAgent
+from pipeline.grading.grader import grade
+from pipeline.grading.static_checks import (
+    StaticInput,
+    check_authorization,
+    check_gift_card_balances,
+    check_policy_violations,
+    check_refund_ceiling,
+    check_status_transitions,
+    check_tool_budget,
+)
+from pipeline.rollout.protocols import InfrastructureError
+from pipeline.rollout.runner import Limits, run_episode
+from pipeline.rollout.trajectory import Trajectory
+from pipeline.synth.assemble import gold_problems
+from pipeline.synth.candidate import Candidate
+from pipeline.synth.judge import JudgeCascade
+from pipeline.users.scripted import ScriptedUser
+from pipeline.world.retail.replay import replay_actions
+from pipeline.world.retail.state import RetailWorld
+
+log = logging.getLogger(__name__)
+Kind = Literal[
+    "ok", "no_fit", "gold_refused", "forbidden_allowed", "static_violation", "oracle_failed", "flaw_undetected",
+    "judge_rejected",
+]
+GOLD_CHECKS = (
+    check_status_transitions, check_refund_ceiling, check_gift_card_balances, check_authorization,
+    check_policy_violations, check_tool_budget,
+)
+
+
+class VerifyConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    oracle_trials: int = Field(default=1, ge=1, description="Trials (personas) the oracle must pass.")
+    flaw_check: bool = Field(default=True, description="Require the flawed agent with the targeted mode to fail.")
+    flaw_seed: int = Field(default=0, description="Seed of the flawed agent used for the discrimination check.")
+    limits: Limits = Field(default_factory=Limits)
+
+
+@dataclass
+class Verification:
+    kind: Kind
+    details: list[str] = field(default_factory=list)
+    trajectory: Trajectory | None = None  # the oracle's passing trajectory (trial 0)
+    flaw: str = "off"  # detected | undetected | not_plantable | off
+    judge: str = "off"  # passed | rejected:<stage> | unavailable | off
+
+    @property
+    def ok(self) -> bool:
+        return self.kind == "ok"
+
+
+class Verifier:
+    def __init__(self, world: RetailWorld, config: VerifyConfig | None = None, judge: JudgeCascade | None = None):
+        self.world = world
+        self.config = config or VerifyConfig()
+        self.judge = judge
+        self.oracle = OracleAgent()
+        self.user = ScriptedUser()
+
+    def __call__(self, cand: Candidate) -> Verification:
+        task, cfg = cand.task, self.config
+        if task is None:
+            return Verification("no_fit", ["no customer of the world fits this spec"])
+        problems = gold_problems(self.world, task, cand.drafts)
+        if problems:
+            return Verification(problems[0][0], [f"{k}: {d}" for k, d in problems])  # type: ignore[arg-type]
+        session = replay_actions(self.world, task.gold_actions)
+        inp = StaticInput(self.world, [e.to_dict() for e in session.log], session.changed(),
+                          max_tool_calls=cfg.limits.max_tool_calls)
+        static = [d for check in GOLD_CHECKS for d in check(inp).details]
+        if static:
+            return Verification("static_violation", static)
+        traj = None
+        for trial in range(cfg.oracle_trials):
+            t = run_episode(self.world, task, self.oracle, self.user, trial=trial, limits=cfg.limits)
+            v = grade(self.world, task, t, cfg.limits)
+            if not v.passed:
+                why = [f"trial {trial}: {c}" for c in v.failed_components] + v.diagnostics[:3]
+                return Verification("oracle_failed", why or [f"trial {trial}: {t.termination}"], t)
+            traj = traj or t
+        out = Verification("ok", trajectory=traj, flaw=self._flaw(cand))
+        if out.flaw == "undetected":
+            return Verification("flaw_undetected", [f"flawed agent ({cand.spec.mode}) passes it"], traj, out.flaw)
+        if self.judge is not None:
+            try:
+                stage = self.judge.first_rejection(task, self.world.policy)
+            except InfrastructureError as exc:
+                log.warning("judge unavailable for %s: %s", task.id, exc)
+                out.judge = "unavailable"
+                return out
+            if stage is not None:
+                return Verification("judge_rejected", [f"{stage[0]}: {stage[1]}"], traj, out.flaw,
+                                    f"rejected:{stage[0]}")
+            out.judge = "passed"
+        return out
+
+    def _flaw(self, cand: Candidate) -> str:
+        if not self.config.flaw_check:
+            return "off"
+        agent = FlawedAgent(FlawConfig(rates={cand.spec.mode: 1.0}, seed=self.config.flaw_seed))
+        if not agent.planted(cand.task, 0):
+            return "not_plantable"
+        t = run_episode(self.world, cand.task, agent, self.user, trial=0, limits=self.config.limits)
+        return "undetected" if grade(self.world, cand.task, t, self.config.limits).passed else "detected"

@@ -1,0 +1,136 @@
+"""`agentloop target`: split a synthesis budget across the failure modes a measurement found.
+
+Each mode gets a floor (so a mode the agent seems to have fixed is still rehearsed), and the rest of the
+budget goes in proportion to rate × weight, by largest remainder so the counts add up to the budget
+exactly. Each mode also gets difficulty settings: the probability of each dial that provokes it (a
+forgotten email invites an invented one; an "oh, can you also" lets a confirmed write slip; a wrong-status
+request tests whether the status was read), scaled up for an agent that already passes most tasks.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pipeline.grading.failure_modes import FAILURE_MODES
+
+DEFAULT_DIALS: dict[str, dict[str, float]] = {
+    "invention": {"forgot_email": 0.6, "vague_item": 0.6, "underspecified": 0.4, "multi_item": 0.3},
+    "plan_adherence": {"also_request": 0.7, "chained": 0.6, "pushback": 0.3, "underspecified": 0.2},
+    "misread": {"refusal": 0.7, "with_write": 0.6, "pushback": 0.4, "chained": 0.3, "underspecified": 0.2},
+}
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TargetConfig(Strict):
+    """How a budget is split and how hard the data for each mode is made."""
+
+    weights: dict[str, float] = Field(
+        default_factory=lambda: {m: 1.0 for m in FAILURE_MODES},
+        description="Mode → weight; a mode left out or weighted 0 gets nothing.",
+    )
+    floor: int = Field(default=2, ge=0, description="Tasks each weighted mode gets at least (budget permitting).")
+    rate: str = Field(default="trials", pattern="^(trials|tasks)$", description="Which failure-mode rate to use.")
+    dials: dict[str, dict[str, float]] = Field(
+        default_factory=lambda: {m: dict(d) for m, d in DEFAULT_DIALS.items()},
+        description="Mode → dial → probability that a task for that mode turns the dial on.",
+    )
+    scale_by_pass_rate: bool = Field(
+        default=True, description="Multiply dial probabilities by 0.5 + pass@1 (harder data for a stronger agent)."
+    )
+
+
+class ModeTarget(Strict):
+    count: int = Field(description="Tasks to synthesize for this mode.")
+    rate: float = Field(description="The measured failure-mode rate.")
+    weight: float
+    score: float = Field(description="rate × weight.")
+    floor: int = Field(description="Floor applied to this mode.")
+    dials: dict[str, float] = Field(description="Dial → probability for tasks aimed at this mode.")
+    reasons: list[str] = Field(default_factory=list)
+
+
+class Targets(Strict):
+    budget: int
+    agent: str | None = None
+    source: str | None = Field(default=None, description="The metrics file the split was computed from.")
+    pass_at_1: float | None = None
+    modes: dict[str, ModeTarget]
+
+    def write(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.model_dump(mode="json"), indent=2, sort_keys=True) + "\n")
+
+    @classmethod
+    def read(cls, path: Path) -> Targets:
+        return cls.model_validate_json(Path(path).read_text())
+
+
+class MetricsReadError(ValueError):
+    """A metrics file without the fields a split needs; the message names the file and the field."""
+
+
+def read_rates(path: Path, rate: str = "trials") -> tuple[dict[str, float], float | None, str | None]:
+    """(mode → rate, pass@1, agent) from a measure run's metrics.json."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise MetricsReadError(f"{path}: {exc}") from None
+    modes = data.get("failure_modes")
+    if not isinstance(modes, dict):
+        raise MetricsReadError(f"{path}: field failure_modes missing (is this a measure run's metrics.json?)")
+    rates = {}
+    for m, v in modes.items():
+        value = v.get(rate) if isinstance(v, dict) else v
+        if not isinstance(value, int | float):
+            raise MetricsReadError(f"{path}: field failure_modes.{m}.{rate} is not a number")
+        rates[m] = float(value)
+    return rates, data.get("pass_at_1"), data.get("agent")
+
+
+def split_budget(rates: dict[str, float], budget: int, config: TargetConfig | None = None,
+                 pass_at_1: float | None = None) -> dict[str, ModeTarget]:
+    """Mode → target; counts sum to `budget`, each weighted mode gets min(floor, its even share) at least."""
+    cfg = config or TargetConfig()
+    modes = [m for m in FAILURE_MODES if cfg.weights.get(m, 0.0) > 0]
+    if budget < 0:
+        raise ValueError("budget must be >= 0")
+    if not modes:
+        raise ValueError("every mode has weight 0: nothing to target")
+    scores = {m: max(rates.get(m, 0.0), 0.0) * cfg.weights[m] for m in modes}
+    floor = min(cfg.floor, budget // len(modes))
+    rest = budget - floor * len(modes)
+    total = sum(scores.values())
+    shares = {m: (scores[m] / total if total > 0 else 1.0 / len(modes)) for m in modes}
+    exact = {m: rest * shares[m] for m in modes}
+    counts = {m: floor + math.floor(exact[m]) for m in modes}
+    left = budget - sum(counts.values())
+    for m in sorted(modes, key=lambda m: (-(exact[m] - math.floor(exact[m])), -scores[m], modes.index(m)))[:left]:
+        counts[m] += 1
+    scale = 0.5 + pass_at_1 if (cfg.scale_by_pass_rate and pass_at_1 is not None) else 1.0
+    out = {}
+    for m in modes:
+        dials = {d: round(min(1.0, p * scale), 4) for d, p in cfg.dials.get(m, {}).items()}
+        reasons = [
+            f"{cfg.rate} rate {rates.get(m, 0.0):.3f} × weight {cfg.weights[m]:g} = {scores[m]:.3f}"
+            f" ({shares[m]:.0%} of the weighted failures{'' if total > 0 else '; none measured: even split'})",
+            f"floor {floor} + {counts[m] - floor} of the remaining {rest} = {counts[m]} of {budget}",
+        ]
+        if scale != 1.0:
+            reasons.append(f"dial probabilities × {scale:.2f} (0.5 + pass@1 {pass_at_1:.3f})")
+        out[m] = ModeTarget(count=counts[m], rate=round(rates.get(m, 0.0), 6), weight=cfg.weights[m],
+                            score=round(scores[m], 6), floor=floor, dials=dials, reasons=reasons)
+    return out
+
+
+def make_targets(metrics: Path, budget: int, config: TargetConfig | None = None) -> Targets:
+    cfg = config or TargetConfig()
+    rates, pass_at_1, agent = read_rates(metrics, cfg.rate)
+    modes = split_budget(rates, budget, cfg, pass_at_1)
+    return Targets(budget=budget, agent=agent, source=str(metrics), pass_at_1=pass_at_1, modes=modes)

@@ -1,0 +1,150 @@
+"""The model registry: every candidate checkpoint is a version; aliases say which one is which.
+
+`challenger` follows the newest candidate; `champion` moves only through `promote`, which demands a passing gate
+decision, so the alias the next iteration starts from cannot move by accident. Checkpoints are plain directories
+(no MLflow flavor): each is logged as a run artifact and registered with that artifact as its source.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pipeline.tracking.config import TrackingConfig
+from pipeline.tracking.records import GateRecord
+
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
+
+    from pipeline.tracking.tracker import IterationTracker
+
+log = logging.getLogger(__name__)
+
+CHALLENGER = "challenger"
+CHAMPION = "champion"
+CHECKPOINT_ARTIFACT = "checkpoint"
+
+
+class PromotionRefused(RuntimeError):
+    """`promote` was called with a gate decision that does not allow promotion."""
+
+
+def _ensure_model(client: MlflowClient, name: str) -> None:
+    from mlflow.exceptions import MlflowException
+
+    try:
+        client.get_registered_model(name)
+    except MlflowException:
+        client.create_registered_model(
+            name, description="Checkpoints of the agentloop agent; aliases: champion (gated), challenger (latest)."
+        )
+
+
+def register_checkpoint(tracker: IterationTracker, checkpoint_dir: str | Path) -> str:
+    """Log ``checkpoint_dir`` under the tracker's active run and register it; alias `challenger` → the new version."""
+    src = Path(checkpoint_dir)
+    if not src.is_dir():
+        raise NotADirectoryError(f"checkpoint {src} is not a directory")
+    run = tracker.active
+    client, name = tracker.client, tracker.config.model_name
+    run.log_artifact(src, CHECKPOINT_ARTIFACT)
+    _ensure_model(client, name)
+    mv = client.create_model_version(
+        name,
+        source=f"{run.artifact_uri()}/{CHECKPOINT_ARTIFACT}",
+        run_id=run.run_id,
+        tags={
+            "agentloop.iteration": str(tracker.iteration),
+            "agentloop.agent": tracker.agent,
+            "agentloop.git_commit": tracker.commit or "",
+        },
+        description=f"{tracker.run_name}: candidate checkpoint",
+    )
+    client.set_registered_model_alias(name, CHALLENGER, mv.version)
+    run.set_tags({"agentloop.model_version": mv.version})
+    if run is not tracker:
+        tracker.set_tags({"agentloop.model_version": mv.version})
+    log.info("registered %s version %s (alias %s)", name, mv.version, CHALLENGER)
+    return str(mv.version)
+
+
+def promote(
+    version: str | int,
+    decision: Mapping[str, Any],
+    *,
+    config: TrackingConfig | None = None,
+    tracker: IterationTracker | None = None,
+) -> None:
+    """Move alias `champion` to ``version``; refuses unless ``decision`` is a gate decision with promote = true."""
+    gate = GateRecord.parse(decision)
+    if not gate.promote:
+        raise PromotionRefused(f"gate blocked version {version}: {'; '.join(gate.reasons) or 'no reason given'}")
+    config = config or (tracker.config if tracker else TrackingConfig())
+    client = tracker.client if tracker else config.client()
+    previous = _alias_version(client, config.model_name, CHAMPION)
+    client.set_registered_model_alias(config.model_name, CHAMPION, str(version))
+    client.set_model_version_tag(config.model_name, str(version), "agentloop.promoted_over", previous or "none")
+    if tracker is not None:
+        tracker.set_tags({"agentloop.promoted_version": str(version)})
+    log.info("promoted %s version %s to %s (was %s)", config.model_name, version, CHAMPION, previous)
+
+
+def _alias_version(client: MlflowClient, name: str, alias: str) -> str | None:
+    from mlflow.exceptions import MlflowException
+
+    try:
+        return str(client.get_model_version_by_alias(name, alias).version)
+    except MlflowException:  # no such model or no such alias
+        return None
+
+
+def champion_version(config: TrackingConfig | None = None) -> str | None:
+    """The version behind alias `champion`, or None before any promotion."""
+    config = config or TrackingConfig()
+    return _alias_version(config.client(), config.model_name, CHAMPION)
+
+
+def challenger_version(config: TrackingConfig | None = None) -> str | None:
+    """The version behind alias `challenger` (the newest candidate), or None before any registration."""
+    config = config or TrackingConfig()
+    return _alias_version(config.client(), config.model_name, CHALLENGER)
+
+
+def _download(client: MlflowClient, config: TrackingConfig, mv: Any, dst: Path) -> Path:
+    """A version's files into ``dst`` through the configured client (`models:/` URIs would consult MLflow's
+    global registry URI instead of ours)."""
+    import mlflow.artifacts
+
+    dst.mkdir()
+    run_root = client.get_run(mv.run_id).info.artifact_uri.rstrip("/") if mv.run_id else None
+    if run_root and mv.source.startswith(run_root + "/"):
+        return Path(client.download_artifacts(mv.run_id, mv.source[len(run_root) + 1 :], str(dst)))
+    return Path(
+        mlflow.artifacts.download_artifacts(artifact_uri=mv.source, dst_path=str(dst), tracking_uri=config.tracking_uri)
+    )
+
+
+def champion_checkpoint(dst: str | Path, config: TrackingConfig | None = None) -> Path | None:
+    """Download the champion's checkpoint files into ``dst`` (replacing it); None when there is no champion.
+
+    The download goes to a sibling temporary directory first, so ``dst`` is never left half-written.
+    """
+    config = config or TrackingConfig()
+    version = champion_version(config)
+    if version is None:
+        return None
+    dst = Path(dst)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    client = config.client()
+    mv = client.get_model_version(config.model_name, version)
+    with tempfile.TemporaryDirectory(dir=dst.parent, prefix=f".{dst.name}.") as tmp:
+        got = _download(client, config, mv, Path(tmp) / "files")
+        if dst.exists():
+            shutil.rmtree(dst)
+        Path(got).rename(dst)
+    log.info("fetched %s version %s (champion) into %s", config.model_name, version, dst)
+    return dst

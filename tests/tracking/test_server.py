@@ -1,0 +1,162 @@
+"""A real `mlflow server` on loopback: log an iteration through MLFLOW_TRACKING_URI, read it back over plain HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pipeline.tracking import (
+    IterationTracker,
+    TrackingConfig,
+    champion_checkpoint,
+    promote,
+    register_checkpoint,
+)
+from tests.tracking.conftest import make_summary
+
+pytestmark = pytest.mark.slow
+
+STARTUP_S = 90
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def mlflow_server(tmp_path, mlflow_template) -> Iterator[str]:
+    """`mlflow server --workers 1` on a copy of the migrated store, in its own process group (killed as a group)."""
+    db = tmp_path / "server.db"
+    shutil.copy(mlflow_template, db)
+    port = _free_port()
+    env = dict(os.environ, MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false", MLFLOW_DISABLE_TELEMETRY="true")
+    log_path = tmp_path / "server.log"
+    cmd = [
+        sys.executable,
+        "-m",
+        "mlflow",
+        "server",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        "1",
+        "--backend-store-uri",
+        f"sqlite:///{db}",
+        "--artifacts-destination",
+        str(tmp_path / "served-artifacts"),
+    ]
+    with log_path.open("w") as log:
+        proc = subprocess.Popen(
+            cmd, env=env, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + STARTUP_S
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"mlflow server exited with {proc.returncode}:\n{log_path.read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"mlflow server not up after {STARTUP_S} s:\n{log_path.read_text()[-3000:]}")
+            time.sleep(0.2)
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=15)
+
+
+def _get(url: str, path: str, **query) -> dict:
+    with urllib.request.urlopen(f"{url}{path}?{urllib.parse.urlencode(query)}", timeout=10) as r:
+        return json.load(r)
+
+
+def _post(url: str, path: str, body: dict) -> dict:
+    req = urllib.request.Request(
+        f"{url}{path}", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}, method="POST"
+    )
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return json.load(r)
+
+
+def test_iteration_logged_through_a_real_server_reads_back_over_rest(mlflow_server, monkeypatch, tmp_path):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)
+    config = TrackingConfig()
+    assert config.tracking_uri == mlflow_server
+    baseline = make_summary("oracle", {"t-1": [True, False, True, True], "t-2": [False] * 4})
+    candidate = make_summary("hf:ckpt", {"t-1": [True] * 4, "t-2": [True, True, False, True]})
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    (ckpt / "model.safetensors").write_bytes(b"\x00weights" * 64)
+    decision = {"promote": True, "interval": [0.05, 0.6], "reasons": ["lower bound 0.05 > margin 0.0"]}
+
+    with IterationTracker(
+        config, iteration=1, agent="hf:runs/ckpt", params={"gate": {"margin": 0.0}}, commit="feed"
+    ) as it:
+        with it.stage("measure", role="baseline") as st:
+            st.log_summary(baseline, prefix="baseline/")
+        with it.stage("train") as st:
+            version = register_checkpoint(it, ckpt)
+        with it.stage("remeasure", role="candidate") as st:
+            st.log_summary(candidate, prefix="candidate/")
+        with it.stage("gate") as st:
+            assert st.log_gate(decision)
+            promote(version, decision, tracker=it)
+
+    exp = _get(mlflow_server, "/api/2.0/mlflow/experiments/get-by-name", experiment_name="agentloop")["experiment"]
+    found = _post(
+        mlflow_server,
+        "/api/2.0/mlflow/runs/search",
+        {"experiment_ids": [exp["experiment_id"]], "filter": "tags.`agentloop.kind` = 'iteration'"},
+    )["runs"]
+    assert len(found) == 1
+    run = _get(mlflow_server, "/api/2.0/mlflow/runs/get", run_id=found[0]["info"]["run_id"])["run"]
+    assert run["info"]["run_name"] == "iter-001 · hf:ckpt · feed" and run["info"]["status"] == "FINISHED"
+    tags = {t["key"]: t["value"] for t in run["data"]["tags"]}
+    assert tags["agentloop.decision"] == "promote" and tags["agentloop.model_version"] == version
+    metrics = {m["key"]: m["value"] for m in run["data"]["metrics"]}
+    assert metrics["baseline/pass_hat_k/4"] == 0.0 and metrics["candidate/pass_hat_k/4"] == 0.5
+    assert metrics["candidate/pass_at_1"] == pytest.approx(0.875) and metrics["gate/interval_low"] == 0.05
+    children = _post(
+        mlflow_server,
+        "/api/2.0/mlflow/runs/search",
+        {"experiment_ids": [exp["experiment_id"]], "filter": f"tags.`mlflow.parentRunId` = '{run['info']['run_id']}'"},
+    )["runs"]
+    assert sorted(r["info"]["run_name"] for r in children) == [
+        "iter-001 · gate",
+        "iter-001 · measure · baseline",
+        "iter-001 · remeasure · candidate",
+        "iter-001 · train",
+    ]
+
+    for alias in ("champion", "challenger"):
+        mv = _get(mlflow_server, "/api/2.0/mlflow/registered-models/alias", name="agentloop-agent", alias=alias)
+        assert mv["model_version"]["version"] == version
+    assert mv["model_version"]["source"].startswith("mlflow-artifacts:/")
+    got = champion_checkpoint(tmp_path / "fetched", config)
+    assert (got / "model.safetensors").read_bytes() == (ckpt / "model.safetensors").read_bytes()
+    assert (tmp_path / "served-artifacts").is_dir()  # artifacts went through the server, not to a local path
