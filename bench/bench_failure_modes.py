@@ -75,8 +75,9 @@ def main() -> None:
         "rates": agent.config.rates,
         "planting_seed": args.seed,
         **report.model_dump(),
-        "per_variant_recall": {v: {"planted": n, "detected": d, "recall": round(d / n, 4)}
-                               for v, (n, d) in sorted(variants.items())},
+        "per_variant_recall": {
+            v: {"planted": n, "detected": d, "recall": round(d / n, 4)} for v, (n, d) in sorted(variants.items())
+        },
         "planted_but_passed": planted_but_passed,
         "signatures": {s: signatures[s] for s in SIGNATURES},
         "looked_complete_share_of_failed": round(looked_complete / failed, 4) if failed else 0.0,

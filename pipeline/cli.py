@@ -279,6 +279,131 @@ def gate_cmd(
         raise typer.Exit(1)
 
 
+@app.command("target")
+def target_cmd(
+    metrics: Path = typer.Option(..., help="A measure run's metrics.json."),
+    budget: int = typer.Option(..., min=0, help="Tasks to synthesize in all."),
+    out: Path = typer.Option(..., help="Output targets.json."),
+    config: Path = typer.Option(None, help="TargetConfig as JSON or YAML (weights, floor, rate, dials)."),
+) -> None:
+    """Split a synthesis budget across failure modes (rate × weight, floor per mode), with difficulty dials."""
+    from pydantic import ValidationError
+
+    from pipeline.target import MetricsReadError, TargetConfig, make_targets
+
+    try:
+        cfg = TargetConfig.model_validate(_load_mapping(config)) if config else TargetConfig()
+        targets = make_targets(metrics, budget, cfg)
+    except (MetricsReadError, ValidationError, ValueError, OSError) as exc:
+        _fail(str(exc))
+    targets.write(out)
+    table = Table(title=f"targets: {budget} tasks from {metrics}")
+    for col in ("mode", "rate", "weight", "count", "dials"):
+        table.add_column(col)
+    for mode, t in targets.modes.items():
+        dials = ", ".join(f"{d}={p:.2f}" for d, p in t.dials.items())
+        table.add_row(mode, f"{t.rate:.3f}", f"{t.weight:g}", str(t.count), dials)
+    Console().print(table)
+    console.print(f"wrote {out}")
+
+
+@app.command("synthesize")
+def synthesize_cmd(
+    world: str = typer.Option(..., help="A generated world: gen-<seed>[-PxUxO] (never the evaluation world)."),
+    targets: Path = typer.Option(..., help="targets.json from `agentloop target`."),
+    out: Path = typer.Option(..., help="Output directory: tasks.jsonl, trajectories.jsonl, manifest.json."),
+    seed: int = typer.Option(0),
+    generations: int = typer.Option(8, min=0, help="Generations of descendants after the atomic one."),
+    config: Path = typer.Option(None, help="SynthConfig as JSON or YAML (overrides --seed/--generations)."),
+    judge_url: str = typer.Option(None, help="OpenAI-compatible base URL for the optional judge cascade."),
+    judge_model: str = typer.Option(None, help="Model name for the judge cascade."),
+) -> None:
+    """Targeted, evolved, verified tasks grounded in a generated world, with the oracle's gold trajectories."""
+    from pydantic import ValidationError
+
+    from pipeline.synth.synthesize import EvalWorldError, SynthConfig, synthesize
+    from pipeline.target import Targets
+    from pipeline.world.registry import load_world
+    from pipeline.world.retail.state import WorldLoadError
+
+    try:
+        data = _load_mapping(config) if config else {"seed": seed, "max_generations": generations}
+        if judge_url:
+            data["judge"] = {"base_url": judge_url, "model": judge_model or "judge"}
+        cfg = SynthConfig.model_validate(data)
+        the_targets = Targets.read(targets)
+        w = load_world(world)
+        total = sum(t.count for t in the_targets.modes.values())
+        with _progress() as progress:
+            bar = progress.add_task("synthesize", total=total)
+            result = synthesize(w, the_targets, out, cfg, on_task=lambda _: progress.advance(bar))
+    except (EvalWorldError, WorldLoadError, ValidationError, ValueError, OSError) as exc:
+        _fail(str(exc))
+    m = result.manifest
+    table = Table(title=f"synthesized {m['tasks']} tasks in {w.name} ({m['generations']} generations)")
+    table.add_column("mode")
+    table.add_column("target", justify="right")
+    table.add_column("made", justify="right")
+    for mode, n in m["targets"].items():
+        table.add_row(mode, str(n), str(m["counts"]["by_mode"].get(mode, 0)))
+    Console().print(table)
+    cov, rw = m["coverage"], m["rework"]["totals"]
+    console.print(f"coverage {cov['covered']}/{cov['cells']} cells; first try {rw['first_try']}, reworked "
+                  f"{rw['reworked']}, dropped {rw['dropped']}; wrote {out}/tasks.jsonl, trajectories.jsonl, "
+                  "manifest.json")
+
+
+@app.command("curate")
+def curate_cmd(
+    pool: list[Path] = typer.Option(..., help="Trajectory file or run directory; repeat for more."),
+    tasks: Path = typer.Option(..., help="tasks.jsonl with every pooled trajectory's task."),
+    world: str = typer.Option(..., help="World reference the pool ran in."),
+    agent: str = typer.Option(..., help="Current agent spec to probe (oracle, flawed:..., hf:PATH, ...)."),
+    probes: int = typer.Option(8, min=1, help="Probe episodes per task."),
+    out: Path = typer.Option(..., help="Output directory: selected.jsonl, manifest.json."),
+    anchor_ratio: float = typer.Option(0.3, min=0.0, max=1.0, help="Share of anchors (tasks the agent passes)."),
+    edges: str = typer.Option("0,0.08,0.40,0.70,0.90,1", help="Band edges, comma-separated."),
+    max_items: int = typer.Option(None, min=1, help="Cap on selected tasks."),
+    seed: int = typer.Option(0),
+) -> None:
+    """Replay-verify a pool, band its tasks by probing the agent (Jeffreys posterior), mix anchors and targets."""
+    from pydantic import ValidationError
+
+    from pipeline.agents.registry import UnknownAgentError
+    from pipeline.curate import Bands, CurateConfig, curate
+    from pipeline.dataset.io import TaskFileError
+    from pipeline.world.retail.state import WorldLoadError
+
+    try:
+        bands = Bands(edges=[float(x) for x in edges.split(",")])
+        cfg = CurateConfig(pool=pool, tasks=tasks, world=world, agent=agent, probes=probes, seed=seed, bands=bands,
+                           anchor_ratio=anchor_ratio, max_items=max_items)
+        with _progress() as progress:
+            bar = progress.add_task(f"probe {agent}", total=None)
+            m = curate(cfg, out, on_probe=lambda _: progress.advance(bar))
+    except (TaskFileError, UnknownAgentError, WorldLoadError, ValidationError, ValueError, OSError) as exc:
+        _fail(str(exc))
+    table = Table(title=f"curated {m['selected']} of {m['pool']['trajectories']} pooled trajectories")
+    table.add_column("band")
+    table.add_column("tasks", justify="right")
+    for band, n in m["band_histogram"].items():
+        table.add_row(band, str(n))
+    Console().print(table)
+    r = m["ratio"]
+    console.print(f"anchors {r['anchors']}, targets {r['targets']} (requested anchor share "
+                  f"{r['requested_anchor_share']}); rejections {m['rejections']}; wrote {out}/selected.jsonl")
+
+
+def _load_mapping(path: Path) -> dict:
+    """A JSON or YAML file holding one mapping (a config section)."""
+    import yaml
+
+    data = yaml.safe_load(path.read_text())
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a mapping")
+    return data
+
+
 def _summary_table(summary) -> Table:
     table = Table(title=f"{summary.agent}: {summary.tasks} tasks × {summary.trials_per_task} trials"
                         f" ({summary.infra_errors} infrastructure errors excluded)")

@@ -39,7 +39,7 @@ def betainc(a: float, b: float, x: float) -> float:
 
     >>> round(betainc(1.0, 1.0, 0.3), 12)
     0.3
-    >>> round(betainc(2.0, 3.0, 0.5), 12)  # 1 - (1 + 2 + 3 + 4 - ...) closed form: 11/16
+    >>> round(betainc(2.0, 3.0, 0.5), 12)  # P(Beta(2, 3) <= 1/2) = 11/16
     0.6875
     """
     if a <= 0 or b <= 0:

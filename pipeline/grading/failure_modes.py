@@ -9,7 +9,8 @@ Evidence rules, each tied to the message where it shows:
 - plan_adherence: an affirmed confirmation request followed by no write attempt (before the next
   confirmation request, or ever); a completion claim ("I have cancelled…", "all set") when no write attempt
   preceded it and the state it is about is unchanged; a write refused because nobody was authenticated yet;
-  a successful write with no explicit confirmation since the previous one (the static check's rule).
+  a successful write with no affirmed confirmation request (a yes/no question about an action) since the
+  previous write attempt (stricter than the static check, which takes a 'yes' after any assistant text).
 - invention: a write argument with a value that occurs in no earlier user message or successful tool output
   (refused writes count too; an enumerated cancel reason is a choice, not a value); a money amount or id-like
   figure in an assistant message that no earlier user message or tool output contains.
@@ -38,9 +39,7 @@ from pipeline.rollout.trajectory import Strict, Trajectory
 
 FailureMode = Literal["plan_adherence", "invention", "misread"]
 FAILURE_MODES: tuple[str, ...] = FailureMode.__args__  # type: ignore[attr-defined]
-Signature = Literal[
-    "tool_error_unrecovered", "empty_lookup_unrecovered", "policy_violation", "gave_up", "transferred"
-]
+Signature = Literal["tool_error_unrecovered", "empty_lookup_unrecovered", "policy_violation", "gave_up", "transferred"]
 SIGNATURES: tuple[str, ...] = Signature.__args__  # type: ignore[attr-defined]
 PRIORITY: tuple[str, ...] = ("invention", "misread", "plan_adherence")
 LOOKUP_GROUPS = {

@@ -86,8 +86,9 @@ def build_timeline(trajectory: Trajectory) -> Timeline:
     n_calls = sum(len(m.tool_calls) for m in trajectory.messages if m.role == "assistant")
     use_log = len(events) == n_calls and n_calls > 0
     if n_calls and not use_log:
-        log.debug("trajectory %s: %d log events for %d calls; using tool messages", trajectory.task_id,
-                  len(events), n_calls)
+        log.debug(
+            "trajectory %s: %d log events for %d calls; using tool messages", trajectory.task_id, len(events), n_calls
+        )
     answers = {m.tool_call_id: m for m in trajectory.messages if m.role == "tool"}
     items: list[Say | Step] = []
     k = 0

@@ -52,8 +52,9 @@ def unspecify(req: Request) -> Request | None:
     if not req.order_id or said not in req.utterance:
         return None
     vague = req.vague_utterance.replace(said, "one of my orders") if req.vague_utterance else None
-    return req.model_copy(update={"utterance": req.utterance.replace(said, "one of my orders"),
-                                  "vague_utterance": vague})
+    return req.model_copy(
+        update={"utterance": req.utterance.replace(said, "one of my orders"), "vague_utterance": vague}
+    )
 
 
 def gold_actions(user: User, drafts: list[Draft], by_name_zip: bool) -> list[Action]:
@@ -141,8 +142,9 @@ def gold_problems(world: RetailWorld, task: Task, drafts: list[Draft]) -> list[t
     for i, d in enumerate(drafts):
         if d.forbidden is None:
             continue
-        end = max((k + 1 for k, a in enumerate(task.gold_actions) if a.request is not None and a.request <= i),
-                  default=1)
+        end = max(
+            (k + 1 for k, a in enumerate(task.gold_actions) if a.request is not None and a.request <= i), default=1
+        )
         probe = replay_actions(world, task.gold_actions[:end])
         if execute(probe, d.forbidden.name, d.forbidden.arguments).ok:
             problems.append(("forbidden_allowed", f"request {i}: {d.forbidden.name} would succeed"))

@@ -20,24 +20,17 @@ from pipeline.synth.drafts import (
     Want,
     act,
     address_dict,
+    draft,
     reason_said,
 )
 from pipeline.world.retail.schema import CANCEL_REASONS, User
 
+# (ctx, customer, rng, order ids already used, what a harder variant wants) → a draft, or None if nothing fits
 Template = Callable[..., Draft | None]
 _ANY = Want()
 
 
-def _draft(template: str, req: Request, goal: str, reads: list, write, why: str = "") -> Draft:
-    """A request the agent carries out, or (expect 'refused') one whose write the policy forbids."""
-    orders = (req.order_id,) if req.order_id else ("user",)
-    if req.expect == "refused":
-        return Draft(template, req, f"{goal}; {why}, so the agent must refuse.", reads, None, write, orders)
-    return Draft(template, req, f"{goal}.", reads, write, None, orders)
-
-
-def cancel(ctx: Ctx, user: User, rng: random.Random, exclude: set[str], want: Want = _ANY, *,
-           statuses=("pending",), bad_reason=False, template="cancel") -> Draft | None:
+def cancel(ctx, user, rng, exclude, want=_ANY, *, statuses=("pending",), bad_reason=False, template="cancel"):
     orders = ctx.user_orders(user, statuses, exclude)
     if not orders:
         return None
@@ -53,7 +46,7 @@ def cancel(ctx: Ctx, user: User, rng: random.Random, exclude: set[str], want: Wa
     goal = f"Cancel order {o.order_id} (reason: {reason_said(reason)})"
     why = "that reason is not accepted" if bad_reason else f"it is {o.status}"
     write = act("cancel_pending_order", order_id=o.order_id, reason=reason)
-    return _draft(template, req, goal, [act("get_order_details", order_id=o.order_id)], write, why)
+    return draft(template, req, goal, [act("get_order_details", order_id=o.order_id)], write, why)
 
 
 def cancel_wrong_status(ctx, user, rng, exclude, want=_ANY):
@@ -82,11 +75,10 @@ def other_customer(ctx: Ctx, user: User, rng: random.Random, exclude: set[str], 
     )
     write = act("cancel_pending_order", order_id=oid, reason=reason)
     reads = [act("get_user_details", user_id=user.user_id)]
-    return _draft("other_customer", req, f"Cancel order {oid}", reads, write, "it belongs to another customer")
+    return draft("other_customer", req, f"Cancel order {oid}", reads, write, "it belongs to another customer")
 
 
-def modify_address(ctx: Ctx, user: User, rng: random.Random, exclude: set[str], want: Want = _ANY, *,
-                   statuses=("pending",), template="modify_address") -> Draft | None:
+def modify_address(ctx, user, rng, exclude, want=_ANY, *, statuses=("pending",), template="modify_address"):
     orders = ctx.user_orders(user, statuses, exclude)
     if not orders:
         return None
@@ -101,15 +93,16 @@ def modify_address(ctx: Ctx, user: User, rng: random.Random, exclude: set[str], 
     )
     write = act("modify_pending_order_address", order_id=o.order_id, **new)
     reads = [act("get_order_details", order_id=o.order_id)]
-    return _draft(template, req, f"Ship order {o.order_id} to {format_address(new)}", reads, write, f"it is {o.status}")
+    return draft(template, req, f"Ship order {o.order_id} to {format_address(new)}", reads, write, f"it is {o.status}")
 
 
 def modify_wrong_status(ctx, user, rng, exclude, want=_ANY):
     return modify_address(ctx, user, rng, exclude, statuses=NOT_PENDING, template="modify_wrong_status")
 
 
-def modify_payment(ctx: Ctx, user: User, rng: random.Random, exclude: set[str], want: Want = _ANY, *,
-                   short=False) -> Draft | None:
+def modify_payment(
+    ctx: Ctx, user: User, rng: random.Random, exclude: set[str], want: Want = _ANY, *, short=False
+) -> Draft | None:
     fits = []
     for o in ctx.user_orders(user, ("pending",), exclude):
         if len(o.payment_history) != 1:
@@ -135,15 +128,15 @@ def modify_payment(ctx: Ctx, user: User, rng: random.Random, exclude: set[str], 
     write = act("modify_pending_order_payment", order_id=o.order_id, payment_method_id=m)
     reads = [act("get_order_details", order_id=o.order_id), act("get_user_details", user_id=user.user_id)]
     template = "gift_card_short" if short else "modify_payment"
-    return _draft(template, req, f"Pay order {o.order_id} with your {said}", reads, write, "its balance is too low")
+    return draft(template, req, f"Pay order {o.order_id} with your {said}", reads, write, "its balance is too low")
 
 
 def gift_card_short(ctx, user, rng, exclude, want=_ANY):
     return modify_payment(ctx, user, rng, exclude, short=True)
 
 
-def change_items(ctx: Ctx, user: User, rng: random.Random, exclude: set[str], want: Want = _ANY, *,
-                 intent="modify_items", statuses=("pending",), template="modify_items") -> Draft | None:
+def change_items(ctx, user, rng, exclude, want=_ANY, *, intent="modify_items", statuses=("pending",), template=None):
+    template = template or intent
     orders = [o for o in ctx.user_orders(user, statuses, exclude) if ctx.swaps(o, random.Random(0), want.items)]
     if not orders:
         return None
@@ -185,7 +178,7 @@ def change_items(ctx: Ctx, user: User, rng: random.Random, exclude: set[str], wa
         reads.append(act("get_user_details", user_id=user.user_id))
         reads += [act("get_product_details", product_id=p) for p in dict.fromkeys(it.product_id for it in olds)]
     goal = f"{verb.capitalize()} items of order {o.order_id}: the {items} Pay or get refunded with your {said}"
-    return _draft(template, req, goal, reads, write, f"the order is {o.status}")
+    return draft(template, req, goal, reads, write, f"the order is {o.status}")
 
 
 def exchange(ctx, user, rng, exclude, want=_ANY):
@@ -198,10 +191,10 @@ def second_modification(ctx, user, rng, exclude, want=_ANY):
     )
 
 
-def return_items(ctx: Ctx, user: User, rng: random.Random, exclude: set[str], want: Want = _ANY, *,
-                 statuses=("delivered",), template="return") -> Draft | None:
+def return_items(ctx, user, rng, exclude, want=_ANY, *, statuses=("delivered",), template="return"):
     orders = [
-        o for o in ctx.user_orders(user, statuses, exclude)
+        o
+        for o in ctx.user_orders(user, statuses, exclude)
         if want.items is None or len({it.item_id for it in o.items}) >= want.items
     ]
     if not orders:
@@ -233,7 +226,7 @@ def return_items(ctx: Ctx, user: User, rng: random.Random, exclude: set[str], wa
     if m != original and req.expect == "done":  # a gift card id is only in the user's details
         reads.append(act("get_user_details", user_id=user.user_id))
     goal = f"Return the {items} of order {o.order_id}. {said.rstrip('.')}"
-    return _draft(template, req, goal, reads, write, f"the order is {o.status}")
+    return draft(template, req, goal, reads, write, f"the order is {o.status}")
 
 
 def return_wrong_status(ctx, user, rng, exclude, want=_ANY):
@@ -251,7 +244,7 @@ def modify_user_address(ctx: Ctx, user: User, rng: random.Random, exclude: set[s
         details={"address": f"The new address is {format_address(new)}."},
     )
     write = act("modify_user_address", user_id=user.user_id, **new)
-    return _draft("modify_user_address", req, f"Change your default address to {format_address(new)}", [], write)
+    return draft("modify_user_address", req, f"Change your default address to {format_address(new)}", [], write)
 
 
 TEMPLATES: dict[str, Template] = {

@@ -73,8 +73,15 @@ class Candidate:
     tried: set[str] = field(default_factory=set)
 
 
-def build(ctx: Ctx, spec: Spec, task_id: str, seed: int, attempt: int = 0, tried: set[str] | None = None,
-          provenance: dict | None = None) -> Candidate:
+def build(
+    ctx: Ctx,
+    spec: Spec,
+    task_id: str,
+    seed: int,
+    attempt: int = 0,
+    tried: set[str] | None = None,
+    provenance: dict | None = None,
+) -> Candidate:
     """Ground `spec` in the first fitting customer; `candidate.task` is None when no customer fits."""
     tried = set(tried or ())
     rng = random.Random(f"{ctx.world.name}:{seed}:{task_id}:{attempt}")
@@ -109,7 +116,6 @@ def build(ctx: Ctx, spec: Spec, task_id: str, seed: int, attempt: int = 0, tried
         )
         extra = {"failure_mode": spec.mode, "depth": spec.depth, "parent": spec.parent, **(provenance or {})}
         extra["dials"] = {"parts": "+".join(spec.parts), **extra.get("dials", {})}
-        task = assemble(ctx.world, user, drafts, spec.template, messes, task_id, underspecified=under,
-                        provenance=extra)
+        task = assemble(ctx.world, user, drafts, spec.template, messes, task_id, underspecified=under, provenance=extra)
         return Candidate(spec, task_id, attempt, task, drafts, tried | {uid})
     return Candidate(spec, task_id, attempt, None, [], tried)

@@ -37,7 +37,7 @@ def task_cells(task: Task) -> set[Cell]:
             "forgot_email": m.forgot_email,
             "also_request": m.also_request,
             "vague_item": m.vague_item and bool(req.vague_utterance),
-            "underspecified": bool(d.get("underspecified")) and bool(req.order_id) and req.order_id not in req.utterance,
+            "underspecified": bool(d.get("underspecified") and req.order_id and req.order_id not in req.utterance),
             "pushback": m.pushback and req.expect == "refused",
             "chained": int(d.get("writes", 0)) >= 2 and req.expect == "done",
             "refusal": int(d.get("refusals", 0)) >= 1 and req.expect == "done",

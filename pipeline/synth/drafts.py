@@ -44,6 +44,14 @@ class Draft:
         return len([o for o in self.orders if o != "user"]) + len(args.get("item_ids", []))
 
 
+def draft(template: str, req: Request, goal: str, reads: list[Action], write: Action, why: str = "") -> Draft:
+    """A request the agent carries out, or (expect 'refused') one whose write the policy forbids."""
+    orders = (req.order_id,) if req.order_id else ("user",)
+    if req.expect == "refused":
+        return Draft(template, req, f"{goal}; {why}, so the agent must refuse.", reads, None, write, orders)
+    return Draft(template, req, f"{goal}.", reads, write, None, orders)
+
+
 def act(name: str, **arguments) -> Action:
     return Action(name=name, arguments=arguments)
 

@@ -40,7 +40,7 @@ ANSWER = 'Answer with JSON only: {"verdict": "pass" or "fail", "reason": "<one s
 class JudgeConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    base_url: str = Field(description="Endpoint base, e.g. http://localhost:8000/v1 (POST {base_url}/chat/completions).")
+    base_url: str = Field(description="Endpoint base, e.g. http://localhost:8000/v1 (POSTs to /chat/completions).")
     model: str = Field(description="Model name sent with each request.")
     api_key_env: str | None = Field(default="OPENAI_API_KEY", description="Environment variable holding the key.")
     stages: list[str] = Field(default_factory=lambda: list(STAGES), description="Stages, in order.")

@@ -80,11 +80,24 @@ class Reworker:
             relaxed = spec.relaxed()
             if relaxed is not None:
                 hint = cand.task.customer_user_id if cand.task else spec.user_hint
-                nxt = build(self.ctx, replace(relaxed, user_hint=hint), cand.task_id, self.seed, cand.attempt + 1,
-                            provenance=self._rework_note(cand, relaxed))
+                nxt = build(
+                    self.ctx,
+                    replace(relaxed, user_hint=hint),
+                    cand.task_id,
+                    self.seed,
+                    cand.attempt + 1,
+                    provenance=self._rework_note(cand, relaxed),
+                )
                 return f"relax:{_removed(spec, relaxed)}", nxt
-        nxt = build(self.ctx, spec, cand.task_id, self.seed, cand.attempt + 1, cand.tried,
-                    provenance=self._rework_note(cand, spec))
+        nxt = build(
+            self.ctx,
+            spec,
+            cand.task_id,
+            self.seed,
+            cand.attempt + 1,
+            cand.tried,
+            provenance=self._rework_note(cand, spec),
+        )
         if nxt.task is None and v.kind == "no_fit":
             return "reground", None
         return "reground", nxt

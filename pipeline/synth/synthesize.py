@@ -103,8 +103,10 @@ class Synthesizer:
             self.generation = g
             if all(self.need(m) <= 0 for m in modes):
                 break
-            quota = {m: min(self.need(m), math.ceil(self.config.generation_share * self.targets.modes[m].count))
-                     for m in modes}
+            quota = {
+                m: min(self.need(m), math.ceil(self.config.generation_share * self.targets.modes[m].count))
+                for m in modes
+            }
             while any(q > 0 for q in quota.values()):
                 for m in modes:
                     if quota[m] > 0:
@@ -120,8 +122,14 @@ class Synthesizer:
             for parent in [*parents_for(self.lineages, template, self.config.max_depth, self.rng)[:4], None]:
                 base = parent.spec if parent else Spec(parts=(template,), mode=mode, depth=0)
                 child = descendant(
-                    base, dial, mode, dials, self.rng, parent_id=parent.task.id if parent else None,
-                    user_hint=parent.task.customer_user_id if parent else None, max_parts=self.config.max_parts,
+                    base,
+                    dial,
+                    mode,
+                    dials,
+                    self.rng,
+                    parent_id=parent.task.id if parent else None,
+                    user_hint=parent.task.customer_user_id if parent else None,
+                    max_parts=self.config.max_parts,
                 )
                 if child is not None:
                     return child
@@ -171,8 +179,10 @@ class Synthesizer:
                 "by_dial": {d: sum(1 for t in tasks if _dial_on(t, d)) for d in DIALS},
             },
             "coverage": self.coverage.summary(),
-            "rework": {"totals": {k: totals.get(k, 0) for k in ("first_try", "reworked", "dropped")},
-                       "by_template": rework},
+            "rework": {
+                "totals": {k: totals.get(k, 0) for k in ("first_try", "reworked", "dropped")},
+                "by_template": rework,
+            },
             "flaw_check": {m: dict(sorted(c.items())) for m, c in sorted(flaw.items())},
             "judge": _count(o.verification.judge for o in kept),
         }
@@ -198,8 +208,13 @@ def _dial_on(task: Task, dial: str) -> bool:
     return bool(d.get(dial))
 
 
-def synthesize(world: RetailWorld, targets: Targets, out_dir: Path, config: SynthConfig | None = None,
-               on_task: Callable[[Task], None] | None = None) -> SynthesisResult:
+def synthesize(
+    world: RetailWorld,
+    targets: Targets,
+    out_dir: Path,
+    config: SynthConfig | None = None,
+    on_task: Callable[[Task], None] | None = None,
+) -> SynthesisResult:
     """Run the synthesis and write tasks.jsonl, trajectories.jsonl and manifest.json to `out_dir`."""
     result = Synthesizer(world, targets, config).run(on_task)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -69,9 +69,7 @@ TAXONOMY: dict[str, TemplateSpec] = {
             "other_customer", "cancel_pending_order", "refused", ("plan_adherence", "misread"), "another_customer"
         ),
         TemplateSpec("bad_cancel_reason", "cancel_pending_order", "refused", ("invention",), "bad_cancel_reason"),
-        TemplateSpec(
-            "gift_card_short", "modify_pending_order_payment", "refused", ("misread",), "gift_card_short"
-        ),
+        TemplateSpec("gift_card_short", "modify_pending_order_payment", "refused", ("misread",), "gift_card_short"),
         TemplateSpec(
             "second_modification",
             "modify_pending_order_items",
@@ -94,8 +92,5 @@ def templates_for(mode: str, outcome: str | None = None) -> list[str]:
 def cells(mode: str | None = None) -> list[tuple[str, str, str]]:
     """Every (template, dial, outcome) coverage cell, optionally only of templates tagged `mode`."""
     return [
-        (n, d, s.outcome)
-        for n, s in TAXONOMY.items()
-        if mode is None or mode in s.modes
-        for d in (PLAIN, *s.dials())
+        (n, d, s.outcome) for n, s in TAXONOMY.items() if mode is None or mode in s.modes for d in (PLAIN, *s.dials())
     ]

@@ -26,8 +26,17 @@ ALL_TEMPLATES: tuple[str, ...] = (*TEMPLATES, PAIR)
 # The default cycle: every template once, and two-request tasks a fifth of the time.
 DEFAULT_CYCLE: tuple[str, ...] = (*TEMPLATES, PAIR, PAIR, PAIR)
 
-__all__ = ["ALL_TEMPLATES", "DEFAULT_CYCLE", "PAIR", "TEMPLATES", "Draft", "GenerationResult", "Template",
-           "generate", "generate_tasks"]
+__all__ = [
+    "ALL_TEMPLATES",
+    "DEFAULT_CYCLE",
+    "PAIR",
+    "TEMPLATES",
+    "Draft",
+    "GenerationResult",
+    "Template",
+    "generate",
+    "generate_tasks",
+]
 
 
 @dataclass

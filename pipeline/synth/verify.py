@@ -41,12 +41,22 @@ from pipeline.world.retail.state import RetailWorld
 
 log = logging.getLogger(__name__)
 Kind = Literal[
-    "ok", "no_fit", "gold_refused", "forbidden_allowed", "static_violation", "oracle_failed", "flaw_undetected",
+    "ok",
+    "no_fit",
+    "gold_refused",
+    "forbidden_allowed",
+    "static_violation",
+    "oracle_failed",
+    "flaw_undetected",
     "judge_rejected",
 ]
 GOLD_CHECKS = (
-    check_status_transitions, check_refund_ceiling, check_gift_card_balances, check_authorization,
-    check_policy_violations, check_tool_budget,
+    check_status_transitions,
+    check_refund_ceiling,
+    check_gift_card_balances,
+    check_authorization,
+    check_policy_violations,
+    check_tool_budget,
 )
 
 
@@ -88,8 +98,9 @@ class Verifier:
         if problems:
             return Verification(problems[0][0], [f"{k}: {d}" for k, d in problems])  # type: ignore[arg-type]
         session = replay_actions(self.world, task.gold_actions)
-        inp = StaticInput(self.world, [e.to_dict() for e in session.log], session.changed(),
-                          max_tool_calls=cfg.limits.max_tool_calls)
+        inp = StaticInput(
+            self.world, [e.to_dict() for e in session.log], session.changed(), max_tool_calls=cfg.limits.max_tool_calls
+        )
         static = [d for check in GOLD_CHECKS for d in check(inp).details]
         if static:
             return Verification("static_violation", static)
@@ -112,8 +123,9 @@ class Verifier:
                 out.judge = "unavailable"
                 return out
             if stage is not None:
-                return Verification("judge_rejected", [f"{stage[0]}: {stage[1]}"], traj, out.flaw,
-                                    f"rejected:{stage[0]}")
+                return Verification(
+                    "judge_rejected", [f"{stage[0]}: {stage[1]}"], traj, out.flaw, f"rejected:{stage[0]}"
+                )
             out.judge = "passed"
         return out
 

@@ -12,6 +12,12 @@ from pipeline.target.split import (
 )
 
 __all__ = [
-    "DEFAULT_DIALS", "MetricsReadError", "ModeTarget", "TargetConfig", "Targets", "make_targets", "read_rates",
+    "DEFAULT_DIALS",
+    "MetricsReadError",
+    "ModeTarget",
+    "TargetConfig",
+    "Targets",
+    "make_targets",
+    "read_rates",
     "split_budget",
 ]

@@ -94,8 +94,9 @@ def read_rates(path: Path, rate: str = "trials") -> tuple[dict[str, float], floa
     return rates, data.get("pass_at_1"), data.get("agent")
 
 
-def split_budget(rates: dict[str, float], budget: int, config: TargetConfig | None = None,
-                 pass_at_1: float | None = None) -> dict[str, ModeTarget]:
+def split_budget(
+    rates: dict[str, float], budget: int, config: TargetConfig | None = None, pass_at_1: float | None = None
+) -> dict[str, ModeTarget]:
     """Mode → target; counts sum to `budget`, each weighted mode gets min(floor, its even share) at least."""
     cfg = config or TargetConfig()
     modes = [m for m in FAILURE_MODES if cfg.weights.get(m, 0.0) > 0]
@@ -124,8 +125,15 @@ def split_budget(rates: dict[str, float], budget: int, config: TargetConfig | No
         ]
         if scale != 1.0:
             reasons.append(f"dial probabilities × {scale:.2f} (0.5 + pass@1 {pass_at_1:.3f})")
-        out[m] = ModeTarget(count=counts[m], rate=round(rates.get(m, 0.0), 6), weight=cfg.weights[m],
-                            score=round(scores[m], 6), floor=floor, dials=dials, reasons=reasons)
+        out[m] = ModeTarget(
+            count=counts[m],
+            rate=round(rates.get(m, 0.0), 6),
+            weight=cfg.weights[m],
+            score=round(scores[m], 6),
+            floor=floor,
+            dials=dials,
+            reasons=reasons,
+        )
     return out
 
 

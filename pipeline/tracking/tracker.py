@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -54,7 +54,7 @@ class RunLogger:
     """Writes metrics, params, tags and artifacts to one MLflow run (optionally mirroring headline records to a
     parent, so the iteration row in `mlflow ui` carries the numbers people compare)."""
 
-    def __init__(self, client: MlflowClient, run_id: str, parent: RunLogger | None = None):
+    def __init__(self, client: MlflowClient | None, run_id: str, parent: RunLogger | None = None):
         self.client = client
         self.run_id = run_id
         self.parent = parent
@@ -81,22 +81,28 @@ class RunLogger:
             self.client.log_batch(self.run_id, params=items[i : i + _BATCH])
 
     def log_metrics(self, metrics: Mapping[str, float], step: int = 0, *, propagate: bool = False) -> None:
+        self._log([(k, float(v), step) for k, v in metrics.items()], propagate)
+
+    def log_series(self, name: str, points: Sequence[tuple[int, float]], *, propagate: bool = False) -> None:
+        """One metric over steps (e.g. pass^k over k), so the MLflow chart of that metric draws the curve."""
+        self._log([(name, float(v), int(step)) for step, v in points], propagate)
+
+    def _log(self, points: list[tuple[str, float, int]], propagate: bool) -> None:
         from mlflow.entities import Metric
 
         ts = int(time.time() * 1000)
-        items = [Metric(clean_key(k), float(v), ts, step) for k, v in metrics.items()]
+        items = [Metric(clean_key(k), v, ts, step) for k, v, step in points]
         for i in range(0, len(items), 1000):
             self.client.log_batch(self.run_id, metrics=items[i : i + 1000])
         if propagate and self.parent is not None:
-            self.parent.log_metrics(metrics, step)
+            self.parent._log(points, False)
 
     def log_summary(self, summary: MeasureSummary, prefix: str = "", *, propagate: bool = True) -> None:
         """A measurement's metrics under ``prefix`` ('baseline/', 'candidate/'), plus pass@k / pass^k as step
-        series (step = k) so one chart in the UI draws the curve."""
+        series (`<prefix>curve/pass_hat_k`, step = k)."""
         self.log_metrics(summary_metrics(summary, prefix), propagate=propagate)
         for name, series in curve_metrics(summary).items():
-            for k, v in series:
-                self.log_metrics({f"{prefix}curve/{name}": v}, step=k, propagate=propagate)
+            self.log_series(f"{prefix}curve/{name}", series, propagate=propagate)
         self.set_tags({f"agentloop.agent.{prefix.strip('/') or 'measured'}": summary.agent})
 
     def log_gate(self, decision: Mapping[str, Any], prefix: str = "gate/", *, propagate: bool = True) -> bool:
@@ -137,6 +143,7 @@ class IterationTracker(RunLogger):
         run_key: str | None = None,
         note: str | None = None,
     ):
+        super().__init__(client=None, run_id="", parent=None)  # bound to a run in __enter__
         self.config = config or TrackingConfig()
         self.iteration = iteration
         self.agent = agent

@@ -110,14 +110,19 @@ def cust() -> Cust:
         by = {w.db.orders[o].status: o for o in sorted(u.orders)}
         if "pending" in by and "delivered" in by and len(u.payment_methods) >= 2:
             d = w.db.orders[by["delivered"]]
-            return Cust(uid, u.email, by["pending"], by["delivered"], sorted(u.payment_methods),
-                        [i.item_id for i in d.items])
+            return Cust(
+                uid, u.email, by["pending"], by["delivered"], sorted(u.payment_methods), [i.item_id for i in d.items]
+            )
     raise LookupError("no customer with a pending and a delivered order")
 
 
 def _task(*requests: Request) -> Task:
-    return Task(id="hand", world="gen-3", user_script=UserScript(goal="g", requests=list(requests)),
-                provenance=Provenance(source="curated"))
+    return Task(
+        id="hand",
+        world="gen-3",
+        user_script=UserScript(goal="g", requests=list(requests)),
+        provenance=Provenance(source="curated"),
+    )
 
 
 FAILED = Verdict(task_id="hand", passed=False, components=[ComponentResult(name="state", passed=False)])
@@ -138,9 +143,11 @@ def _cancel(c: Cust, order: str | None = None) -> Call:
 
 def _ask(c: Cust, order: str | None = None) -> list:
     o = order or c.pending
-    return [("user", f"Please cancel order {o}, I no longer need it."),
-            ("agent", f"To confirm, I will cancel order {o}, reason 'no longer needed'. Shall I proceed (yes/no)?"),
-            ("user", "Yes, go ahead.")]
+    return [
+        ("user", f"Please cancel order {o}, I no longer need it."),
+        ("agent", f"To confirm, I will cancel order {o}, reason 'no longer needed'. Shall I proceed (yes/no)?"),
+        ("user", "Yes, go ahead."),
+    ]
 
 
 def test_clean_confirmed_write_shows_no_mode(cust):
@@ -161,8 +168,16 @@ def test_completion_claim_with_state_unchanged_is_plan_adherence(cust):
     a = _analyze([*_auth(cust), ("user", f"Cancel {cust.pending}."), ("agent", f"I have cancelled {cust.pending}.")])
     assert a.modes == ["plan_adherence"]
     # the same claim after the write changed that order is fine, even in a later turn
-    ok = _analyze([*_auth(cust), *_ask(cust), _cancel(cust), ("agent", "Done?"), ("user", "Thanks."),
-                   ("agent", f"To recap: order {cust.pending} has been cancelled.")])
+    ok = _analyze(
+        [
+            *_auth(cust),
+            *_ask(cust),
+            _cancel(cust),
+            ("agent", "Done?"),
+            ("user", "Thanks."),
+            ("agent", f"To recap: order {cust.pending} has been cancelled."),
+        ]
+    )
     assert ok.modes == []
 
 
@@ -170,25 +185,52 @@ def test_write_before_authentication_is_plan_adherence(cust):
     a = _analyze([*_ask(cust), _cancel(cust), *_auth(cust), *_ask(cust), _cancel(cust)])
     assert a.modes == ["plan_adherence"]
     assert any("before authenticating" in e for e in a.evidence["plan_adherence"])
-    assert "policy_violation" in _analyze(
-        [*_ask(cust), _cancel(cust)],
-        verdict=Verdict(task_id="hand", passed=False,
-                        components=[ComponentResult(name="static.authorization", passed=False)]),
-    ).signature
+    assert (
+        "policy_violation"
+        in _analyze(
+            [*_ask(cust), _cancel(cust)],
+            verdict=Verdict(
+                task_id="hand", passed=False, components=[ComponentResult(name="static.authorization", passed=False)]
+            ),
+        ).signature
+    )
 
 
 def test_write_without_confirmation_is_plan_adherence(cust):
     a = _analyze([*_auth(cust), ("user", f"Cancel order {cust.pending}, no longer needed."), _cancel(cust)])
     assert a.modes == ["plan_adherence"] and "without explicit confirmation" in a.evidence["plan_adherence"][0]
     # a 'yes' that answers a question about details, not a confirmation request, confirms nothing
-    b = _analyze([*_auth(cust), ("agent", "Which items would you like to keep?"),
-                  ("user", f"Yes, none: cancel {cust.pending}, no longer needed."), _cancel(cust)])
+    b = _analyze(
+        [
+            *_auth(cust),
+            ("agent", "Which items would you like to keep?"),
+            ("user", f"Yes, none: cancel {cust.pending}, no longer needed."),
+            _cancel(cust),
+        ]
+    )
     assert b.modes == ["plan_adherence"]
+    # one 'yes' authorises one write attempt: after a refused write, the next write needs a new one
+    c = _analyze(
+        [
+            *_auth(cust),
+            *_ask(cust, cust.delivered),
+            _cancel(cust, cust.delivered),
+            ("user", f"Then cancel {cust.pending} instead."),
+            _cancel(cust),
+        ]
+    )
+    assert c.modes == ["plan_adherence"] and "without explicit confirmation" in c.evidence["plan_adherence"][-1]
 
 
 def test_invented_write_argument_is_invention(cust):
-    addr = {"order_id": cust.pending, "address1": "12 Oak Road", "address2": "", "city": "Austin", "state": "TX",
-            "country": "USA"}
+    addr = {
+        "order_id": cust.pending,
+        "address1": "12 Oak Road",
+        "address2": "",
+        "city": "Austin",
+        "state": "TX",
+        "country": "USA",
+    }
     said = ("user", f"Ship order {cust.pending.lstrip('#')} to 12 oak road, Austin, TX, USA, zip 73301 please.")
     confirm = [("agent", "Shall I change the address of that order (yes/no)?"), ("user", "Yes.")]
     ok = _analyze([*_auth(cust), said, *confirm, Call("modify_pending_order_address", {**addr, "zip": "73301"})])
@@ -199,8 +241,15 @@ def test_invented_write_argument_is_invention(cust):
 
 def test_invented_value_in_a_refused_write_is_invention_and_errors_ground_nothing(cust):
     fake = "#W9999999"
-    a = _analyze([*_auth(cust), *_ask(cust), Call("get_order_details", {"order_id": fake}), _cancel(cust, fake),
-                  ("agent", "Your order has been cancelled.")])
+    a = _analyze(
+        [
+            *_auth(cust),
+            *_ask(cust),
+            Call("get_order_details", {"order_id": fake}),
+            _cancel(cust, fake),
+            ("agent", "Your order has been cancelled."),
+        ]
+    )
     assert a.modes == ["invention"] and a.dominant == "invention"
     assert "empty_lookup_unrecovered" in a.signature and "tool_error_unrecovered" in a.signature
 
@@ -208,8 +257,11 @@ def test_invented_value_in_a_refused_write_is_invention_and_errors_ground_nothin
 def test_stated_figures_need_a_source(cust):
     w = small_world()
     paid = w.db.orders[cust.pending].payment_history[0].amount
-    base = [*_auth(cust), ("user", f"What did I pay for {cust.pending}?"),
-            Call("get_order_details", {"order_id": cust.pending})]
+    base = [
+        *_auth(cust),
+        ("user", f"What did I pay for {cust.pending}?"),
+        Call("get_order_details", {"order_id": cust.pending}),
+    ]
     assert _analyze([*base, ("agent", f"You paid ${paid:,.2f} for it.")]).modes == []
     a = _analyze([*base, ("agent", "You paid $987654.32; tracking number 48213377901.")])
     assert a.modes == ["invention"] and len(a.evidence["invention"]) == 1
@@ -221,20 +273,32 @@ def test_write_against_the_shown_status_is_misread(cust):
     a = _analyze([*_auth(cust), look, *_ask(cust, cust.delivered), _cancel(cust, cust.delivered)])
     assert a.modes == ["misread"] and "'delivered'" in a.evidence["misread"][0]
     assert "policy_violation" not in a.signature  # the signature comes from the verdict, which here fails only state
-    ret = Call("return_delivered_order_items",
-               {"order_id": cust.pending, "item_ids": [], "payment_method_id": cust.methods[0]})
-    b = _analyze([*_auth(cust), Call("get_order_details", {"order_id": cust.pending}),
-                  Call("get_user_details", {"user_id": cust.user_id}), ret])
+    ret = Call(
+        "return_delivered_order_items", {"order_id": cust.pending, "item_ids": [], "payment_method_id": cust.methods[0]}
+    )
+    b = _analyze(
+        [
+            *_auth(cust),
+            Call("get_order_details", {"order_id": cust.pending}),
+            Call("get_user_details", {"user_id": cust.user_id}),
+            ret,
+        ]
+    )
     assert "misread" in b.modes
 
 
 def test_refund_to_a_method_the_user_does_not_have_is_misread(cust):
-    other = next(m for uid, u in sorted(small_world().db.users.items()) if uid != cust.user_id
-                 for m in sorted(u.payment_methods))
-    steps = [*_auth(cust), Call("get_user_details", {"user_id": cust.user_id}),
-             Call("get_order_details", {"order_id": cust.delivered}),
-             ("user", f"Return {cust.delivered_items[0]} and refund it to {other}."),
-             ("agent", "Shall I return that item (yes/no)?"), ("user", "Yes.")]
+    other = next(
+        m for uid, u in sorted(small_world().db.users.items()) if uid != cust.user_id for m in sorted(u.payment_methods)
+    )
+    steps = [
+        *_auth(cust),
+        Call("get_user_details", {"user_id": cust.user_id}),
+        Call("get_order_details", {"order_id": cust.delivered}),
+        ("user", f"Return {cust.delivered_items[0]} and refund it to {other}."),
+        ("agent", "Shall I return that item (yes/no)?"),
+        ("user", "Yes."),
+    ]
     ret = {"order_id": cust.delivered, "item_ids": cust.delivered_items[:1]}
     a = _analyze([*steps, Call("return_delivered_order_items", {**ret, "payment_method_id": other})])
     assert a.modes == ["misread"] and "did not list" in a.evidence["misread"][0]
@@ -252,22 +316,35 @@ def test_refusal_stating_a_wrong_status_is_misread(cust):
 
 def test_claim_after_a_refused_grounded_write_is_misread(cust):
     # the delivered order was never looked up, so no shown status explains the refusal
-    a = _analyze([*_auth(cust), *_ask(cust, cust.delivered), _cancel(cust, cust.delivered),
-                  ("agent", f"Order {cust.delivered} has been cancelled.")])
+    a = _analyze(
+        [
+            *_auth(cust),
+            *_ask(cust, cust.delivered),
+            _cancel(cust, cust.delivered),
+            ("agent", f"Order {cust.delivered} has been cancelled."),
+        ]
+    )
     assert a.modes == ["misread"] and "refused" in a.evidence["misread"][0]
 
 
 def test_signatures(cust):
-    recovered = _analyze([("user", "Hi, I'm lost."), Call("find_user_id_by_email", {"email": "no@x.org"}),
-                          *_auth(cust), ("agent", "Found you.")])
+    recovered = _analyze(
+        [
+            ("user", "Hi, I'm lost."),
+            Call("find_user_id_by_email", {"email": "no@x.org"}),
+            *_auth(cust),
+            ("agent", "Found you."),
+        ]
+    )
     assert recovered.signature == []
     assert _analyze(_auth(cust), termination="turn_limit").signature == ["gave_up"]
     transfer = _analyze([*_auth(cust), Call("transfer_to_human_agents", {"summary": "wants a human"})])
     assert transfer.signature == ["transferred"]
     unhandled = _analyze(_auth(cust), Request(intent="cancel", utterance="u", order_id=cust.pending))
     assert unhandled.signature == ["gave_up"]
-    policy = Verdict(task_id="hand", passed=False,
-                     components=[ComponentResult(name="static.policy_violation", passed=False)])
+    policy = Verdict(
+        task_id="hand", passed=False, components=[ComponentResult(name="static.policy_violation", passed=False)]
+    )
     assert _analyze(_auth(cust), verdict=policy).signature == ["policy_violation"]
 
 
@@ -297,8 +374,9 @@ def test_trajectory_without_a_world_log_gets_the_same_modes(cust):
     steps = [*_ask(cust), _cancel(cust), *_auth(cust), *_ask(cust), _cancel(cust, "#W1234567")]
     traj = record(small_world(), "hand", steps)
     bare = traj.model_copy(update={"world_log": [], "final_changed": {}, "final_hash": ""})
-    assert analyze(_task(), traj, FAILED).modes == analyze(_task(), bare, FAILED).modes == [
-        "plan_adherence", "invention"]
+    assert (
+        analyze(_task(), traj, FAILED).modes == analyze(_task(), bare, FAILED).modes == ["plan_adherence", "invention"]
+    )
 
 
 def test_provenance_normalisation():

@@ -1,0 +1,24 @@
+"""Curation: replay-verify a pool of trajectories, band tasks by probing the current agent, mix and select."""
+
+from pipeline.curate.bands import DEFAULT_EDGES, Bands, betainc
+from pipeline.curate.curate import CurateConfig, curate
+from pipeline.curate.pool import PoolError, PoolItem, read_pool
+from pipeline.curate.select import Probed, mix, task_key, trajectory_key
+from pipeline.curate.verify import Verified, replay_verify
+
+__all__ = [
+    "DEFAULT_EDGES",
+    "Bands",
+    "CurateConfig",
+    "PoolError",
+    "PoolItem",
+    "Probed",
+    "Verified",
+    "betainc",
+    "curate",
+    "mix",
+    "read_pool",
+    "replay_verify",
+    "task_key",
+    "trajectory_key",
+]

@@ -1,0 +1,149 @@
+"""`agentloop curate`: from a pool of trajectories to a verified, deduplicated, difficulty-banded selection.
+
+Steps: read the pool; replay-verify every trajectory in the world; keep, per distinct task, one verified
+passing trajectory (the demonstration); probe the current agent n times on each such task; band the
+Jeffreys posterior; mix anchors and targets at the set ratio. Outputs `selected.jsonl` (one row per task,
+with its demonstration) and `manifest.json` (band histogram, ratio, rejections by reason).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pipeline.agents.registry import make_agent
+from pipeline.curate.bands import Bands
+from pipeline.curate.pool import PoolError, read_pool
+from pipeline.curate.select import Probed, mix, task_key, trajectory_key
+from pipeline.curate.verify import Verified, replay_verify
+from pipeline.dataset.io import read_tasks
+from pipeline.grading.grader import grade
+from pipeline.rollout.executor import trial_seed
+from pipeline.rollout.runner import Limits, run_episode
+from pipeline.users.scripted import ScriptedUser
+from pipeline.world.registry import load_world
+
+log = logging.getLogger(__name__)
+
+
+class CurateConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    pool: list[Path] = Field(description="Trajectory files or run directories (with trajectories.jsonl).")
+    tasks: Path = Field(description="tasks.jsonl holding every pooled trajectory's task.")
+    world: str = Field(description="World reference the pool was produced in.")
+    agent: str = Field(description="The current agent (spec) to probe.")
+    probes: int = Field(default=8, ge=1, description="Probe episodes per task.")
+    seed: int = Field(default=0)
+    bands: Bands = Field(default_factory=Bands)
+    anchor_ratio: float = Field(default=0.3, ge=0.0, le=1.0, description="Share of anchors in the selection.")
+    max_items: int | None = Field(default=None, ge=1, description="Cap on selected tasks.")
+    limits: Limits = Field(default_factory=Limits)
+
+
+def curate(config: CurateConfig, out_dir: Path, on_probe: Callable[[str], None] | None = None) -> dict:
+    world = load_world(config.world)
+    tasks = {t.id: t for t in read_tasks(config.tasks)}
+    items, errors = read_pool(list(config.pool))
+    rejected: list[PoolError] = list(errors)
+    demos: dict[str, Verified] = {}
+    seen_traj: set[str] = set()
+    seen_task: dict[str, str] = {}
+    verified = 0
+    for item in items:
+        got = replay_verify(world, tasks, item, config.limits)
+        if isinstance(got, PoolError):
+            rejected.append(got)
+            continue
+        verified += 1
+        key = trajectory_key(got.item.trajectory)
+        if key in seen_traj:
+            rejected.append(PoolError(item.source, "duplicate_trajectory", "same conversation as an earlier one"))
+            continue
+        seen_traj.add(key)
+        if not got.verdict.passed:
+            rejected.append(PoolError(item.source, "failed_verdict", ", ".join(got.verdict.failed_components)))
+            continue
+        tkey = task_key(got.task)
+        first = seen_task.setdefault(tkey, got.task.id)
+        if first != got.task.id or got.task.id in demos:
+            rejected.append(PoolError(item.source, "duplicate_task", f"same task as {first}"))
+            continue
+        demos[got.task.id] = got
+    agent = make_agent(config.agent)
+    user = ScriptedUser()
+    probed: list[Probed] = []
+    for task_id, demo in demos.items():
+        passes = n = 0
+        for trial in range(config.probes):
+            traj = run_episode(
+                world,
+                demo.task,
+                agent,
+                user,
+                trial=trial,
+                seed=trial_seed(config.seed, task_id, trial),
+                limits=config.limits,
+            )
+            verdict = grade(world, demo.task, traj, config.limits)
+            if verdict.infra_error:
+                continue
+            n += 1
+            passes += verdict.passed
+        if on_probe:
+            on_probe(task_id)
+        if n == 0:
+            rejected.append(PoolError(demo.item.source, "probes_lost", "every probe hit an infrastructure error"))
+            continue
+        masses = config.bands.masses(passes, n)
+        probed.append(Probed(demo.task, demo.item.trajectory, n, passes, masses, config.bands.band(passes, n)))
+    labels = config.bands.labels()
+    for p in probed:
+        if p.band == 0:
+            rejected.append(PoolError(p.task.id, "too_hard", f"{p.passes}/{p.n} passes: most mass in {labels[0]}"))
+        elif p.band == len(labels) - 1:
+            rejected.append(PoolError(p.task.id, "too_easy", f"{p.passes}/{p.n} passes: most mass in {labels[-1]}"))
+    selected = mix(probed, config.bands, config.anchor_ratio, config.max_items)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with (out_dir / "selected.jsonl").open("w") as fh:
+        for p in selected:
+            row = {
+                "task_id": p.task.id,
+                "role": p.role,
+                "probes": p.n,
+                "passes": p.passes,
+                "band": labels[p.band],
+                "masses": [round(m, 6) for m in p.masses],
+                "trajectory": p.trajectory.model_dump(mode="json"),
+            }
+            fh.write(json.dumps(row, sort_keys=True) + "\n")
+    roles = Counter(p.role for p in selected)
+    kept = [p for p in probed if config.bands.keep(p.passes, p.n)]
+    manifest = {
+        "world": world.name,
+        "agent": agent.name,
+        "probes": config.probes,
+        "edges": config.bands.edges,
+        "pool": {"trajectories": len(items) + len(errors), "verified": verified, "tasks_with_demo": len(demos)},
+        "band_histogram": {labels[i]: sum(1 for p in probed if p.band == i) for i in range(len(labels))},
+        "kept_tasks": len(kept),
+        "selected": len(selected),
+        "ratio": {
+            "requested_anchor_share": config.anchor_ratio,
+            "anchors": roles.get("anchor", 0),
+            "targets": roles.get("target", 0),
+            "anchor_share": round(roles.get("anchor", 0) / len(selected), 4) if selected else None,
+            "anchors_available": sum(1 for p in kept if p.role == "anchor"),
+            "targets_available": sum(1 for p in kept if p.role == "target"),
+        },
+        "rejections": dict(sorted(Counter(r.reason for r in rejected).items())),
+        "rejected": [{"source": r.source, "reason": r.reason, "detail": r.detail} for r in rejected[:200]],
+    }
+    (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    log.info("curate: %d selected of %d verified trajectories", len(selected), verified)
+    return manifest

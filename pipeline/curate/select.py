@@ -1,0 +1,73 @@
+"""Selection: deduplicate, place each probed task in a difficulty band, and mix anchors with targets.
+
+An anchor is a task the current agent mostly passes (posterior mean ≥ ½), a target one it mostly fails.
+The mix keeps `anchor_ratio` of anchors in the selection, as large as the kept tasks allow; within each
+side the tasks with the most posterior mass in the kept bands go first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+
+from pipeline.curate.bands import Bands
+from pipeline.dataset.task import Task
+from pipeline.rollout.trajectory import Trajectory
+
+
+def trajectory_key(traj: Trajectory) -> str:
+    """Content of a conversation (who said what, which calls) regardless of ids, timings and trial."""
+    body = [(m.role, m.content, [(c.name, c.arguments) for c in m.tool_calls]) for m in traj.messages]
+    return hashlib.sha256(json.dumps([traj.task_id, body], sort_keys=True, default=str).encode()).hexdigest()
+
+
+def task_key(task: Task) -> str:
+    """Content of a task regardless of its id: what the customer says and what the gold actions do."""
+    data = {
+        "world": task.world,
+        "user": task.customer_user_id,
+        "script": task.user_script.model_dump(mode="json"),
+        "gold": [a.model_dump(mode="json") for a in task.gold_actions],
+    }
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+
+
+@dataclass
+class Probed:
+    task: Task
+    trajectory: Trajectory  # the verified passing pool trajectory it is taught with
+    n: int
+    passes: int
+    masses: list[float]
+    band: int
+
+    @property
+    def mean(self) -> float:
+        return (self.passes + 0.5) / (self.n + 1.0)
+
+    @property
+    def role(self) -> str:
+        return "anchor" if self.mean >= 0.5 else "target"
+
+    def kept_mass(self, bands: Bands) -> float:
+        return sum(self.masses[1:-1])
+
+
+def mix(probed: list[Probed], bands: Bands, anchor_ratio: float, max_items: int | None = None) -> list[Probed]:
+    """The kept tasks, anchors and targets at `anchor_ratio` (as close as whole numbers allow)."""
+    kept = [p for p in probed if bands.keep(p.passes, p.n)]
+    rank = lambda p: (-p.kept_mass(bands), p.task.id)  # noqa: E731
+    anchors = sorted((p for p in kept if p.role == "anchor"), key=rank)
+    targets = sorted((p for p in kept if p.role == "target"), key=rank)
+    if anchor_ratio <= 0.0:
+        total = len(targets)
+    elif anchor_ratio >= 1.0:
+        total = len(anchors)
+    else:
+        total = int(min(len(anchors) / anchor_ratio, len(targets) / (1.0 - anchor_ratio)) + 1e-9)
+    if max_items is not None:
+        total = min(total, max_items)
+    n_anchors = min(len(anchors), round(total * anchor_ratio))
+    n_targets = min(len(targets), total - n_anchors)
+    return anchors[:n_anchors] + targets[:n_targets]

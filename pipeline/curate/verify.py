@@ -1,0 +1,65 @@
+"""Replay-verification of pooled trajectories: nothing recorded is trusted until the world agrees.
+
+Each trajectory's tool calls are re-executed in a fresh session of the world (the grader's replay); every
+recorded tool result, the recorded world log and end state must equal the replayed ones, and a recorded
+verdict must equal the verdict the grader gives now. Anything else is rejected with its reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pipeline.curate.pool import PoolError, PoolItem
+from pipeline.dataset.task import Task
+from pipeline.grading.grader import grade
+from pipeline.grading.verdict import Verdict
+from pipeline.rollout.runner import Limits
+from pipeline.world.retail.state import RetailWorld
+
+
+@dataclass
+class Verified:
+    item: PoolItem
+    task: Task
+    verdict: Verdict
+
+
+def replay_verify(
+    world: RetailWorld, tasks: dict[str, Task], item: PoolItem, limits: Limits | None = None
+) -> Verified | PoolError:
+    traj = item.trajectory
+    task = tasks.get(traj.task_id)
+    if task is None:
+        return PoolError(item.source, "unknown_task", f"task {traj.task_id!r} is not in the task file")
+    if traj.infra_error:
+        return PoolError(item.source, "infra_error", traj.error or "episode lost to an infrastructure error")
+    if traj.world != world.name or task.world != world.name:
+        return PoolError(
+            item.source,
+            "wrong_world",
+            f"trajectory world {traj.world!r}, task world {task.world!r}, curating in {world.name!r}",
+        )
+    verdict = grade(world, task, traj, limits)
+    consistency = next((c for c in verdict.components if c.name == "replay_consistency"), None)
+    if consistency is not None and not consistency.passed:
+        return PoolError(item.source, "replay_mismatch", "; ".join(consistency.details[:3]))
+    if item.recorded is not None:
+        recorded_passed = item.recorded.get("passed")
+        recorded_failed = _failed(item.recorded)
+        if recorded_passed != verdict.passed or (
+            recorded_failed is not None and recorded_failed != sorted(verdict.failed_components)
+        ):
+            return PoolError(
+                item.source,
+                "verdict_mismatch",
+                f"recorded passed={recorded_passed} failed={recorded_failed}, replayed passed="
+                f"{verdict.passed} failed={sorted(verdict.failed_components)}",
+            )
+    return Verified(item, task, verdict)
+
+
+def _failed(recorded: dict) -> list[str] | None:
+    comps = recorded.get("components")
+    if not isinstance(comps, list):
+        return None
+    return sorted(c["name"] for c in comps if isinstance(c, dict) and c.get("required", True) and not c.get("passed"))

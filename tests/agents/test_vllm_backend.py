@@ -1,0 +1,46 @@
+"""The `vllm` backend: a clear error where vLLM is absent; on a GPU machine, an episode through the offline engine
+that reads exactly like the `hf` backend's (same prompt ids, same greedy text)."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from pipeline.agents.registry import make_agent
+from pipeline.agents.vllm_backend import BackendUnavailableError
+
+HAS_VLLM = importlib.util.find_spec("vllm") is not None
+
+
+@pytest.mark.skipif(HAS_VLLM, reason="vLLM is installed here")
+def test_missing_vllm_is_a_clear_error(tmp_path):
+    with pytest.raises(BackendUnavailableError, match=r"pip install 'agentloop\[gpu\]'"):
+        make_agent(f"vllm:{tmp_path}")
+
+
+@pytest.mark.gpu
+def test_vllm_matches_the_hf_backend_greedy(tmp_path):
+    pytest.importorskip("vllm")
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU")
+    from pipeline.agents.hf import HFAgent
+    from pipeline.agents.vllm_backend import VLLMAgent, VLLMConfig
+    from pipeline.rollout.protocols import EpisodeInfo
+    from pipeline.rollout.trajectory import Message
+    from pipeline.train.model import CheckpointMeta, build_model, save_checkpoint
+    from pipeline.train.tokenizer import TokenizerConfig, build_corpus, train_tokenizer
+    from pipeline.world.retail.generator import generate_world
+    from pipeline.world.retail.tools import TOOLS
+    from tests.agents.test_hf_agent import COMPACT, TINY
+
+    world = generate_world(seed=5, n_users=10, n_orders=20, n_products=8)
+    tokenizer = train_tokenizer(build_corpus(world, 10), TokenizerConfig(vocab_size=512))
+    save_checkpoint(tmp_path, build_model(TINY, tokenizer), tokenizer, CheckpointMeta.for_codec(COMPACT, model=TINY))
+    info = EpisodeInfo(task=None, trial=0, seed=0, policy=world.policy, tools=TOOLS.schemas())  # type: ignore[arg-type]
+    messages = [Message(role="user", content="Hi, I want to cancel an order.")]
+    ours = VLLMAgent(tmp_path, VLLMConfig(max_tokens=16, gpu_memory_utilization=0.2)).start(info).act(messages)
+    ref = HFAgent(tmp_path, max_new_tokens=16).start(info).act(messages)
+    assert ours.usage.prompt_tokens == ref.usage.prompt_tokens
+    assert ours.raw == ref.raw
