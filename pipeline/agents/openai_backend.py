@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pipeline.agents.openai_client import ChatClient, ContextLengthError, EndpointConfig
 from pipeline.agents.openai_format import message_from_openai, to_openai_messages
 from pipeline.rollout.protocols import EpisodeInfo
-from pipeline.rollout.trajectory import Message
+from pipeline.rollout.trajectory import Message, Usage
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +89,7 @@ class OpenAIEpisode:
             completion = a.client.complete(body)
         except ContextLengthError as exc:
             log.warning("prompt longer than the model's context; the agent stops: %s", exc)
-            return Message(role="assistant", content=None)
+            return Message(role="assistant", content=None, usage=Usage())
         message = message_from_openai(completion.message, id_prefix=prefix)
         message.usage = completion.usage
         message.latency_s = completion.latency_s

@@ -59,7 +59,7 @@ def parse_arguments(arguments: Any) -> tuple[dict[str, Any] | None, str | None]:
     if not isinstance(arguments, str):
         return None, None if arguments is None else json.dumps(arguments)
     try:
-        value = json.loads(arguments) if arguments.strip() else {}
+        value = json.loads(arguments)  # "" is malformed too: endpoints send "{}" for a call without arguments
     except json.JSONDecodeError:
         return None, arguments
     return (value, arguments) if isinstance(value, dict) else (None, arguments)

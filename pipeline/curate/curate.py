@@ -69,9 +69,11 @@ def curate(config: CurateConfig, out_dir: Path, on_probe: Callable[[str], None] 
         if not got.verdict.passed:
             rejected.append(PoolError(item.source, "failed_verdict", ", ".join(got.verdict.failed_components)))
             continue
-        tkey = task_key(got.task)
-        first = seen_task.setdefault(tkey, got.task.id)
-        if first != got.task.id or got.task.id in demos:
+        if got.task.id in demos:
+            rejected.append(PoolError(item.source, "task_has_demo", f"task {got.task.id} already has one"))
+            continue
+        first = seen_task.setdefault(task_key(got.task), got.task.id)
+        if first != got.task.id:
             rejected.append(PoolError(item.source, "duplicate_task", f"same task as {first}"))
             continue
         demos[got.task.id] = got
@@ -123,6 +125,7 @@ def curate(config: CurateConfig, out_dir: Path, on_probe: Callable[[str], None] 
             }
             fh.write(json.dumps(row, sort_keys=True) + "\n")
     roles = Counter(p.role for p in selected)
+    share = roles.get("anchor", 0) / len(selected) if selected else 0.0
     kept = [p for p in probed if config.bands.keep(p.passes, p.n)]
     manifest = {
         "world": world.name,
@@ -137,9 +140,10 @@ def curate(config: CurateConfig, out_dir: Path, on_probe: Callable[[str], None] 
             "requested_anchor_share": config.anchor_ratio,
             "anchors": roles.get("anchor", 0),
             "targets": roles.get("target", 0),
-            "anchor_share": round(roles.get("anchor", 0) / len(selected), 4) if selected else None,
+            "anchor_share": round(share, 4) if selected else None,
             "anchors_available": sum(1 for p in kept if p.role == "anchor"),
             "targets_available": sum(1 for p in kept if p.role == "target"),
+            "met": bool(selected) and abs(share - config.anchor_ratio) <= 1.0 / len(selected) + 1e-9,
         },
         "rejections": dict(sorted(Counter(r.reason for r in rejected).items())),
         "rejected": [{"source": r.source, "reason": r.reason, "detail": r.detail} for r in rejected[:200]],

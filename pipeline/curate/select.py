@@ -1,8 +1,9 @@
 """Selection: deduplicate, place each probed task in a difficulty band, and mix anchors with targets.
 
 An anchor is a task the current agent mostly passes (posterior mean ≥ ½), a target one it mostly fails.
-The mix keeps `anchor_ratio` of anchors in the selection, as large as the kept tasks allow; within each
-side the tasks with the most posterior mass in the kept bands go first.
+The mix keeps `anchor_ratio` of anchors in the selection, as large as the kept tasks allow (when one side is
+empty the ratio cannot be met and the other side is taken whole; the manifest shows the share reached);
+within each side the tasks with the most posterior mass in the kept bands go first.
 """
 
 from __future__ import annotations
@@ -66,6 +67,8 @@ def mix(probed: list[Probed], bands: Bands, anchor_ratio: float, max_items: int 
         total = len(anchors)
     else:
         total = int(min(len(anchors) / anchor_ratio, len(targets) / (1.0 - anchor_ratio)) + 1e-9)
+    if total == 0 and kept:  # one side is empty: the ratio cannot be met, so take the side there is
+        return (anchors or targets)[:max_items]
     if max_items is not None:
         total = min(total, max_items)
     n_anchors = min(len(anchors), round(total * anchor_ratio))

@@ -18,10 +18,11 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.dataset.io import TaskFileError, read_tasks
-from pipeline.gate.config import GateConfig
+from pipeline.gate.config import EVAL_TASKS, GateConfig
 from pipeline.gate.errors import GateInputError
 from pipeline.gate.load import RunInputs, load_run, sha256_file
 from pipeline.gate.stats import MetricTest, PassHatK, evaluate
+from pipeline.world.registry import load_world
 from pipeline.world.retail.state import RetailWorld
 
 log = logging.getLogger(__name__)
@@ -68,11 +69,16 @@ def decide(
     candidate_dir: Path,
     champion_dir: Path | None,
     tasks_path: Path,
-    world: RetailWorld,
+    world: RetailWorld | str,
     config: GateConfig | None = None,
 ) -> GateDecision:
-    """Re-grade both runs on the held-out tasks and apply the gate's rule; raises GateInputError on bad inputs."""
+    """Re-grade both runs on the held-out tasks and apply the gate's rule; raises GateInputError on bad inputs.
+
+    ``world`` is a loaded world or a reference for `load_world` (gen-<seed>[-PxUxO] or a domain directory).
+    """
     config = config or GateConfig()
+    if isinstance(world, str):
+        world = load_world(world)
     tasks_path = Path(tasks_path)
     tasks = _read_tasks(tasks_path)
     cand = load_run("candidate", Path(candidate_dir), tasks, world, config.limits, config.require_all_tasks)
@@ -84,6 +90,13 @@ def decide(
     if champion_dir is None:
         log.info("no champion: first-iteration rule (candidate pass^%d lower bound > margin)", config.k)
     result = evaluate(cand.table, champ.table if champ else None, config)
+    if len(cand.table) < EVAL_TASKS:
+        log.warning(
+            "gating on %d tasks: below the %d at which the gate has 80%% power for a +10-point pass^%d gain",
+            len(cand.table),
+            EVAL_TASKS,
+            config.k,
+        )
     return GateDecision(
         promote=result.promote,
         reasons=result.reasons,

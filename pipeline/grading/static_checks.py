@@ -26,7 +26,11 @@ LEGAL_TRANSITIONS: frozenset[tuple[str, str]] = frozenset(
         ("delivered", "exchange requested"),
     }
 )
-_AFFIRM = re.compile(r"\b(yes|yeah|yep|yup|confirm|confirmed|go ahead|proceed)\b|^\W*(sure|ok|okay)\b", re.IGNORECASE)
+AFFIRMATIONS = (
+    "yes", "yeah", "yep", "yup", "sure", "ok", "okay", "confirmed", "i confirm", "confirm", "correct",
+    "that's right", "that is right", "go ahead", "please go ahead", "please proceed", "please do", "proceed",
+)
+_AFFIRM = re.compile(r"^\W*(" + "|".join(re.escape(a) for a in AFFIRMATIONS) + r")\b", re.IGNORECASE)
 _NEGATE = re.compile(r"^\W*(no|nope|not|don't|do not|wait|hold on)\b", re.IGNORECASE)
 _CENT = 0.005
 
@@ -139,7 +143,8 @@ def check_policy_violations(inp: StaticInput) -> ComponentResult:
 
 
 def affirms(text: str | None) -> bool:
-    """Whether a user message reads as a 'yes': an affirmative word and no leading negation.
+    """Whether a user message reads as a 'yes': it opens with an affirmative word (a 'yes' buried inside an
+    item description does not count) and no leading negation.
 
     Deliberately simple and structural; whether a 'yes' was *clear* is the optional judge's question.
     """
@@ -149,8 +154,8 @@ def affirms(text: str | None) -> bool:
 def check_confirmation(inp: StaticInput) -> ComponentResult:
     """The policy's explicit-confirmation rule, read from the message structure.
 
-    Each successful write must be preceded, after the previous successful write, by an assistant text
-    message (no tool call) answered by a user message that affirms (see `affirms`). A later non-affirming
+    Each successful write must be preceded, after the previous successful write, by an assistant question
+    (a text message with a '?', no tool call) answered by a user message that affirms (see `affirms`). A later non-affirming
     answer withdraws the confirmation; a write consumes it, so two writes need two confirmations.
     """
     problems = []
@@ -158,7 +163,7 @@ def check_confirmation(inp: StaticInput) -> ComponentResult:
     calls = 0
     for msg in inp.messages:
         if msg.role == "assistant" and not msg.tool_calls:
-            asked = bool(msg.content and msg.content.strip())
+            asked = bool(msg.content and "?" in msg.content)
         elif msg.role == "user":
             if asked:
                 confirmed = affirms(msg.content)

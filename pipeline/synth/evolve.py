@@ -75,7 +75,6 @@ def descendant(
 
 
 def parents_for(lineages: list[Lineage], template: str, max_depth: int, rng: random.Random) -> list[Lineage]:
-    """Accepted tasks of `template` that may still grow, deepest first (ties in random order)."""
+    """Accepted tasks of `template` that may still grow, deeper ones first (jittered, so depths stay mixed)."""
     fits = [x for x in lineages if x.spec.template == template and x.spec.depth < max_depth]
-    rng.shuffle(fits)
-    return sorted(fits, key=lambda x: -x.spec.depth)
+    return sorted(fits, key=lambda x: -(x.spec.depth + rng.uniform(0.0, 2.0)))

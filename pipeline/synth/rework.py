@@ -86,7 +86,7 @@ class Reworker:
                     cand.task_id,
                     self.seed,
                     cand.attempt + 1,
-                    provenance=self._rework_note(cand, relaxed),
+                    provenance=_rework_note(cand),
                 )
                 return f"relax:{_removed(spec, relaxed)}", nxt
         nxt = build(
@@ -96,14 +96,11 @@ class Reworker:
             self.seed,
             cand.attempt + 1,
             cand.tried,
-            provenance=self._rework_note(cand, spec),
+            provenance=_rework_note(cand),
         )
         if nxt.task is None and v.kind == "no_fit":
             return "reground", None
         return "reground", nxt
-
-    def _rework_note(self, cand: Candidate, spec) -> dict:
-        return {"dials": {"reworks": cand.attempt + 1}}
 
     def _count(self, out: Outcome) -> Outcome:
         st = self.stats.setdefault(out.candidate.spec.template, TemplateStats())
@@ -111,6 +108,11 @@ class Reworker:
         st.diagnoses.update(out.failures)
         st.repairs.update(r.split(":")[0] for _, r in out.history)
         return out
+
+
+def _rework_note(cand: Candidate) -> dict:
+    """Provenance of a rebuilt candidate: how many repairs it has had."""
+    return {"dials": {"reworks": cand.attempt + 1}}
 
 
 def _removed(old, new) -> str:

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.dataset.io import write_tasks
 from pipeline.dataset.task import Task
+from pipeline.grading.failure_modes import FAILURE_MODES
 from pipeline.rollout.trajectory import Trajectory
 from pipeline.synth.candidate import Spec, build
 from pipeline.synth.coverage import CoverageTracker
@@ -76,11 +77,15 @@ class SynthesisResult:
 class Synthesizer:
     def __init__(self, world: RetailWorld, targets: Targets, config: SynthConfig | None = None) -> None:
         ensure_generated(world)
+        unknown = sorted(set(targets.modes) - set(FAILURE_MODES))
+        if unknown:
+            raise ValueError(f"targets name unknown failure mode(s) {unknown}; known: {list(FAILURE_MODES)}")
         self.world, self.targets, self.config = world, targets, config or SynthConfig()
         cfg = self.config
         self.ctx = Ctx(world)
         judge = JudgeCascade(cfg.judge) if cfg.judge else None
-        self.reworker = Reworker(self.ctx, Verifier(world, cfg.verify, judge), cfg.seed, cfg.max_rework)
+        self.verifier = Verifier(world, cfg.verify, judge)
+        self.reworker = Reworker(self.ctx, self.verifier, cfg.seed, cfg.max_rework)
         self.coverage = CoverageTracker()
         self.rng = random.Random(f"synth:{world.name}:{cfg.seed}")
         self.lineages: list[Lineage] = []
@@ -150,6 +155,7 @@ class Synthesizer:
         final = out.candidate.spec
         self.lineages.append(Lineage(final, task, self.generation))
         self.coverage.record(task)
+        self.verifier.accept(task)
         self.result.tasks.append(task)
         self.result.trajectories.append(traj)
         if on_task:

@@ -1,5 +1,6 @@
 """Verification of a candidate task, by the world and by running it, never by trusting its author.
 
+0. new: not identical to a task already accepted;
 1. gold replay: every gold action succeeds and every forbidden write is refused where it is asked for;
 2. policy: the gold end state keeps the static rules (legal status changes, refund and gift-card
    ceilings, authorization, no policy-refused writes, tool budget);
@@ -19,6 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.agents.flawed import FlawConfig, FlawedAgent
 from pipeline.agents.scripted import OracleAgent
+from pipeline.curate.select import task_key
+from pipeline.dataset.task import Task
 from pipeline.grading.grader import grade
 from pipeline.grading.static_checks import (
     StaticInput,
@@ -43,6 +46,7 @@ log = logging.getLogger(__name__)
 Kind = Literal[
     "ok",
     "no_fit",
+    "duplicate",
     "gold_refused",
     "forbidden_allowed",
     "static_violation",
@@ -89,11 +93,18 @@ class Verifier:
         self.judge = judge
         self.oracle = OracleAgent()
         self.user = ScriptedUser()
+        self.accepted: set[str] = set()  # content keys of tasks already accepted (see `accept`)
+
+    def accept(self, task: Task) -> None:
+        """Remember an accepted task, so that an identical one is diagnosed as a duplicate."""
+        self.accepted.add(task_key(task))
 
     def __call__(self, cand: Candidate) -> Verification:
         task, cfg = cand.task, self.config
         if task is None:
             return Verification("no_fit", ["no customer of the world fits this spec"])
+        if task_key(task) in self.accepted:
+            return Verification("duplicate", ["same customer, requests and gold actions as an accepted task"])
         problems = gold_problems(self.world, task, cand.drafts)
         if problems:
             return Verification(problems[0][0], [f"{k}: {d}" for k, d in problems])  # type: ignore[arg-type]

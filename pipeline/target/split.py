@@ -112,7 +112,8 @@ def split_budget(
     exact = {m: rest * shares[m] for m in modes}
     counts = {m: floor + math.floor(exact[m]) for m in modes}
     left = budget - sum(counts.values())
-    for m in sorted(modes, key=lambda m: (-(exact[m] - math.floor(exact[m])), -scores[m], modes.index(m)))[:left]:
+    frac = {m: round(exact[m] - math.floor(exact[m]), 9) for m in modes}  # rounded: ties break by score
+    for m in sorted(modes, key=lambda m: (-frac[m], -scores[m], modes.index(m)))[:left]:
         counts[m] += 1
     scale = 0.5 + pass_at_1 if (cfg.scale_by_pass_rate and pass_at_1 is not None) else 1.0
     out = {}

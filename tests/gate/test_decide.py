@@ -11,7 +11,7 @@ import pytest
 from pipeline.gate import GateConfig, GateInputError, decide, read_gate, write_gate
 from pipeline.world.registry import load_world
 
-from .conftest import N_TASKS
+from .conftest import N_TASKS, WORLD
 
 
 def _sha(path) -> str:
@@ -134,7 +134,7 @@ def test_bad_inputs_are_clear_errors(runs, tmp_path):
 
 
 def test_first_iteration_without_champion(runs):
-    d = decide(runs.oracle, None, runs.tasks, runs.world)
+    d = decide(runs.oracle, None, runs.tasks, WORLD)  # a world reference works as well as a loaded world
     assert d.promote and d.tests == [] and d.inputs.champion is None
     assert d.pass_hat_k.champion is None and d.pass_hat_k.diff == 1.0
     weak = decide(runs.weak, None, runs.tasks, runs.world, GateConfig(margin=0.6))

@@ -130,7 +130,7 @@ def test_openai_backend_over_serve_plays_the_hf_episode(world, checkpoint, serve
     for a, b in zip(got.messages, ref.messages, strict=True):
         assert (a.role, a.content, a.tool_calls, a.tool_call_id, a.error) == (
             b.role, b.content, b.tool_calls, b.tool_call_id, b.error)
-        if a.role == "assistant":
+        if a.role == "assistant" and b.usage.completion_tokens:  # (a prompt over the context generates nothing)
             assert (a.usage.prompt_tokens, a.usage.completion_tokens) == (
                 b.usage.prompt_tokens, b.usage.completion_tokens)
     assert (got.world_log, got.final_hash, got.termination) == (ref.world_log, ref.final_hash, ref.termination)
@@ -185,7 +185,7 @@ def test_any_transformers_checkpoint_is_served_through_the_codec(checkpoint, tmp
     assert isinstance(engine, TransformersEngine)
     with TestClient(create_app(engine)) as http:
         r = http.post("/v1/chat/completions", json={
-            "model": "plain", "max_tokens": 6, "tools": TOOLS.schemas(),
+            "model": "plain", "max_tokens": 6, "tools": TOOLS.schemas()[:1],
             "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": OPENING}]})
     assert r.status_code == 200, r.text
     out = r.json()

@@ -1,0 +1,168 @@
+"""Targeted synthesis: budgets met, evolution and coverage, oracle-verified and discriminative tasks, no eval data."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pipeline.agents.flawed import FlawConfig, FlawedAgent
+from pipeline.agents.phrases import ASK_ORDER
+from pipeline.agents.scripted import OracleAgent
+from pipeline.dataset.io import read_tasks
+from pipeline.grading.grader import grade
+from pipeline.rollout.runner import run_episode
+from pipeline.rollout.trajectory import Trajectory
+from pipeline.synth.coverage import task_cells
+from pipeline.synth.synthesize import EvalWorldError, SynthConfig, Synthesizer, synthesize
+from pipeline.synth.taxonomy import TAXONOMY
+from pipeline.users.scripted import ScriptedUser
+from pipeline.world.retail.replay import replay_gold
+from tests.agents.scripted_helpers import small_world, unsupported_write_values
+from tests.synth.synth_helpers import BUDGET, synthesized, targets
+
+
+def test_budget_per_mode_and_manifest_counts():
+    res = synthesized()
+    m = res.manifest
+    assert len(res.tasks) == BUDGET == m["tasks"]
+    assert m["counts"]["by_mode"] == {k: v for k, v in sorted(m["targets"].items())}
+    assert sum(m["counts"]["by_template"].values()) == BUDGET == sum(m["counts"]["by_depth"].values())
+    assert len({t.id for t in res.tasks}) == BUDGET
+    for t in res.tasks:
+        assert (
+            t.provenance.source == "synthesized" and t.provenance.failure_mode in TAXONOMY[t.provenance.template].modes
+        )
+
+
+def test_evolution_starts_from_every_atomic_action_and_grows_deeper():
+    res = synthesized()
+    roots = [t for t in res.tasks if t.provenance.depth == 0]
+    assert {t.provenance.template for t in roots} == set(TAXONOMY)
+    by_id = {t.id: t for t in res.tasks}
+    deep = [t for t in res.tasks if t.provenance.depth >= 2]
+    assert deep
+    for t in res.tasks:
+        if t.provenance.depth > 0 and t.provenance.parent in by_id:
+            parent = by_id[t.provenance.parent]
+            assert parent.provenance.template == t.provenance.template
+            assert parent.provenance.depth < t.provenance.depth
+    assert max(int(t.provenance.dials["requests"]) for t in res.tasks) >= 2
+
+
+def test_coverage_includes_no_outcomes_and_every_dial():
+    m = synthesized().manifest
+    cov = m["coverage"]
+    assert cov["by_outcome"]["refused"]["covered"] >= cov["by_outcome"]["refused"]["cells"] * 0.7
+    assert cov["covered"] == sum(1 for n in cov["counts"].values() if n)
+    for dial, n in m["counts"]["by_dial"].items():
+        assert n > 0, dial
+    assert m["counts"]["by_outcome"].get("refused", 0) > 0 and m["counts"]["by_outcome"].get("mixed", 0) > 0
+    recorded = {"/".join(c) for t in synthesized().tasks for c in task_cells(t)}
+    assert recorded == {c for c, n in cov["counts"].items() if n}
+
+
+def test_rework_statistics_are_complete():
+    rw = synthesized().manifest["rework"]
+    totals = rw["totals"]
+    assert totals["first_try"] + totals["reworked"] == BUDGET
+    per = rw["by_template"].values()
+    for key in ("first_try", "reworked", "dropped"):
+        assert sum(s[key] for s in per) == totals[key]
+
+
+def test_sample_solved_by_oracle_and_failed_by_the_flawed_agent_it_targets():
+    world, user = small_world(), ScriptedUser()
+    res = synthesized()
+    plantable = 0
+    for task in res.tasks[::3]:
+        traj = run_episode(world, task, OracleAgent(), user, trial=1)  # another persona than the verified trial
+        assert grade(world, task, traj).passed, task.id
+        flawed = FlawedAgent(FlawConfig(rates={task.provenance.failure_mode: 1.0}, seed=0))
+        if not flawed.planted(task, 0):
+            assert all(r.expect == "refused" for r in task.user_script.requests), task.id
+            continue
+        plantable += 1
+        bad = run_episode(world, task, flawed, user, trial=0)
+        assert not grade(world, task, bad).passed, (task.id, flawed.planted_variants(task, 0))
+    assert plantable >= len(res.tasks[::3]) // 2
+
+
+def test_gold_trajectories_are_the_oracles_passing_runs():
+    world = small_world()
+    res = synthesized()
+    assert [t.task_id for t in res.trajectories] == [t.id for t in res.tasks]
+    for task, traj in zip(res.tasks, res.trajectories, strict=True):
+        assert traj.agent == "oracle" and grade(world, task, traj).passed
+        assert unsupported_write_values(traj.messages) == []
+        assert traj.final_hash == replay_gold(world, task).state_hash()
+
+
+def test_underspecified_requests_are_asked_about_before_any_lookup():
+    res = synthesized()
+    pairs = [(t, tr) for t, tr in zip(res.tasks, res.trajectories, strict=True) if t.provenance.dials["underspecified"]]
+    assert pairs
+    for task, traj in pairs:
+        first = task.user_script.requests[0]
+        assert first.order_id not in first.utterance or len(task.user_script.requests) > 1
+        for k, msg in enumerate(traj.messages):
+            for call in msg.tool_calls:
+                if call.name == "get_order_details":
+                    said = " ".join(m.content or "" for m in traj.messages[:k] if m.role == "user")
+                    assert call.arguments["order_id"] in said, task.id
+        assert any(m.content == ASK_ORDER for m in traj.messages)
+
+
+def test_same_seed_same_tasks():
+    again = Synthesizer(small_world(), targets(), SynthConfig(seed=0)).run()
+    assert [t.model_dump() for t in again.tasks] == [t.model_dump() for t in synthesized().tasks]
+    other = Synthesizer(small_world(), targets(), SynthConfig(seed=1)).run()
+    assert [t.model_dump() for t in other.tasks] != [t.model_dump() for t in again.tasks]
+
+
+def test_writes_outputs(tmp_path):
+    res = synthesize(small_world(), targets(20), tmp_path, SynthConfig(seed=2, max_generations=2))
+    tasks = read_tasks(tmp_path / "tasks.jsonl")
+    assert [t.id for t in tasks] == [t.id for t in res.tasks]
+    lines = (tmp_path / "trajectories.jsonl").read_text().splitlines()
+    assert [Trajectory.model_validate_json(x).task_id for x in lines] == [t.id for t in tasks]
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["tasks"] == len(tasks) and manifest["generations"] <= 2
+
+
+def test_refuses_the_evaluation_world(tau2_world):
+    with pytest.raises(EvalWorldError, match="evaluation world"):
+        Synthesizer(tau2_world, targets())
+
+
+def test_never_references_the_evaluation_worlds_entities(tau2_world):
+    text = "\n".join(t.model_dump_json() for t in synthesized().tasks)
+    text += "\n".join(t.model_dump_json() for t in synthesized().trajectories)
+    db = tau2_world.db
+    for name, ids in [
+        ("user id", db.users),
+        ("email", [u.email for u in db.users.values()]),
+        ("order id", db.orders),
+        ("payment method", [p for u in db.users.values() for p in u.payment_methods if p != "paypal"]),
+    ]:
+        leaked = [x for x in ids if x in text]
+        assert leaked == [], (name, leaked[:5])
+
+
+def test_cli_target_then_synthesize_and_refuse_the_eval_directory(tmp_path, tau2_dir):
+    from typer.testing import CliRunner
+
+    from pipeline.cli import app
+
+    tfile = tmp_path / "targets.json"
+    targets(16).write(tfile)
+    runner = CliRunner()
+    out = tmp_path / "syn"
+    result = runner.invoke(
+        app,
+        ["synthesize", "--world", "gen-3-12x40x100", "--targets", str(tfile), "--out", str(out), "--generations", "2"],
+    )
+    assert result.exit_code == 0, result.output
+    assert len(read_tasks(out / "tasks.jsonl")) == json.loads((out / "manifest.json").read_text())["tasks"] >= 14
+    bad = runner.invoke(app, ["synthesize", "--world", str(tau2_dir), "--targets", str(tfile), "--out", str(out)])
+    assert bad.exit_code == 2 and "evaluation world" in bad.output
