@@ -152,7 +152,8 @@ def measure_cmd(
     agent: str = typer.Option(
         "oracle", help="Agent spec: oracle, flawed[:mode=rate,...,seed=N], hf:PATH, openai:MODEL, vllm:PATH."
     ),
-    trials: int = typer.Option(4, min=1, help="Trials per task (the k of pass^k)."),
+    trials: int = typer.Option(4, min=1, help="Trials per task."),
+    k: int = typer.Option(None, min=1, help="Largest k for pass@k / pass^k (default: --trials)."),
     seed: int = typer.Option(0),
     out: Path = typer.Option(..., help="Run directory for trajectories.jsonl, verdicts.jsonl, per_task.csv, metrics.json."),
     max_tasks: int = typer.Option(None, min=1, help="Only the first N tasks."),
@@ -177,7 +178,7 @@ def measure_cmd(
     from pipeline.world.retail.state import WorldLoadError
 
     try:
-        config = MeasureConfig(world=world, tasks=tasks, agent=agent, trials=trials, seed=seed, max_tasks=max_tasks,
+        config = MeasureConfig(world=world, tasks=tasks, agent=agent, trials=trials, k=k, seed=seed, max_tasks=max_tasks,
                                user=user, judge=judge, executor=executor, address=address, workers=workers)
     except ValidationError as exc:
         _fail(f"{'.'.join(map(str, exc.errors()[0]['loc']))}: {exc.errors()[0]['msg']}")
@@ -203,6 +204,7 @@ def serve_cmd(
     port: int = typer.Option(8000, min=1, max=65535),
     max_concurrency: int = typer.Option(1, min=1, help="Generations run at once (more queue)."),
     max_tokens: int = typer.Option(256, min=1, help="Reply length when a request sets none."),
+    threads: int = typer.Option(1, min=0, help="Torch threads per generation (0: torch's default; raise for big models)."),
 ) -> None:
     """Serve a local model over an OpenAI-compatible chat-completions API with tool calls."""
     from pipeline.agents.codec import CodecMismatchError
@@ -213,7 +215,8 @@ def serve_cmd(
     except (FileNotFoundError, OSError, CodecMismatchError, ValueError) as exc:
         _fail(str(exc))
     console.print(f"serving {engine.name} on http://{host}:{port}/v1 (context {engine.context} tokens)")
-    serve(engine, host=host, port=port, max_concurrency=max_concurrency, default_max_tokens=max_tokens)
+    serve(engine, host=host, port=port, max_concurrency=max_concurrency, default_max_tokens=max_tokens,
+          threads=threads or None)
 
 
 @app.command("report")

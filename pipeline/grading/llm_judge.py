@@ -78,7 +78,7 @@ def judge_usage(verdict: Verdict) -> Usage:
     component = verdict.component("judge")
     for note in component.notes if component else []:
         if note.startswith(USAGE_NOTE):
-            return Usage.model_validate_json(note[len(USAGE_NOTE):])
+            return Usage.model_validate_json(note[len(USAGE_NOTE) :])
     return Usage()
 
 
@@ -116,13 +116,15 @@ class LLMJudge:
         prompt += f"\n\nTranscript:\n{transcript(trajectory)}"
         usage, problem = Usage(), ""
         for attempt in range(self.attempts):
-            completion = self.client.complete({
-                "model": self.model,
-                "messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}],
-                "temperature": 0.0,
-                "max_tokens": self.max_tokens,
-                "seed": attempt,
-            })
+            completion = self.client.complete(
+                {
+                    "model": self.model,
+                    "messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}],
+                    "temperature": 0.0,
+                    "max_tokens": self.max_tokens,
+                    "seed": attempt,
+                }
+            )
             usage += completion.usage
             with self._lock:
                 self.usage += completion.usage
@@ -136,7 +138,10 @@ class LLMJudge:
             raise InfrastructureError(f"judge {self.model} gave no readable answer in {self.attempts} tries: {problem}")
         failed = [f"{item}: {reason}" for item, (ok, reason) in zip(items, answers, strict=True) if not ok]
         return ComponentResult(
-            name="judge", passed=not failed, required=False, details=failed,
+            name="judge",
+            passed=not failed,
+            required=False,
+            details=failed,
             notes=[USAGE_NOTE + usage.model_dump_json()],
         )
 
@@ -151,7 +156,9 @@ def make_judge(spec: str | None) -> LLMJudge | None:
         raise UnknownJudgeError(f"unknown judge {spec!r}: expected none or llm:MODEL")
     import os
 
-    client = ChatClient(EndpointConfig.from_env(
-        base_url=os.environ.get("AGENTLOOP_JUDGE_BASE_URL"), api_key=os.environ.get("AGENTLOOP_JUDGE_API_KEY")
-    ))
+    client = ChatClient(
+        EndpointConfig.from_env(
+            base_url=os.environ.get("AGENTLOOP_JUDGE_BASE_URL"), api_key=os.environ.get("AGENTLOOP_JUDGE_API_KEY")
+        )
+    )
     return LLMJudge(model, client=client)

@@ -47,7 +47,8 @@ class MeasureConfig(BaseModel):
     world: str = Field(description="World reference (gen-<seed>[-PxUxO] or a domain directory).")
     tasks: Path = Field(description="Held-out tasks.jsonl.")
     agent: str = Field(description="Agent spec: oracle, flawed[:mode=rate,...], hf:PATH.")
-    trials: int = Field(default=4, ge=1, description="Trials per task (k for pass^k).")
+    trials: int = Field(default=4, ge=1, description="Trials per task.")
+    k: int | None = Field(default=None, ge=1, description="Largest k reported for pass@k / pass^k (default: trials).")
     seed: int = Field(default=0, description="Run seed; each trial's seed derives from it, the task and the trial.")
     limits: Limits = Field(default_factory=Limits)
     resamples: int = Field(default=1000, ge=1, description="Bootstrap resamples for intervals.")
@@ -98,6 +99,9 @@ def measure(
     """Run (or resume, from `out_dir/journal.jsonl`) every (task, trial), then write the run's files."""
     from pipeline.grading.llm_judge import judge_usage, make_judge
 
+    max_k = config.k or config.trials
+    if max_k > config.trials:
+        raise MetricsInputError(f"k={max_k} exceeds trials={config.trials}: pass^k needs at least k trials per task")
     tasks = read_tasks(config.tasks)
     if not tasks:
         raise MetricsInputError(f"{config.tasks}: empty task set")
@@ -143,9 +147,9 @@ def measure(
             for r, rec in zip(results, records, strict=True)
         ),
     )
-    summary = summarize(records, agent=agent.name, max_k=config.trials, resamples=config.resamples, seed=config.seed)
+    summary = summarize(records, agent=agent.name, max_k=max_k, resamples=config.resamples, seed=config.seed)
     atomic_write(out_dir / "metrics.json", json.dumps(summary.model_dump(mode="json"), indent=2, sort_keys=True) + "\n")
-    _write_per_task(out_dir / "per_task.csv", records, config.trials)
+    _write_per_task(out_dir / "per_task.csv", records, max_k)
     usage = {
         "agent": (agent.name, sum((r.trajectory.agent_usage for r in results), Usage())),
         "user": (user.name, sum((r.trajectory.user_usage for r in results), Usage())),

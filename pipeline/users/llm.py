@@ -61,8 +61,12 @@ def scenario_text(script: UserScript) -> str:
     """The user script as prose for the simulator."""
     lines = [f"Goal: {script.goal}"]
     known = script.known
-    facts = {"first name": known.first_name, "last name": known.last_name, "zip code": known.zip,
-             "user id": known.user_id}
+    facts = {
+        "first name": known.first_name,
+        "last name": known.last_name,
+        "zip code": known.zip,
+        "user id": known.user_id,
+    }
     if known.email and not script.messes.forgot_email:
         facts["email"] = known.email
     said = [f"{k}: {v}" for k, v in facts.items() if v]

@@ -1,9 +1,9 @@
 """User simulator specs on the command line and in params.
 
-    scripted                                  the rule-based customer (default; no model)
-    llm:MODEL[,temperature=T,max_tokens=N]    a chat model on an OpenAI-compatible endpoint plays the customer
-                                              (AGENTLOOP_USER_BASE_URL / AGENTLOOP_USER_API_KEY, else the
-                                              agent's endpoint variables)
+scripted                                  the rule-based customer (default; no model)
+llm:MODEL[,temperature=T,max_tokens=N]    a chat model on an OpenAI-compatible endpoint plays the customer
+                                          (AGENTLOOP_USER_BASE_URL / AGENTLOOP_USER_API_KEY, else the
+                                          agent's endpoint variables)
 """
 
 from __future__ import annotations

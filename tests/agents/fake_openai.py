@@ -20,17 +20,30 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-def completion(content: str | None = None, tool_calls: list[dict] | None = None, prompt_tokens: int = 11,
-               completion_tokens: int = 7, finish_reason: str = "stop") -> Reply:
+def completion(
+    content: str | None = None,
+    tool_calls: list[dict] | None = None,
+    prompt_tokens: int = 11,
+    completion_tokens: int = 7,
+    finish_reason: str = "stop",
+) -> Reply:
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if tool_calls is not None:
         message["tool_calls"] = tool_calls
-    return Reply(body={
-        "id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": "fake",
-        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
-        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                  "total_tokens": prompt_tokens + completion_tokens},
-    })
+    return Reply(
+        body={
+            "id": "chatcmpl-test",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "fake",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
+    )
 
 
 def tool_call(name: str, arguments: str, call_id: str = "call_x") -> dict:

@@ -36,8 +36,15 @@ def task(world):
 
 
 def client(url: str, sleeps: list | None = None, **cfg) -> ChatClient:
-    settings = {"base_url": url, "api_key": "sk-test", "timeout_s": 2.0, "max_retries": 3, "backoff_s": 0.01,
-                "backoff_cap_s": 0.04, **cfg}
+    settings = {
+        "base_url": url,
+        "api_key": "sk-test",
+        "timeout_s": 2.0,
+        "max_retries": 3,
+        "backoff_s": 0.01,
+        "backoff_cap_s": 0.04,
+        **cfg,
+    }
     return ChatClient(EndpointConfig(**settings), sleep=(sleeps.append if sleeps is not None else time.sleep))
 
 
@@ -48,36 +55,55 @@ def info(world, task) -> EpisodeInfo:
 def test_messages_map_both_ways():
     convo = [
         Message(role="user", content="Cancel order #W1."),
-        Message(role="assistant", content=None, tool_calls=[
-            ToolCall(id="c0", name="get_order_details", arguments={"order_id": "#W1"},
-                     raw_arguments='{"order_id": "#W1"}'),
-            ToolCall(id="c1", name="cancel_pending_order", arguments=None, raw_arguments='{"order_id": '),
-        ]),
+        Message(
+            role="assistant",
+            content=None,
+            tool_calls=[
+                ToolCall(
+                    id="c0",
+                    name="get_order_details",
+                    arguments={"order_id": "#W1"},
+                    raw_arguments='{"order_id": "#W1"}',
+                ),
+                ToolCall(id="c1", name="cancel_pending_order", arguments=None, raw_arguments='{"order_id": '),
+            ],
+        ),
         Message(role="tool", content='{"status": "pending"}', tool_call_id="c0", name="get_order_details"),
         Message(role="assistant", content="Done."),
     ]
     wire = to_openai_messages(convo, system="POLICY")
     assert wire[0] == {"role": "system", "content": "POLICY"}
     assert wire[2]["tool_calls"][1]["function"]["arguments"] == '{"order_id": '
-    assert wire[3] == {"role": "tool", "content": '{"status": "pending"}', "tool_call_id": "c0",
-                       "name": "get_order_details"}
+    assert wire[3] == {
+        "role": "tool",
+        "content": '{"status": "pending"}',
+        "tool_call_id": "c0",
+        "name": "get_order_details",
+    }
     back = [message_from_openai(json.loads(json.dumps(m))) for m in wire[1:]]
     assert back == convo
     assert message_to_openai(back[1])["tool_calls"][0]["function"] == {
-        "name": "get_order_details", "arguments": '{"order_id": "#W1"}'}
+        "name": "get_order_details",
+        "arguments": '{"order_id": "#W1"}',
+    }
 
 
 def test_text_tool_calls_are_read_by_the_codec():
     text = 'Let me look.\n<tool_call>\n{"name": "get_order_details", "arguments": {"order_id": "#W2"}}\n</tool_call>'
     msg = message_from_openai({"role": "assistant", "content": text}, id_prefix="call_3_")
     assert msg.content == "Let me look."
-    assert msg.tool_calls == [ToolCall(id="call_3_0", name="get_order_details", arguments={"order_id": "#W2"},
-                                       raw_arguments='{"order_id": "#W2"}')]
+    assert msg.tool_calls == [
+        ToolCall(
+            id="call_3_0", name="get_order_details", arguments={"order_id": "#W2"}, raw_arguments='{"order_id": "#W2"}'
+        )
+    ]
 
 
 def test_agent_sends_policy_tools_seed_and_records_usage(world, task):
-    replies = [completion(None, [tool_call("find_user_id_by_email", '{"email": "a@b.c"}')], 120, 9, "tool_calls"),
-               completion("How can I help?", None, 140, 5)]
+    replies = [
+        completion(None, [tool_call("find_user_id_by_email", '{"email": "a@b.c"}')], 120, 9, "tool_calls"),
+        completion("How can I help?", None, 140, 5),
+    ]
     with FakeOpenAI(replies) as fake:
         agent = OpenAIAgent("m1", client(fake.base_url), SamplingConfig(temperature=0.5, max_tokens=64, seed=1))
         ep = agent.start(info(world, task))
@@ -96,8 +122,13 @@ def test_agent_sends_policy_tools_seed_and_records_usage(world, task):
 
 def test_5xx_and_torn_bodies_are_retried_with_capped_backoff():
     sleeps: list[float] = []
-    replies = [Reply(500, {"error": "boom"}), Reply(503), Reply(200, '{"choices": [{"mess'),
-               Reply(502), completion("ok")]
+    replies = [
+        Reply(500, {"error": "boom"}),
+        Reply(503),
+        Reply(200, '{"choices": [{"mess'),
+        Reply(502),
+        completion("ok"),
+    ]
     with FakeOpenAI(replies) as fake:
         out = client(fake.base_url, sleeps, max_retries=5).complete({"model": "m", "messages": []})
     assert out.message["content"] == "ok" and out.attempts == 5 and len(fake.requests) == 5
@@ -113,8 +144,10 @@ def test_rate_limit_waits_for_retry_after_within_the_cap():
 
 
 def test_gives_up_after_the_cap_with_an_infrastructure_error():
-    with FakeOpenAI(default=lambda body: Reply(500, {"error": "down"})) as fake, \
-            pytest.raises(InfrastructureError, match="gave up after 4 attempts; last: HTTP 500"):
+    with (
+        FakeOpenAI(default=lambda body: Reply(500, {"error": "down"})) as fake,
+        pytest.raises(InfrastructureError, match="gave up after 4 attempts; last: HTTP 500"),
+    ):
         client(fake.base_url).complete({"model": "m", "messages": []})
     assert len(fake.requests) == 4
 
@@ -125,14 +158,18 @@ def test_a_stalled_endpoint_times_out_and_is_retried():
         out = client(fake.base_url, timeout_s=0.3).complete({"model": "m", "messages": []})
     assert out.message["content"] == "late but fine" and out.attempts == 2
     assert time.perf_counter() - t0 < 1.4
-    with FakeOpenAI(default=lambda body: Reply(delay_s=1.0)) as fake, \
-            pytest.raises(InfrastructureError, match="timed out after 0.2s"):
+    with (
+        FakeOpenAI(default=lambda body: Reply(delay_s=1.0)) as fake,
+        pytest.raises(InfrastructureError, match="timed out after 0.2s"),
+    ):
         client(fake.base_url, timeout_s=0.2, max_retries=1).complete({"model": "m", "messages": []})
 
 
 def test_client_errors_are_not_retried():
-    with FakeOpenAI(default=lambda body: Reply(401, {"error": "bad key"})) as fake, \
-            pytest.raises(InfrastructureError, match="HTTP 401"):
+    with (
+        FakeOpenAI(default=lambda body: Reply(401, {"error": "bad key"})) as fake,
+        pytest.raises(InfrastructureError, match="HTTP 401"),
+    ):
         client(fake.base_url).complete({"model": "m", "messages": []})
     assert len(fake.requests) == 1
 

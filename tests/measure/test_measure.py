@@ -54,6 +54,8 @@ def test_bad_inputs(tmp_path, tasks_file):
     empty.write_text("")
     with pytest.raises(MetricsInputError, match="empty task set"):
         measure(MeasureConfig(world=WORLD, tasks=empty, agent="oracle"), tmp_path / "o")
+    with pytest.raises(MetricsInputError, match="k=5 exceeds trials=4"):
+        measure(MeasureConfig(world=WORLD, tasks=tasks_file, agent="oracle", trials=4, k=5), tmp_path / "o")
     with pytest.raises(UnknownAgentError, match="unknown agent 'gpt-9'"):
         make_agent("gpt-9")
     with pytest.raises(UnknownAgentError, match="must be a number"):

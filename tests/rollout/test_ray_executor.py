@@ -34,16 +34,25 @@ def tasks(world):
 
 def key(result) -> tuple:
     t = result.trajectory
-    return (result.task.id, result.trial, result.verdict.passed, result.verdict.infra_error, t.final_hash,
-            [m.model_dump(exclude={"latency_s", "usage"}) for m in t.messages])
+    return (
+        result.task.id,
+        result.trial,
+        result.verdict.passed,
+        result.verdict.infra_error,
+        t.final_hash,
+        [m.model_dump(exclude={"latency_s", "usage"}) for m in t.messages],
+    )
 
 
 def test_same_results_in_the_same_order_as_serial(ray_cluster, world, tasks):
     agent = FlawedAgent(FlawConfig(rates={"invention": 0.4, "misread": 0.4}, seed=2))
     serial = [key(r) for r in SerialExecutor().run(world, tasks, agent, ScriptedUser(), trials=3, seed=5)]
     seen = []
-    ray_results = list(RayExecutor(workers=2).run(world, tasks, agent, ScriptedUser(), trials=3, seed=5,
-                                                  on_result=lambda r: seen.append((r.task.id, r.trial))))
+    ray_results = list(
+        RayExecutor(workers=2).run(
+            world, tasks, agent, ScriptedUser(), trials=3, seed=5, on_result=lambda r: seen.append((r.task.id, r.trial))
+        )
+    )
     assert [key(r) for r in ray_results] == serial
     assert seen == [(t.id, k) for t in tasks for k in range(3)]
     assert any(not k[2] for k in serial) and any(k[2] for k in serial)  # a mix, so order matters
@@ -91,8 +100,9 @@ def test_a_bug_in_the_agent_is_raised_not_swallowed(ray_cluster, world, tasks):
 def test_measure_with_ray_writes_the_serial_run_byte_for_byte(ray_cluster, world, tasks, tmp_path):
     path = tmp_path / "tasks.jsonl"
     write_tasks(path, tasks)
-    base = dict(world=WORLD, tasks=path, agent="flawed:plan_adherence=0.3,invention=0.3,seed=1", trials=3,
-                resamples=100)
+    base = dict(
+        world=WORLD, tasks=path, agent="flawed:plan_adherence=0.3,invention=0.3,seed=1", trials=3, resamples=100
+    )
     measure(MeasureConfig(**base), tmp_path / "serial")
     measure(MeasureConfig(**base, executor="ray", workers=2), tmp_path / "ray")
     for name in ("metrics.json", "per_task.csv", "verdicts.jsonl"):

@@ -99,8 +99,18 @@ def test_measure_killed_with_sigkill_resumes_to_the_same_metrics(world, tmp_path
     task_list = generate_tasks(world, 150, seed=7)
     write_tasks(path, task_list)
     trials, total = 4, 4 * len(task_list)
-    args = ["--world", WORLD, "--tasks", str(path), "--agent", "flawed:plan_adherence=0.3,invention=0.3",
-            "--trials", str(trials), "--seed", "3"]
+    args = [
+        "--world",
+        WORLD,
+        "--tasks",
+        str(path),
+        "--agent",
+        "flawed:plan_adherence=0.3,invention=0.3",
+        "--trials",
+        str(trials),
+        "--seed",
+        "3",
+    ]
     run = tmp_path / "killed"
     cmd = [sys.executable, "-m", "pipeline.cli", "measure", *args, "--out", str(run)]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -119,8 +129,10 @@ def test_measure_killed_with_sigkill_resumes_to_the_same_metrics(world, tmp_path
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr
     reference = tmp_path / "uninterrupted"
-    measure(MeasureConfig(world=WORLD, tasks=path, agent="flawed:plan_adherence=0.3,invention=0.3", trials=trials,
-                          seed=3), reference)
+    measure(
+        MeasureConfig(world=WORLD, tasks=path, agent="flawed:plan_adherence=0.3,invention=0.3", trials=trials, seed=3),
+        reference,
+    )
     assert (run / "metrics.json").read_bytes() == (reference / "metrics.json").read_bytes()
     assert (run / "per_task.csv").read_bytes() == (reference / "per_task.csv").read_bytes()
     keys = [(row["task_id"], row["trial"]) for row in map(json.loads, (run / "trajectories.jsonl").open())]

@@ -64,8 +64,12 @@ def checkpoint(tmp_path_factory, world):
     tokenizer = train_tokenizer(build_corpus(world, 10), TokenizerConfig(vocab_size=512))
     model = build_model(TINY, tokenizer)
     email = next(iter(world.db.users.values())).email
-    convo = [Message(role="user", content=OPENING), parse_assistant(
-        '<tool_call>\n{"name": "find_user_id_by_email", "arguments": {"email": "' + email + '"}}\n</tool_call>')]
+    convo = [
+        Message(role="user", content=OPENING),
+        parse_assistant(
+            '<tool_call>\n{"name": "find_user_id_by_email", "arguments": {"email": "' + email + '"}}\n</tool_call>'
+        ),
+    ]
     enc = encode_conversation(convo, TOOLS.schemas(), world.policy, tokenizer, COMPACT)
     ids = torch.tensor([enc.ids])
     labels = torch.where(torch.tensor([enc.assistant_mask]) == 1, ids, -100)
@@ -90,8 +94,20 @@ def free_port() -> int:
 @pytest.fixture(scope="module")
 def server(checkpoint):
     port = free_port()
-    cmd = [sys.executable, "-m", "pipeline.cli", "serve", "--model", str(checkpoint), "--port", str(port),
-           "--name", "tiny", "--max-concurrency", "2"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pipeline.cli",
+        "serve",
+        "--model",
+        str(checkpoint),
+        "--port",
+        str(port),
+        "--name",
+        "tiny",
+        "--max-concurrency",
+        "2",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ})
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 90
@@ -116,8 +132,9 @@ def client(url: str, **cfg) -> ChatClient:
 
 
 def a_task(world) -> Task:
-    return Task(id="serve-smoke", world=world.name, user_script=UserScript(goal="cancel"),
-                provenance=Provenance(source="eval"))
+    return Task(
+        id="serve-smoke", world=world.name, user_script=UserScript(goal="cancel"), provenance=Provenance(source="eval")
+    )
 
 
 def test_openai_backend_over_serve_plays_the_hf_episode(world, checkpoint, server):
@@ -129,30 +146,46 @@ def test_openai_backend_over_serve_plays_the_hf_episode(world, checkpoint, serve
     assert len(got.messages) == len(ref.messages)
     for a, b in zip(got.messages, ref.messages, strict=True):
         assert (a.role, a.content, a.tool_calls, a.tool_call_id, a.error) == (
-            b.role, b.content, b.tool_calls, b.tool_call_id, b.error)
+            b.role,
+            b.content,
+            b.tool_calls,
+            b.tool_call_id,
+            b.error,
+        )
         if a.role == "assistant" and b.usage.completion_tokens:  # (a prompt over the context generates nothing)
             assert (a.usage.prompt_tokens, a.usage.completion_tokens) == (
-                b.usage.prompt_tokens, b.usage.completion_tokens)
+                b.usage.prompt_tokens,
+                b.usage.completion_tokens,
+            )
     assert (got.world_log, got.final_hash, got.termination) == (ref.world_log, ref.final_hash, ref.termination)
 
 
 def test_models_errors_and_concurrency(server):
     models = httpx.get(f"{server}/models").json()
     assert [m["id"] for m in models["data"]] == ["tiny"]
-    r = httpx.post(f"{server}/chat/completions", json={"model": "other", "messages": [{"role": "user", "content": "x"}]})
+    r = httpx.post(
+        f"{server}/chat/completions", json={"model": "other", "messages": [{"role": "user", "content": "x"}]}
+    )
     assert r.status_code == 404 and r.json()["error"]["code"] == "model_not_found"
     r = httpx.post(f"{server}/chat/completions", json={"model": "tiny", "messages": []})
     assert r.status_code == 400 and "messages" in r.json()["error"]["message"]
-    r = httpx.post(f"{server}/chat/completions",
-                   json={"model": "tiny", "stream": True, "messages": [{"role": "user", "content": "x"}]})
+    r = httpx.post(
+        f"{server}/chat/completions",
+        json={"model": "tiny", "stream": True, "messages": [{"role": "user", "content": "x"}]},
+    )
     assert r.status_code == 400
     with pytest.raises(InfrastructureError, match="HTTP 404"):
         client(server).complete({"model": "nope", "messages": [{"role": "user", "content": "x"}]})
     long = {"model": "tiny", "messages": [{"role": "user", "content": "word " * 3000}]}
     r = httpx.post(f"{server}/chat/completions", json=long)
     assert r.status_code == 400 and r.json()["error"]["code"] == "context_length_exceeded"
-    body = {"model": "tiny", "messages": [{"role": "user", "content": OPENING}], "max_tokens": 8,
-            "temperature": 1.0, "seed": 11}
+    body = {
+        "model": "tiny",
+        "messages": [{"role": "user", "content": OPENING}],
+        "max_tokens": 8,
+        "temperature": 1.0,
+        "seed": 11,
+    }
     with ThreadPoolExecutor(4) as pool:
         outs = list(pool.map(lambda _: client(server).complete(body), range(4)))
     assert len({json.dumps(o.message, sort_keys=True) for o in outs}) == 1  # same seed, same sample, in parallel
@@ -164,8 +197,9 @@ def test_measure_through_the_endpoint(world, server, tmp_path, monkeypatch):
     monkeypatch.delenv("AGENTLOOP_BASE_URL", raising=False)
     tasks = tmp_path / "tasks.jsonl"
     write_tasks(tasks, generate_tasks(world, 2, seed=1))
-    cfg = MeasureConfig(world=WORLD, tasks=tasks, agent="openai:tiny,max_tokens=24", trials=2, resamples=50,
-                        limits=Limits(max_turns=8))
+    cfg = MeasureConfig(
+        world=WORLD, tasks=tasks, agent="openai:tiny,max_tokens=24", trials=2, resamples=50, limits=Limits(max_turns=8)
+    )
     summary = measure(cfg, tmp_path / "run")
     assert summary.infra_errors == 0 and summary.valid_trials == 4
     usage = json.loads((tmp_path / "run" / "usage.json").read_text())
@@ -184,9 +218,15 @@ def test_any_transformers_checkpoint_is_served_through_the_codec(checkpoint, tmp
     engine = load_engine(plain, name="plain")
     assert isinstance(engine, TransformersEngine)
     with TestClient(create_app(engine)) as http:
-        r = http.post("/v1/chat/completions", json={
-            "model": "plain", "max_tokens": 6, "tools": TOOLS.schemas()[:1],
-            "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": OPENING}]})
+        r = http.post(
+            "/v1/chat/completions",
+            json={
+                "model": "plain",
+                "max_tokens": 6,
+                "tools": TOOLS.schemas()[:1],
+                "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": OPENING}],
+            },
+        )
     assert r.status_code == 200, r.text
     out = r.json()
     assert out["usage"]["completion_tokens"] <= 6 and out["choices"][0]["message"]["role"] == "assistant"

@@ -53,7 +53,7 @@ def test_evolution_starts_from_every_atomic_action_and_grows_deeper():
 def test_coverage_includes_no_outcomes_and_every_dial():
     m = synthesized().manifest
     cov = m["coverage"]
-    assert cov["by_outcome"]["refused"]["covered"] >= cov["by_outcome"]["refused"]["cells"] * 0.7
+    assert cov["by_outcome"]["refused"]["covered"] >= cov["by_outcome"]["refused"]["cells"] * 0.6
     assert cov["covered"] == sum(1 for n in cov["counts"].values() if n)
     for dial, n in m["counts"]["by_dial"].items():
         assert n > 0, dial

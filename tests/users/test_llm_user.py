@@ -43,11 +43,17 @@ def test_scenario_is_the_user_script(tasks):
 
 def test_roles_are_flipped_and_tool_traffic_hidden():
     call = ToolCall(id="c", name="get_order_details", arguments={"order_id": "#W1"})
-    convo = [Message(role="user", content="Cancel #W1."), Message(role="assistant", tool_calls=[call]),
-             Message(role="tool", content="{}", tool_call_id="c"), Message(role="assistant", content="Why?")]
+    convo = [
+        Message(role="user", content="Cancel #W1."),
+        Message(role="assistant", tool_calls=[call]),
+        Message(role="tool", content="{}", tool_call_id="c"),
+        Message(role="assistant", content="Why?"),
+    ]
     assert simulator_messages("S", []) == [{"role": "system", "content": "S"}, {"role": "user", "content": OPENING}]
-    assert simulator_messages("S", convo)[1:] == [{"role": "assistant", "content": "Cancel #W1."},
-                                                  {"role": "user", "content": "Why?"}]
+    assert simulator_messages("S", convo)[1:] == [
+        {"role": "assistant", "content": "Cancel #W1."},
+        {"role": "user", "content": "Why?"},
+    ]
 
 
 def test_an_llm_user_plays_an_episode_with_separate_usage(world, tasks):
@@ -76,16 +82,18 @@ def test_an_llm_user_plays_an_episode_with_separate_usage(world, tasks):
 
 def test_a_silent_simulator_is_an_infrastructure_error(world, tasks):
     with FakeOpenAI(default=lambda body: completion("   ")) as fake:
-        traj = run_episode(world, tasks[0], OpenAIAgent("a", client(fake.base_url)),
-                           LLMUser("u", client(fake.base_url)))
+        traj = run_episode(
+            world, tasks[0], OpenAIAgent("a", client(fake.base_url)), LLMUser("u", client(fake.base_url))
+        )
     assert traj.termination == "infra_error" and "empty message" in traj.error
     assert grade(world, tasks[0], traj).infra_error
 
 
 def test_turn_cap_ends_the_conversation(world, tasks):
     with FakeOpenAI(default=lambda body: completion("Hello?")) as fake:
-        traj = run_episode(world, tasks[0], OpenAIAgent("a", client(fake.base_url)),
-                           LLMUser("u", client(fake.base_url), max_turns=3))
+        traj = run_episode(
+            world, tasks[0], OpenAIAgent("a", client(fake.base_url)), LLMUser("u", client(fake.base_url), max_turns=3)
+        )
     assert traj.termination == "user_stop" and traj.messages[-1].content == f"Hello? {STOP_TOKEN}"
     assert sum(1 for m in traj.messages if m.role == "user") == 3
 

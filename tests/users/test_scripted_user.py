@@ -91,8 +91,9 @@ def test_forgot_email_says_so_then_gives_name_and_zip():
 def test_also_request_comes_only_after_the_first_is_done():
     task = find(tasks(), "two_requests", also_request=True)
     first, last = task.user_script.requests
+    vague = task.user_script.messes.vague_item
     chat = Chat(task)
-    assert (first.vague_utterance or first.utterance) in chat.last
+    assert ((first.vague_utterance if vague else None) or first.utterance) in chat.last
     assert last.utterance not in chat.last and (last.vague_utterance or "@@") not in chat.last
     chat.agent("What is your email?")
     # an 'anything else' with nothing done and nothing refused does not count as handling the request
@@ -100,7 +101,8 @@ def test_also_request_comes_only_after_the_first_is_done():
     nxt = chat.agent(f"Order {first.order_id} has been updated. Is there anything else I can help you with?")
     if first.expect == "refused" and task.user_script.messes.pushback:
         nxt = chat.agent("I'm sorry, but I cannot do that. Is there anything else I can help you with?")
-    assert nxt.startswith("Oh, can you also") and (last.vague_utterance or last.utterance) in nxt
+    assert nxt.startswith("Oh, can you also")
+    assert ((last.vague_utterance if vague else None) or last.utterance) in nxt
 
 
 @pytest.mark.parametrize("pushback", [True, False])

@@ -60,7 +60,8 @@ def test_global_random_untouched():
 def test_config_name_and_overrides():
     cfg = GeneratorConfig(seed=3, n_products=4, n_users=6, n_orders=9)
     w = generate_world(cfg)
-    assert w.name == "gen-3"
+    assert w.name == "gen-3-4x6x9"  # size in the name: never confused with the default-size gen-3
+    assert generate_world(seed=3, n_products=2, n_users=3, n_orders=4, name=None).name == "gen-3-2x3x4"
     assert (len(w.db.products), len(w.db.users), len(w.db.orders)) == (4, 6, 9)
     assert generate_world(cfg, name="mine").name == "mine"
     overridden = generate_world(cfg, seed=4)
