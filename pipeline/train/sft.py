@@ -127,7 +127,7 @@ def verify(trajectories: list[Trajectory], tasks: dict[str, Task]) -> tuple[list
     """Keep trajectories whose task is known and whose re-graded verdict passes; unknown tasks are kept as given."""
     kept, counts = [], {"verified": 0, "failed_verification": 0, "unverified": 0, "infra_error": 0}
     for traj in trajectories:
-        if traj.infra_error if hasattr(traj, "infra_error") else traj.termination == "infra_error":
+        if traj.infra_error:
             counts["infra_error"] += 1
             continue
         task = tasks.get(traj.task_id)
@@ -226,7 +226,7 @@ def run_sft(params: SFTParams, out: Path, trajectories: list[Trajectory] | None 
             gradient_accumulation_steps=params.grad_accum,
             learning_rate=params.learning_rate,
             lr_scheduler_type=params.lr_scheduler,
-            warmup_steps=params.warmup_ratio,
+            warmup_steps=params.warmup_ratio,  # a float below 1 is a share of the steps
             weight_decay=params.weight_decay,
             max_length=params.max_length,
             train_sampling_strategy="group_by_length",

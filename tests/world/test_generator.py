@@ -65,7 +65,7 @@ def test_config_name_and_overrides():
     assert (len(w.db.products), len(w.db.users), len(w.db.orders)) == (4, 6, 9)
     assert generate_world(cfg, name="mine").name == "mine"
     overridden = generate_world(cfg, seed=4)
-    assert overridden.name == "gen-4" and overridden.fingerprint != w.fingerprint
+    assert overridden.name == "gen-4-4x6x9" and overridden.fingerprint != w.fingerprint
     with pytest.raises(ValidationError):
         generate_world(cfg, n_items=3)
     with pytest.raises(ValidationError):
