@@ -119,12 +119,14 @@ def run_level(url: str, name: str, turns, concurrency: int, max_tokens: int) -> 
 
     t0 = time.perf_counter()
     with ThreadPoolExecutor(concurrency) as pool:
-        replies = [m for m in pool.map(act, turns) if m is not None]
+        answered = [m for m in pool.map(act, turns) if m is not None]
     wall = time.perf_counter() - t0
+    replies = [m for m in answered if m.latency_s is not None]  # the others overflowed the context (HTTP 400)
     latencies = sorted(m.latency_s for m in replies)
     return {
         "concurrency": concurrency,
         "requests": len(turns),
+        "context_overflows": len(answered) - len(replies),
         "wall_s": round(wall, 2),
         "requests_per_s": round(len(replies) / wall, 2),
         "completion_tokens_per_s": round(sum(m.usage.completion_tokens for m in replies) / wall, 1),

@@ -177,9 +177,12 @@ def measure_cmd(
     from pipeline.users.registry import UnknownUserError
     from pipeline.world.retail.state import WorldLoadError
 
+    if executor != "ray" and (address or workers):
+        _fail("--address and --workers need --executor ray")
     try:
-        config = MeasureConfig(world=world, tasks=tasks, agent=agent, trials=trials, k=k, seed=seed, max_tasks=max_tasks,
-                               user=user, judge=judge, executor=executor, address=address, workers=workers)
+        config = MeasureConfig(world=world, tasks=tasks, agent=agent, trials=trials, k=k, seed=seed,
+                               max_tasks=max_tasks, user=user, judge=judge, executor=executor, address=address,
+                               workers=workers)
     except ValidationError as exc:
         _fail(f"{'.'.join(map(str, exc.errors()[0]['loc']))}: {exc.errors()[0]['msg']}")
     try:
@@ -190,7 +193,7 @@ def measure_cmd(
             bar = progress.add_task(f"measure {agent}", total=n_tasks * trials)
             summary = measure(config, out, on_trial=lambda _: progress.advance(bar))
     except (TaskFileError, UnknownAgentError, UnknownUserError, UnknownJudgeError, MetricsInputError, WorldLoadError,
-            ResumeMismatchError, ImportError) as exc:
+            ResumeMismatchError, ImportError, ConnectionError) as exc:
         _fail(str(exc))
     Console().print(_summary_table(summary))
     console.print(f"wrote {out}/metrics.json, per_task.csv, trajectories.jsonl, verdicts.jsonl")
@@ -204,7 +207,7 @@ def serve_cmd(
     port: int = typer.Option(8000, min=1, max=65535),
     max_concurrency: int = typer.Option(1, min=1, help="Generations run at once (more queue)."),
     max_tokens: int = typer.Option(256, min=1, help="Reply length when a request sets none."),
-    threads: int = typer.Option(1, min=0, help="Torch threads per generation (0: torch's default; raise for big models)."),
+    threads: int = typer.Option(1, min=0, help="Torch threads per generation (0: torch's default)."),
 ) -> None:
     """Serve a local model over an OpenAI-compatible chat-completions API with tool calls."""
     from pipeline.agents.codec import CodecMismatchError

@@ -2,11 +2,14 @@
 
 Each actor receives the world, the agent (its model), the user simulator and the judge once, when it starts,
 and then runs one trial per call: the episode, retries of infrastructure errors, and the verdict. At most
-`workers × in_flight_per_worker` calls are outstanding, so memory stays bounded on any task count. A worker
+`workers × in_flight_per_worker` calls are outstanding (finished results wait in a reorder buffer only until
+the trials before them are done), so no task count floods the cluster. A worker
 that dies (OOM, a killed process, a lost node) is replaced and its trials run again; a trial that keeps
 killing its worker is reported with an infra_error verdict and left out of the metrics, never scored as a
 failure. Results come back in (task, trial) order whatever order they finish in, so the files and metrics a
 run writes are the same as with the serial executor.
+
+On an existing cluster (`address`), every node needs agentloop installed (the same version as the driver).
 """
 
 from __future__ import annotations
@@ -84,6 +87,7 @@ class RayExecutor:
         self.cpus_per_worker, self.gpus_per_worker = cpus_per_worker, gpus_per_worker
         self.threads_per_worker = threads_per_worker
         self.actors: list[Any] = []
+        self.peak_in_flight = 0  # most calls outstanding at once in the last run (bounded by design)
 
     def _ray(self) -> Any:
         ray = import_ray()
@@ -158,6 +162,7 @@ class RayExecutor:
                     item = items.popleft()
                     in_flight[actor.run.remote(item.task, item.trial)] = (actor, item)
                     load[actor] += 1
+                self.peak_in_flight = max(self.peak_in_flight, len(in_flight))
                 ready, _ = ray.wait(list(in_flight), num_returns=1)
                 for ref in ready:
                     actor, item = in_flight.pop(ref)

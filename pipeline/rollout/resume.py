@@ -61,7 +61,7 @@ class TrialJournal:
         if header.get("fingerprint") != self.fingerprint:
             raise ResumeMismatchError(
                 f"{self.path}: this run directory holds another run (fingerprint {header.get('fingerprint')},"
-                f" this run {self.fingerprint}); use a new output directory or start afresh"
+                f" this run {self.fingerprint}); use a new output directory, or delete {self.path} to start over"
             )
         duplicates = 0
         for n, line in enumerate(lines[1:], start=2):

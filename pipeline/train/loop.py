@@ -24,10 +24,10 @@ IGNORE = -100
 
 @dataclass(frozen=True)
 class Example:
-    """Token ids and a 0/1 mask of the tokens that carry loss (assistant output)."""
+    """Token ids and the loss weight of each token (1 on assistant output, 0 or a small weight elsewhere)."""
 
     ids: list[int]
-    mask: list[int]
+    mask: list[float]
 
 
 class LoopConfig(BaseModel):
@@ -66,26 +66,34 @@ def batches(examples: Sequence[Example], batch_tokens: int, max_length: int, rng
 
 
 def collate(examples: Sequence[Example], pad_id: int, max_length: int) -> dict[str, torch.Tensor]:
-    """Right-padded input_ids / attention_mask / labels (IGNORE where the mask is 0 or padded)."""
+    """Right-padded input_ids / attention_mask / labels (IGNORE where the weight is 0 or padded) / weights."""
     width = max(min(len(e.ids), max_length) for e in examples)
     ids = torch.full((len(examples), width), pad_id, dtype=torch.long)
     labels = torch.full((len(examples), width), IGNORE, dtype=torch.long)
+    weights = torch.zeros((len(examples), width), dtype=torch.float)
     attention = torch.zeros((len(examples), width), dtype=torch.long)
     for row, e in enumerate(examples):
         n = min(len(e.ids), max_length)
         ids[row, :n] = torch.tensor(e.ids[:n])
         attention[row, :n] = 1
+        w = torch.tensor(e.mask[:n], dtype=torch.float)
         lab = torch.tensor(e.ids[:n])
-        lab[torch.tensor(e.mask[:n]) == 0] = IGNORE
+        lab[w == 0] = IGNORE
         labels[row, :n] = lab
-    return {"input_ids": ids, "attention_mask": attention, "labels": labels}
+        weights[row, :n] = w
+    return {"input_ids": ids, "attention_mask": attention, "labels": labels, "weights": weights}
 
 
-def masked_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Mean next-token cross-entropy over the labelled positions."""
+def masked_loss(logits: torch.Tensor, labels: torch.Tensor, weights: torch.Tensor | None = None) -> torch.Tensor:
+    """Next-token cross-entropy, averaged over labelled positions with their weights."""
     shift_logits = logits[:, :-1].reshape(-1, logits.size(-1)).float()
     shift_labels = labels[:, 1:].reshape(-1)
-    return torch.nn.functional.cross_entropy(shift_logits, shift_labels, ignore_index=IGNORE)
+    losses = torch.nn.functional.cross_entropy(shift_logits, shift_labels, ignore_index=IGNORE, reduction="none")
+    if weights is None:
+        weights = (shift_labels != IGNORE).float()
+    else:
+        weights = weights[:, 1:].reshape(-1)
+    return (losses * weights).sum() / weights.sum().clamp(min=1e-6)
 
 
 @dataclass
@@ -141,14 +149,14 @@ def train_loop(
             queue = list(epoch_batches) if step == 0 else batches(examples, config.batch_tokens, config.max_length, rng)
         batch = collate([examples[i] for i in queue.pop()], pad_id, config.max_length)
         out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
-        loss = masked_loss(out.logits, batch["labels"])
+        loss = masked_loss(out.logits, batch["labels"], batch["weights"])
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
         opt.step()
         sched.step()
         opt.zero_grad(set_to_none=True)
         tokens += int(batch["attention_mask"].sum())
-        losses.append(float(loss))
+        losses.append(loss.item())
         if on_step:
             on_step(step, losses[-1])
         if step % config.log_every == 0 or step == total - 1:

@@ -48,11 +48,13 @@ def test_same_results_in_the_same_order_as_serial(ray_cluster, world, tasks):
     agent = FlawedAgent(FlawConfig(rates={"invention": 0.4, "misread": 0.4}, seed=2))
     serial = [key(r) for r in SerialExecutor().run(world, tasks, agent, ScriptedUser(), trials=3, seed=5)]
     seen = []
+    executor = RayExecutor(workers=2, in_flight_per_worker=2)
     ray_results = list(
-        RayExecutor(workers=2).run(
+        executor.run(
             world, tasks, agent, ScriptedUser(), trials=3, seed=5, on_result=lambda r: seen.append((r.task.id, r.trial))
         )
     )
+    assert executor.peak_in_flight == 4  # 24 trials, never more than workers × in_flight_per_worker out at once
     assert [key(r) for r in ray_results] == serial
     assert seen == [(t.id, k) for t in tasks for k in range(3)]
     assert any(not k[2] for k in serial) and any(k[2] for k in serial)  # a mix, so order matters

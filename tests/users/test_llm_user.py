@@ -108,3 +108,29 @@ def test_user_specs(monkeypatch):
         make_user("llm:gpt-x,colour=2")
     with pytest.raises(UnknownUserError, match="expected scripted or llm:MODEL"):
         make_user("robot")
+
+
+def test_measure_records_user_usage_apart(tasks, tmp_path, monkeypatch):
+    from pipeline.dataset.io import write_tasks
+    from pipeline.measure import MeasureConfig, measure
+
+    def answer(body: dict) -> Reply:
+        if body["model"] == "customer":
+            first = len(body["messages"]) == 2  # system + the opening cue
+            return completion("Cancel my order." if first else f"Never mind, bye. {STOP_TOKEN}", prompt_tokens=50)
+        return completion("Which order?", prompt_tokens=70, completion_tokens=3)
+
+    path = tmp_path / "tasks.jsonl"
+    write_tasks(path, tasks[:2])
+    with FakeOpenAI(default=answer) as fake:
+        monkeypatch.setenv("AGENTLOOP_BASE_URL", fake.base_url)
+        cfg = MeasureConfig(
+            world="gen-3-8x20x40", tasks=path, agent="openai:agent", user="llm:customer", trials=2, resamples=50
+        )
+        summary = measure(cfg, tmp_path / "run")
+    assert summary.valid_trials == 4
+    import json
+
+    usage = json.loads((tmp_path / "run" / "usage.json").read_text())
+    assert usage["user"]["name"] == "llm:customer" and usage["user"]["prompt_tokens"] == 4 * 2 * 50
+    assert usage["agent"]["name"] == "openai:agent" and usage["agent"]["prompt_tokens"] == 4 * 70

@@ -1,0 +1,126 @@
+"""`agentloop train ...`: build the embedded default baseline, SFT, GRPO (mounted by pipeline.cli)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import typer
+import yaml
+from pydantic import ValidationError
+from rich.console import Console
+from rich.markup import escape
+
+train_app = typer.Typer(help="Train: the embedded default baseline, SFT and GRPO through TRL.", no_args_is_help=True)
+console = Console(stderr=True)
+log = logging.getLogger(__name__)
+
+
+def _fail(message: str) -> None:
+    console.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
+    raise typer.Exit(2)
+
+
+def _overrides(config: Path | None) -> dict:
+    if config is None:
+        return {}
+    data = yaml.safe_load(config.read_text()) or {}
+    if not isinstance(data, dict):
+        _fail(f"{config}: expected a mapping of settings")
+    return data
+
+
+@train_app.command("baseline")
+def baseline(
+    out: Path = typer.Option(..., help="Checkpoint directory to write."),
+    config: Path = typer.Option(None, help="YAML file of EmbeddedConfig settings (unknown keys fail)."),
+    seed: int = typer.Option(None, help="Override the build seed."),
+) -> None:
+    """Build the embedded default on CPU: tokenizer, tiny Llama, copy warm-up, flawed-corpus baseline."""
+    from pipeline.train.embedded import EmbeddedConfig, build_baseline
+
+    try:
+        settings = _overrides(config)
+        if seed is not None:
+            settings["seed"] = seed
+        cfg = EmbeddedConfig.model_validate(settings)
+    except ValidationError as exc:
+        _fail(str(exc))
+    report = build_baseline(cfg, out)
+    console.print(f"baseline → {out} ({report['seconds_total']:.0f} s; {json.dumps(report['seconds'])})")
+
+
+@train_app.command("sft")
+def sft(
+    base: Path = typer.Option(..., help="Checkpoint to fine-tune."),
+    data: list[Path] = typer.Option(..., help="trajectories.jsonl (repeatable)."),
+    out: Path = typer.Option(..., help="Checkpoint directory to write."),
+    anchors: list[Path] = typer.Option([], help="Anchor trajectories.jsonl replayed against forgetting (repeatable)."),
+    anchor_share: float = typer.Option(0.25, help="Share of training examples drawn from the anchors."),
+    tasks: list[Path] = typer.Option([], help="tasks.jsonl used to re-grade the trajectories (repeatable)."),
+    epochs: float = typer.Option(2.0),
+    lr: float = typer.Option(1e-3, help="Learning rate."),
+    batch_size: int = typer.Option(4),
+    grad_accum: int = typer.Option(1),
+    max_length: int = typer.Option(4096),
+    max_steps: int = typer.Option(-1),
+    lora: bool = typer.Option(False, help="Train a LoRA adapter (merged into the saved weights)."),
+    lora_r: int = typer.Option(16),
+    lora_alpha: int = typer.Option(32),
+    bf16: bool = typer.Option(False, help="bf16 mixed precision (GPU)."),
+    seed: int = typer.Option(0),
+) -> None:
+    """Supervised fine-tuning through TRL's SFTTrainer on codec-rendered, verified trajectories."""
+    from pipeline.agents.codec import CodecMismatchError
+    from pipeline.train.sft import LoraParams, SFTParams, run_sft
+
+    try:
+        params = SFTParams(base=base, data=data, anchors=anchors, anchor_share=anchor_share, tasks=tasks,
+                           epochs=epochs, learning_rate=lr, batch_size=batch_size, grad_accum=grad_accum,
+                           max_length=max_length, max_steps=max_steps, bf16=bf16, seed=seed,
+                           lora=LoraParams(enabled=lora, r=lora_r, alpha=lora_alpha))
+        result = run_sft(params, out)
+    except (ValidationError, CodecMismatchError, FileNotFoundError, ValueError) as exc:
+        _fail(str(exc))
+    console.print(f"SFT: {result.examples} examples, {result.steps} steps, loss {result.first_loss:.3f} → "
+                  f"{result.last_loss:.3f}; wrote {out}")
+
+
+@train_app.command("grpo")
+def grpo(
+    base: Path = typer.Option(..., help="Checkpoint to train."),
+    tasks: list[Path] = typer.Option(..., help="tasks.jsonl task pool (repeatable)."),
+    out: Path = typer.Option(..., help="Checkpoint directory to write."),
+    world: str = typer.Option(None, help="World reference (default: the tasks' own)."),
+    steps: int = typer.Option(3),
+    num_generations: int = typer.Option(4, help="Episodes per task (the group)."),
+    tasks_per_step: int = typer.Option(2, help="Groups per optimizer step."),
+    lr: float = typer.Option(1e-4),
+    beta: float = typer.Option(0.0),
+    temperature: float = typer.Option(1.0),
+    max_new_tokens: int = typer.Option(256),
+    lora: bool = typer.Option(False),
+    vllm: str = typer.Option("off", help="off | colocate | server (GPU)."),
+    vllm_gpu_memory: float = typer.Option(0.3),
+    vllm_host: str = typer.Option("127.0.0.1"),
+    vllm_port: int = typer.Option(8000),
+    bf16: bool = typer.Option(False),
+    seed: int = typer.Option(0),
+) -> None:
+    """GRPO through TRL's GRPOTrainer; episodes run by our runner with the scripted user; reward = verdict."""
+    from pipeline.agents.codec import CodecMismatchError
+    from pipeline.train.grpo import GRPOParams, run_grpo
+    from pipeline.train.sft import LoraParams
+
+    try:
+        params = GRPOParams(base=base, tasks=tasks, world=world, steps=steps, num_generations=num_generations,
+                            tasks_per_step=tasks_per_step, learning_rate=lr, beta=beta, temperature=temperature,
+                            max_new_tokens=max_new_tokens, lora=LoraParams(enabled=lora), vllm=vllm,
+                            vllm_gpu_memory=vllm_gpu_memory, vllm_host=vllm_host, vllm_port=vllm_port, bf16=bf16,
+                            seed=seed)
+        result = run_grpo(params, out)
+    except (ValidationError, CodecMismatchError, FileNotFoundError, ValueError) as exc:
+        _fail(str(exc))
+    console.print(f"GRPO: {result.steps} steps, mean reward per step {result.rewards}, rollouts {result.stats}; "
+                  f"wrote {out}")

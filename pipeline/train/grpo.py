@@ -1,0 +1,201 @@
+"""`agentloop train grpo`: TRL's GRPOTrainer, with our episode runner generating through `rollout_func`.
+
+TRL 1.16's GRPOTrainer accepts a `rollout_func(prompts, trainer)` that returns prompt ids, completion ids and
+extra fields; an `env_mask` among them marks which completion tokens the model produced (the rest are masked
+out of the loss). Each dataset row is a task id; `rollout_func` runs whole episodes (policy ↔ scripted user ↔
+tools) with `pipeline.train.rollouts`, and the reward function returns the grader's verdict carried in the
+extra fields. Dynamic sampling and infrastructure refills happen there (see that module).
+
+CPU smoke configuration (the default here): 2 tasks per step, 4 episodes per task, sampling at temperature 1,
+a few steps; it exercises the whole path in the slow test tier.
+
+GPU settings, with vLLM generating (pip install agentloop[gpu]):
+
+    agentloop train grpo --base sft/ --tasks synth/tasks.jsonl --world gen-1 --steps 200 \\
+        --num-generations 8 --tasks-per-step 8 --lr 1e-6 --beta 0.0 --bf16 \\
+        --vllm colocate --vllm-gpu-memory 0.3            # one GPU: vLLM shares it with training
+    # or: trl vllm-serve --model sft/ on other GPUs, then --vllm server --vllm-host 127.0.0.1 --vllm-port 8000
+
+In both modes the weights are synced to vLLM after each optimizer step (TRL does it before calling
+`rollout_func`), and the episodes sample through `trainer.vllm_generation`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field
+
+from pipeline.dataset.io import read_tasks
+from pipeline.dataset.task import Task
+from pipeline.rollout.runner import Limits
+from pipeline.train.model import CheckpointMeta, load_checkpoint, save_checkpoint
+from pipeline.train.rollouts import EpisodeRollouts, PolicyAgent, grouped, local_generate, to_trl, vllm_generate
+from pipeline.train.sft import LoraParams, file_sha256
+from pipeline.users.scripted import ScriptedUser
+from pipeline.world.registry import load_world
+
+log = logging.getLogger(__name__)
+
+
+class GRPOParams(BaseModel):
+    """One GRPO run; recorded in the checkpoint's agentloop.json."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    base: Path = Field(description="Checkpoint to start from.")
+    tasks: list[Path] = Field(description="tasks.jsonl files: the task pool (generated worlds only).")
+    world: str | None = Field(default=None, description="World reference; None = the tasks' own world field.")
+    steps: int = Field(default=3, ge=1, description="Optimizer steps.")
+    num_generations: int = Field(default=4, ge=2, description="Episodes per task (the GRPO group).")
+    tasks_per_step: int = Field(default=2, ge=1, description="Groups per optimizer step.")
+    learning_rate: float = Field(default=1e-4, gt=0)
+    beta: float = Field(default=0.0, ge=0, description="KL coefficient (0: no reference model).")
+    loss_type: str = Field(default="dapo", description="TRL loss; 'dapo' normalises by active tokens (see module).")
+    temperature: float = Field(default=1.0, gt=0, description="Sampling temperature of the episodes.")
+    max_new_tokens: int = Field(default=256, ge=1, description="Tokens per assistant turn.")
+    max_resamples: int = Field(default=4, ge=0, description="Zero-variance replacements tried per group.")
+    max_infra_retries: int = Field(default=2, ge=0, description="Retries of an episode lost to infrastructure.")
+    limits: Limits = Field(default_factory=lambda: Limits(max_turns=40, max_tool_calls=20))
+    lora: LoraParams = Field(default_factory=LoraParams)
+    vllm: Literal["off", "colocate", "server"] = Field(default="off", description="vLLM generation (GPU only).")
+    vllm_gpu_memory: float = Field(default=0.3, gt=0, le=1, description="colocate: share of GPU memory for vLLM.")
+    vllm_host: str = Field(default="127.0.0.1", description="server: host of `trl vllm-serve`.")
+    vllm_port: int = Field(default=8000, description="server: port of `trl vllm-serve`.")
+    bf16: bool = Field(default=False)
+    threads: int | None = Field(default=2, ge=1)
+    seed: int = Field(default=0)
+
+
+@dataclass
+class GRPOResult:
+    out: Path
+    steps: int
+    rewards: list[float] = field(default_factory=list)
+    reward_std: list[float] = field(default_factory=list)
+    stats: dict[str, int] = field(default_factory=dict)
+
+
+def verdict_reward(prompts: list, completions: list, verdict_reward: list[float], **_: Any) -> list[float]:
+    """The reward is the verdict the rollout computed (1.0 pass, 0.0 fail)."""
+    return [float(r) for r in verdict_reward]
+
+
+def make_rollout_func(rollouts: EpisodeRollouts, num_generations: int):
+    def rollout_func(prompts: list[str], trainer: Any) -> dict[str, list]:
+        model = trainer.accelerator.unwrap_model(trainer.model)
+        was_training = model.training
+        model.eval()
+        try:
+            groups = rollouts.fill(grouped(prompts, num_generations), num_generations)
+        finally:
+            model.train(was_training)
+        return to_trl(groups)
+
+    return rollout_func
+
+
+def build_trainer(params: GRPOParams, scratch: str, tasks: list[Task] | None = None):
+    """The GRPOTrainer and the rollouts behind it (exposed for tests and for custom loops)."""
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    ckpt = load_checkpoint(params.base)
+    tasks = tasks if tasks is not None else [t for p in params.tasks for t in read_tasks(p)]
+    if not tasks:
+        raise ValueError("GRPO: empty task pool")
+    world = load_world(params.world or tasks[0].world)
+    gpu = torch.cuda.is_available()
+    batch = params.num_generations * params.tasks_per_step
+    args = GRPOConfig(
+        output_dir=scratch,
+        max_steps=params.steps,
+        learning_rate=params.learning_rate,
+        per_device_train_batch_size=params.num_generations,
+        gradient_accumulation_steps=params.tasks_per_step,
+        generation_batch_size=batch,
+        num_generations=params.num_generations,
+        beta=params.beta,
+        loss_type=params.loss_type,
+        temperature=params.temperature,
+        max_completion_length=params.max_new_tokens,
+        logging_steps=1,
+        save_strategy="no",
+        report_to=[],
+        seed=params.seed,
+        bf16=params.bf16 and gpu,
+        use_cpu=not gpu,
+        use_vllm=params.vllm != "off",
+        vllm_mode="colocate" if params.vllm == "off" else params.vllm,
+        vllm_gpu_memory_utilization=params.vllm_gpu_memory,
+        vllm_server_host=params.vllm_host,
+        vllm_server_port=params.vllm_port,
+        disable_tqdm=True,
+        dataloader_num_workers=0,
+    )
+    by_id = {t.id: t for t in tasks}
+    model = ckpt.model
+    context = int(model.config.max_position_embeddings)
+    trainer_ref: dict[str, Any] = {}
+
+    def make_agent() -> PolicyAgent:
+        trainer = trainer_ref["trainer"]
+        if params.vllm != "off":
+            generate = vllm_generate(trainer.vllm_generation)
+        else:
+            live = trainer.accelerator.unwrap_model(trainer.model)
+            stop = {ckpt.tokenizer.convert_tokens_to_ids(t) for t in ("<|im_end|>", "<|endoftext|>")}
+            generate = local_generate(live, stop, params.temperature)
+        return PolicyAgent(ckpt.tokenizer, ckpt.meta.codec_config, generate, context=context,
+                           max_new_tokens=params.max_new_tokens, seed=params.seed, name="policy")
+
+    rollouts = EpisodeRollouts(world=world, tasks=by_id, user=ScriptedUser(), make_agent=make_agent,
+                               limits=params.limits, max_resamples=params.max_resamples,
+                               max_infra_retries=params.max_infra_retries, seed=params.seed)
+    peft_config = None
+    if params.lora.enabled:
+        from peft import LoraConfig
+
+        peft_config = LoraConfig(r=params.lora.r, lora_alpha=params.lora.alpha, lora_dropout=params.lora.dropout,
+                                 target_modules=list(params.lora.target_modules), task_type="CAUSAL_LM")
+    dataset = Dataset.from_dict({"prompt": [t.id for t in tasks]})
+    trainer = GRPOTrainer(model=model, reward_funcs=[verdict_reward], args=args, train_dataset=dataset,
+                          processing_class=ckpt.tokenizer, rollout_func=make_rollout_func(rollouts,
+                                                                                          params.num_generations),
+                          peft_config=peft_config)
+    trainer_ref["trainer"] = trainer
+    return trainer, rollouts, ckpt
+
+
+def run_grpo(params: GRPOParams, out: Path, tasks: list[Task] | None = None) -> GRPOResult:
+    """Train with GRPO and write the checkpoint to `out`."""
+    if params.threads:
+        torch.set_num_threads(params.threads)
+    with tempfile.TemporaryDirectory(prefix="agentloop-grpo-") as scratch:
+        trainer, rollouts, ckpt = build_trainer(params, scratch, tasks)
+        result = trainer.train()
+        model = trainer.model
+        if params.lora.enabled:
+            model = model.merge_and_unload()
+        model = model.to("cpu").float().eval()
+        history = trainer.state.log_history
+    rewards = [float(e["reward"]) for e in history if "reward" in e]
+    stds = [float(e["reward_std"]) for e in history if "reward_std" in e]
+    stats = dict(rollouts.stats)
+    manifest = {"tasks": [{"path": str(p), "sha256": file_sha256(p)} for p in params.tasks], "rollouts": stats}
+    meta = CheckpointMeta.for_codec(
+        ckpt.meta.codec_config,
+        model=ckpt.meta.model,
+        training={"kind": "grpo", **json.loads(params.model_dump_json()), "rewards": rewards},
+        data_manifest=manifest,
+        parent=str(params.base),
+    )
+    save_checkpoint(out, model, ckpt.tokenizer, meta)
+    log.info("GRPO: %d steps, rewards %s, rollouts %s", result.global_step, rewards, stats)
+    return GRPOResult(out=Path(out), steps=int(result.global_step), rewards=rewards, reward_std=stds, stats=stats)
