@@ -1,0 +1,26 @@
+"""What every stage script does: configure logging, load params.yaml (validated), run one stage function."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from pipeline.loop.params import Params, ParamsError, load_params
+
+
+def run_stage(name: str, fn: Callable[[Params], Any]) -> Any:
+    logging.basicConfig(level=os.environ.get("AGENTLOOP_LOG", "INFO"), format="%(asctime)s %(name)s: %(message)s")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    try:
+        params = load_params(os.environ.get("AGENTLOOP_PARAMS", "params.yaml"))
+    except ParamsError as exc:
+        print(f"stage {name}: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    t0 = time.perf_counter()
+    result = fn(params)
+    logging.getLogger("agentloop.stage").info("stage %s done in %.1f s", name, time.perf_counter() - t0)
+    return result

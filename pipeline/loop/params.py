@@ -1,0 +1,121 @@
+"""params.yaml: one section per stage, one pydantic model per section; unknown keys fail with their path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal  # noqa: F401
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from pipeline.curate.bands import Bands
+from pipeline.gate.config import EVAL_TASKS, GateConfig
+from pipeline.synth.synthesize import SynthConfig
+from pipeline.target import TargetConfig
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class LoopParams(Strict):
+    iteration: int = Field(default=1, ge=1, description="Loop iteration; > 1 starts from the promoted champion.")
+
+
+class WorldParams(Strict):
+    eval_world: str = Field(default="gen-101", description="Held-out evaluation world (never used for training).")
+    train_world: str = Field(default="gen-7", description="World that synthesized and curated data come from.")
+    eval_tasks: int = Field(default=EVAL_TASKS, ge=1, description="Frozen held-out tasks (the gate's power needs 200).")
+    seed: int = Field(default=0, description="Seed of the held-out task draw.")
+
+
+class BaselineParams(Strict):
+    source: str = Field(
+        default="embedded",
+        pattern=r"^(embedded|champion|agent:.+)$",
+        description="'embedded' builds the embedded default on CPU; 'champion' starts from the registry's champion;"
+        " 'agent:<spec>' uses any agent spec as is (e.g. agent:flawed:invention=0.5 for quick pipeline runs).",
+    )
+    embedded: dict[str, Any] = Field(default_factory=dict, description="EmbeddedConfig settings (build on CPU).")
+
+
+class MeasureParams(Strict):
+    trials: int = Field(default=4, ge=1, description="Trials per task (the k of pass^k); remeasure uses the same.")
+    seed: int = Field(default=0)
+    resamples: int = Field(default=1000, ge=1)
+    executor: Literal["serial", "ray"] = "serial"
+
+
+class TargetParams(Strict):
+    budget: int = Field(default=160, ge=1, description="Synthesized tasks to make, split across failure modes.")
+    config: TargetConfig = Field(default_factory=TargetConfig)
+
+
+class SynthesizeParams(Strict):
+    config: SynthConfig = Field(default_factory=SynthConfig)
+
+
+class CurateParams(Strict):
+    probes: int = Field(default=4, ge=1, description="Probe episodes of the current agent per pooled task.")
+    anchor_ratio: float = Field(default=0.3, ge=0, le=1)
+    bands: Bands = Field(default_factory=Bands)
+    max_items: int | None = Field(default=None, ge=1)
+    seed: int = 0
+
+
+class TrainParams(Strict):
+    method: str = Field(
+        default="sft",
+        pattern=r"^(sft|agent:.+)$",
+        description="'sft' fine-tunes the baseline checkpoint; 'agent:<spec>' takes that agent as the candidate"
+        " without training (quick pipeline runs and CI checks of the gate).",
+    )
+    epochs: float = Field(default=2.0, gt=0)
+    learning_rate: float = Field(default=1e-3, gt=0)
+    batch_size: int = Field(default=4, ge=1)
+    max_length: int = Field(default=2048, ge=16)
+    anchor_share: float = Field(default=0.25, ge=0, lt=1)
+    use_curated: bool = Field(default=True, description="Train on synthesized + curated data (else synthesized only).")
+    seed: int = 0
+
+
+class ReportParams(Strict):
+    max_flips: int = Field(default=20, ge=0, description="Flipped tasks shown with before/after diffs.")
+
+
+class PromoteParams(Strict):
+    experiment: str = "agentloop"
+    model_name: str = "agentloop-agent"
+
+
+class Params(Strict):
+    loop: LoopParams = Field(default_factory=LoopParams)
+    world: WorldParams = Field(default_factory=WorldParams)
+    baseline: BaselineParams = Field(default_factory=BaselineParams)
+    measure: MeasureParams = Field(default_factory=MeasureParams)
+    target: TargetParams = Field(default_factory=TargetParams)
+    synthesize: SynthesizeParams = Field(default_factory=SynthesizeParams)
+    curate: CurateParams = Field(default_factory=CurateParams)
+    train: TrainParams = Field(default_factory=TrainParams)
+    gate: GateConfig = Field(default_factory=GateConfig)
+    report: ReportParams = Field(default_factory=ReportParams)
+    promote: PromoteParams = Field(default_factory=PromoteParams)
+
+
+class ParamsError(ValueError):
+    """params.yaml that does not fit; the message names the file and the key path."""
+
+
+def load_params(path: str | Path = "params.yaml") -> Params:
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except FileNotFoundError:
+        raise ParamsError(f"{path}: file not found") from None
+    except yaml.YAMLError as exc:
+        raise ParamsError(f"{path}: invalid YAML: {exc}") from None
+    try:
+        return Params.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise ParamsError(f"{path}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None

@@ -1,0 +1,153 @@
+"""One function per DVC stage. Each reads its params section, calls the library, writes the stage's outputs.
+
+Paths come from `pipeline.loop.paths` (dvc.yaml lists the same ones). Models are directories holding an
+`agent.json` (the agent spec that measures them) and, for trained models, the checkpoint itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+
+from pipeline.loop import paths
+from pipeline.loop.agentref import read_agent_spec, write_agent_ref
+from pipeline.loop.params import Params
+
+log = logging.getLogger(__name__)
+
+
+def make_eval_tasks(p: Params) -> int:
+    """The frozen held-out tasks, drawn from the evaluation world (never used for training)."""
+    from pipeline.dataset.io import write_tasks
+    from pipeline.synth.templates import generate_tasks
+    from pipeline.world.registry import load_world
+
+    tasks = generate_tasks(load_world(p.world.eval_world), p.world.eval_tasks, seed=p.world.seed)
+    return write_tasks(paths.EVAL_TASKS, tasks)
+
+
+def build_baseline(p: Params) -> str:
+    """The model this iteration starts from: the embedded default, the registry's champion, or a given agent."""
+    out = paths.BASELINE_MODEL
+    if out.exists():
+        shutil.rmtree(out)
+    source = p.baseline.source
+    if source.startswith("agent:"):
+        spec = source.removeprefix("agent:")
+        write_agent_ref(out, spec, source=source)
+        return spec
+    ckpt = out / "checkpoint"
+    if source == "champion":
+        from pipeline.tracking import TrackingConfig, champion_checkpoint
+
+        config = TrackingConfig(experiment=p.promote.experiment, model_name=p.promote.model_name)
+        got = champion_checkpoint(out / "champion", config)
+        if got is None:
+            raise RuntimeError("baseline.source is 'champion' but the registry has no champion yet")
+        if (got / "agent.json").exists():  # a registered model directory (agent ref + checkpoint)
+            shutil.copytree(got, out, dirs_exist_ok=True)
+            shutil.rmtree(out / "champion")
+            spec = read_agent_spec(out)
+            return spec
+        shutil.move(str(got), str(ckpt))
+    else:
+        from pipeline.train.embedded import EmbeddedConfig
+        from pipeline.train.embedded import build_baseline as build_embedded
+
+        build_embedded(EmbeddedConfig.model_validate(p.baseline.embedded), ckpt)
+    spec = f"hf:{ckpt}"
+    write_agent_ref(out, spec, source=source)
+    return spec
+
+
+def _measure(p: Params, model_dir: Path, out: Path):
+    from pipeline.measure import MeasureConfig, measure
+
+    config = MeasureConfig(world=p.world.eval_world, tasks=paths.EVAL_TASKS, agent=read_agent_spec(model_dir),
+                           trials=p.measure.trials, seed=p.measure.seed, resamples=p.measure.resamples,
+                           executor=p.measure.executor)
+    if out.exists():
+        shutil.rmtree(out)
+    return measure(config, out)
+
+
+def measure_baseline(p: Params):
+    return _measure(p, paths.BASELINE_MODEL, paths.BASELINE_RUN)
+
+
+def remeasure_candidate(p: Params):
+    return _measure(p, paths.CANDIDATE_MODEL, paths.CANDIDATE_RUN)
+
+
+def make_targets(p: Params):
+    from pipeline.target import make_targets as split
+
+    targets = split(paths.BASELINE_RUN / "metrics.json", p.target.budget, p.target.config)
+    targets.write(paths.TARGETS)
+    return targets
+
+
+def synthesize(p: Params):
+    from pipeline.synth.synthesize import synthesize as run
+    from pipeline.target import Targets
+    from pipeline.world.registry import load_world
+
+    if paths.SYNTH_DIR.exists():
+        shutil.rmtree(paths.SYNTH_DIR)
+    return run(load_world(p.world.train_world), Targets.read(paths.TARGETS), paths.SYNTH_DIR, p.synthesize.config)
+
+
+def curate(p: Params) -> dict:
+    from pipeline.curate.curate import CurateConfig
+    from pipeline.curate.curate import curate as run
+
+    config = CurateConfig(pool=[paths.SYNTH_DIR / "trajectories.jsonl"], tasks=paths.SYNTH_DIR / "tasks.jsonl",
+                          world=p.world.train_world, agent=read_agent_spec(paths.BASELINE_MODEL),
+                          probes=p.curate.probes, seed=p.curate.seed, bands=p.curate.bands,
+                          anchor_ratio=p.curate.anchor_ratio, max_items=p.curate.max_items)
+    if paths.CURATED_DIR.exists():
+        shutil.rmtree(paths.CURATED_DIR)
+    return run(config, paths.CURATED_DIR)
+
+
+def train_candidate(p: Params) -> str:
+    out = paths.CANDIDATE_MODEL
+    if out.exists():
+        shutil.rmtree(out)
+    method = p.train.method
+    if method.startswith("agent:"):
+        spec = method.removeprefix("agent:")
+        write_agent_ref(out, spec, method=method)
+        return spec
+    from pipeline.train.sft import SFTParams, run_sft
+
+    base = read_agent_spec(paths.BASELINE_MODEL)
+    if not base.startswith("hf:"):
+        raise ValueError(f"train.method 'sft' needs a checkpoint baseline, but the baseline agent is {base!r}")
+    data = [paths.CURATED_DIR / "selected.jsonl"] if p.train.use_curated else []
+    data.append(paths.SYNTH_DIR / "trajectories.jsonl")
+    params = SFTParams(base=Path(base.removeprefix("hf:")), data=data, tasks=[paths.SYNTH_DIR / "tasks.jsonl"],
+                       epochs=p.train.epochs, learning_rate=p.train.learning_rate, batch_size=p.train.batch_size,
+                       max_length=p.train.max_length, anchor_share=p.train.anchor_share, seed=p.train.seed)
+    ckpt = out / "checkpoint"
+    run_sft(params, ckpt)
+    spec = f"hf:{ckpt}"
+    write_agent_ref(out, spec, method=method)
+    return spec
+
+
+def gate(p: Params):
+    """Candidate against the baseline it was trained from (the champion, or the embedded default at first)."""
+    from pipeline.gate.decision import decide, write_gate
+
+    decision = decide(paths.CANDIDATE_RUN, paths.BASELINE_RUN, paths.EVAL_TASKS, p.world.eval_world, p.gate)
+    write_gate(decision, paths.GATE)
+    return decision
+
+
+def report(p: Params) -> Path:
+    from pipeline.report.build import build_report
+
+    return build_report(paths.BASELINE_RUN, paths.CANDIDATE_RUN, paths.EVAL_TASKS, p.world.eval_world,
+                        gate_json=paths.GATE, out=paths.REPORT_DIR / "report.html", max_flips=p.report.max_flips)
