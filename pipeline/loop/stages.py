@@ -64,9 +64,15 @@ def build_baseline(p: Params) -> str:
 def _measure(p: Params, model_dir: Path, out: Path):
     from pipeline.measure import MeasureConfig, measure
 
-    config = MeasureConfig(world=p.world.eval_world, tasks=paths.EVAL_TASKS, agent=read_agent_spec(model_dir),
-                           trials=p.measure.trials, seed=p.measure.seed, resamples=p.measure.resamples,
-                           executor=p.measure.executor)
+    config = MeasureConfig(
+        world=p.world.eval_world,
+        tasks=paths.EVAL_TASKS,
+        agent=read_agent_spec(model_dir),
+        trials=p.measure.trials,
+        seed=p.measure.seed,
+        resamples=p.measure.resamples,
+        executor=p.measure.executor,
+    )
     if out.exists():
         shutil.rmtree(out)
     return measure(config, out)
@@ -102,10 +108,17 @@ def curate(p: Params) -> dict:
     from pipeline.curate.curate import CurateConfig
     from pipeline.curate.curate import curate as run
 
-    config = CurateConfig(pool=[paths.SYNTH_DIR / "trajectories.jsonl"], tasks=paths.SYNTH_DIR / "tasks.jsonl",
-                          world=p.world.train_world, agent=read_agent_spec(paths.BASELINE_MODEL),
-                          probes=p.curate.probes, seed=p.curate.seed, bands=p.curate.bands,
-                          anchor_ratio=p.curate.anchor_ratio, max_items=p.curate.max_items)
+    config = CurateConfig(
+        pool=[paths.SYNTH_DIR / "trajectories.jsonl"],
+        tasks=paths.SYNTH_DIR / "tasks.jsonl",
+        world=p.world.train_world,
+        agent=read_agent_spec(paths.BASELINE_MODEL),
+        probes=p.curate.probes,
+        seed=p.curate.seed,
+        bands=p.curate.bands,
+        anchor_ratio=p.curate.anchor_ratio,
+        max_items=p.curate.max_items,
+    )
     if paths.CURATED_DIR.exists():
         shutil.rmtree(paths.CURATED_DIR)
     return run(config, paths.CURATED_DIR)
@@ -127,9 +140,17 @@ def train_candidate(p: Params) -> str:
         raise ValueError(f"train.method 'sft' needs a checkpoint baseline, but the baseline agent is {base!r}")
     data = [paths.CURATED_DIR / "selected.jsonl"] if p.train.use_curated else []
     data.append(paths.SYNTH_DIR / "trajectories.jsonl")
-    params = SFTParams(base=Path(base.removeprefix("hf:")), data=data, tasks=[paths.SYNTH_DIR / "tasks.jsonl"],
-                       epochs=p.train.epochs, learning_rate=p.train.learning_rate, batch_size=p.train.batch_size,
-                       max_length=p.train.max_length, anchor_share=p.train.anchor_share, seed=p.train.seed)
+    params = SFTParams(
+        base=Path(base.removeprefix("hf:")),
+        data=data,
+        tasks=[paths.SYNTH_DIR / "tasks.jsonl"],
+        epochs=p.train.epochs,
+        learning_rate=p.train.learning_rate,
+        batch_size=p.train.batch_size,
+        max_length=p.train.max_length,
+        anchor_share=p.train.anchor_share,
+        seed=p.train.seed,
+    )
     ckpt = out / "checkpoint"
     run_sft(params, ckpt)
     spec = f"hf:{ckpt}"
@@ -149,5 +170,12 @@ def gate(p: Params):
 def report(p: Params) -> Path:
     from pipeline.report.build import build_report
 
-    return build_report(paths.BASELINE_RUN, paths.CANDIDATE_RUN, paths.EVAL_TASKS, p.world.eval_world,
-                        gate_json=paths.GATE, out=paths.REPORT_DIR / "report.html", max_flips=p.report.max_flips)
+    return build_report(
+        paths.BASELINE_RUN,
+        paths.CANDIDATE_RUN,
+        paths.EVAL_TASKS,
+        p.world.eval_world,
+        gate_json=paths.GATE,
+        out=paths.REPORT_DIR / "report.html",
+        max_flips=p.report.max_flips,
+    )

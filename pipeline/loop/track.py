@@ -40,8 +40,9 @@ def track_and_promote(p: Params, lock_path: Path = Path("dvc.lock")) -> dict[str
     decision = read_gate(paths.GATE)
     baseline_summary = MeasureSummary.model_validate_json((paths.BASELINE_RUN / "metrics.json").read_text())
     candidate_summary = MeasureSummary.model_validate_json((paths.CANDIDATE_RUN / "metrics.json").read_text())
-    tracker = IterationTracker(config, iteration=p.loop.iteration, agent=candidate, params=sections,
-                               stage_hashes=dvc_stage_hashes(lock_path))
+    tracker = IterationTracker(
+        config, iteration=p.loop.iteration, agent=candidate, params=sections, stage_hashes=dvc_stage_hashes(lock_path)
+    )
     with tracker:
         with tracker.stage("world", params=sections["world"]) as run:
             run.log_metrics({"eval_tasks": sum(1 for _ in paths.EVAL_TASKS.open())})

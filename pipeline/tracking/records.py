@@ -129,6 +129,8 @@ class GateRecord(BaseModel):
 
         >>> GateRecord.parse({"promote": True, "interval": {"low": 0.02, "high": 0.2}}).interval
         (0.02, 0.2)
+        >>> GateRecord.parse({"promote": False, "pass_hat_k": {"k": 4, "diff": 0.1, "low": -0.01, "high": 0.2}}).interval
+        (-0.01, 0.2)
         """
         d = dict(decision)
         iv = d.get("interval")
@@ -136,6 +138,12 @@ class GateRecord(BaseModel):
             d["interval"] = (iv["low"], iv["high"])
         elif iv is None and "interval_low" in d:
             d["interval"] = (d.pop("interval_low"), d.pop("interval_high"))
+        elif iv is None and isinstance(d.get("pass_hat_k"), Mapping):  # gate.json as pipeline.gate writes it
+            ph = d.pop("pass_hat_k")
+            d["interval"] = (ph["low"], ph["high"])
+            for key in ("k", "candidate", "champion", "diff", "margin"):
+                if isinstance(ph.get(key), int | float):
+                    d[f"pass_hat_k_{key}"] = ph[key]
         return cls.model_validate(d)
 
 

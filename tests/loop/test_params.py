@@ -1,0 +1,50 @@
+"""params.yaml validation and the stage list in dvc.yaml."""
+
+import pytest
+import yaml
+
+from pipeline.loop.params import Params, ParamsError, load_params
+from tests.loop.loop_helpers import ROOT
+
+
+def test_repo_params_are_valid_and_complete():
+    params = load_params(ROOT / "params.yaml")
+    assert params == Params.model_validate(yaml.safe_load((ROOT / "params.yaml").read_text()))
+    assert set(yaml.safe_load((ROOT / "params.yaml").read_text())) == set(Params.model_fields)
+
+
+def test_unknown_key_fails_with_its_path(tmp_path):
+    path = tmp_path / "params.yaml"
+    path.write_text("gate:\n  k: 4\n  marginn: 0.1\n")
+    with pytest.raises(ParamsError, match=r"params.yaml: gate.marginn: Extra inputs are not permitted"):
+        load_params(path)
+    path.write_text("baseline:\n  source: somewhere\n")
+    with pytest.raises(ParamsError, match=r"baseline.source"):
+        load_params(path)
+
+
+def test_every_loop_step_is_a_stage_with_its_script_and_params():
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    assert list(stages) == [
+        "eval_tasks",
+        "baseline",
+        "measure",
+        "target",
+        "synthesize",
+        "curate",
+        "train",
+        "remeasure",
+        "gate",
+        "report",
+        "promote",
+    ]
+    for name, stage in stages.items():
+        script = f"stages/{name}.py"
+        assert stage["cmd"] == f"python {script}"
+        assert script in stage["deps"] and (ROOT / script).exists()
+        assert stage.get("params"), name
+        for dep in stage["deps"]:
+            if dep.startswith("pipeline/"):
+                assert (ROOT / dep).exists(), dep
+    lines = (ROOT / "stages" / "measure.py").read_text().splitlines()
+    assert len([line for line in lines if line.strip()]) <= 6  # thin
