@@ -1,5 +1,7 @@
 """The `promote` stage: log the whole iteration to MLflow, register the candidate, move `champion` only on a pass.
 
+AGENTLOOP_PROMOTE=off (set by CI on pull requests) records everything but never moves `champion`.
+
 Each DVC stage runs in its own process, so tracking happens once, at the end, from the stages' outputs: one
 parent run per iteration (keyed by iteration and params, so a rerun with the same params resumes it) and a
 nested run per stage carrying that stage's params, metrics and artifacts.
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -72,14 +75,19 @@ def track_and_promote(p: Params, lock_path: Path = Path("dvc.lock")) -> dict[str
             _artifacts(run, paths.REPORT_DIR / "report.html")
             if (paths.REPORT_DIR / "plots").exists():
                 run.log_artifact(paths.REPORT_DIR / "plots", "plots")
-        with tracker.stage("promote", params=sections["promote"]):
-            if decision.promote:
+        allowed = os.environ.get("AGENTLOOP_PROMOTE", "on") != "off"
+        with tracker.stage("promote", params=sections["promote"]) as run:
+            moved = decision.promote and allowed
+            if moved:
                 promote(version, decision.model_dump(mode="json"), tracker=tracker)
+            run.set_tags({"agentloop.champion_moved": str(moved).lower()})
         record = {
             "iteration": p.loop.iteration,
             "candidate": candidate,
             "model_version": version,
             "promoted": decision.promote,
+            "champion_moved": moved,
+            "promotion_allowed": allowed,
             "reasons": decision.reasons,
             "run_id": tracker.run_id,
             "tracking_uri": config.tracking_uri,

@@ -1,0 +1,56 @@
+"""`python -m pipeline.loop.summary`: a markdown table of candidate against champion, for CI job summaries."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pipeline.loop import paths
+
+
+def _load(path: Path) -> dict:
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def _pct(x: object) -> str:
+    return f"{x:.1%}" if isinstance(x, int | float) else "—"
+
+
+def job_summary(root: Path = Path(".")) -> str:
+    base = _load(root / paths.BASELINE_RUN / "metrics.json")
+    cand = _load(root / paths.CANDIDATE_RUN / "metrics.json")
+    gate = _load(root / paths.GATE)
+    promotion = _load(root / paths.PROMOTION)
+    lines = ["## agentloop: candidate against champion", ""]
+    if not base or not cand:
+        return "\n".join(lines + ["The loop did not produce both measurements; see the job log."]) + "\n"
+    lines += [f"Champion (baseline): `{base.get('agent')}` · candidate: `{cand.get('agent')}` · "
+              f"{cand.get('tasks')} held-out tasks × {cand.get('trials_per_task')} trials", "",
+              "| metric | champion | candidate | change |", "|---|---:|---:|---:|"]
+
+    def row(name: str, b: object, c: object) -> None:
+        change = f"{c - b:+.1%}" if isinstance(b, int | float) and isinstance(c, int | float) else ""
+        lines.append(f"| {name} | {_pct(b)} | {_pct(c)} | {change} |")
+
+    for k in cand.get("pass_hat_k", {}):
+        row(f"pass^{k}", base.get("pass_hat_k", {}).get(k), cand["pass_hat_k"][k])
+    for mode, rate in cand.get("failure_modes", {}).items():
+        row(f"{mode} (share of trials)", base.get("failure_modes", {}).get(mode, {}).get("trials"), rate["trials"])
+    bc, cc = base.get("cost", {}), cand.get("cost", {})
+    lines.append(f"| cost per success ({cc.get('currency', '')}) | {bc.get('cost_per_success')} | "
+                 f"{cc.get('cost_per_success')} | |")
+    lines.append("")
+    if gate:
+        ph = gate.get("pass_hat_k", {})
+        verdict = "**PROMOTE**" if gate.get("promote") else "**BLOCKED**"
+        lines.append(f"Gate: {verdict} — pass^{ph.get('k')} gain {ph.get('diff', 0):+.3f} "
+                     f"(interval {ph.get('low', 0):+.3f} … {ph.get('high', 0):+.3f}, margin {ph.get('margin')})")
+        lines += [f"- {r}" for r in gate.get("reasons", [])]
+    if promotion:
+        moved = "moved to the candidate" if promotion.get("champion_moved") else "unchanged"
+        lines += ["", f"Registry: version {promotion.get('model_version')} is `challenger`; `champion` {moved}."]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(job_summary(), end="")
