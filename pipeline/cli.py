@@ -27,7 +27,9 @@ def _fail(message: str) -> None:
 
 @app.callback()
 def main(verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging.")) -> None:
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
 
 
 @world_app.command("replay")
@@ -155,7 +157,9 @@ def measure_cmd(
     trials: int = typer.Option(4, min=1, help="Trials per task."),
     k: int = typer.Option(None, min=1, help="Largest k for pass@k / pass^k (default: --trials)."),
     seed: int = typer.Option(0),
-    out: Path = typer.Option(..., help="Run directory for trajectories.jsonl, verdicts.jsonl, per_task.csv, metrics.json."),
+    out: Path = typer.Option(
+        ..., help="Run directory for trajectories.jsonl, verdicts.jsonl, per_task.csv, metrics.json."
+    ),
     max_tasks: int = typer.Option(None, min=1, help="Only the first N tasks."),
     user: str = typer.Option("scripted", help="User simulator: scripted or llm:MODEL[,temperature=T]."),
     judge: str = typer.Option(None, help="Optional judge for soft rubric items: llm:MODEL."),
@@ -180,9 +184,20 @@ def measure_cmd(
     if executor != "ray" and (address or workers):
         _fail("--address and --workers need --executor ray")
     try:
-        config = MeasureConfig(world=world, tasks=tasks, agent=agent, trials=trials, k=k, seed=seed,
-                               max_tasks=max_tasks, user=user, judge=judge, executor=executor, address=address,
-                               workers=workers)
+        config = MeasureConfig(
+            world=world,
+            tasks=tasks,
+            agent=agent,
+            trials=trials,
+            k=k,
+            seed=seed,
+            max_tasks=max_tasks,
+            user=user,
+            judge=judge,
+            executor=executor,
+            address=address,
+            workers=workers,
+        )
     except ValidationError as exc:
         _fail(f"{'.'.join(map(str, exc.errors()[0]['loc']))}: {exc.errors()[0]['msg']}")
     try:
@@ -192,8 +207,17 @@ def measure_cmd(
         with _progress() as progress:
             bar = progress.add_task(f"measure {agent}", total=n_tasks * trials)
             summary = measure(config, out, on_trial=lambda _: progress.advance(bar))
-    except (TaskFileError, UnknownAgentError, UnknownUserError, UnknownJudgeError, MetricsInputError, WorldLoadError,
-            ResumeMismatchError, ImportError, ConnectionError) as exc:
+    except (
+        TaskFileError,
+        UnknownAgentError,
+        UnknownUserError,
+        UnknownJudgeError,
+        MetricsInputError,
+        WorldLoadError,
+        ResumeMismatchError,
+        ImportError,
+        ConnectionError,
+    ) as exc:
         _fail(str(exc))
     Console().print(_summary_table(summary))
     console.print(f"wrote {out}/metrics.json, per_task.csv, trajectories.jsonl, verdicts.jsonl")
@@ -218,8 +242,14 @@ def serve_cmd(
     except (FileNotFoundError, OSError, CodecMismatchError, ValueError) as exc:
         _fail(str(exc))
     console.print(f"serving {engine.name} on http://{host}:{port}/v1 (context {engine.context} tokens)")
-    serve(engine, host=host, port=port, max_concurrency=max_concurrency, default_max_tokens=max_tokens,
-          threads=threads or None)
+    serve(
+        engine,
+        host=host,
+        port=port,
+        max_concurrency=max_concurrency,
+        default_max_tokens=max_tokens,
+        threads=threads or None,
+    )
 
 
 @app.command("report")
@@ -248,8 +278,9 @@ def report_cmd(
 def gate_cmd(
     candidate: Path = typer.Option(..., help="Candidate measure run directory (its trajectories.jsonl is re-graded)."),
     champion: Path = typer.Option(
-        None, help="Champion measure run directory; omit on the first iteration (then: promote iff the candidate's "
-        "pass^k lower bound exceeds the margin)."
+        None,
+        help="Champion measure run directory; omit on the first iteration (then: promote iff the candidate's "
+        "pass^k lower bound exceeds the margin).",
     ),
     tasks: Path = typer.Option(..., help="The frozen held-out tasks.jsonl both runs were measured on."),
     world: str = typer.Option(..., help="World reference the runs used: gen-<seed>[-PxUxO] or a domain directory."),
@@ -354,9 +385,11 @@ def synthesize_cmd(
         table.add_row(mode, str(n), str(m["counts"]["by_mode"].get(mode, 0)))
     Console().print(table)
     cov, rw = m["coverage"], m["rework"]["totals"]
-    console.print(f"coverage {cov['covered']}/{cov['cells']} cells; first try {rw['first_try']}, reworked "
-                  f"{rw['reworked']}, dropped {rw['dropped']}; wrote {out}/tasks.jsonl, trajectories.jsonl, "
-                  "manifest.json")
+    console.print(
+        f"coverage {cov['covered']}/{cov['cells']} cells; first try {rw['first_try']}, reworked "
+        f"{rw['reworked']}, dropped {rw['dropped']}; wrote {out}/tasks.jsonl, trajectories.jsonl, "
+        "manifest.json"
+    )
 
 
 @app.command("curate")
@@ -382,8 +415,17 @@ def curate_cmd(
 
     try:
         bands = Bands(edges=[float(x) for x in edges.split(",")])
-        cfg = CurateConfig(pool=pool, tasks=tasks, world=world, agent=agent, probes=probes, seed=seed, bands=bands,
-                           anchor_ratio=anchor_ratio, max_items=max_items)
+        cfg = CurateConfig(
+            pool=pool,
+            tasks=tasks,
+            world=world,
+            agent=agent,
+            probes=probes,
+            seed=seed,
+            bands=bands,
+            anchor_ratio=anchor_ratio,
+            max_items=max_items,
+        )
         with _progress() as progress:
             bar = progress.add_task(f"probe {agent}", total=None)
             m = curate(cfg, out, on_probe=lambda _: progress.advance(bar))
@@ -396,8 +438,10 @@ def curate_cmd(
         table.add_row(band, str(n))
     Console().print(table)
     r = m["ratio"]
-    console.print(f"anchors {r['anchors']}, targets {r['targets']} (requested anchor share "
-                  f"{r['requested_anchor_share']}); rejections {m['rejections']}; wrote {out}/selected.jsonl")
+    console.print(
+        f"anchors {r['anchors']}, targets {r['targets']} (requested anchor share "
+        f"{r['requested_anchor_share']}); rejections {m['rejections']}; wrote {out}/selected.jsonl"
+    )
 
 
 def _load_mapping(path: Path) -> dict:
@@ -411,8 +455,10 @@ def _load_mapping(path: Path) -> dict:
 
 
 def _summary_table(summary) -> Table:
-    table = Table(title=f"{summary.agent}: {summary.tasks} tasks × {summary.trials_per_task} trials"
-                        f" ({summary.infra_errors} infrastructure errors excluded)")
+    table = Table(
+        title=f"{summary.agent}: {summary.tasks} tasks × {summary.trials_per_task} trials"
+        f" ({summary.infra_errors} infrastructure errors excluded)"
+    )
     table.add_column("metric")
     table.add_column("value", justify="right")
     table.add_column("95% interval", justify="right")
@@ -446,8 +492,9 @@ def _scripted_agent(name: str, flaw_rate: float, seed: int):
 
 
 def _progress() -> Progress:
-    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    console=console)
+    return Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
+    )
 
 
 if __name__ == "__main__":

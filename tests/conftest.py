@@ -9,7 +9,9 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-TAU2_DIR = Path(os.environ.get("AGENTLOOP_TAU2_DIR", Path(__file__).resolve().parents[1] / ".." / "shared" / "tau2_retail"))
+TAU2_DIR = Path(
+    os.environ.get("AGENTLOOP_TAU2_DIR", Path(__file__).resolve().parents[1] / ".." / "shared" / "tau2_retail")
+)
 
 
 @pytest.fixture(scope="session")

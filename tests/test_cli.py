@@ -27,8 +27,10 @@ def test_world_replay_missing_domain(tmp_path):
 
 def test_world_generate(tmp_path):
     out = tmp_path / "w"
-    result = runner.invoke(app, ["world", "generate", "--seed", "5", "--products", "8", "--users", "20",
-                                 "--orders", "30", "--out", str(out)])
+    result = runner.invoke(
+        app,
+        ["world", "generate", "--seed", "5", "--products", "8", "--users", "20", "--orders", "30", "--out", str(out)],
+    )
     assert result.exit_code == 0, result.output
     db = json.loads((out / "db.json").read_text())
     assert (len(db["products"]), len(db["users"]), len(db["orders"])) == (8, 20, 30)

@@ -1,14 +1,14 @@
 """Agent specs on the command line and in params: one string names a backend and its settings.
 
-    oracle                                  the policy-following scripted agent
-    flawed                                  oracle with planted failure modes (default rates)
-    flawed:invention=0.3,misread=0.1,seed=2 explicit rates per mode (others 0)
-    hf:PATH                                 a local transformers checkpoint (the embedded default or any)
-    openai:MODEL[,temperature=T,top_p=P,max_tokens=N,seed=S]
-                                            an OpenAI-compatible endpoint (AGENTLOOP_BASE_URL / OPENAI_BASE_URL,
-                                            AGENTLOOP_API_KEY / OPENAI_API_KEY)
-    vllm:PATH[,temperature=T,...]           a checkpoint in the offline vLLM engine (the `gpu` extra)
-    scripted                                same as oracle
+oracle                                  the policy-following scripted agent
+flawed                                  oracle with planted failure modes (default rates)
+flawed:invention=0.3,misread=0.1,seed=2 explicit rates per mode (others 0)
+hf:PATH                                 a local transformers checkpoint (the embedded default or any)
+openai:MODEL[,temperature=T,top_p=P,max_tokens=N,seed=S]
+                                        an OpenAI-compatible endpoint (AGENTLOOP_BASE_URL / OPENAI_BASE_URL,
+                                        AGENTLOOP_API_KEY / OPENAI_API_KEY)
+vllm:PATH[,temperature=T,...]           a checkpoint in the offline vLLM engine (the `gpu` extra)
+scripted                                same as oracle
 """
 
 from __future__ import annotations

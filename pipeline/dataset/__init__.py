@@ -3,5 +3,15 @@
 from pipeline.dataset.io import TaskFileError, read_tasks, write_tasks
 from pipeline.dataset.task import Action, KnownInfo, Messes, Provenance, Request, Task, UserScript
 
-__all__ = ["Action", "KnownInfo", "Messes", "Provenance", "Request", "Task", "TaskFileError", "UserScript",
-           "read_tasks", "write_tasks"]
+__all__ = [
+    "Action",
+    "KnownInfo",
+    "Messes",
+    "Provenance",
+    "Request",
+    "Task",
+    "TaskFileError",
+    "UserScript",
+    "read_tasks",
+    "write_tasks",
+]

@@ -35,7 +35,9 @@ def read_tasks(path: str | Path) -> list[Task]:
             field = ".".join(str(p) for p in err["loc"]) or "<task>"
             raise TaskFileError(f"{path}:{lineno}: field {field}: {err['msg']}") from None
         if task.id in seen:
-            raise TaskFileError(f"{path}:{lineno}: field id: duplicate task id {task.id!r} (first on line {seen[task.id]})")
+            raise TaskFileError(
+                f"{path}:{lineno}: field id: duplicate task id {task.id!r} (first on line {seen[task.id]})"
+            )
         seen[task.id] = lineno
         tasks.append(task)
     return tasks

@@ -21,8 +21,7 @@ from pipeline.grading.static_checks import StaticInput, call_key, run_static_che
 from pipeline.grading.task_checks import evaluate_task_checks
 from pipeline.grading.verdict import ComponentResult, Verdict
 from pipeline.rollout.protocols import InfrastructureError
-from pipeline.rollout.runner import Limits
-from pipeline.rollout.runner import run_tool_call
+from pipeline.rollout.runner import Limits, run_tool_call
 from pipeline.rollout.trajectory import Message, Trajectory
 from pipeline.world.retail.replay import replay_gold
 from pipeline.world.retail.state import RetailWorld, sha256_json

@@ -27,8 +27,24 @@ LEGAL_TRANSITIONS: frozenset[tuple[str, str]] = frozenset(
     }
 )
 AFFIRMATIONS = (
-    "yes", "yeah", "yep", "yup", "sure", "ok", "okay", "confirmed", "i confirm", "confirm", "correct",
-    "that's right", "that is right", "go ahead", "please go ahead", "please proceed", "please do", "proceed",
+    "yes",
+    "yeah",
+    "yep",
+    "yup",
+    "sure",
+    "ok",
+    "okay",
+    "confirmed",
+    "i confirm",
+    "confirm",
+    "correct",
+    "that's right",
+    "that is right",
+    "go ahead",
+    "please go ahead",
+    "please proceed",
+    "please do",
+    "proceed",
 )
 _AFFIRM = re.compile(r"^\W*(" + "|".join(re.escape(a) for a in AFFIRMATIONS) + r")\b", re.IGNORECASE)
 _NEGATE = re.compile(r"^\W*(no|nope|not|don't|do not|wait|hold on)\b", re.IGNORECASE)
@@ -155,8 +171,9 @@ def check_confirmation(inp: StaticInput) -> ComponentResult:
     """The policy's explicit-confirmation rule, read from the message structure.
 
     Each successful write must be preceded, after the previous successful write, by an assistant question
-    (a text message with a '?', no tool call) answered by a user message that affirms (see `affirms`). A later non-affirming
-    answer withdraws the confirmation; a write consumes it, so two writes need two confirmations.
+    (a text message with a '?', no tool call) answered by a user message that affirms (see `affirms`).
+    A later non-affirming answer withdraws the confirmation; a write consumes it, so two writes need two
+    confirmations.
     """
     problems = []
     confirmed = asked = False

@@ -24,9 +24,13 @@ def job_summary(root: Path = Path(".")) -> str:
     lines = ["## agentloop: candidate against champion", ""]
     if not base or not cand:
         return "\n".join(lines + ["The loop did not produce both measurements; see the job log."]) + "\n"
-    lines += [f"Champion (baseline): `{base.get('agent')}` · candidate: `{cand.get('agent')}` · "
-              f"{cand.get('tasks')} held-out tasks × {cand.get('trials_per_task')} trials", "",
-              "| metric | champion | candidate | change |", "|---|---:|---:|---:|"]
+    lines += [
+        f"Champion (baseline): `{base.get('agent')}` · candidate: `{cand.get('agent')}` · "
+        f"{cand.get('tasks')} held-out tasks × {cand.get('trials_per_task')} trials",
+        "",
+        "| metric | champion | candidate | change |",
+        "|---|---:|---:|---:|",
+    ]
 
     def row(name: str, b: object, c: object) -> None:
         change = f"{c - b:+.1%}" if isinstance(b, int | float) and isinstance(c, int | float) else ""
@@ -37,14 +41,18 @@ def job_summary(root: Path = Path(".")) -> str:
     for mode, rate in cand.get("failure_modes", {}).items():
         row(f"{mode} (share of trials)", base.get("failure_modes", {}).get(mode, {}).get("trials"), rate["trials"])
     bc, cc = base.get("cost", {}), cand.get("cost", {})
-    lines.append(f"| cost per success ({cc.get('currency', '')}) | {bc.get('cost_per_success')} | "
-                 f"{cc.get('cost_per_success')} | |")
+    lines.append(
+        f"| cost per success ({cc.get('currency', '')}) | {bc.get('cost_per_success')} | "
+        f"{cc.get('cost_per_success')} | |"
+    )
     lines.append("")
     if gate:
         ph = gate.get("pass_hat_k", {})
         verdict = "**PROMOTE**" if gate.get("promote") else "**BLOCKED**"
-        lines.append(f"Gate: {verdict} — pass^{ph.get('k')} gain {ph.get('diff', 0):+.3f} "
-                     f"(interval {ph.get('low', 0):+.3f} … {ph.get('high', 0):+.3f}, margin {ph.get('margin')})")
+        lines.append(
+            f"Gate: {verdict} — pass^{ph.get('k')} gain {ph.get('diff', 0):+.3f} "
+            f"(interval {ph.get('low', 0):+.3f} … {ph.get('high', 0):+.3f}, margin {ph.get('margin')})"
+        )
         lines += [f"- {r}" for r in gate.get("reasons", [])]
     if promotion:
         moved = "moved to the candidate" if promotion.get("champion_moved") else "unchanged"

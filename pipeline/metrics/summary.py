@@ -107,8 +107,9 @@ def summarize(
     pass_hat = {str(k): _r(mean_pass_hat_k(results, k)) for k in range(1, max_k + 1)}
     intervals: dict[str, list[float]] = {}
     for k in range(1, max_k + 1):
-        iv = bootstrap(per_task_pass_hat_k(results, k), clusters=templates, resamples=resamples,
-                       confidence=confidence, seed=seed)
+        iv = bootstrap(
+            per_task_pass_hat_k(results, k), clusters=templates, resamples=resamples, confidence=confidence, seed=seed
+        )
         intervals[f"pass_hat_{k}"] = [_r(iv.low), _r(iv.high)]
 
     def share(pred) -> float:

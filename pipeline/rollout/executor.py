@@ -55,8 +55,14 @@ def run_trial(
         verdict = grade(world, task, traj, limits=limits, judge=judge)
         if not verdict.infra_error:
             break
-        log.warning("task %s trial %d: attempt %d/%d lost to an infrastructure error: %s", task.id, trial,
-                    attempt + 1, retries + 1, verdict.diagnostics[0] if verdict.diagnostics else "")
+        log.warning(
+            "task %s trial %d: attempt %d/%d lost to an infrastructure error: %s",
+            task.id,
+            trial,
+            attempt + 1,
+            retries + 1,
+            verdict.diagnostics[0] if verdict.diagnostics else "",
+        )
     return TrialResult(task, trial, traj, verdict, attempt + 1)
 
 

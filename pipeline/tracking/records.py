@@ -129,7 +129,7 @@ class GateRecord(BaseModel):
 
         >>> GateRecord.parse({"promote": True, "interval": {"low": 0.02, "high": 0.2}}).interval
         (0.02, 0.2)
-        >>> GateRecord.parse({"promote": False, "pass_hat_k": {"k": 4, "diff": 0.1, "low": -0.01, "high": 0.2}}).interval
+        >>> GateRecord.parse({"promote": False, "pass_hat_k": {"low": -0.01, "high": 0.2}}).interval
         (-0.01, 0.2)
         """
         d = dict(decision)

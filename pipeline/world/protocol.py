@@ -6,7 +6,8 @@ unchanged. The retail world (`pipeline.world.retail.environment.RetailEnvironmen
 
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 

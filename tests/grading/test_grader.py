@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from tests.grading.grading_helpers import Call, confirmed, record
 
 from pipeline.grading import ComponentResult, Verdict, grade, verdict_summary
 from pipeline.grading.grader import CACHE_SIZE, clear_expected_cache, expected_state
@@ -11,6 +10,7 @@ from pipeline.grading.judge import NoJudge
 from pipeline.rollout.protocols import EpisodeInfo, InfrastructureError, UserReply
 from pipeline.rollout.runner import run_episode
 from pipeline.rollout.trajectory import Message, ToolCall
+from tests.grading.grading_helpers import Call, confirmed, record
 
 EMMA = "emma_smith_8564"
 LOOKUP = Call("find_user_id_by_name_zip", {"first_name": "Emma", "last_name": "Smith", "zip": "10192"})

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from tests.grading.grading_helpers import Call, record
 
 from pipeline.grading import grade
 from pipeline.grading.static_checks import (
@@ -15,6 +14,7 @@ from pipeline.grading.static_checks import (
 )
 from pipeline.rollout.runner import Limits
 from pipeline.world.retail.schema import dump_record
+from tests.grading.grading_helpers import Call, record
 
 EMMA = "emma_smith_8564"
 LOOKUP = Call("find_user_id_by_name_zip", {"first_name": "Emma", "last_name": "Smith", "zip": "10192"})

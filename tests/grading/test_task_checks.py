@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from tests.grading.grading_helpers import Call, record
 
 from pipeline.dataset.task import NoWritesCheck, OrderStatusCheck, ToolBudgetCheck, ToolNotCalledCheck, TransferCheck
 from pipeline.grading import grade
 from pipeline.grading.task_checks import evaluate_task_checks
+from tests.grading.grading_helpers import Call, record
 
 LOOKUP = Call("find_user_id_by_name_zip", {"first_name": "Emma", "last_name": "Smith", "zip": "10192"})
 CANCEL = Call("cancel_pending_order", {"order_id": "#W2417020", "reason": "no longer needed"})

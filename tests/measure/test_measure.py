@@ -34,8 +34,14 @@ def test_oracle_is_perfect(tasks_file, tmp_path):
 
 
 def test_flawed_metrics_are_byte_identical_and_show_modes(tasks_file, tmp_path):
-    cfg = MeasureConfig(world=WORLD, tasks=tasks_file, agent="flawed:plan_adherence=0.4,invention=0.4,misread=0.4",
-                        trials=3, seed=7, resamples=200)
+    cfg = MeasureConfig(
+        world=WORLD,
+        tasks=tasks_file,
+        agent="flawed:plan_adherence=0.4,invention=0.4,misread=0.4",
+        trials=3,
+        seed=7,
+        resamples=200,
+    )
     a = measure(cfg, tmp_path / "a")
     measure(cfg, tmp_path / "b")
     assert (tmp_path / "a" / "metrics.json").read_bytes() == (tmp_path / "b" / "metrics.json").read_bytes()
@@ -64,11 +70,29 @@ def test_bad_inputs(tmp_path, tasks_file):
 
 def test_cli_measure(tasks_file, tmp_path):
     runner = CliRunner()
-    result = runner.invoke(app, ["measure", "--world", WORLD, "--tasks", str(tasks_file), "--agent", "oracle",
-                                 "--trials", "2", "--max-tasks", "5", "--out", str(tmp_path / "run")])
+    result = runner.invoke(
+        app,
+        [
+            "measure",
+            "--world",
+            WORLD,
+            "--tasks",
+            str(tasks_file),
+            "--agent",
+            "oracle",
+            "--trials",
+            "2",
+            "--max-tasks",
+            "5",
+            "--out",
+            str(tmp_path / "run"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "pass^2" in result.output
-    result = runner.invoke(app, ["measure", "--world", WORLD, "--tasks", str(tasks_file), "--agent", "nope",
-                                 "--out", str(tmp_path / "run2")])
+    result = runner.invoke(
+        app,
+        ["measure", "--world", WORLD, "--tasks", str(tasks_file), "--agent", "nope", "--out", str(tmp_path / "run2")],
+    )
     assert result.exit_code == 2
     assert "unknown agent 'nope'" in result.output

@@ -23,7 +23,9 @@ def _cancel_task(env) -> Task:
         user_script=UserScript(goal="cancel"),
         gold_actions=[
             Action(name="find_user_id_by_email", arguments={"email": user["email"]}),
-            Action(name="cancel_pending_order", arguments={"order_id": order["order_id"], "reason": "no longer needed"}),
+            Action(
+                name="cancel_pending_order", arguments={"order_id": order["order_id"], "reason": "no longer needed"}
+            ),
         ],
         provenance=Provenance(source="eval"),
     )

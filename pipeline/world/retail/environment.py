@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from pipeline.dataset.task import Task
 from pipeline.grading.verdict import Verdict
@@ -49,12 +50,17 @@ class RetailEnvironment:
         self, task: Task, agent: Agent, user: User, seed: int = 0, limits: Limits | None = None, trial: int = 0
     ) -> Trajectory:
         session = self.init(task, seed)
-        return run_episode(self.world, task, agent, user, trial=trial, seed=seed,
-                           limits=limits or self.limits, session=session)
+        return run_episode(
+            self.world, task, agent, user, trial=trial, seed=seed, limits=limits or self.limits, session=session
+        )
 
     def state(self, session: Session) -> WorldState:
-        return WorldState(world=self.world.name, base_fingerprint=self.world.fingerprint,
-                          changed=session.changed(), hash=session.state_hash())
+        return WorldState(
+            world=self.world.name,
+            base_fingerprint=self.world.fingerprint,
+            changed=session.changed(),
+            hash=session.state_hash(),
+        )
 
     def query_data(self, table: str, predicate: Callable[[Any], bool] | dict[str, Any] | None = None) -> list[dict]:
         """Base-world records matching a predicate (grounding for synthesized tasks)."""

@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from pipeline.world.registry import generated_world_name
 from pipeline.world.retail.catalog import (
     CARD_BRANDS,
     CITIES,
@@ -31,7 +32,6 @@ from pipeline.world.retail.catalog import (
     STREETS,
     ProductType,
 )
-from pipeline.world.registry import generated_world_name
 from pipeline.world.retail.policy import load_policy
 from pipeline.world.retail.schema import CANCEL_REASONS, ORDER_STATUSES
 from pipeline.world.retail.state import RetailWorld
@@ -81,7 +81,10 @@ def generate_world(config: GeneratorConfig | None = None, **overrides: Any) -> R
     started = time.perf_counter()
     data = _Builder(cfg).build()
     world = RetailWorld.from_dict(
-        data, policy=load_policy(), name=cfg.name or generated_world_name(cfg.seed, cfg.n_products, cfg.n_users, cfg.n_orders), source=f"generator(seed={cfg.seed})"
+        data,
+        policy=load_policy(),
+        name=cfg.name or generated_world_name(cfg.seed, cfg.n_products, cfg.n_users, cfg.n_orders),
+        source=f"generator(seed={cfg.seed})",
     )
     logger.debug("generated world %s in %.3f s", world.name, time.perf_counter() - started)
     return world

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -41,12 +42,9 @@ class RetailWorld:
         self._fingerprint: str | None = None
         self.user_by_email = {u.email.lower(): uid for uid, u in db.users.items()}
         self.user_by_name_zip = {
-            (u.name.first_name.lower(), u.name.last_name.lower(), u.address.zip): uid
-            for uid, u in db.users.items()
+            (u.name.first_name.lower(), u.name.last_name.lower(), u.address.zip): uid for uid, u in db.users.items()
         }
-        self.product_by_item = {
-            item_id: pid for pid, p in db.products.items() for item_id in p.variants
-        }
+        self.product_by_item = {item_id: pid for pid, p in db.products.items() for item_id in p.variants}
 
     @classmethod
     def from_dict(cls, data: dict, policy: str = "", name: str = "retail", source: str = "<dict>") -> RetailWorld:

@@ -78,7 +78,7 @@ def _price_difference(s: Session, order: Order, item_ids: list[str], new_item_id
     _check_items_in_order(order, item_ids)
     diff = 0.0
     variants = []
-    for old_id, new_id in zip(item_ids, new_item_ids):
+    for old_id, new_id in zip(item_ids, new_item_ids, strict=True):
         old = next(i for i in order.items if i.item_id == old_id)
         product = s.product(old.product_id)
         variant = product.variants.get(new_id) if product else None
@@ -343,7 +343,7 @@ def modify_pending_order_items(
     ]
     _credit(s, order.user_id, payment_method_id, -diff)
     replaced: set[int] = set()
-    for old_id, variant in zip(item_ids, variants):
+    for old_id, variant in zip(item_ids, variants, strict=True):
         idx = next(i for i, it in enumerate(order.items) if it.item_id == old_id and i not in replaced)
         replaced.add(idx)
         item = order.items[idx]
@@ -445,8 +445,14 @@ def execute(s: Session, name: str, arguments: Any) -> ToolEvent:
     """
     spec = TOOLS.tools.get(name)
     kind = spec.kind if spec else "generic"
-    event = ToolEvent(step=len(s.log), name=name, arguments=arguments if isinstance(arguments, dict) else {},
-                      kind=kind, ok=False, authenticated_user_id=s.authenticated_user_id)
+    event = ToolEvent(
+        step=len(s.log),
+        name=name,
+        arguments=arguments if isinstance(arguments, dict) else {},
+        kind=kind,
+        ok=False,
+        authenticated_user_id=s.authenticated_user_id,
+    )
     s.begin_call()
     try:
         if spec is None:
