@@ -53,3 +53,26 @@ def test_gate_param_change_reruns_only_gate_report_promote(repo):
     assert gate["promote"] is False
     promotion = json.loads((repo / "gate" / "promotion.json").read_text())
     assert promotion["promoted"] is False
+
+
+def test_second_iteration_starts_from_the_champion_and_shows_in_mlflow(repo):
+    import subprocess
+
+    from mlflow import MlflowClient
+
+    from tests.loop.loop_helpers import loop_env
+
+    set_params(repo, {"gate": {"margin": 0.0}})
+    dvc(repo, "repro")
+    env = loop_env(repo)
+    subprocess.run(["git", "add", "-A"], cwd=repo, check=True, env=env)
+    subprocess.run(["git", "commit", "-qm", "iteration 1"], cwd=repo, check=True, env=env)
+    dvc(repo, "exp", "run", "-S", "loop.iteration=2", "-S", "baseline.source=champion")
+    assert (repo / "models" / "baseline" / "agent.json").read_text().count('"oracle"') == 1  # the promoted champion
+    client = MlflowClient(f"sqlite:///{repo / 'mlruns.db'}")
+    experiment = client.get_experiment_by_name("agentloop")
+    runs = client.search_runs([experiment.experiment_id], filter_string="tags.`agentloop.kind` = 'iteration'")
+    names = {r.info.run_name.split(" · ")[0] for r in runs}
+    assert {"iter-001", "iter-002"} <= names
+    second = next(r for r in runs if r.info.run_name.startswith("iter-002"))
+    assert second.data.tags["agentloop.decision"] == "blocked"  # oracle vs oracle: nothing to gain
