@@ -36,6 +36,11 @@ class ModelConfig(BaseModel):
     num_kv_heads: int | None = Field(default=None, description="Key/value heads (grouped attention); None = heads.")
     max_position_embeddings: int = Field(default=2048, ge=16, description="Longest sequence (context length).")
     rope_theta: float = Field(default=10000.0, gt=0, description="RoPE base.")
+    rope_scaling: dict[str, int | float | str] | None = Field(
+        default=None,
+        description="transformers rope_parameters beyond the base (e.g. rope_type 'llama3' with its factors);"
+        " None = plain RoPE.",
+    )
     tie_word_embeddings: bool = Field(default=True, description="Share input and output embeddings.")
     vocab_size: int | None = Field(default=None, description="Vocabulary; None = the tokenizer's length.")
     seed: int = Field(default=0, description="Seed of the random initialisation.")
@@ -88,7 +93,7 @@ def build_model(
         num_attention_heads=config.num_heads,
         num_key_value_heads=config.num_kv_heads or config.num_heads,
         max_position_embeddings=config.max_position_embeddings,
-        rope_theta=config.rope_theta,
+        rope_parameters={"rope_type": "default", "rope_theta": config.rope_theta, **(config.rope_scaling or {})},
         tie_word_embeddings=config.tie_word_embeddings,
         bos_token_id=None,
         eos_token_id=end,

@@ -1,0 +1,181 @@
+"""The embedded default's bar: baseline → SFT on targeted synthesized data vs an equal-size untargeted control.
+
+On CPU (2 threads), from nothing downloaded:
+
+1. build the embedded default baseline (tokenizer, tiny Llama with the planted copy circuit, copy warm-up,
+   training on the situation-flawed corpus) — `pipeline.train.embedded.build_baseline`;
+2. measure it on held-out tasks of the evaluation world (k trials per task): pass^1, pass^k, failure modes;
+3. split a synthesis budget across the measured failure modes (`pipeline.target`) and synthesize targeted,
+   verified tasks with gold trajectories on the training world (`pipeline.synth`);
+4. the control: the same number of gold trajectories on untargeted generated tasks (default template mix);
+5. SFT the baseline through TRL on each (same settings, same anchor replay) and measure both.
+
+Writes bench/results/embedded_default.json (the table and every timing).
+
+    python bench/bench_embedded_default.py [--eval-tasks 40] [--trials 4] [--budget 160] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import platform
+import shutil
+import time
+from pathlib import Path
+
+import torch
+
+from pipeline.dataset.io import write_tasks
+from pipeline.measure import MeasureConfig, measure
+from pipeline.synth.synthesize import SynthConfig, synthesize
+from pipeline.synth.templates import generate_tasks
+from pipeline.target import TargetConfig, make_targets
+from pipeline.agents.scripted import OracleAgent
+from pipeline.train.corpus import run_corpus
+from pipeline.train.embedded import EmbeddedConfig, build_baseline
+from pipeline.train.sft import SFTParams, run_sft
+from pipeline.world.registry import load_world
+
+ROOT = Path(__file__).resolve().parents[1]
+MODES = ("plan_adherence", "invention", "misread")
+log = logging.getLogger("bench")
+
+
+def row(summary, seconds: float) -> dict:
+    k = str(summary.trials_per_task)
+    return {
+        "pass^1": summary.pass_hat_k["1"],
+        f"pass^{k}": summary.pass_hat_k[k],
+        "modes_tasks": {m: summary.failure_modes[m].tasks for m in MODES},
+        "modes_trials": {m: summary.failure_modes[m].trials for m in MODES},
+        "infra_errors": summary.infra_errors,
+        "measure_s": round(seconds, 1),
+    }
+
+
+def timed(fn, *args, **kwargs):
+    t = time.perf_counter()
+    out = fn(*args, **kwargs)
+    return out, time.perf_counter() - t
+
+
+def write_trajectories(path: Path, trajectories) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as fh:
+        for traj in trajectories:
+            fh.write(traj.model_dump_json() + "\n")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--eval-world", default="gen-101")
+    ap.add_argument("--eval-tasks", type=int, default=40)
+    ap.add_argument("--eval-seed", type=int, default=0)
+    ap.add_argument("--trials", type=int, default=4)
+    ap.add_argument("--budget", type=int, default=160, help="Synthesis budget (tasks) split across failure modes.")
+    ap.add_argument("--anchors", type=int, default=60, help="Gold anchor trajectories replayed in both SFT arms.")
+    ap.add_argument("--epochs", type=float, default=2.0)
+    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--embedded", type=Path, default=None, help="YAML/JSON of EmbeddedConfig settings.")
+    ap.add_argument("--reuse-baseline", action="store_true", help="Reuse <out>/baseline if it exists.")
+    ap.add_argument("--out", type=Path, default=Path("/tmp/agentloop-bench-embedded"))
+    ap.add_argument("--results", type=Path, default=ROOT / "bench" / "results" / "embedded_default.json")
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    for noisy in ("httpx", "datasets", "transformers", "pipeline.train.loop"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    torch.set_num_threads(2)
+    out = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    seconds: dict[str, float] = {}
+
+    settings = json.loads(args.embedded.read_text()) if args.embedded else {}
+    config = EmbeddedConfig.model_validate(settings)
+    baseline = out / "baseline"
+    if not (args.reuse_baseline and (baseline / "agentloop.json").exists()):
+        if baseline.exists():
+            shutil.rmtree(baseline)
+        build, seconds["build_baseline"] = timed(build_baseline, config, baseline)
+        (out / "build.json").write_text(json.dumps(build, indent=2))
+    build = json.loads((out / "build.json").read_text())
+
+    eval_world = load_world(args.eval_world)
+    train_world = load_world(config.train_world)
+    assert eval_world.fingerprint != train_world.fingerprint, "training and evaluation worlds must differ"
+    eval_tasks = out / "eval_tasks.jsonl"
+    write_tasks(eval_tasks, generate_tasks(eval_world, args.eval_tasks, seed=args.eval_seed))
+
+    def measure_agent(name: str, ckpt: Path):
+        cfg = MeasureConfig(world=args.eval_world, tasks=eval_tasks, agent=f"hf:{ckpt}", trials=args.trials,
+                            seed=0, resamples=200)
+        summary, s = timed(measure, cfg, out / f"run-{name}")
+        seconds[f"measure_{name}"] = s
+        return summary, s
+
+    base_summary, base_s = measure_agent("baseline", baseline)
+
+    # targeted data: split the budget over the measured modes, synthesize on the training world
+    targets, seconds["target"] = timed(make_targets, out / "run-baseline" / "metrics.json", args.budget,
+                                       TargetConfig())
+    synth_dir = out / "synth"
+    if synth_dir.exists():
+        shutil.rmtree(synth_dir)
+    synth, seconds["synthesize"] = timed(synthesize, train_world, targets, synth_dir, SynthConfig(seed=0))
+    n = len(synth.trajectories)
+
+    # control and anchors: untargeted gold trajectories (default template mix), disjoint seeds
+    t = time.perf_counter()
+    pool = generate_tasks(train_world, n + args.anchors + 40, seed=97)
+    gold = run_corpus(train_world, pool, OracleAgent(), trials=1, seed=97, passing_only=True)
+    control, anchors = gold[:n], gold[n:n + args.anchors]
+    write_trajectories(out / "control.jsonl", control)
+    write_trajectories(out / "anchors.jsonl", anchors)
+    seconds["control_data"] = time.perf_counter() - t
+
+    arms = {"targeted": synth_dir / "trajectories.jsonl", "control": out / "control.jsonl"}
+    results = {"baseline": row(base_summary, base_s)}
+    sft_info = {}
+    for name, data in arms.items():
+        params = SFTParams(base=baseline, data=[data], anchors=[out / "anchors.jsonl"], anchor_share=0.25,
+                           tasks=[synth_dir / "tasks.jsonl"] if name == "targeted" else [],
+                           epochs=args.epochs, learning_rate=args.lr, seed=0)
+        ckpt = out / f"sft-{name}"
+        result, seconds[f"sft_{name}"] = timed(run_sft, params, ckpt)
+        sft_info[name] = {"examples": result.examples, "steps": result.steps,
+                          "loss": [round(result.first_loss, 4), round(result.last_loss, 4)],
+                          "tokens": result.manifest.get("tokens")}
+        summary, s = measure_agent(name, ckpt)
+        results[name] = row(summary, s)
+
+    k = f"pass^{args.trials}"
+    b, tg, ct = results["baseline"], results["targeted"], results["control"]
+    bar = {
+        "pass^k_gain_points": round(100 * (tg[k] - b[k]), 1),
+        "pass^k_gain_ok": tg[k] - b[k] >= 0.25,
+        "pass^k_doubled": tg[k] >= 2 * b[k],
+        "modes_cut_by_two_thirds": {m: tg["modes_tasks"][m] <= b["modes_tasks"][m] / 3 for m in MODES},
+        "beats_control": tg[k] > ct[k],
+    }
+    report = {
+        "table": results,
+        "bar": bar,
+        "sft": sft_info,
+        "targets": {m: t.count for m, t in targets.modes.items()},
+        "synthesized": {"tasks": len(synth.tasks), "trajectories": n},
+        "baseline_build": build,
+        "seconds": {k2: round(v, 1) for k2, v in seconds.items()},
+        "setup": {"eval_world": args.eval_world, "eval_tasks": args.eval_tasks, "trials": args.trials,
+                  "train_world": config.train_world, "budget": args.budget, "anchors": args.anchors,
+                  "epochs": args.epochs, "lr": args.lr, "torch_threads": torch.get_num_threads(),
+                  "cpus": os.cpu_count(), "python": platform.python_version(), "torch": torch.__version__},
+    }
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    args.results.write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps({"table": results, "bar": bar, "seconds": report["seconds"]}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

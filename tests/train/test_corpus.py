@@ -1,0 +1,90 @@
+"""The baseline corpus: flaws follow situations (forgot email → invention, a later request → plan adherence, an
+order in the wrong status → misread), each planted flaw fails its trial for its own reason, and the failure-mode
+analyzer names the planted mode; tasks in no situation are solved as the oracle solves them."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from pipeline.agents.scripted import OracleAgent
+from pipeline.grading.failure_modes import analyze
+from pipeline.grading.grader import grade
+from pipeline.rollout.runner import run_episode
+from pipeline.synth.templates import generate_tasks
+from pipeline.train.corpus import (
+    SITUATION_MODE,
+    SituatedFlawedAgent,
+    SituatedFlaws,
+    encode_trajectories,
+    run_corpus,
+    situation_counts,
+    situations,
+)
+from pipeline.users.scripted import ScriptedUser
+from pipeline.world.registry import load_world
+from tests.train.helpers import COMPACT, tokenizer
+
+ALWAYS = SituatedFlaws(rates={"forgot_email": 1.0, "later_request": 1.0, "wrong_status": 1.0})
+
+
+@lru_cache(maxsize=1)
+def setting():
+    world = load_world("gen-3-12x40x100")
+    return world, tuple(generate_tasks(world, 60, seed=2))
+
+
+def test_situations_are_read_from_the_task_and_the_world():
+    world, tasks = setting()
+    counts = situation_counts(world, tasks)
+    assert all(counts[s] > 0 for s in SITUATION_MODE), counts
+    for task in tasks:
+        found = situations(world, task)
+        for i, s in found.items():
+            req = task.user_script.requests[i]
+            if s == "forgot_email":
+                assert task.user_script.messes.forgot_email
+            elif s == "later_request":
+                assert i > 0
+            else:
+                assert req.expect == "refused" and world.db.orders[req.order_id].status != "pending" or (
+                    req.intent == "return" and world.db.orders[req.order_id].status != "delivered"
+                )
+
+
+def test_each_situation_fails_for_its_own_mode_and_other_tasks_pass():
+    world, tasks = setting()
+    agent = SituatedFlawedAgent(world, ALWAYS)
+    seen = set()
+    for task in tasks:
+        traj = run_episode(world, task, agent, ScriptedUser())
+        verdict = grade(world, task, traj)
+        planted = {SITUATION_MODE[s] for s in situations(world, task).values()}
+        assert set(agent.planted(task, 0)) == planted
+        if not planted:
+            assert verdict.passed, task.id
+            continue
+        assert not verdict.passed, task.id
+        found = set(analyze(task, traj, verdict).modes)
+        assert found & planted, (task.id, planted, found)
+        seen |= found & planted
+    assert seen == set(SITUATION_MODE.values())
+
+
+def test_rates_are_per_situation_and_deterministic():
+    world, tasks = setting()
+    config = SituatedFlaws(rates={"forgot_email": 0.5, "later_request": 0.0, "wrong_status": 0.0}, seed=4)
+    agent = SituatedFlawedAgent(world, config)
+    table = [agent.planted(t, k) for t in tasks for k in range(4)]
+    assert table == [SituatedFlawedAgent(world, config).planted(t, k) for t in tasks for k in range(4)]
+    assert {m for row in table for m in row} == {"invention"}
+    fe = [t for t in tasks if "forgot_email" in situations(world, t).values()]
+    share = sum("invention" in agent.planted(t, k) for t in fe for k in range(4)) / (4 * len(fe))
+    assert 0.25 < share < 0.75
+
+
+def test_gold_corpus_is_verified_and_encodes_with_assistant_masks():
+    world, tasks = setting()
+    gold = run_corpus(world, tasks[:6], OracleAgent(), trials=2, seed=1, passing_only=True)
+    assert len(gold) == 12
+    examples = encode_trajectories(gold, world, tokenizer(), COMPACT)
+    assert all(len(e.ids) == len(e.mask) and 0 < sum(e.mask) < len(e.ids) for e in examples)

@@ -1,0 +1,61 @@
+"""SFT through TRL: a handful of codec-rendered trajectories lower the loss (assistant tokens only), and the
+checkpoint records codec hash, data manifest and config, reloads in the `hf` backend and acts in the runner."""
+
+from __future__ import annotations
+
+import json
+
+from pipeline.agents.codec import codec_hash, encode_conversation
+from pipeline.agents.hf import HFAgent
+from pipeline.rollout.runner import Limits, run_episode
+from pipeline.train.model import META_FILE, read_meta
+from pipeline.train.sft import SFTParams, encode_for_sft, mix_anchors, run_sft, verify
+from pipeline.users.scripted import ScriptedUser
+from pipeline.world.retail.tools import TOOLS
+from tests.train.helpers import COMPACT, gold, tasks, tiny_checkpoint, tokenizer, world, write_jsonl
+
+
+def test_sft_lowers_the_loss_and_the_checkpoint_reloads_and_acts(tmp_path):
+    base = tiny_checkpoint(tmp_path / "base")
+    data = write_jsonl(tmp_path / "data.jsonl", gold()[:4])
+    anchors = write_jsonl(tmp_path / "anchors.jsonl", gold()[4:6])
+    task_file = tmp_path / "tasks.jsonl"
+    write_jsonl(task_file, tasks())
+    params = SFTParams(base=base, data=[data], anchors=[anchors], anchor_share=0.25, tasks=[task_file], epochs=6,
+                       learning_rate=1e-2, batch_size=2, logging_steps=1, max_length=4096)
+    result = run_sft(params, tmp_path / "sft")
+    assert result.steps >= 6 and len(result.losses) == result.steps
+    assert result.last_loss < 0.8 * result.first_loss, result.losses
+
+    meta = read_meta(tmp_path / "sft")
+    assert meta.codec_hash == codec_hash(COMPACT) and meta.parent == str(base)
+    assert meta.training["kind"] == "sft" and meta.training["learning_rate"] == 1e-2
+    assert meta.data_manifest["data_counts"] == {"verified": 4, "failed_verification": 0, "unverified": 0,
+                                                 "infra_error": 0}
+    assert meta.data_manifest["anchor_examples"] == 1 and meta.data_manifest["examples"] == 5
+    assert len(meta.data_manifest["data"][0]["sha256"]) == 64
+    assert json.loads((tmp_path / "sft" / META_FILE).read_text())["codec_hash"] == meta.codec_hash
+
+    agent = HFAgent(tmp_path / "sft", max_new_tokens=16)
+    traj = run_episode(world(), tasks()[0], agent, ScriptedUser(), limits=Limits(max_turns=6, max_steps_per_turn=2))
+    assert traj.termination != "infra_error"
+    assert any(m.role == "assistant" and m.usage and m.usage.completion_tokens for m in traj.messages)
+
+
+def test_rendering_masks_only_assistant_tokens_and_matches_the_codec():
+    traj = gold()[0]
+    columns = encode_for_sft([traj], tokenizer(), COMPACT)
+    enc = encode_conversation(traj.messages, TOOLS.schemas(), world().policy, tokenizer(), COMPACT)
+    assert columns["input_ids"] == [enc.ids] and columns["assistant_masks"] == [enc.assistant_mask]
+    said = tokenizer().decode([t for t, m in zip(enc.ids, enc.assistant_mask, strict=True) if m])
+    assert "find_user_id_by_email" in said and "<|im_start|>user" not in said and "###STOP###" not in said
+
+
+def test_verification_drops_failing_trajectories_and_anchor_mix_has_its_share():
+    good, bad = gold()[0], gold()[1].model_copy(deep=True)
+    bad.messages = bad.messages[:3]  # cut short: the task's write never happens
+    by_id = {t.id: t for t in tasks()}
+    kept, counts = verify([good, bad], by_id)
+    assert kept == [good] and counts["verified"] == 1 and counts["failed_verification"] == 1
+    mixed = mix_anchors(list(gold()[:6]), list(gold()[6:]), share=0.25, seed=0)
+    assert len(mixed) == 8 and sum(t in gold()[6:] for t in mixed) == 2
