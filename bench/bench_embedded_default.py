@@ -28,12 +28,12 @@ from pathlib import Path
 
 import torch
 
+from pipeline.agents.scripted import OracleAgent
 from pipeline.dataset.io import write_tasks
 from pipeline.measure import MeasureConfig, measure
 from pipeline.synth.synthesize import SynthConfig, synthesize
 from pipeline.synth.templates import generate_tasks
 from pipeline.target import TargetConfig, make_targets
-from pipeline.agents.scripted import OracleAgent
 from pipeline.train.corpus import run_corpus
 from pipeline.train.embedded import EmbeddedConfig, build_baseline
 from pipeline.train.sft import SFTParams, run_sft
@@ -109,8 +109,9 @@ def main() -> None:
     write_tasks(eval_tasks, generate_tasks(eval_world, args.eval_tasks, seed=args.eval_seed))
 
     def measure_agent(name: str, ckpt: Path):
-        cfg = MeasureConfig(world=args.eval_world, tasks=eval_tasks, agent=f"hf:{ckpt}", trials=args.trials,
-                            seed=0, resamples=200)
+        cfg = MeasureConfig(
+            world=args.eval_world, tasks=eval_tasks, agent=f"hf:{ckpt}", trials=args.trials, seed=0, resamples=200
+        )
         summary, s = timed(measure, cfg, out / f"run-{name}")
         seconds[f"measure_{name}"] = s
         return summary, s
@@ -118,8 +119,7 @@ def main() -> None:
     base_summary, base_s = measure_agent("baseline", baseline)
 
     # targeted data: split the budget over the measured modes, synthesize on the training world
-    targets, seconds["target"] = timed(make_targets, out / "run-baseline" / "metrics.json", args.budget,
-                                       TargetConfig())
+    targets, seconds["target"] = timed(make_targets, out / "run-baseline" / "metrics.json", args.budget, TargetConfig())
     synth_dir = out / "synth"
     if synth_dir.exists():
         shutil.rmtree(synth_dir)
@@ -130,7 +130,7 @@ def main() -> None:
     t = time.perf_counter()
     pool = generate_tasks(train_world, n + args.anchors + 40, seed=97)
     gold = run_corpus(train_world, pool, OracleAgent(), trials=1, seed=97, passing_only=True)
-    control, anchors = gold[:n], gold[n:n + args.anchors]
+    control, anchors = gold[:n], gold[n : n + args.anchors]
     write_trajectories(out / "control.jsonl", control)
     write_trajectories(out / "anchors.jsonl", anchors)
     seconds["control_data"] = time.perf_counter() - t
@@ -139,14 +139,24 @@ def main() -> None:
     results = {"baseline": row(base_summary, base_s)}
     sft_info = {}
     for name, data in arms.items():
-        params = SFTParams(base=baseline, data=[data], anchors=[out / "anchors.jsonl"], anchor_share=0.25,
-                           tasks=[synth_dir / "tasks.jsonl"] if name == "targeted" else [],
-                           epochs=args.epochs, learning_rate=args.lr, seed=0)
+        params = SFTParams(
+            base=baseline,
+            data=[data],
+            anchors=[out / "anchors.jsonl"],
+            anchor_share=0.25,
+            tasks=[synth_dir / "tasks.jsonl"] if name == "targeted" else [],
+            epochs=args.epochs,
+            learning_rate=args.lr,
+            seed=0,
+        )
         ckpt = out / f"sft-{name}"
         result, seconds[f"sft_{name}"] = timed(run_sft, params, ckpt)
-        sft_info[name] = {"examples": result.examples, "steps": result.steps,
-                          "loss": [round(result.first_loss, 4), round(result.last_loss, 4)],
-                          "tokens": result.manifest.get("tokens")}
+        sft_info[name] = {
+            "examples": result.examples,
+            "steps": result.steps,
+            "loss": [round(result.first_loss, 4), round(result.last_loss, 4)],
+            "tokens": result.manifest.get("tokens"),
+        }
         summary, s = measure_agent(name, ckpt)
         results[name] = row(summary, s)
 
@@ -167,10 +177,20 @@ def main() -> None:
         "synthesized": {"tasks": len(synth.tasks), "trajectories": n},
         "baseline_build": build,
         "seconds": {k2: round(v, 1) for k2, v in seconds.items()},
-        "setup": {"eval_world": args.eval_world, "eval_tasks": args.eval_tasks, "trials": args.trials,
-                  "train_world": config.train_world, "budget": args.budget, "anchors": args.anchors,
-                  "epochs": args.epochs, "lr": args.lr, "torch_threads": torch.get_num_threads(),
-                  "cpus": os.cpu_count(), "python": platform.python_version(), "torch": torch.__version__},
+        "setup": {
+            "eval_world": args.eval_world,
+            "eval_tasks": args.eval_tasks,
+            "trials": args.trials,
+            "train_world": config.train_world,
+            "budget": args.budget,
+            "anchors": args.anchors,
+            "epochs": args.epochs,
+            "lr": args.lr,
+            "torch_threads": torch.get_num_threads(),
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "torch": torch.__version__,
+        },
     }
     args.results.parent.mkdir(parents=True, exist_ok=True)
     args.results.write_text(json.dumps(report, indent=2) + "\n")

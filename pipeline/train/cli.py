@@ -76,15 +76,29 @@ def sft(
     from pipeline.train.sft import LoraParams, SFTParams, run_sft
 
     try:
-        params = SFTParams(base=base, data=data, anchors=anchors, anchor_share=anchor_share, tasks=tasks,
-                           epochs=epochs, learning_rate=lr, batch_size=batch_size, grad_accum=grad_accum,
-                           max_length=max_length, max_steps=max_steps, bf16=bf16, seed=seed,
-                           lora=LoraParams(enabled=lora, r=lora_r, alpha=lora_alpha))
+        params = SFTParams(
+            base=base,
+            data=data,
+            anchors=anchors,
+            anchor_share=anchor_share,
+            tasks=tasks,
+            epochs=epochs,
+            learning_rate=lr,
+            batch_size=batch_size,
+            grad_accum=grad_accum,
+            max_length=max_length,
+            max_steps=max_steps,
+            bf16=bf16,
+            seed=seed,
+            lora=LoraParams(enabled=lora, r=lora_r, alpha=lora_alpha),
+        )
         result = run_sft(params, out)
     except (ValidationError, CodecMismatchError, FileNotFoundError, ValueError) as exc:
         _fail(str(exc))
-    console.print(f"SFT: {result.examples} examples, {result.steps} steps, loss {result.first_loss:.3f} → "
-                  f"{result.last_loss:.3f}; wrote {out}")
+    console.print(
+        f"SFT: {result.examples} examples, {result.steps} steps, loss {result.first_loss:.3f} → "
+        f"{result.last_loss:.3f}; wrote {out}"
+    )
 
 
 @train_app.command("grpo")
@@ -114,13 +128,28 @@ def grpo(
     from pipeline.train.sft import LoraParams
 
     try:
-        params = GRPOParams(base=base, tasks=tasks, world=world, steps=steps, num_generations=num_generations,
-                            tasks_per_step=tasks_per_step, learning_rate=lr, beta=beta, temperature=temperature,
-                            max_new_tokens=max_new_tokens, lora=LoraParams(enabled=lora), vllm=vllm,
-                            vllm_gpu_memory=vllm_gpu_memory, vllm_host=vllm_host, vllm_port=vllm_port, bf16=bf16,
-                            seed=seed)
+        params = GRPOParams(
+            base=base,
+            tasks=tasks,
+            world=world,
+            steps=steps,
+            num_generations=num_generations,
+            tasks_per_step=tasks_per_step,
+            learning_rate=lr,
+            beta=beta,
+            temperature=temperature,
+            max_new_tokens=max_new_tokens,
+            lora=LoraParams(enabled=lora),
+            vllm=vllm,
+            vllm_gpu_memory=vllm_gpu_memory,
+            vllm_host=vllm_host,
+            vllm_port=vllm_port,
+            bf16=bf16,
+            seed=seed,
+        )
         result = run_grpo(params, out)
     except (ValidationError, CodecMismatchError, FileNotFoundError, ValueError) as exc:
         _fail(str(exc))
-    console.print(f"GRPO: {result.steps} steps, mean reward per step {result.rewards}, rollouts {result.stats}; "
-                  f"wrote {out}")
+    console.print(
+        f"GRPO: {result.steps} steps, mean reward per step {result.rewards}, rollouts {result.stats}; wrote {out}"
+    )

@@ -143,7 +143,9 @@ class SituatedEpisode(FlawedEpisode):
         if req.intent == "cancel":
             said = req.details.get("reason", "").lower()
             reason = next((r for r in CANCEL_REASONS if r in said), CANCEL_REASONS[0])
-            return Action(name="cancel_pending_order", arguments={"order_id": req.order_id, "reason": reason}, request=i)
+            return Action(
+                name="cancel_pending_order", arguments={"order_id": req.order_id, "reason": reason}, request=i
+            )
         if req.intent == "modify_address":
             m = _ADDRESS.search(req.details.get("address", ""))
             parts = [p.strip() for p in m.group("body").split(",")] if m else []
@@ -152,7 +154,9 @@ class SituatedEpisode(FlawedEpisode):
             a1, *a2, city, state, country = parts
             args = dict(address1=a1, address2=a2[0] if a2 else "", city=city, state=state, country=country)
             return Action(
-                name="modify_pending_order_address", arguments={"order_id": req.order_id, **args, "zip": m["zip"]}, request=i
+                name="modify_pending_order_address",
+                arguments={"order_id": req.order_id, **args, "zip": m["zip"]},
+                request=i,
             )
         said = req.details.get("items", "")
         items = sorted({it["item_id"] for it in order.get("items", []) if f"{it['name']} (" in said})
@@ -180,7 +184,9 @@ def run_corpus(
     dropped = 0
     for task in tasks:
         for trial in range(trials):
-            traj = run_episode(world, task, agent, user, trial=trial, seed=trial_seed(seed, task.id, trial), limits=limits)
+            traj = run_episode(
+                world, task, agent, user, trial=trial, seed=trial_seed(seed, task.id, trial), limits=limits
+            )
             if passing_only and not grade(world, task, traj, limits=limits).passed:
                 dropped += 1
                 continue
@@ -191,13 +197,26 @@ def run_corpus(
 
 
 def encode_trajectories(
-    trajectories: Iterable[Trajectory], world: RetailWorld, tokenizer, codec: CodecConfig
+    trajectories: Iterable[Trajectory],
+    world: RetailWorld,
+    tokenizer,
+    codec: CodecConfig,
+    *,
+    call_weight: float = 1.0,
+    context_weight: float = 0.0,
 ) -> list[Example]:
-    """Codec-rendered token ids with the assistant mask (what SFT and the plain loop train on)."""
+    """Codec-rendered token ids with loss weights: assistant text 1, assistant tool calls `call_weight`, the rest
+    of the conversation `context_weight` (0 = the assistant mask SFT trains on)."""
     out = []
     for traj in trajectories:
         enc = encode_conversation(traj.messages, TOOLS.schemas(), world.policy, tokenizer, codec)
-        out.append(Example(enc.ids, enc.assistant_mask))
+        weights = [1.0 if m else context_weight for m in enc.assistant_mask]
+        if call_weight != 1.0:
+            calls = [bool(m.tool_calls) for m in traj.messages if m.role == "assistant"]
+            for (start, end), is_call in zip(enc.assistant_spans(), calls, strict=True):
+                if is_call:
+                    weights[start:end] = [call_weight] * (end - start)
+        out.append(Example(enc.ids, weights))
     return out
 
 

@@ -7,15 +7,15 @@ same machine and torch build):
    conversations rendered from it (`pipeline.train.tokenizer`);
 2. a ~0.8M-parameter Llama from a transformers config, with a copy circuit planted at initialisation
    (`pipeline.train.induction`): without it the model does not learn to copy ids within minutes;
-3. a short synthetic copy warm-up (`pipeline.train.warmup`), which tunes the planted circuit to the tokenizer's
-   text before the agent data;
+3. optionally, a short synthetic copy warm-up (`pipeline.train.warmup`; off by default, the circuit makes it
+   unnecessary);
 4. the baseline: the plain training loop on a deliberately imperfect corpus, the oracle with failure modes
    planted on the situations that invite them (`pipeline.train.corpus`), so the model fails there the way real
    agents do, and targeted data has something to fix.
 
 The codec is the compact one (short policy summary, `key: value` tool results): the full system prompt alone
-is longer than the model's context. Losses: 1 on assistant tokens, `context_weight` on the rest of the
-conversation (the tool results and customer messages teach the model the text it must copy from).
+is longer than the model's context. Loss weights: 1 on assistant text, `call_weight` on assistant tool calls
+(whose every token must be exact for the episode to succeed), `context_weight` on the rest of the conversation.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from pipeline.agents.codec import CodecConfig
 from pipeline.synth.templates import generate_tasks
 from pipeline.train.corpus import SituatedFlawedAgent, SituatedFlaws, encode_trajectories, run_corpus, situation_counts
 from pipeline.train.induction import COPY_ROPE, plant_copy_circuit
-from pipeline.train.loop import Example, LoopConfig, train_loop
+from pipeline.train.loop import LoopConfig, train_loop
 from pipeline.train.model import CheckpointMeta, ModelConfig, build_model, save_checkpoint
 from pipeline.train.tokenizer import TokenizerConfig, build_corpus, train_tokenizer
 from pipeline.train.warmup import WarmupConfig, warmup_examples
@@ -60,22 +60,22 @@ class EmbeddedConfig(BaseModel):
         " circuit needs COPY_ROPE.",
     )
     copy_circuit: bool = Field(default=True, description="Plant the copy circuit at initialisation.")
-    warmup: WarmupConfig = Field(default_factory=lambda: WarmupConfig(sequences=600, seq_tokens=256))
+    warmup: WarmupConfig | None = Field(
+        default=None,
+        description="Synthetic copy warm-up before the corpus; None = none (the planted copy circuit makes it"
+        " unnecessary: on 2 cores the warm-up alone never reached its induction phase within 1000 steps).",
+    )
     warmup_loop: LoopConfig = Field(default_factory=lambda: LoopConfig(learning_rate=3e-3, batch_tokens=4096))
     corpus_tasks: int = Field(default=400, ge=1, description="Generated training tasks for the baseline corpus.")
     corpus_seed: int = Field(default=1, description="Task generation seed of the corpus.")
     flaws: SituatedFlaws = Field(default_factory=SituatedFlaws)
-    context_weight: float = Field(default=0.3, ge=0, le=1, description="Loss weight of non-assistant tokens.")
+    context_weight: float = Field(default=0.1, ge=0, le=1, description="Loss weight of non-assistant tokens.")
+    call_weight: float = Field(default=3.0, gt=0, description="Loss weight of assistant tool calls (text: 1).")
     loop: LoopConfig = Field(
         default_factory=lambda: LoopConfig(epochs=3, max_steps=1000, learning_rate=3e-3, batch_tokens=4096)
     )
     codec: CodecConfig = Field(default=COMPACT, description="Codec the model is trained and evaluated with.")
     threads: int = Field(default=2, ge=1, description="torch CPU threads.")
-
-
-def weighted(examples: list[Example], context_weight: float) -> list[Example]:
-    """Assistant tokens weigh 1, the rest `context_weight`."""
-    return [Example(e.ids, [1.0 if m else context_weight for m in e.mask]) for e in examples]
 
 
 def build_baseline(config: EmbeddedConfig, out: str | Path) -> dict[str, Any]:
@@ -84,24 +84,32 @@ def build_baseline(config: EmbeddedConfig, out: str | Path) -> dict[str, Any]:
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
     world = load_world(config.train_world)
-    tokenizer = train_tokenizer(build_corpus(world, config.tokenizer_conversations, seed=config.seed),
-                                config.tokenizer)
+    tokenizer = train_tokenizer(build_corpus(world, config.tokenizer_conversations, seed=config.seed), config.tokenizer)
     model_config = config.model.model_copy(update={"seed": config.seed})
     model = build_model(model_config, tokenizer)
     if config.copy_circuit:
         plant_copy_circuit(model, tokenizer, seed=config.seed)
     seconds["tokenizer_and_model"] = time.perf_counter() - t0
 
-    t = time.perf_counter()
-    warm = warmup_examples(tokenizer, config.warmup.model_copy(update={"seed": config.seed}))
-    warm_result = train_loop(model, warm, tokenizer.pad_token_id, config.warmup_loop)
-    seconds["warmup"] = time.perf_counter() - t
+    warm_tokens = 0
+    if config.warmup is not None:
+        t = time.perf_counter()
+        warm = warmup_examples(tokenizer, config.warmup.model_copy(update={"seed": config.seed}))
+        warm_tokens = train_loop(model, warm, tokenizer.pad_token_id, config.warmup_loop).tokens
+        seconds["warmup"] = time.perf_counter() - t
 
     t = time.perf_counter()
     tasks = generate_tasks(world, config.corpus_tasks, seed=config.corpus_seed)
     agent = SituatedFlawedAgent(world, config.flaws)
     trajectories = run_corpus(world, tasks, agent, trials=1, seed=config.seed)
-    examples = weighted(encode_trajectories(trajectories, world, tokenizer, config.codec), config.context_weight)
+    examples = encode_trajectories(
+        trajectories,
+        world,
+        tokenizer,
+        config.codec,
+        call_weight=config.call_weight,
+        context_weight=config.context_weight,
+    )
     seconds["corpus"] = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -116,12 +124,11 @@ def build_baseline(config: EmbeddedConfig, out: str | Path) -> dict[str, Any]:
         "corpus_tokens": sum(len(e.ids) for e in examples),
         "flawed_trajectories": planted,
         "situations": situation_counts(world, tasks),
-        "warmup_tokens": warm_result.tokens,
+        "warmup_tokens": warm_tokens,
     }
     training = {
         "kind": "embedded_baseline",
         "config": json.loads(config.model_dump_json()),
-        "warmup_loss": [warm_result.losses[0], warm_result.losses[-1]],
         "baseline_loss": [result.losses[0], result.losses[-1]],
         "steps": result.steps,
         "tokens_per_s": result.tokens_per_s,
@@ -129,7 +136,12 @@ def build_baseline(config: EmbeddedConfig, out: str | Path) -> dict[str, Any]:
     meta = CheckpointMeta.for_codec(config.codec, model=model_config, training=training, data_manifest=manifest)
     save_checkpoint(out, model, tokenizer, meta)
     seconds = {k: round(v, 1) for k, v in seconds.items()}
-    report = {"seconds": seconds, "seconds_total": round(time.perf_counter() - t0, 1), **manifest,
-              "baseline_loss": training["baseline_loss"], "steps": result.steps}
+    report = {
+        "seconds": seconds,
+        "seconds_total": round(time.perf_counter() - t0, 1),
+        **manifest,
+        "baseline_loss": training["baseline_loss"],
+        "steps": result.steps,
+    }
     log.info("embedded baseline → %s: %s", out, report)
     return report

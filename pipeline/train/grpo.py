@@ -152,23 +152,47 @@ def build_trainer(params: GRPOParams, scratch: str, tasks: list[Task] | None = N
             live = trainer.accelerator.unwrap_model(trainer.model)
             stop = {ckpt.tokenizer.convert_tokens_to_ids(t) for t in ("<|im_end|>", "<|endoftext|>")}
             generate = local_generate(live, stop, params.temperature)
-        return PolicyAgent(ckpt.tokenizer, ckpt.meta.codec_config, generate, context=context,
-                           max_new_tokens=params.max_new_tokens, seed=params.seed, name="policy")
+        return PolicyAgent(
+            ckpt.tokenizer,
+            ckpt.meta.codec_config,
+            generate,
+            context=context,
+            max_new_tokens=params.max_new_tokens,
+            seed=params.seed,
+            name="policy",
+        )
 
-    rollouts = EpisodeRollouts(world=world, tasks=by_id, user=ScriptedUser(), make_agent=make_agent,
-                               limits=params.limits, max_resamples=params.max_resamples,
-                               max_infra_retries=params.max_infra_retries, seed=params.seed)
+    rollouts = EpisodeRollouts(
+        world=world,
+        tasks=by_id,
+        user=ScriptedUser(),
+        make_agent=make_agent,
+        limits=params.limits,
+        max_resamples=params.max_resamples,
+        max_infra_retries=params.max_infra_retries,
+        seed=params.seed,
+    )
     peft_config = None
     if params.lora.enabled:
         from peft import LoraConfig
 
-        peft_config = LoraConfig(r=params.lora.r, lora_alpha=params.lora.alpha, lora_dropout=params.lora.dropout,
-                                 target_modules=list(params.lora.target_modules), task_type="CAUSAL_LM")
+        peft_config = LoraConfig(
+            r=params.lora.r,
+            lora_alpha=params.lora.alpha,
+            lora_dropout=params.lora.dropout,
+            target_modules=list(params.lora.target_modules),
+            task_type="CAUSAL_LM",
+        )
     dataset = Dataset.from_dict({"prompt": [t.id for t in tasks]})
-    trainer = GRPOTrainer(model=model, reward_funcs=[verdict_reward], args=args, train_dataset=dataset,
-                          processing_class=ckpt.tokenizer, rollout_func=make_rollout_func(rollouts,
-                                                                                          params.num_generations),
-                          peft_config=peft_config)
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=[verdict_reward],
+        args=args,
+        train_dataset=dataset,
+        processing_class=ckpt.tokenizer,
+        rollout_func=make_rollout_func(rollouts, params.num_generations),
+        peft_config=peft_config,
+    )
     trainer_ref["trainer"] = trainer
     return trainer, rollouts, ckpt
 

@@ -98,8 +98,8 @@ def plant_copy_circuit(
     channel = hidden - 1
     basis = torch.linalg.qr(torch.randn(hidden - 1, hidden - 1, generator=gen))[0]  # token channels
     K = basis[:, :code]
-    B = [basis[:, code * (o + 1): code * (o + 2)] for o in range(offsets)]
-    free = basis[:, code * (offsets + 1):]
+    B = [basis[:, code * (o + 1) : code * (o + 2)] for o in range(offsets)]
+    free = basis[:, code * (offsets + 1) :]
 
     # ---- embeddings: code in K, features elsewhere, constant channel, equal norms ------------------------------
     emb = model.model.embed_tokens.weight
@@ -135,16 +135,16 @@ def plant_copy_circuit(
             attn0.k_proj.weight[base + i, channel] = amp * math.sqrt(w) * math.cos(f * (o + 1))
             attn0.k_proj.weight[base + half + i, channel] = amp * math.sqrt(w) * math.sin(f * (o + 1))
         attn0.v_proj.weight[rows] = 0.0
-        attn0.v_proj.weight[base: base + code, :channel] = K.T  # reads the code (length code0)
+        attn0.v_proj.weight[base : base + code, :channel] = K.T  # reads the code (length code0)
         attn0.o_proj.weight[:, rows] = 0.0
-        attn0.o_proj.weight[:channel, base: base + code] = B[o] * (c_len / code0)  # writes it with length c_len
+        attn0.o_proj.weight[:channel, base : base + code] = B[o] * (c_len / code0)  # writes it with length c_len
 
     # ---- layer 1: the trigram induction head (slowest RoPE pairs) ----------------------------------------------
     rms1 = math.sqrt((norm**2 + offsets * c_len**2 + constant**2) / hidden)
     code1 = c_len / rms1
     alpha = math.sqrt(match_logit * math.sqrt(head_dim)) / code1
     dims = [p for p in slow] + [p + half for p in slow]  # both members of each slow pair
-    slots = [dims[j * code:(j + 1) * code] for j in range(offsets)]
+    slots = [dims[j * code : (j + 1) * code] for j in range(offsets)]
     attn1 = model.model.layers[1].self_attn
     q, k = attn1.q_proj.weight, attn1.k_proj.weight
     q[:head_dim] = 0.0

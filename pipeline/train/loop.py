@@ -89,10 +89,7 @@ def masked_loss(logits: torch.Tensor, labels: torch.Tensor, weights: torch.Tenso
     shift_logits = logits[:, :-1].reshape(-1, logits.size(-1)).float()
     shift_labels = labels[:, 1:].reshape(-1)
     losses = torch.nn.functional.cross_entropy(shift_logits, shift_labels, ignore_index=IGNORE, reduction="none")
-    if weights is None:
-        weights = (shift_labels != IGNORE).float()
-    else:
-        weights = weights[:, 1:].reshape(-1)
+    weights = (shift_labels != IGNORE).float() if weights is None else weights[:, 1:].reshape(-1)
     return (losses * weights).sum() / weights.sum().clamp(min=1e-6)
 
 
@@ -160,7 +157,8 @@ def train_loop(
         if on_step:
             on_step(step, losses[-1])
         if step % config.log_every == 0 or step == total - 1:
-            log.info("step %d/%d loss %.4f (%.0f tok/s)", step + 1, total, losses[-1],
-                     tokens / (time.perf_counter() - t0))
+            log.info(
+                "step %d/%d loss %.4f (%.0f tok/s)", step + 1, total, losses[-1], tokens / (time.perf_counter() - t0)
+            )
     model.eval()
     return LoopResult(steps=total, tokens=tokens, seconds=time.perf_counter() - t0, losses=losses)

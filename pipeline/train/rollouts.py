@@ -59,8 +59,15 @@ def local_generate(model: torch.nn.Module, stop_ids: set[int], temperature: floa
     """Sampling with the in-memory model (CPU, or the training GPU without vLLM); same sampler as the hf agent."""
 
     def generate(prompt_ids: list[int], max_new_tokens: int, generator: torch.Generator) -> list[int]:
-        return sample(model, prompt_ids, max_new_tokens=max_new_tokens, stop_ids=stop_ids, temperature=temperature,
-                      top_p=top_p, generator=generator)
+        return sample(
+            model,
+            prompt_ids,
+            max_new_tokens=max_new_tokens,
+            stop_ids=stop_ids,
+            temperature=temperature,
+            top_p=top_p,
+            generator=generator,
+        )
 
     return generate
 
@@ -81,8 +88,17 @@ class PolicyAgent:
     Unlike the `hf` backend it keeps, per episode, the exact ids it sampled for each assistant message.
     """
 
-    def __init__(self, tokenizer: Any, codec: CodecConfig, generate: Generate, *, context: int,
-                 max_new_tokens: int = 256, seed: int = 0, name: str = "policy") -> None:
+    def __init__(
+        self,
+        tokenizer: Any,
+        codec: CodecConfig,
+        generate: Generate,
+        *,
+        context: int,
+        max_new_tokens: int = 256,
+        seed: int = 0,
+        name: str = "policy",
+    ) -> None:
         self.tokenizer, self.codec, self.generate = tokenizer, codec, generate
         self.context, self.max_new_tokens, self.seed, self.name = context, max_new_tokens, seed, name
         self.stop_ids = {tokenizer.convert_tokens_to_ids(t) for t in (IM_END, ENDOFTEXT)}
@@ -102,8 +118,9 @@ class PolicyEpisode:
     def act(self, messages: list[Message]) -> Message:
         a = self.agent
         t0 = time.perf_counter()
-        prompt = encode_conversation(messages, self.info.tools, self.info.policy, a.tokenizer, a.codec,
-                                     add_generation_prompt=True).ids
+        prompt = encode_conversation(
+            messages, self.info.tools, self.info.policy, a.tokenizer, a.codec, add_generation_prompt=True
+        ).ids
         room = min(a.max_new_tokens, a.context - len(prompt))
         try:
             ids = a.generate(prompt, room, self.generator) if room > 0 else []
@@ -113,8 +130,7 @@ class PolicyEpisode:
         text = decode_assistant(a.tokenizer, [t for t in ids if t not in a.stop_ids])
         message = parse_assistant(text, id_prefix=f"call_{self.turn}_")
         self.turn += 1
-        message.usage = Usage(prompt_tokens=len(prompt), completion_tokens=len(ids),
-                              compute_s=time.perf_counter() - t0)
+        message.usage = Usage(prompt_tokens=len(prompt), completion_tokens=len(ids), compute_s=time.perf_counter() - t0)
         return message
 
 
@@ -130,24 +146,27 @@ class Sample:
     trajectory: Trajectory
 
 
-def episode_sample(traj: Trajectory, sampled: Sequence[Sequence[int]], policy: str, agent: PolicyAgent,
-                   reward: float) -> Sample:
+def episode_sample(
+    traj: Trajectory, sampled: Sequence[Sequence[int]], policy: str, agent: PolicyAgent, reward: float
+) -> Sample:
     """Split the codec rendering of an episode into prompt / completion, with the sampled ids and the env mask."""
     assistant = [i for i, m in enumerate(traj.messages) if m.role == "assistant"]
     completions = {}
     for index, ids in zip(assistant, sampled, strict=True):
         completions[index] = [t for t in ids if t not in agent.stop_ids]
-    enc = encode_conversation(traj.messages, TOOLS.schemas(), policy, agent.tokenizer, agent.codec,
-                              completions=completions)
+    enc = encode_conversation(
+        traj.messages, TOOLS.schemas(), policy, agent.tokenizer, agent.codec, completions=completions
+    )
     mask = list(enc.assistant_mask)
     # an end-of-turn token the codec added where the policy hit its token limit was not sampled: no loss on it
     spans = enc.assistant_spans()
-    for (start, end), ids in zip(spans, sampled, strict=True):
+    for (_, end), ids in zip(spans, sampled, strict=True):
         if not ids or ids[-1] != agent.end_id:
             mask[end - 1] = 0
     first = next((i for i, m in enumerate(traj.messages) if m.role == "user"), 0)
-    head = encode_conversation(traj.messages[: first + 1], TOOLS.schemas(), policy, agent.tokenizer, agent.codec,
-                               add_generation_prompt=True).ids
+    head = encode_conversation(
+        traj.messages[: first + 1], TOOLS.schemas(), policy, agent.tokenizer, agent.codec, add_generation_prompt=True
+    ).ids
     if enc.ids[: len(head)] != head:  # the codec guarantees prefix-stable rendering; never silently mis-split
         raise AssertionError("episode rendering does not extend its prompt")
     n = len(head)
@@ -184,8 +203,15 @@ class EpisodeRollouts:
             trial = self._episode
             episodes: list[PolicyEpisode] = []
             tracked = _Tracking(agent, episodes)
-            traj = run_episode(self.world, task, tracked, self.user, trial=trial,
-                               seed=trial_seed(self.seed, task.id, trial), limits=self.limits)
+            traj = run_episode(
+                self.world,
+                task,
+                tracked,
+                self.user,
+                trial=trial,
+                seed=trial_seed(self.seed, task.id, trial),
+                limits=self.limits,
+            )
             self.stats["episodes"] += 1
             if not traj.infra_error:
                 verdict = grade(self.world, task, traj, limits=self.limits)
@@ -254,15 +280,22 @@ def grouped(prompts: Sequence[str], size: int) -> list[str]:
         raise ValueError(f"{len(prompts)} prompts do not split into groups of {size}")
     heads = [prompts[i] for i in range(0, len(prompts), size)]
     for i, head in enumerate(heads):
-        if any(p != head for p in prompts[i * size:(i + 1) * size]):
+        if any(p != head for p in prompts[i * size : (i + 1) * size]):
             raise ValueError("prompts of one group differ: expected each prompt repeated num_generations times")
     return heads
 
 
 def to_trl(groups: list[tuple[list[Sample], bool]]) -> dict[str, list]:
     """The dict TRL's rollout_func returns; untrainable groups get an all-zero env_mask."""
-    out: dict[str, list] = {"prompt_ids": [], "completion_ids": [], "logprobs": None, "env_mask": [],
-                            "verdict_reward": [], "rollout_task_id": [], "trainable": []}
+    out: dict[str, list] = {
+        "prompt_ids": [],
+        "completion_ids": [],
+        "logprobs": None,
+        "env_mask": [],
+        "verdict_reward": [],
+        "rollout_task_id": [],
+        "trainable": [],
+    }
     for samples, trainable in groups:
         for s in samples:
             out["prompt_ids"].append(s.prompt_ids)

@@ -52,7 +52,9 @@ LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", 
 class LoraParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    enabled: bool = Field(default=False, description="Train a LoRA adapter (merged before saving) instead of all weights.")
+    enabled: bool = Field(
+        default=False, description="Train a LoRA adapter (merged before saving) instead of all weights."
+    )
     r: int = Field(default=16, ge=1, description="Adapter rank.")
     alpha: int = Field(default=32, ge=1, description="Adapter scaling numerator.")
     dropout: float = Field(default=0.0, ge=0, lt=1)
@@ -66,12 +68,15 @@ class SFTParams(BaseModel):
 
     base: Path = Field(description="Checkpoint to start from (an agentloop checkpoint directory).")
     data: list[Path] = Field(description="trajectories.jsonl files: the (targeted) training data.")
-    anchors: list[Path] = Field(default_factory=list, description="trajectories.jsonl files replayed against forgetting.")
+    anchors: list[Path] = Field(
+        default_factory=list, description="trajectories.jsonl files replayed against forgetting."
+    )
     anchor_share: float = Field(
         default=0.25, ge=0, lt=1, description="Share of the training examples drawn from the anchors (if any)."
     )
     tasks: list[Path] = Field(
-        default_factory=list, description="tasks.jsonl files: trajectories of these tasks are re-graded; failures dropped."
+        default_factory=list,
+        description="tasks.jsonl files: trajectories of these tasks are re-graded; failures dropped.",
     )
     epochs: float = Field(default=2.0, gt=0)
     max_steps: int = Field(default=-1, description="Stop after this many optimizer steps (-1: epochs decide).")
@@ -271,6 +276,12 @@ def run_sft(params: SFTParams, out: Path, trajectories: list[Trajectory] | None 
         parent=str(params.base),
     )
     save_checkpoint(out, trained, ckpt.tokenizer, meta)
-    log.info("SFT: %d examples, %d steps, loss %.4f -> %.4f, wrote %s", len(trajectories), steps,
-             losses[0] if losses else float("nan"), losses[-1] if losses else float("nan"), out)
+    log.info(
+        "SFT: %d examples, %d steps, loss %.4f -> %.4f, wrote %s",
+        len(trajectories),
+        steps,
+        losses[0] if losses else float("nan"),
+        losses[-1] if losses else float("nan"),
+        out,
+    )
     return SFTResult(out=Path(out), examples=len(columns["input_ids"]), steps=steps, losses=losses, manifest=manifest)

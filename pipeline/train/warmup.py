@@ -21,7 +21,51 @@ from pydantic import BaseModel, ConfigDict, Field
 from pipeline.agents.codec import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
 from pipeline.train.loop import Example
 
-_WORDS = ["blue", "red", "green", "black", "white", "small", "large", "medium", "cotton", "leather", "metal", "wood", "glass", "steel", "plastic", "round", "square", "pending", "delivered", "processed", "cancelled", "shirt", "lamp", "chair", "desk", "bottle", "watch", "speaker", "camera", "jacket", "boots", "wireless", "portable", "digital", "analog", "gold", "silver", "ceramic", "polyester", "nylon", "bamboo", "electric", "manual"]
+_WORDS = [
+    "blue",
+    "red",
+    "green",
+    "black",
+    "white",
+    "small",
+    "large",
+    "medium",
+    "cotton",
+    "leather",
+    "metal",
+    "wood",
+    "glass",
+    "steel",
+    "plastic",
+    "round",
+    "square",
+    "pending",
+    "delivered",
+    "processed",
+    "cancelled",
+    "shirt",
+    "lamp",
+    "chair",
+    "desk",
+    "bottle",
+    "watch",
+    "speaker",
+    "camera",
+    "jacket",
+    "boots",
+    "wireless",
+    "portable",
+    "digital",
+    "analog",
+    "gold",
+    "silver",
+    "ceramic",
+    "polyester",
+    "nylon",
+    "bamboo",
+    "electric",
+    "manual",
+]
 _OPTS = ("color", "size", "material", "style", "capacity", "type", "weight", "finish")
 _KEYS = ("order_id", "user_id", "item_id", "product_id", "payment_method_id", "email", "zip")
 _TOOLS = ("get_order_details", "get_user_details", "get_item_details", "get_product_details", "find_user_id_by_email")
@@ -56,7 +100,9 @@ def _value(rng: random.Random, key: str) -> str:
 
 
 def _repeat(rng: random.Random) -> tuple[str, str]:
-    span = " ".join(rng.choice([rng.choice(_WORDS), _digits(rng, rng.randint(3, 10))]) for _ in range(rng.randint(4, 14)))
+    span = " ".join(
+        rng.choice([rng.choice(_WORDS), _digits(rng, rng.randint(3, 10))]) for _ in range(rng.randint(4, 14))
+    )
     return f"copy: {span}\nagain:", f" {span}\n"
 
 

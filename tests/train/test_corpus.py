@@ -46,8 +46,10 @@ def test_situations_are_read_from_the_task_and_the_world():
             elif s == "later_request":
                 assert i > 0
             else:
-                assert req.expect == "refused" and world.db.orders[req.order_id].status != "pending" or (
-                    req.intent == "return" and world.db.orders[req.order_id].status != "delivered"
+                assert (
+                    req.expect == "refused"
+                    and world.db.orders[req.order_id].status != "pending"
+                    or (req.intent == "return" and world.db.orders[req.order_id].status != "delivered")
                 )
 
 

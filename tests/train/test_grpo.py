@@ -15,7 +15,7 @@ from pipeline.agents.codec import format_assistant
 from pipeline.agents.scripted import OracleAgent
 from pipeline.train.grpo import GRPOParams, build_trainer, run_grpo
 from pipeline.train.model import read_meta
-from pipeline.train.rollouts import PolicyAgent, PolicyEpisode, local_generate
+from pipeline.train.rollouts import PolicyAgent, PolicyEpisode
 from tests.train.helpers import tasks, tiny_checkpoint
 
 pytestmark = pytest.mark.slow
@@ -26,8 +26,14 @@ class HalfOracle(PolicyAgent):
     """Even episodes: the oracle's messages as tokens (they pass); odd ones: sampled from the live model."""
 
     def __init__(self, base: PolicyAgent) -> None:
-        super().__init__(base.tokenizer, base.codec, base.generate, context=base.context,
-                         max_new_tokens=base.max_new_tokens, seed=base.seed)
+        super().__init__(
+            base.tokenizer,
+            base.codec,
+            base.generate,
+            context=base.context,
+            max_new_tokens=base.max_new_tokens,
+            seed=base.seed,
+        )
         self.model_generate = base.generate
         self.count = itertools.count()
 
@@ -52,8 +58,16 @@ class _Half(PolicyEpisode):
 
 def test_grpo_takes_steps_on_cpu_with_a_varying_reward(tmp_path):
     base = tiny_checkpoint(tmp_path / "base")
-    params = GRPOParams(base=base, tasks=[], steps=2, num_generations=2, tasks_per_step=2, max_new_tokens=12,
-                        learning_rate=5e-3, limits=LIMITS)
+    params = GRPOParams(
+        base=base,
+        tasks=[],
+        steps=2,
+        num_generations=2,
+        tasks_per_step=2,
+        max_new_tokens=12,
+        learning_rate=5e-3,
+        limits=LIMITS,
+    )
     trainer, rollouts, ckpt = build_trainer(params, str(tmp_path / "scratch"), list(tasks()[:6]))
     make = rollouts.make_agent
     rollouts.make_agent = lambda: HalfOracle(make())
@@ -70,8 +84,16 @@ def test_grpo_takes_steps_on_cpu_with_a_varying_reward(tmp_path):
 
 def test_run_grpo_writes_a_checkpoint_that_records_the_rollouts(tmp_path):
     base = tiny_checkpoint(tmp_path / "base")
-    params = GRPOParams(base=base, tasks=[], steps=1, num_generations=2, tasks_per_step=1, max_new_tokens=8,
-                        max_resamples=1, limits=LIMITS)
+    params = GRPOParams(
+        base=base,
+        tasks=[],
+        steps=1,
+        num_generations=2,
+        tasks_per_step=1,
+        max_new_tokens=8,
+        max_resamples=1,
+        limits=LIMITS,
+    )
     result = run_grpo(params, tmp_path / "grpo", tasks=list(tasks()[:3]))
     meta = read_meta(tmp_path / "grpo")
     assert result.steps == 1 and meta.training["kind"] == "grpo" and meta.parent == str(base)

@@ -34,8 +34,12 @@ def test_batches_respect_the_token_budget_and_cover_every_example():
 def test_train_loop_lowers_the_loss_on_the_masked_tokens():
     model = build_model(TINY, tokenizer())
     examples = warmup_examples(tokenizer(), WarmupConfig(sequences=8, seq_tokens=128))
-    result = train_loop(model, examples, tokenizer().pad_token_id,
-                        LoopConfig(epochs=15, learning_rate=1e-2, batch_tokens=512, warmup_steps=2))
+    result = train_loop(
+        model,
+        examples,
+        tokenizer().pad_token_id,
+        LoopConfig(epochs=15, learning_rate=1e-2, batch_tokens=512, warmup_steps=2),
+    )
     assert result.steps >= 30 and result.tokens > 0
     assert sum(result.losses[-5:]) / 5 < 0.8 * sum(result.losses[:5]) / 5
 

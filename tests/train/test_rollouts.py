@@ -67,7 +67,9 @@ def test_env_mask_covers_exactly_the_sampled_tokens_and_the_prompt_is_a_prefix()
     sampled = [tok for tok, m in zip(s.completion_ids, s.env_mask, strict=True) if m]
     want = []
     for m in said:
-        want += tokenizer().encode(format_assistant(m), add_special_tokens=False) + [tokenizer().convert_tokens_to_ids(IM_END)]
+        want += tokenizer().encode(format_assistant(m), add_special_tokens=False) + [
+            tokenizer().convert_tokens_to_ids(IM_END)
+        ]
     assert sampled == want
     assert tokenizer().decode(s.prompt_ids).endswith("<|im_start|>assistant\n")
     assert "<|im_start|>tool" in tokenizer().decode(s.completion_ids)  # tool output is in the completion, masked

@@ -21,8 +21,18 @@ def test_sft_lowers_the_loss_and_the_checkpoint_reloads_and_acts(tmp_path):
     anchors = write_jsonl(tmp_path / "anchors.jsonl", gold()[4:6])
     task_file = tmp_path / "tasks.jsonl"
     write_jsonl(task_file, tasks())
-    params = SFTParams(base=base, data=[data], anchors=[anchors], anchor_share=0.25, tasks=[task_file], epochs=6,
-                       learning_rate=1e-2, batch_size=2, logging_steps=1, max_length=4096)
+    params = SFTParams(
+        base=base,
+        data=[data],
+        anchors=[anchors],
+        anchor_share=0.25,
+        tasks=[task_file],
+        epochs=6,
+        learning_rate=1e-2,
+        batch_size=2,
+        logging_steps=1,
+        max_length=4096,
+    )
     result = run_sft(params, tmp_path / "sft")
     assert result.steps >= 6 and len(result.losses) == result.steps
     assert result.last_loss < 0.8 * result.first_loss, result.losses
@@ -30,8 +40,12 @@ def test_sft_lowers_the_loss_and_the_checkpoint_reloads_and_acts(tmp_path):
     meta = read_meta(tmp_path / "sft")
     assert meta.codec_hash == codec_hash(COMPACT) and meta.parent == str(base)
     assert meta.training["kind"] == "sft" and meta.training["learning_rate"] == 1e-2
-    assert meta.data_manifest["data_counts"] == {"verified": 4, "failed_verification": 0, "unverified": 0,
-                                                 "infra_error": 0}
+    assert meta.data_manifest["data_counts"] == {
+        "verified": 4,
+        "failed_verification": 0,
+        "unverified": 0,
+        "infra_error": 0,
+    }
     assert meta.data_manifest["anchor_examples"] == 1 and meta.data_manifest["examples"] == 5
     assert len(meta.data_manifest["data"][0]["sha256"]) == 64
     assert json.loads((tmp_path / "sft" / META_FILE).read_text())["codec_hash"] == meta.codec_hash
