@@ -66,13 +66,13 @@ class EmbeddedConfig(BaseModel):
         " unnecessary: on 2 cores the warm-up alone never reached its induction phase within 1000 steps).",
     )
     warmup_loop: LoopConfig = Field(default_factory=lambda: LoopConfig(learning_rate=3e-3, batch_tokens=4096))
-    corpus_tasks: int = Field(default=400, ge=1, description="Generated training tasks for the baseline corpus.")
+    corpus_tasks: int = Field(default=800, ge=1, description="Generated training tasks for the baseline corpus.")
     corpus_seed: int = Field(default=1, description="Task generation seed of the corpus.")
     flaws: SituatedFlaws = Field(default_factory=SituatedFlaws)
     context_weight: float = Field(default=0.1, ge=0, le=1, description="Loss weight of non-assistant tokens.")
     call_weight: float = Field(default=3.0, gt=0, description="Loss weight of assistant tool calls (text: 1).")
     loop: LoopConfig = Field(
-        default_factory=lambda: LoopConfig(epochs=3, max_steps=1000, learning_rate=3e-3, batch_tokens=4096)
+        default_factory=lambda: LoopConfig(epochs=3, max_steps=800, learning_rate=3e-3, batch_tokens=4096)
     )
     codec: CodecConfig = Field(default=COMPACT, description="Codec the model is trained and evaluated with.")
     threads: int = Field(default=2, ge=1, description="torch CPU threads.")

@@ -32,6 +32,7 @@ from typing import Any, Literal
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
+from pipeline.agents.codec import ENDOFTEXT, IM_END
 from pipeline.dataset.io import read_tasks
 from pipeline.dataset.task import Task
 from pipeline.rollout.runner import Limits
@@ -150,7 +151,7 @@ def build_trainer(params: GRPOParams, scratch: str, tasks: list[Task] | None = N
             generate = vllm_generate(trainer.vllm_generation)
         else:
             live = trainer.accelerator.unwrap_model(trainer.model)
-            stop = {ckpt.tokenizer.convert_tokens_to_ids(t) for t in ("<|im_end|>", "<|endoftext|>")}
+            stop = {ckpt.tokenizer.convert_tokens_to_ids(t) for t in (IM_END, ENDOFTEXT)}
             generate = local_generate(live, stop, params.temperature)
         return PolicyAgent(
             ckpt.tokenizer,

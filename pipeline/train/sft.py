@@ -204,12 +204,12 @@ def _losses(log_history: list[dict]) -> list[float]:
 
 def run_sft(params: SFTParams, out: Path, trajectories: list[Trajectory] | None = None) -> SFTResult:
     """Fine-tune `params.base` and write the checkpoint to `out`; `trajectories` overrides reading `params.data`."""
+    if params.threads:
+        torch.set_num_threads(params.threads)
+    ckpt = load_checkpoint(params.base)  # fails fast (no TRL import) on a missing or foreign checkpoint
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
-    if params.threads:
-        torch.set_num_threads(params.threads)
-    ckpt = load_checkpoint(params.base)
     codec = ckpt.meta.codec_config
     if trajectories is None:
         trajectories, manifest = load_data(params)

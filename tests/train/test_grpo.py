@@ -67,6 +67,7 @@ def test_grpo_takes_steps_on_cpu_with_a_varying_reward(tmp_path):
         max_new_tokens=12,
         learning_rate=5e-3,
         limits=LIMITS,
+        threads=1,
     )
     trainer, rollouts, ckpt = build_trainer(params, str(tmp_path / "scratch"), list(tasks()[:6]))
     make = rollouts.make_agent
@@ -93,6 +94,7 @@ def test_run_grpo_writes_a_checkpoint_that_records_the_rollouts(tmp_path):
         max_new_tokens=8,
         max_resamples=1,
         limits=LIMITS,
+        threads=1,
     )
     result = run_grpo(params, tmp_path / "grpo", tasks=list(tasks()[:3]))
     meta = read_meta(tmp_path / "grpo")

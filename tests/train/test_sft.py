@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from pipeline.agents.codec import codec_hash, encode_conversation
 from pipeline.agents.hf import HFAgent
 from pipeline.rollout.runner import Limits, run_episode
@@ -15,6 +17,7 @@ from pipeline.world.retail.tools import TOOLS
 from tests.train.helpers import COMPACT, gold, tasks, tiny_checkpoint, tokenizer, world, write_jsonl
 
 
+@pytest.mark.slow  # TRL's import and trainer set-up alone take several seconds
 def test_sft_lowers_the_loss_and_the_checkpoint_reloads_and_acts(tmp_path):
     base = tiny_checkpoint(tmp_path / "base")
     data = write_jsonl(tmp_path / "data.jsonl", gold()[:4])
@@ -32,6 +35,7 @@ def test_sft_lowers_the_loss_and_the_checkpoint_reloads_and_acts(tmp_path):
         batch_size=2,
         logging_steps=1,
         max_length=4096,
+        threads=1,
     )
     result = run_sft(params, tmp_path / "sft")
     assert result.steps >= 6 and len(result.losses) == result.steps
