@@ -12,7 +12,8 @@ On CPU (2 threads), from nothing downloaded:
 
 Writes bench/results/embedded_default.json (the table and every timing).
 
-    python bench/bench_embedded_default.py [--eval-tasks 40] [--trials 4] [--budget 160] [--out DIR]
+    python bench/bench_embedded_default.py [--from-checkpoint models/embedded] [--eval-tasks 40] [--trials 4]
+        [--budget 160] [--out DIR]
 """
 
 from __future__ import annotations
@@ -81,6 +82,12 @@ def main() -> None:
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--embedded", type=Path, default=None, help="YAML/JSON of EmbeddedConfig settings.")
     ap.add_argument("--reuse-baseline", action="store_true", help="Reuse <out>/baseline if it exists.")
+    ap.add_argument(
+        "--from-checkpoint",
+        type=Path,
+        default=None,
+        help="Start from this built checkpoint (e.g. models/embedded, the one `dvc repro` uses) instead of building.",
+    )
     ap.add_argument("--out", type=Path, default=Path("/tmp/agentloop-bench-embedded"))
     ap.add_argument("--results", type=Path, default=ROOT / "bench" / "results" / "embedded_default.json")
     args = ap.parse_args()
@@ -95,7 +102,13 @@ def main() -> None:
     settings = json.loads(args.embedded.read_text()) if args.embedded else {}
     config = EmbeddedConfig.model_validate(settings)
     baseline = out / "baseline"
-    if not (args.reuse_baseline and (baseline / "agentloop.json").exists()):
+    if args.from_checkpoint is not None:
+        if baseline.exists():
+            shutil.rmtree(baseline)
+        shutil.copytree(args.from_checkpoint, baseline)
+        meta = json.loads((baseline / "agentloop.json").read_text())
+        (out / "build.json").write_text(json.dumps({"from": str(args.from_checkpoint), **meta["data_manifest"]}))
+    elif not (args.reuse_baseline and (baseline / "agentloop.json").exists()):
         if baseline.exists():
             shutil.rmtree(baseline)
         build, seconds["build_baseline"] = timed(build_baseline, config, baseline)

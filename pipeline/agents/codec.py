@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.rollout.trajectory import Message, ToolCall
 
-CODEC_VERSION = 1
+CODEC_VERSION = 2  # 2: order items in compact results read `Name (options) item <id> | ...`
 IM_START, IM_END, ENDOFTEXT = "<|im_start|>", "<|im_end|>", "<|endoftext|>"
 TOOL_CALL_OPEN, TOOL_CALL_CLOSE = "<tool_call>", "</tool_call>"
 SPECIAL_TOKENS: tuple[str, ...] = (ENDOFTEXT, IM_START, IM_END)
@@ -76,15 +76,17 @@ class CodecConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    system: Literal["full", "compact"] = Field(
+    system: Literal["full", "compact", "none"] = Field(
         default="full",
         description="'full': the policy text and JSON tool schemas; 'compact': a short policy summary and one"
-        " line per tool, for tiny models whose context is short.",
+        " line per tool, for tiny models whose context is short; 'none': no system turn (a model trained only"
+        " on this project's conversations, which never reads it, saves a third of its compute).",
     )
     tool_results: Literal["json", "compact"] = Field(
         default="json",
         description="'json': tool results verbatim; 'compact': JSON flattened to `key: value` lines and one line"
-        " per record (e.g. `item_id 1234567890 | color=blue, size=M | available | price 50.88`).",
+        " per record (e.g. `item_id 1234567890 | color=blue, size=M | available | price 50.88`; an order's items"
+        " as `Name (color blue, size M) item 1234567890 | product_id ... | price ...`).",
     )
     policy_summary: str = Field(
         default=RETAIL_POLICY_SUMMARY, description="Policy text used instead of the full policy in compact mode."
@@ -200,10 +202,20 @@ def _as_rows(v: Any) -> list | None:
     return None
 
 
+_ORDER_ITEM = ("name", "options", "item_id")
+
+
 def _row(record: Any) -> str:
     if not isinstance(record, dict):
         return _inline(record)
     cells = []
+    if all(k in record for k in _ORDER_ITEM) and _is_flat(record["options"]):
+        # An order's item, written the way the customer and the agent's confirmation name it, its id right
+        # after the last option: "Board Game (players 2-4, theme party) item 4780751996". Repeating the id
+        # after the description is then a copy of what follows the same words here.
+        options = ", ".join(f"{k} {_scalar(v)}" for k, v in record["options"].items())
+        cells.append(f"{record['name']} ({options}) item {record['item_id']}")
+        record = {k: v for k, v in record.items() if k not in _ORDER_ITEM}
     for key, v in record.items():
         if key == "available" and isinstance(v, bool):
             cells.append("available" if v else "unavailable")
@@ -229,6 +241,8 @@ def tool_signature(schema: Mapping[str, Any]) -> str:
 def render_system(policy: str | None, tools: Sequence[Mapping[str, Any]], config: CodecConfig | None = None) -> str:
     """The system prompt: policy (or its summary) and the tools."""
     config = config or CodecConfig()
+    if config.system == "none":
+        return ""
     if config.system == "compact":
         parts = [config.policy_summary] if policy else []
         if tools:

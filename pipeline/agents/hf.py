@@ -45,13 +45,23 @@ def sample(
     temperature: float = 0.0,
     top_p: float = 1.0,
     generator: torch.Generator | None = None,
+    prefix: PrefixCache | None = None,
 ) -> list[int]:
-    """Generated ids (the stop token included when reached); greedy when temperature is 0."""
+    """Generated ids (the stop token included when reached); greedy when temperature is 0.
+
+    With `prefix`, the key/value cache of the longest common prefix with the previous call is reused and only
+    the rest of the prompt is run (the codec makes turn t's prompt extend turn t-1's conversation), and the
+    cache is left holding this prompt and the completion for the next call.
+    """
     device = next(model.parameters()).device
-    inputs = torch.tensor([prompt_ids], device=device)
-    cache = {_cache_argument(model): DynamicCache(config=model.config)}  # filled in place, step by step
+    if prefix is None:
+        prefix = PrefixCache(model)
+    start = prefix.reuse(prompt_ids)
+    inputs = torch.tensor([prompt_ids[start:]], device=device)
+    cache = {_cache_argument(model): prefix.cache}  # filled in place, step by step
+    prefix.ids = list(prompt_ids)
     out: list[int] = []
-    for _ in range(max_new_tokens):
+    for step in range(max_new_tokens):
         logits = model(input_ids=inputs, use_cache=True, logits_to_keep=1, **cache).logits[0, -1].float()
         if temperature <= 0:
             token = int(torch.argmax(logits))
@@ -63,10 +73,35 @@ def sample(
                 probs = torch.zeros_like(probs).scatter(0, order[keep], sorted_p[keep])
             token = int(torch.multinomial(probs, 1, generator=generator))
         out.append(token)
-        if token in stop_ids:
+        if token in stop_ids or step == max_new_tokens - 1:
             break
         inputs = torch.tensor([[token]], device=device)
+        prefix.ids.append(token)
     return out
+
+
+class PrefixCache:
+    """A key/value cache and the token ids it holds, carried from one turn of an episode to the next."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        self.config = model.config
+        self.cache = DynamicCache(config=model.config)
+        self.ids: list[int] = []
+
+    def reuse(self, prompt_ids: list[int]) -> int:
+        """Crop the cache to its common prefix with `prompt_ids` (leaving at least one token to run)."""
+        common = 0
+        for a, b in zip(self.ids, prompt_ids, strict=False):
+            if a != b:
+                break
+            common += 1
+        common = max(0, min(common, len(prompt_ids) - 1))
+        if common == 0:
+            self.cache = DynamicCache(config=self.config)
+        elif common < len(self.ids):
+            self.cache.crop(common - len(self.ids))  # a negative count removes that many tokens from the end
+        self.ids = self.ids[:common]
+        return common
 
 
 class HFAgent:
@@ -81,7 +116,10 @@ class HFAgent:
         top_p: float = 1.0,
         codec_config: CodecConfig | None = None,
         name: str | None = None,
+        threads: int | None = 1,
     ) -> None:
+        if threads is not None:  # one token at a time through a tiny model: more threads only add overhead
+            torch.set_num_threads(threads)
         ckpt = load_checkpoint(checkpoint_dir, codec_config)  # raises CodecMismatchError naming agentloop.json
         self.model, self.tokenizer, self.meta = ckpt.model, ckpt.tokenizer, ckpt.meta
         self.codec_config = codec_config or ckpt.meta.codec_config
@@ -99,6 +137,7 @@ class HFAgentEpisode:
     def __init__(self, agent: HFAgent, info: EpisodeInfo) -> None:
         self.agent, self.info = agent, info
         self.generator = torch.Generator().manual_seed(episode_seed(agent.seed, info.seed))
+        self.prefix = PrefixCache(agent.model)
         self.turn = 0
 
     def act(self, messages: list[Message]) -> Message:
@@ -120,6 +159,7 @@ class HFAgentEpisode:
                 temperature=a.temperature,
                 top_p=a.top_p,
                 generator=self.generator,
+                prefix=self.prefix,
             )
         text = decode_assistant(a.tokenizer, [t for t in completion if t not in a.stop_ids])
         message = parse_assistant(text, id_prefix=f"call_{self.turn}_")

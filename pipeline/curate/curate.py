@@ -13,6 +13,7 @@ import logging
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -22,9 +23,8 @@ from pipeline.curate.pool import PoolError, read_pool
 from pipeline.curate.select import Probed, mix, task_key, trajectory_key
 from pipeline.curate.verify import Verified, replay_verify
 from pipeline.dataset.io import read_tasks
-from pipeline.grading.grader import grade
-from pipeline.rollout.executor import trial_seed
-from pipeline.rollout.runner import Limits, run_episode
+from pipeline.rollout.executor import SerialExecutor
+from pipeline.rollout.runner import Limits
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
 
@@ -44,6 +44,17 @@ class CurateConfig(BaseModel):
     anchor_ratio: float = Field(default=0.3, ge=0.0, le=1.0, description="Share of anchors in the selection.")
     max_items: int | None = Field(default=None, ge=1, description="Cap on selected tasks.")
     limits: Limits = Field(default_factory=Limits)
+    executor: Literal["serial", "ray"] = Field(default="serial", description="Where probe episodes run.")
+    workers: int | None = Field(default=None, ge=1, description="Ray worker actors (None: one per CPU).")
+
+
+def _executor(config: CurateConfig):
+    """Probes run like measured trials (same seeds, retries of infrastructure errors, verdicts)."""
+    if config.executor == "ray":
+        from pipeline.rollout.ray_executor import RayExecutor
+
+        return RayExecutor(workers=config.workers)
+    return SerialExecutor()
 
 
 def curate(config: CurateConfig, out_dir: Path, on_probe: Callable[[str], None] | None = None) -> dict:
@@ -78,27 +89,18 @@ def curate(config: CurateConfig, out_dir: Path, on_probe: Callable[[str], None] 
             continue
         demos[got.task.id] = got
     agent = make_agent(config.agent)
-    user = ScriptedUser()
+    tally: dict[str, list[int]] = {task_id: [0, 0] for task_id in demos}  # valid probes, passes
+    for result in _executor(config).run(
+        world, [d.task for d in demos.values()], agent, ScriptedUser(), config.probes, config.seed, config.limits
+    ):
+        if not result.verdict.infra_error:
+            tally[result.task.id][0] += 1
+            tally[result.task.id][1] += result.verdict.passed
+        if on_probe and result.trial == config.probes - 1:
+            on_probe(result.task.id)
     probed: list[Probed] = []
     for task_id, demo in demos.items():
-        passes = n = 0
-        for trial in range(config.probes):
-            traj = run_episode(
-                world,
-                demo.task,
-                agent,
-                user,
-                trial=trial,
-                seed=trial_seed(config.seed, task_id, trial),
-                limits=config.limits,
-            )
-            verdict = grade(world, demo.task, traj, config.limits)
-            if verdict.infra_error:
-                continue
-            n += 1
-            passes += verdict.passed
-        if on_probe:
-            on_probe(task_id)
+        n, passes = tally[task_id]
         if n == 0:
             rejected.append(PoolError(demo.item.source, "probes_lost", "every probe hit an infrastructure error"))
             continue

@@ -12,6 +12,7 @@ from pipeline.curate.bands import Bands
 from pipeline.gate.config import EVAL_TASKS, GateConfig
 from pipeline.synth.synthesize import SynthConfig
 from pipeline.target import TargetConfig
+from pipeline.train.embedded import EmbeddedConfig
 
 
 class Strict(BaseModel):
@@ -33,10 +34,10 @@ class BaselineParams(Strict):
     source: str = Field(
         default="embedded",
         pattern=r"^(embedded|champion|agent:.+)$",
-        description="'embedded' builds the embedded default on CPU; 'champion' starts from the registry's champion;"
-        " 'agent:<spec>' uses any agent spec as is (e.g. agent:flawed:invention=0.5 for quick pipeline runs).",
+        description="'embedded' starts from the embedded default (stage `embedded`); 'champion' from the"
+        " registry's champion; 'agent:<spec>' uses any agent spec as is (e.g. agent:flawed:invention=0.5 for quick"
+        " pipeline runs).",
     )
-    embedded: dict[str, Any] = Field(default_factory=dict, description="EmbeddedConfig settings (build on CPU).")
 
 
 class MeasureParams(Strict):
@@ -53,10 +54,17 @@ class TargetParams(Strict):
 
 class SynthesizeParams(Strict):
     config: SynthConfig = Field(default_factory=SynthConfig)
+    anchors: int = Field(
+        default=60,
+        ge=0,
+        description="Untargeted gold trajectories (plain generated tasks, training world) written beside the"
+        " targeted data, replayed during training against forgetting.",
+    )
 
 
 class CurateParams(Strict):
     probes: int = Field(default=4, ge=1, description="Probe episodes of the current agent per pooled task.")
+    executor: Literal["serial", "ray"] = Field(default="serial", description="Where probe episodes run.")
     anchor_ratio: float = Field(default=0.3, ge=0, le=1)
     bands: Bands = Field(default_factory=Bands)
     max_items: int | None = Field(default=None, ge=1)
@@ -91,6 +99,7 @@ class PromoteParams(Strict):
 class Params(Strict):
     loop: LoopParams = Field(default_factory=LoopParams)
     world: WorldParams = Field(default_factory=WorldParams)
+    embedded: EmbeddedConfig = Field(default_factory=EmbeddedConfig)
     baseline: BaselineParams = Field(default_factory=BaselineParams)
     measure: MeasureParams = Field(default_factory=MeasureParams)
     target: TargetParams = Field(default_factory=TargetParams)

@@ -5,10 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 EVAL_TASKS = Path("data/eval/tasks.jsonl")
+EMBEDDED_MODEL = Path("models/embedded")
 BASELINE_MODEL = Path("models/baseline")
 BASELINE_RUN = Path("runs/baseline")
 TARGETS = Path("data/targets.json")
 SYNTH_DIR = Path("data/synth")
+ANCHORS = SYNTH_DIR / "anchors.jsonl"
 CURATED_DIR = Path("data/curated")
 CANDIDATE_MODEL = Path("models/candidate")
 CANDIDATE_RUN = Path("runs/candidate")

@@ -27,6 +27,16 @@ def make_eval_tasks(p: Params) -> int:
     return write_tasks(paths.EVAL_TASKS, tasks)
 
 
+def build_embedded(p: Params) -> dict:
+    """The embedded default checkpoint, built from nothing downloaded (tokenizer, model, flawed corpus, training)."""
+    from pipeline.train.embedded import build_baseline as build
+
+    out = paths.EMBEDDED_MODEL
+    if out.exists():
+        shutil.rmtree(out)
+    return build(p.embedded, out)
+
+
 def build_baseline(p: Params) -> str:
     """The model this iteration starts from: the embedded default, the registry's champion, or a given agent."""
     out = paths.BASELINE_MODEL
@@ -52,10 +62,9 @@ def build_baseline(p: Params) -> str:
             return spec
         shutil.move(str(got), str(ckpt))
     else:
-        from pipeline.train.embedded import EmbeddedConfig
-        from pipeline.train.embedded import build_baseline as build_embedded
-
-        build_embedded(EmbeddedConfig.model_validate(p.baseline.embedded), ckpt)
+        if not (paths.EMBEDDED_MODEL / "agentloop.json").exists():
+            raise FileNotFoundError(f"{paths.EMBEDDED_MODEL}: no embedded checkpoint; run `dvc repro embedded`")
+        shutil.copytree(paths.EMBEDDED_MODEL, ckpt)
     spec = f"hf:{ckpt}"
     write_agent_ref(out, spec, source=source)
     return spec
@@ -101,7 +110,22 @@ def synthesize(p: Params):
 
     if paths.SYNTH_DIR.exists():
         shutil.rmtree(paths.SYNTH_DIR)
-    return run(load_world(p.world.train_world), Targets.read(paths.TARGETS), paths.SYNTH_DIR, p.synthesize.config)
+    world = load_world(p.world.train_world)
+    result = run(world, Targets.read(paths.TARGETS), paths.SYNTH_DIR, p.synthesize.config)
+    write_anchors(world, p.synthesize.anchors, p.synthesize.config.seed)
+    return result
+
+
+def write_anchors(world, n: int, seed: int) -> int:
+    """Gold trajectories of plain generated tasks (the default template mix), verified by the grader."""
+    from pipeline.agents.scripted import OracleAgent
+    from pipeline.synth.templates import generate_tasks
+    from pipeline.train.corpus import run_corpus
+
+    tasks = generate_tasks(world, n, seed=10_000 + seed) if n else []
+    gold = run_corpus(world, tasks, OracleAgent(), trials=1, seed=seed, passing_only=True)
+    paths.ANCHORS.write_text("".join(t.model_dump_json() + "\n" for t in gold))
+    return len(gold)
 
 
 def curate(p: Params) -> dict:
@@ -114,6 +138,7 @@ def curate(p: Params) -> dict:
         world=p.world.train_world,
         agent=read_agent_spec(paths.BASELINE_MODEL),
         probes=p.curate.probes,
+        executor=p.curate.executor,
         seed=p.curate.seed,
         bands=p.curate.bands,
         anchor_ratio=p.curate.anchor_ratio,
@@ -144,6 +169,7 @@ def train_candidate(p: Params) -> str:
         base=Path(base.removeprefix("hf:")),
         data=data,
         tasks=[paths.SYNTH_DIR / "tasks.jsonl"],
+        anchors=[paths.ANCHORS] if paths.ANCHORS.exists() else [],
         epochs=p.train.epochs,
         learning_rate=p.train.learning_rate,
         batch_size=p.train.batch_size,

@@ -13,9 +13,10 @@ same machine and torch build):
    planted on the situations that invite them (`pipeline.train.corpus`), so the model fails there the way real
    agents do, and targeted data has something to fix.
 
-The codec is the compact one (short policy summary, `key: value` tool results): the full system prompt alone
-is longer than the model's context. Loss weights: 1 on assistant text, `call_weight` on assistant tool calls
-(whose every token must be exact for the episode to succeed), `context_weight` on the rest of the conversation.
+The codec has no system turn and compact tool results (`EMBEDDED_CODEC`): the model learns the policy from its
+corpus, and the full system prompt alone is longer than its context. Loss weights: 1 on assistant text,
+`call_weight` on assistant tool calls (whose every token must be exact for the episode to succeed),
+`context_weight` on the rest of the conversation.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.agents.codec import CodecConfig
-from pipeline.synth.templates import generate_tasks
+from pipeline.synth.templates import DEFAULT_CYCLE, generate_tasks
 from pipeline.train.corpus import SituatedFlawedAgent, SituatedFlaws, encode_trajectories, run_corpus, situation_counts
 from pipeline.train.induction import COPY_ROPE, plant_copy_circuit
 from pipeline.train.loop import LoopConfig, train_loop
@@ -41,6 +42,13 @@ from pipeline.world.registry import load_world
 
 log = logging.getLogger(__name__)
 COMPACT = CodecConfig(system="compact", tool_results="compact")
+EMBEDDED_CODEC = CodecConfig(system="none", tool_results="compact")
+"""The embedded model never reads a policy (it learns the policy from its corpus): no system turn, a third less
+compute per conversation, and `key: value` tool results."""
+WRITES = ("cancel", "modify_address", "modify_payment", "modify_items", "return", "exchange", "modify_user_address")
+CORPUS_CYCLE: tuple[str, ...] = (*DEFAULT_CYCLE, *WRITES)
+"""The corpus' template cycle: every template, two-request tasks, and each write once more (writes are what the
+tiny model finds hard; refusals it learns quickly)."""
 
 
 class EmbeddedConfig(BaseModel):
@@ -66,15 +74,19 @@ class EmbeddedConfig(BaseModel):
         " unnecessary: on 2 cores the warm-up alone never reached its induction phase within 1000 steps).",
     )
     warmup_loop: LoopConfig = Field(default_factory=lambda: LoopConfig(learning_rate=3e-3, batch_tokens=4096))
-    corpus_tasks: int = Field(default=800, ge=1, description="Generated training tasks for the baseline corpus.")
+    corpus_tasks: int = Field(default=2400, ge=1, description="Generated training tasks for the baseline corpus.")
     corpus_seed: int = Field(default=1, description="Task generation seed of the corpus.")
+    corpus_templates: list[str] = Field(
+        default_factory=lambda: list(CORPUS_CYCLE), description="Template cycle of the corpus tasks."
+    )
     flaws: SituatedFlaws = Field(default_factory=SituatedFlaws)
     context_weight: float = Field(default=0.1, ge=0, le=1, description="Loss weight of non-assistant tokens.")
     call_weight: float = Field(default=3.0, gt=0, description="Loss weight of assistant tool calls (text: 1).")
     loop: LoopConfig = Field(
-        default_factory=lambda: LoopConfig(epochs=3, max_steps=800, learning_rate=3e-3, batch_tokens=4096)
+        default_factory=lambda: LoopConfig(epochs=20, max_steps=4000, learning_rate=3e-3, batch_tokens=4096),
+        description="~22 minutes on 2 cores: the build is kept in git, so `dvc repro` on a fresh clone skips it.",
     )
-    codec: CodecConfig = Field(default=COMPACT, description="Codec the model is trained and evaluated with.")
+    codec: CodecConfig = Field(default=EMBEDDED_CODEC, description="Codec the model is trained and evaluated with.")
     threads: int = Field(default=2, ge=1, description="torch CPU threads.")
 
 
@@ -99,7 +111,7 @@ def build_baseline(config: EmbeddedConfig, out: str | Path) -> dict[str, Any]:
         seconds["warmup"] = time.perf_counter() - t
 
     t = time.perf_counter()
-    tasks = generate_tasks(world, config.corpus_tasks, seed=config.corpus_seed)
+    tasks = generate_tasks(world, config.corpus_tasks, seed=config.corpus_seed, templates=config.corpus_templates)
     agent = SituatedFlawedAgent(world, config.flaws)
     trajectories = run_corpus(world, tasks, agent, trials=1, seed=config.seed)
     examples = encode_trajectories(

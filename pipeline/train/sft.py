@@ -117,8 +117,18 @@ def file_sha256(path: Path) -> str:
 
 
 def read_trajectories(path: Path) -> list[Trajectory]:
+    """Trajectories, one per line: bare, or wrapped under "trajectory" (a curated selection's rows)."""
+    out = []
     with Path(path).open(encoding="utf-8") as fh:
-        return [Trajectory.model_validate_json(line) for line in fh if line.strip()]
+        for number, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                out.append(Trajectory.model_validate(row.get("trajectory", row) if isinstance(row, dict) else row))
+            except ValueError as exc:
+                raise ValueError(f"{path}:{number}: not a trajectory: {str(exc).splitlines()[0]}") from None
+    return out
 
 
 def _policy(world_name: str) -> str:

@@ -12,6 +12,7 @@ import logging
 import random
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -34,6 +35,9 @@ from pipeline.world.retail.tools import TOOLS, execute
 log = logging.getLogger(__name__)
 _WORDS = r"""'s|'t|'re|'ve|'m|'ll|'d| ?[\p{L}_]+| ?\p{N}+| ?[^\s\p{L}\p{N}_]+|\s+(?!\S)|\s+"""
 """GPT-2's split with '_' counted as a letter, so tool and field names (get_order_details) can become one token."""
+_WORDS_BARE = r"""'s|'t|'re|'ve|'m|'ll|'d|[\p{L}_]+|\p{N}+|[^\s\p{L}\p{N}_]+|\s+"""
+"""The same without a leading space on words: a value is the same tokens in prose (`is maya`) and in JSON
+(`"maya`), so copying it from what the customer said into a tool call starts on a token the model has seen."""
 
 
 class TokenizerConfig(BaseModel):
@@ -44,6 +48,11 @@ class TokenizerConfig(BaseModel):
     vocab_size: int = Field(default=2048, ge=300, description="Total vocabulary, codec tokens included.")
     min_frequency: int = Field(default=2, ge=1, description="Minimum pair count for a merge.")
     model_max_length: int = Field(default=2048, ge=16, description="Longest sequence the model is built for.")
+    words: Literal["gpt2", "bare"] = Field(
+        default="gpt2",
+        description="Pre-split: 'gpt2' keeps a leading space on words; 'bare' makes spaces their own tokens, so a"
+        " word is the same token after a space or a quote (easier copying, ~20% more tokens of prose).",
+    )
 
 
 def train_tokenizer(texts: Iterable[str], config: TokenizerConfig | None = None) -> PreTrainedTokenizerFast:
@@ -53,7 +62,7 @@ def train_tokenizer(texts: Iterable[str], config: TokenizerConfig | None = None)
     tok.pre_tokenizer = pre_tokenizers.Sequence(
         [
             pre_tokenizers.Digits(individual_digits=True),
-            pre_tokenizers.Split(Regex(_WORDS), behavior="isolated"),
+            pre_tokenizers.Split(Regex(_WORDS if config.words == "gpt2" else _WORDS_BARE), behavior="isolated"),
             pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
         ]
     )

@@ -237,11 +237,23 @@ def test_compact_tool_results_put_each_record_on_one_line(world):
     options = ", ".join(f"{k}={v}" for k, v in variant["options"].items())
     availability = "available" if variant["available"] else "unavailable"
     assert f"item_id {item['item_id']} | {options} | {availability} | price {variant['price']}" in lines
+    described = ", ".join(f"{k} {v}" for k, v in item["options"].items())
+    row = (
+        f"{item['name']} ({described}) item {item['item_id']} | product_id {item['product_id']} | price {item['price']}"
+    )
+    assert row in compact_tool_result(json.dumps(order)).splitlines()  # named as the customer names it, id next
     user = compact_tool_result(execute(session, "get_user_details", {"user_id": USER}).content)
     assert f"orders: {PENDING} {OTHER}" in user.splitlines()
     assert "fulfillments: (none)" in compact_tool_result(json.dumps(order)).splitlines()
     for plain in ["aarav_brown_0493", "4.0", "Error: order #W1 not found", "[]", "not json {"]:
         assert compact_tool_result(plain) == (plain if plain != "[]" else "(none)")
+
+
+def test_no_system_turn(tokenizer):
+    segs = render_conversation(
+        [Message(role="user", content="hi")], TOOLS.schemas(), "policy", CodecConfig(system="none")
+    )
+    assert [s.role for s in segs] == ["user"]
 
 
 def test_compact_system_prompt_is_short_and_names_every_tool(tokenizer):

@@ -11,8 +11,18 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# Scripted agents stand in for the model so the whole loop runs in seconds.
+# Scripted agents stand in for the model so the whole loop runs in seconds; the embedded build is a toy one.
+TINY_EMBEDDED = {
+    "corpus_tasks": 6,
+    "tokenizer_conversations": 6,
+    "tokenizer": {"vocab_size": 400, "model_max_length": 8192},
+    "model": {"hidden_size": 64, "intermediate_size": 128, "max_position_embeddings": 8192},
+    "copy_circuit": False,
+    "loop": {"max_steps": 2, "batch_tokens": 4096},
+    "threads": 1,
+}
 REDUCED = {
+    "embedded": TINY_EMBEDDED,
     "world": {"eval_world": "gen-101-20x80x160", "train_world": "gen-7-20x80x160", "eval_tasks": 24},
     "baseline": {"source": "agent:flawed:plan_adherence=0.4,invention=0.4,misread=0.4"},
     "train": {"method": "agent:oracle"},

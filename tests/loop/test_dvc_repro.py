@@ -9,6 +9,14 @@ from tests.loop.loop_helpers import REDUCED, copy_repo, dvc, set_params
 pytestmark = pytest.mark.slow
 
 
+def test_committed_embedded_checkpoint_is_current(tmp_path):
+    """A fresh clone's `dvc repro` skips the CPU build: models/embedded and its dvc.lock entry match the code."""
+    repo = copy_repo(tmp_path)
+    out = dvc(repo, "status", "embedded").stdout
+    assert "up to date" in out, out
+    assert (repo / "models" / "embedded" / "model.safetensors").exists()
+
+
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory):
     repo = copy_repo(tmp_path_factory.mktemp("loop"))
@@ -20,6 +28,7 @@ def test_repro_runs_the_loop_then_is_a_noop(repo):
     first = dvc(repo, "repro")
     for stage in (
         "eval_tasks",
+        "embedded",
         "baseline",
         "measure",
         "target",

@@ -77,3 +77,16 @@ def test_verification_drops_failing_trajectories_and_anchor_mix_has_its_share():
     assert kept == [good] and counts["verified"] == 1 and counts["failed_verification"] == 1
     mixed = mix_anchors(list(gold()[:6]), list(gold()[6:]), share=0.25, seed=0)
     assert len(mixed) == 8 and sum(t in gold()[6:] for t in mixed) == 2
+
+
+def test_reads_bare_and_curated_rows_and_names_a_bad_line(tmp_path):
+    from pipeline.train.sft import read_trajectories
+
+    traj = gold()[0]
+    bare, curated, bad = tmp_path / "bare.jsonl", tmp_path / "selected.jsonl", tmp_path / "bad.jsonl"
+    bare.write_text(traj.model_dump_json() + "\n")
+    curated.write_text(json.dumps({"task_id": traj.task_id, "role": "target", "trajectory": traj.model_dump()}) + "\n")
+    bad.write_text(traj.model_dump_json() + "\n" + '{"messages": 3}\n')
+    assert read_trajectories(bare) == read_trajectories(curated) == [traj]
+    with pytest.raises(ValueError, match=r"bad.jsonl:2: not a trajectory"):
+        read_trajectories(bad)

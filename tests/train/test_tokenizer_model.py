@@ -110,3 +110,12 @@ def test_checkpoint_round_trip_records_codec_and_refuses_another(tokenizer, tmp_
         load_checkpoint(tmp_path)
     with pytest.raises(FileNotFoundError, match=META_FILE):
         load_checkpoint(tmp_path / "missing")
+
+
+def test_bare_words_make_a_value_the_same_tokens_in_prose_and_in_json(corpus):
+    bare = train_tokenizer(corpus, TokenizerConfig(vocab_size=600, words="bare"))
+    said = bare.tokenize("My email is maya.okafor0650@example.com.")
+    called = bare.tokenize('{"email": "maya.okafor0650@example.com"}')
+    start = said.index(bare.tokenize("maya")[0])
+    assert said[start : start + 6] == called[called.index(said[start]) :][:6]
+    assert bare.decode(bare.encode(" x  y ", add_special_tokens=False)) == " x  y "
