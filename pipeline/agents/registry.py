@@ -3,7 +3,8 @@
 oracle                                  the policy-following scripted agent
 flawed                                  oracle with planted failure modes (default rates)
 flawed:invention=0.3,misread=0.1,seed=2 explicit rates per mode (others 0)
-hf:PATH                                 a local transformers checkpoint (the embedded default or any)
+hf:PATH[,temperature=T,top_p=P,max_new_tokens=N,seed=S]
+                                        a local transformers checkpoint (the embedded default or any)
 openai:MODEL[,temperature=T,top_p=P,max_tokens=N,seed=S]
                                         an OpenAI-compatible endpoint (AGENTLOOP_BASE_URL / OPENAI_BASE_URL,
                                         AGENTLOOP_API_KEY / OPENAI_API_KEY)
@@ -56,7 +57,15 @@ def make_agent(spec: str) -> Agent:
     if kind == "hf" and body:
         from pipeline.agents.hf import HFAgent
 
-        return HFAgent(body)
+        path, _, rest = body.partition(",")
+        settings = _settings(spec, rest)
+        unknown = sorted(set(settings) - {"temperature", "top_p", "max_new_tokens", "seed"})
+        if unknown:
+            raise UnknownAgentError(
+                f"agent {spec!r}: unknown setting(s) {unknown} (temperature, top_p, max_new_tokens, seed)"
+            )
+        ints = {k: int(v) for k, v in settings.items() if k in ("max_new_tokens", "seed")}
+        return HFAgent(path, **{**settings, **ints})
     if kind in ("openai", "vllm") and body:
         target, _, rest = body.partition(",")
         settings = _settings(spec, rest)

@@ -20,3 +20,10 @@ def read_agent_spec(model_dir: Path) -> str:
     if not path.exists():
         raise FileNotFoundError(f"{path}: no agent reference (run the stage that builds this model first)")
     return json.loads(path.read_text())["spec"]
+
+
+def sampled(spec: str, temperature: float | None) -> str:
+    """A checkpoint agent's spec with the measuring protocol's sampling temperature (other agents unchanged)."""
+    if temperature is None or not spec.startswith(("hf:", "vllm:")) or "temperature=" in spec:
+        return spec
+    return f"{spec},temperature={temperature:g}"

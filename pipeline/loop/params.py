@@ -45,6 +45,12 @@ class MeasureParams(Strict):
     seed: int = Field(default=0)
     resamples: int = Field(default=1000, ge=1)
     executor: Literal["serial", "ray"] = "serial"
+    temperature: float | None = Field(
+        default=0.7,
+        ge=0,
+        description="Sampling temperature of checkpoint agents (hf, vllm) in measure, remeasure and curate's probes;"
+        " None = the backend's default (greedy for hf). Sampling is what makes pass^k differ from pass^1.",
+    )
 
 
 class TargetParams(Strict):

@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 from pipeline.loop import paths
-from pipeline.loop.agentref import read_agent_spec, write_agent_ref
+from pipeline.loop.agentref import read_agent_spec, sampled, write_agent_ref
 from pipeline.loop.params import Params
 
 log = logging.getLogger(__name__)
@@ -76,7 +76,7 @@ def _measure(p: Params, model_dir: Path, out: Path):
     config = MeasureConfig(
         world=p.world.eval_world,
         tasks=paths.EVAL_TASKS,
-        agent=read_agent_spec(model_dir),
+        agent=sampled(read_agent_spec(model_dir), p.measure.temperature),
         trials=p.measure.trials,
         seed=p.measure.seed,
         resamples=p.measure.resamples,
@@ -136,7 +136,7 @@ def curate(p: Params) -> dict:
         pool=[paths.SYNTH_DIR / "trajectories.jsonl"],
         tasks=paths.SYNTH_DIR / "tasks.jsonl",
         world=p.world.train_world,
-        agent=read_agent_spec(paths.BASELINE_MODEL),
+        agent=sampled(read_agent_spec(paths.BASELINE_MODEL), p.measure.temperature),
         probes=p.curate.probes,
         executor=p.curate.executor,
         seed=p.curate.seed,

@@ -179,3 +179,15 @@ def test_prefix_cache_reuse_gives_the_same_tokens_as_a_fresh_prompt(checkpoint):
         model, other, max_new_tokens=5, stop_ids=set()
     )
     assert cache.ids[:60] == other
+
+
+def test_hf_spec_takes_sampling_settings_and_rejects_unknown_ones(checkpoint):
+    from pipeline.agents.registry import UnknownAgentError, make_agent
+    from pipeline.loop.agentref import sampled
+
+    agent = make_agent(f"hf:{checkpoint},temperature=0.7,max_new_tokens=32,seed=3")
+    assert (agent.temperature, agent.max_new_tokens, agent.seed) == (0.7, 32, 3)
+    with pytest.raises(UnknownAgentError, match="unknown setting"):
+        make_agent(f"hf:{checkpoint},temp=1")
+    assert sampled(f"hf:{checkpoint}", 0.7) == f"hf:{checkpoint},temperature=0.7"
+    assert sampled("flawed:invention=0.5", 0.7) == "flawed:invention=0.5"

@@ -26,10 +26,10 @@ REDUCED = {
     "world": {"eval_world": "gen-101-20x80x160", "train_world": "gen-7-20x80x160", "eval_tasks": 24},
     "baseline": {"source": "agent:flawed:plan_adherence=0.4,invention=0.4,misread=0.4"},
     "train": {"method": "agent:oracle"},
-    "measure": {"trials": 2, "resamples": 200},
+    "measure": {"trials": 2, "resamples": 200, "executor": "serial"},
     "gate": {"k": 2, "resamples": 500},
     "target": {"budget": 16},
-    "curate": {"probes": 2},
+    "curate": {"probes": 2, "executor": "serial"},
 }
 
 
