@@ -73,12 +73,15 @@ def write_trajectories(path: Path, trajectories) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--eval-world", default="gen-101")
-    ap.add_argument("--eval-tasks", type=int, default=40)
+    ap.add_argument("--eval-tasks", type=int, default=200)
     ap.add_argument("--eval-seed", type=int, default=0)
     ap.add_argument("--trials", type=int, default=4)
     ap.add_argument("--budget", type=int, default=160, help="Synthesis budget (tasks) split across failure modes.")
-    ap.add_argument("--anchors", type=int, default=60, help="Gold anchor trajectories replayed in both SFT arms.")
-    ap.add_argument("--epochs", type=float, default=2.0)
+    ap.add_argument("--anchors", type=int, default=200, help="Gold anchor trajectories replayed in both SFT arms.")
+    ap.add_argument("--anchor-share", type=float, default=0.5, help="Share of anchors in each arm's examples.")
+    ap.add_argument("--temperature", type=float, default=0.7, help="Sampling temperature when measuring.")
+    ap.add_argument("--executor", choices=("serial", "ray"), default="ray", help="Where measured trials run.")
+    ap.add_argument("--epochs", type=float, default=3.0)
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--embedded", type=Path, default=None, help="YAML/JSON of EmbeddedConfig settings.")
     ap.add_argument("--reuse-baseline", action="store_true", help="Reuse <out>/baseline if it exists.")
@@ -123,7 +126,13 @@ def main() -> None:
 
     def measure_agent(name: str, ckpt: Path):
         cfg = MeasureConfig(
-            world=args.eval_world, tasks=eval_tasks, agent=f"hf:{ckpt}", trials=args.trials, seed=0, resamples=200
+            world=args.eval_world,
+            tasks=eval_tasks,
+            agent=f"hf:{ckpt},temperature={args.temperature:g}",
+            trials=args.trials,
+            seed=0,
+            resamples=200,
+            executor=args.executor,
         )
         summary, s = timed(measure, cfg, out / f"run-{name}")
         seconds[f"measure_{name}"] = s
@@ -156,7 +165,7 @@ def main() -> None:
             base=baseline,
             data=[data],
             anchors=[out / "anchors.jsonl"],
-            anchor_share=0.25,
+            anchor_share=args.anchor_share,
             tasks=[synth_dir / "tasks.jsonl"] if name == "targeted" else [],
             epochs=args.epochs,
             learning_rate=args.lr,
@@ -197,6 +206,8 @@ def main() -> None:
             "train_world": config.train_world,
             "budget": args.budget,
             "anchors": args.anchors,
+            "anchor_share": args.anchor_share,
+            "temperature": args.temperature,
             "epochs": args.epochs,
             "lr": args.lr,
             "torch_threads": torch.get_num_threads(),
