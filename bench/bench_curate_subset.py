@@ -45,6 +45,7 @@ def main() -> None:
     ap.add_argument("--pool", type=int, default=200, help="Gold trajectories in the pool.")
     ap.add_argument("--share", type=float, default=0.2, help="Largest curated share of the pool.")
     ap.add_argument("--probes", type=int, default=2)
+    ap.add_argument("--temperature", type=float, default=0.7, help="Sampling temperature of probes and measures.")
     ap.add_argument("--epochs", type=float, default=2.0)
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--out", type=Path, default=Path("/tmp/agentloop-bench-curate"))
@@ -75,7 +76,7 @@ def main() -> None:
             pool=[out / "pool.jsonl"],
             tasks=out / "pool_tasks.jsonl",
             world=args.train_world,
-            agent=f"hf:{args.from_checkpoint}",
+            agent=f"hf:{args.from_checkpoint},temperature={args.temperature:g}",
             probes=args.probes,
             max_items=cap,
         ),
@@ -87,7 +88,12 @@ def main() -> None:
         t = time.perf_counter()
         s = measure(
             MeasureConfig(
-                world=args.eval_world, tasks=eval_tasks, agent=agent, trials=args.trials, seed=0, resamples=200
+                world=args.eval_world,
+                tasks=eval_tasks,
+                agent=f"{agent},temperature={args.temperature:g}",
+                trials=args.trials,
+                seed=0,
+                resamples=200,
             ),
             out / f"run-{name}",
         )
