@@ -40,7 +40,8 @@ def main() -> None:
     ap.add_argument("--from-checkpoint", type=Path, default=ROOT / "models" / "embedded")
     ap.add_argument("--train-world", default="gen-7")
     ap.add_argument("--eval-world", default="gen-101")
-    ap.add_argument("--eval-tasks", type=int, default=40)
+    ap.add_argument("--eval-tasks", type=int, default=200)
+    ap.add_argument("--executor", choices=("serial", "ray"), default="ray", help="Where measured trials run.")
     ap.add_argument("--trials", type=int, default=4)
     ap.add_argument("--pool", type=int, default=200, help="Gold trajectories in the pool.")
     ap.add_argument("--share", type=float, default=0.2, help="Largest curated share of the pool.")
@@ -94,6 +95,7 @@ def main() -> None:
                 trials=args.trials,
                 seed=0,
                 resamples=200,
+                executor=args.executor,
             ),
             out / f"run-{name}",
         )
