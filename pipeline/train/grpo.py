@@ -173,17 +173,7 @@ def build_trainer(params: GRPOParams, scratch: str, tasks: list[Task] | None = N
         max_infra_retries=params.max_infra_retries,
         seed=params.seed,
     )
-    peft_config = None
-    if params.lora.enabled:
-        from peft import LoraConfig
-
-        peft_config = LoraConfig(
-            r=params.lora.r,
-            lora_alpha=params.lora.alpha,
-            lora_dropout=params.lora.dropout,
-            target_modules=list(params.lora.target_modules),
-            task_type="CAUSAL_LM",
-        )
+    peft_config = params.lora.peft_config()
     dataset = Dataset.from_dict({"prompt": [t.id for t in tasks]})
     trainer = GRPOTrainer(
         model=model,

@@ -60,6 +60,20 @@ class LoraParams(BaseModel):
     dropout: float = Field(default=0.0, ge=0, lt=1)
     target_modules: list[str] = Field(default_factory=lambda: list(LORA_TARGETS))
 
+    def peft_config(self) -> Any:
+        """The peft LoraConfig these settings describe, or None when LoRA is off (SFT and GRPO share it)."""
+        if not self.enabled:
+            return None
+        from peft import LoraConfig
+
+        return LoraConfig(
+            r=self.r,
+            lora_alpha=self.alpha,
+            lora_dropout=self.dropout,
+            target_modules=list(self.target_modules),
+            task_type="CAUSAL_LM",
+        )
+
 
 class SFTParams(BaseModel):
     """One SFT run: base checkpoint, data, optimisation; recorded in the checkpoint's agentloop.json."""
@@ -255,17 +269,7 @@ def run_sft(params: SFTParams, out: Path, trajectories: list[Trajectory] | None 
             disable_tqdm=True,
             dataset_num_proc=None,
         )
-        peft_config = None
-        if params.lora.enabled:
-            from peft import LoraConfig
-
-            peft_config = LoraConfig(
-                r=params.lora.r,
-                lora_alpha=params.lora.alpha,
-                lora_dropout=params.lora.dropout,
-                target_modules=list(params.lora.target_modules),
-                task_type="CAUSAL_LM",
-            )
+        peft_config = params.lora.peft_config()
         model = ckpt.model
         model.train()
         trainer = SFTTrainer(
