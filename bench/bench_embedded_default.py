@@ -13,7 +13,9 @@ On CPU (2 threads), from nothing downloaded:
 Writes bench/results/embedded_default.json (the table and every timing).
 
     python bench/bench_embedded_default.py [--from-checkpoint models/embedded] [--eval-tasks 40] [--trials 4]
-        [--budget 160] [--out DIR]
+        [--budget 240] [--out DIR]
+
+Unless given, synthesis, budget, anchors, epochs, learning rate and temperature are the loop's (params.yaml).
 """
 
 from __future__ import annotations
@@ -31,8 +33,9 @@ import torch
 
 from pipeline.agents.scripted import OracleAgent
 from pipeline.dataset.io import write_tasks
+from pipeline.loop.params import load_params
 from pipeline.measure import MeasureConfig, measure
-from pipeline.synth.synthesize import SynthConfig, synthesize
+from pipeline.synth.synthesize import synthesize
 from pipeline.synth.templates import generate_tasks
 from pipeline.target import TargetConfig, make_targets
 from pipeline.train.corpus import run_corpus
@@ -71,18 +74,30 @@ def write_trajectories(path: Path, trajectories) -> None:
 
 
 def main() -> None:
+    loop = load_params(ROOT / "params.yaml")
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--eval-world", default="gen-101")
     ap.add_argument("--eval-tasks", type=int, default=200)
     ap.add_argument("--eval-seed", type=int, default=0)
     ap.add_argument("--trials", type=int, default=4)
-    ap.add_argument("--budget", type=int, default=160, help="Synthesis budget (tasks) split across failure modes.")
-    ap.add_argument("--anchors", type=int, default=200, help="Gold anchor trajectories replayed in both SFT arms.")
-    ap.add_argument("--anchor-share", type=float, default=0.5, help="Share of anchors in each arm's examples.")
-    ap.add_argument("--temperature", type=float, default=0.7, help="Sampling temperature when measuring.")
+    ap.add_argument(
+        "--budget", type=int, default=loop.target.budget, help="Synthesis budget (tasks) split across failure modes."
+    )
+    ap.add_argument(
+        "--anchors",
+        type=int,
+        default=loop.synthesize.anchors,
+        help="Gold anchor trajectories replayed in both SFT arms.",
+    )
+    ap.add_argument(
+        "--anchor-share", type=float, default=loop.train.anchor_share, help="Share of anchors in each arm's examples."
+    )
+    ap.add_argument(
+        "--temperature", type=float, default=loop.measure.temperature, help="Sampling temperature when measuring."
+    )
     ap.add_argument("--executor", choices=("serial", "ray"), default="ray", help="Where measured trials run.")
-    ap.add_argument("--epochs", type=float, default=3.0)
-    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--epochs", type=float, default=loop.train.epochs)
+    ap.add_argument("--lr", type=float, default=loop.train.learning_rate)
     ap.add_argument("--embedded", type=Path, default=None, help="YAML/JSON of EmbeddedConfig settings.")
     ap.add_argument("--reuse-baseline", action="store_true", help="Reuse <out>/baseline if it exists.")
     ap.add_argument(
@@ -145,7 +160,7 @@ def main() -> None:
     synth_dir = out / "synth"
     if synth_dir.exists():
         shutil.rmtree(synth_dir)
-    synth, seconds["synthesize"] = timed(synthesize, train_world, targets, synth_dir, SynthConfig(seed=0))
+    synth, seconds["synthesize"] = timed(synthesize, train_world, targets, synth_dir, loop.synthesize.config)
     n = len(synth.trajectories)
 
     # control and anchors: untargeted gold trajectories (default template mix), disjoint seeds
@@ -210,6 +225,7 @@ def main() -> None:
             "temperature": args.temperature,
             "epochs": args.epochs,
             "lr": args.lr,
+            "synthesize": loop.synthesize.config.model_dump(mode="json", exclude={"verify", "judge"}),
             "torch_threads": torch.get_num_threads(),
             "cpus": os.cpu_count(),
             "python": platform.python_version(),

@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.rollout.trajectory import Message, ToolCall
 
-CODEC_VERSION = 2  # 2: order items in compact results read `Name (options) item <id> | ...`
+CODEC_VERSION = 3  # 2: order items read `Name (options) item <id> | ...`; 3: variants `(options) item <id> | ...`
 IM_START, IM_END, ENDOFTEXT = "<|im_start|>", "<|im_end|>", "<|endoftext|>"
 TOOL_CALL_OPEN, TOOL_CALL_CLOSE = "<tool_call>", "</tool_call>"
 SPECIAL_TOKENS: tuple[str, ...] = (ENDOFTEXT, IM_START, IM_END)
@@ -85,8 +85,8 @@ class CodecConfig(BaseModel):
     tool_results: Literal["json", "compact"] = Field(
         default="json",
         description="'json': tool results verbatim; 'compact': JSON flattened to `key: value` lines and one line"
-        " per record (e.g. `item_id 1234567890 | color=blue, size=M | available | price 50.88`; an order's items"
-        " as `Name (color blue, size M) item 1234567890 | product_id ... | price ...`).",
+        " per record; an order's items as `Name (color blue, size M) item 1234567890 | product_id ... | price ...`,"
+        " a product's variants as `(color blue, size M) item 1234567890 | available | price 50.88`).",
     )
     policy_summary: str = Field(
         default=RETAIL_POLICY_SUMMARY, description="Policy text used instead of the full policy in compact mode."
@@ -209,12 +209,14 @@ def _row(record: Any) -> str:
     if not isinstance(record, dict):
         return _inline(record)
     cells = []
-    if all(k in record for k in _ORDER_ITEM) and _is_flat(record["options"]):
-        # An order's item, written the way the customer and the agent's confirmation name it, its id right
-        # after the last option: "Board Game (players 2-4, theme party) item 4780751996". Repeating the id
-        # after the description is then a copy of what follows the same words here.
+    if all(k in record for k in _ORDER_ITEM[1:]) and _is_flat(record["options"]):
+        # An order's item (or a product's variant, without the name), written the way the customer and the
+        # agent's confirmation name it, its id right after the last option: "Board Game (players 2-4, theme
+        # party) item 4780751996". Repeating the id after the description is then a copy of what follows the
+        # same words here, instead of a look-up backwards from the options to an id written before them.
         options = ", ".join(f"{k} {_scalar(v)}" for k, v in record["options"].items())
-        cells.append(f"{record['name']} ({options}) item {record['item_id']}")
+        name = f"{record['name']} " if isinstance(record.get("name"), str) else ""
+        cells.append(f"{name}({options}) item {record['item_id']}")
         record = {k: v for k, v in record.items() if k not in _ORDER_ITEM}
     for key, v in record.items():
         if key == "available" and isinstance(v, bool):

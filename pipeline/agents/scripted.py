@@ -287,7 +287,7 @@ class OracleEpisode:
         for (tool, _), product in self.seen.items():
             if tool == "get_product_details" and new_id in product.get("variants", {}):
                 v = product["variants"][new_id]
-                return f"item {new_id} ({P.describe_options(v['options'])}) at {P.money(v['price'])}"
+                return f"({P.describe_options(v['options'])}) item {new_id} at {P.money(v['price'])}"
         return f"item {new_id}"
 
     def _lines(self, action: Action) -> list[str]:

@@ -56,7 +56,7 @@ class SituatedFlaws(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     rates: dict[Situation, Annotated[float, Field(ge=0.0, le=1.0)]] = Field(
-        default_factory=lambda: {"forgot_email": 0.8, "later_request": 0.8, "wrong_status": 0.8},
+        default_factory=lambda: {"forgot_email": 1.0, "later_request": 1.0, "wrong_status": 1.0},
         description="Situation → rate: forgot_email (invention), later_request (plan adherence), wrong_status"
         " (misread).",
     )

@@ -74,7 +74,7 @@ class EmbeddedConfig(BaseModel):
         " unnecessary: on 2 cores the warm-up alone never reached its induction phase within 1000 steps).",
     )
     warmup_loop: LoopConfig = Field(default_factory=lambda: LoopConfig(learning_rate=3e-3, batch_tokens=4096))
-    corpus_tasks: int = Field(default=2400, ge=1, description="Generated training tasks for the baseline corpus.")
+    corpus_tasks: int = Field(default=3600, ge=1, description="Generated training tasks for the baseline corpus.")
     corpus_seed: int = Field(default=1, description="Task generation seed of the corpus.")
     corpus_templates: list[str] = Field(
         default_factory=lambda: list(CORPUS_CYCLE), description="Template cycle of the corpus tasks."
@@ -83,7 +83,7 @@ class EmbeddedConfig(BaseModel):
     context_weight: float = Field(default=0.1, ge=0, le=1, description="Loss weight of non-assistant tokens.")
     call_weight: float = Field(default=3.0, gt=0, description="Loss weight of assistant tool calls (text: 1).")
     loop: LoopConfig = Field(
-        default_factory=lambda: LoopConfig(epochs=20, max_steps=4000, learning_rate=3e-3, batch_tokens=4096),
+        default_factory=lambda: LoopConfig(epochs=20, max_steps=6000, learning_rate=3e-3, batch_tokens=4096),
         description="~22 minutes on 2 cores: the build is kept in git, so `dvc repro` on a fresh clone skips it.",
     )
     codec: CodecConfig = Field(default=EMBEDDED_CODEC, description="Codec the model is trained and evaluated with.")

@@ -234,9 +234,9 @@ def test_compact_tool_results_put_each_record_on_one_line(world):
     lines = compact_tool_result(product).splitlines()
     assert lines[:3] == [f"name: {item['name']}", f"product_id: {item['product_id']}", "variants:"]
     variant = json.loads(product)["variants"][item["item_id"]]
-    options = ", ".join(f"{k}={v}" for k, v in variant["options"].items())
+    options = ", ".join(f"{k} {v}" for k, v in variant["options"].items())
     availability = "available" if variant["available"] else "unavailable"
-    assert f"item_id {item['item_id']} | {options} | {availability} | price {variant['price']}" in lines
+    assert f"({options}) item {item['item_id']} | {availability} | price {variant['price']}" in lines  # id after
     described = ", ".join(f"{k} {v}" for k, v in item["options"].items())
     row = (
         f"{item['name']} ({described}) item {item['item_id']} | product_id {item['product_id']} | price {item['price']}"

@@ -41,7 +41,7 @@ def test_corpus_holds_rendered_conversations_with_real_tool_output(corpus):
     assert world.policy in corpus
     assert "<|im_start|>tool\n" in joined and "<tool_call>" in joined
     some_order = next(iter(world.db.orders))
-    assert some_order in joined and "item_id " in joined and '"item_id": ' in joined  # both renderings
+    assert some_order in joined and ") item " in joined and '"item_id": ' in joined  # both renderings
     assert corpus == build_corpus(generate_world(seed=11, n_users=80), n_conversations=80)
 
 
