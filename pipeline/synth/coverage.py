@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from pipeline.dataset.task import Task
 from pipeline.synth.taxonomy import PLAIN, TAXONOMY, cells
@@ -65,13 +65,20 @@ class CoverageTracker:
     def uncovered(self, mode: str | None = None) -> list[Cell]:
         return [c for c in cells(mode) if self.counts[c] == 0]
 
-    def pick(self, mode: str, rng: random.Random, weights: Mapping[str, float] | None = None) -> Cell:
+    def pick(
+        self,
+        mode: str,
+        rng: random.Random,
+        weights: Mapping[str, float] | None = None,
+        allowed: Collection[str] | None = None,
+    ) -> Cell:
         """An uncovered cell of a template tagged `mode` (else a least-covered one), favouring weighted dials.
 
         The 'plain' cells are left to the atomic generation; `weights` (dial → probability, from targets)
-        make the dials a failure mode is most sensitive to come up first.
+        make the dials a failure mode is most sensitive to come up first; `allowed` (None = all) limits the
+        dials aimed at.
         """
-        pool = [c for c in cells(mode) if c[1] != PLAIN] or cells(mode)
+        pool = [c for c in cells(mode) if c[1] != PLAIN and (allowed is None or c[1] in allowed)] or cells(mode)
         least = min(self.counts[c] for c in pool)
         todo = [c for c in pool if self.counts[c] == least]
         w = [0.1 + (weights or {}).get(c[1], 0.0) for c in todo]

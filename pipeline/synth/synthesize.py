@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from pipeline.dataset.io import write_tasks
 from pipeline.dataset.task import Task
@@ -63,8 +63,21 @@ class SynthConfig(BaseModel):
     max_parts: int = Field(default=3, ge=1, description="Most requests in one task.")
     max_depth: int = Field(default=4, ge=1, description="Deepest evolution depth.")
     max_rework: int = Field(default=3, ge=0, description="Repairs before a candidate is dropped.")
+    dials: list[str] | None = Field(
+        default=None,
+        description="Dials evolution may turn on (None = all of " + ", ".join(DIALS) + "); e.g. only the messes"
+        " and shapes of the held-out tasks, so targeted data looks like the situations the agent failed in.",
+    )
     verify: VerifyConfig = Field(default_factory=VerifyConfig)
     judge: JudgeConfig | None = Field(default=None, description="Optional judge cascade; None = off.")
+
+    @field_validator("dials")
+    @classmethod
+    def _known_dials(cls, v: list[str] | None) -> list[str] | None:
+        unknown = sorted(set(v or ()) - set(DIALS))
+        if unknown:
+            raise ValueError(f"unknown dial(s) {unknown}; known: {', '.join(DIALS)}")
+        return v
 
 
 @dataclass
@@ -121,9 +134,10 @@ class Synthesizer:
         return self.result
 
     def _child(self, mode: str) -> Spec | None:
-        dials = self.targets.modes[mode].dials
+        allowed = self.config.dials
+        dials = {d: p for d, p in self.targets.modes[mode].dials.items() if allowed is None or d in allowed}
         for _ in range(8):
-            template, dial, _ = self.coverage.pick(mode, self.rng, dials)
+            template, dial, _ = self.coverage.pick(mode, self.rng, dials, allowed=allowed)
             for parent in [*parents_for(self.lineages, template, self.config.max_depth, self.rng)[:4], None]:
                 base = parent.spec if parent else Spec(parts=(template,), mode=mode, depth=0)
                 child = descendant(
@@ -172,6 +186,7 @@ class Synthesizer:
         return {
             "world": self.world.name,
             "seed": self.config.seed,
+            "dials": self.config.dials,
             "tasks": len(tasks),
             "generations": self.generation,
             "targets": {m: t.count for m, t in self.targets.modes.items()},

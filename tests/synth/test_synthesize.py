@@ -113,6 +113,17 @@ def test_underspecified_requests_are_asked_about_before_any_lookup():
         assert any(m.content == ASK_ORDER for m in traj.messages)
 
 
+def test_dials_limit_what_evolution_turns_on():
+    allowed = ["forgot_email", "vague_item", "refusal"]
+    res = Synthesizer(small_world(), targets(), SynthConfig(seed=0, dials=allowed)).run()
+    by_dial = res.manifest["counts"]["by_dial"]
+    assert res.manifest["dials"] == allowed and by_dial["forgot_email"] > 0 and by_dial["refusal"] > 0
+    # messes that are not allowed never come up ('with_write' counts any refusal beside a write)
+    assert by_dial["underspecified"] == by_dial["pushback"] == by_dial["also_request"] == 0, by_dial
+    with pytest.raises(ValueError, match="unknown dial.*'rudeness'"):
+        SynthConfig(dials=["forgot_email", "rudeness"])
+
+
 def test_same_seed_same_tasks():
     again = Synthesizer(small_world(), targets(), SynthConfig(seed=0)).run()
     assert [t.model_dump() for t in again.tasks] == [t.model_dump() for t in synthesized().tasks]
