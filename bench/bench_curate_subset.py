@@ -7,6 +7,10 @@ On the embedded default, on the same held-out tasks:
    targets mixed), capped at `--share` of the pool;
 3. SFT the baseline on the whole pool and, with the same settings, on the curated subset; measure both and the
    baseline. Lift = pass^k(arm) − pass^k(baseline); goal: the subset reaches ≥ 95% of the whole pool's lift.
+   With `--seeds N`, both arms are trained with SFT seeds 0..N-1 (data order and mixing) and the lifts averaged:
+   one SFT run's pass^k moves by several points with its seed alone.
+
+Unless given, probes, temperature and the anchor ratio are the loop's (params.yaml, `curate` and `measure`).
 
 Writes bench/results/curate_subset.json.
 
@@ -25,6 +29,7 @@ from pathlib import Path
 from pipeline.agents.scripted import OracleAgent
 from pipeline.curate.curate import CurateConfig, curate
 from pipeline.dataset.io import write_tasks
+from pipeline.loop.params import load_params
 from pipeline.measure import MeasureConfig, measure
 from pipeline.synth.templates import generate_tasks
 from pipeline.train.corpus import run_corpus
@@ -36,6 +41,7 @@ log = logging.getLogger("bench")
 
 
 def main() -> None:
+    loop = load_params(ROOT / "params.yaml")
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--from-checkpoint", type=Path, default=ROOT / "models" / "embedded")
     ap.add_argument("--train-world", default="gen-7")
@@ -45,8 +51,12 @@ def main() -> None:
     ap.add_argument("--trials", type=int, default=4)
     ap.add_argument("--pool", type=int, default=200, help="Gold trajectories in the pool.")
     ap.add_argument("--share", type=float, default=0.2, help="Largest curated share of the pool.")
-    ap.add_argument("--probes", type=int, default=2)
-    ap.add_argument("--temperature", type=float, default=0.7, help="Sampling temperature of probes and measures.")
+    ap.add_argument("--probes", type=int, default=loop.curate.probes)
+    ap.add_argument("--anchor-ratio", type=float, default=loop.curate.anchor_ratio)
+    ap.add_argument(
+        "--temperature", type=float, default=loop.measure.temperature, help="Probe and measure temperature."
+    )
+    ap.add_argument("--seeds", type=int, default=1, help="SFT seeds per arm (lifts averaged).")
     ap.add_argument("--epochs", type=float, default=2.0)
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--out", type=Path, default=Path("/tmp/agentloop-bench-curate"))
@@ -79,6 +89,8 @@ def main() -> None:
             world=args.train_world,
             agent=f"hf:{args.from_checkpoint},temperature={args.temperature:g}",
             probes=args.probes,
+            anchor_ratio=args.anchor_ratio,
+            bands=loop.curate.bands,
             max_items=cap,
         ),
         out / "curated",
@@ -103,23 +115,32 @@ def main() -> None:
         k = str(args.trials)
         return {"pass^1": s.pass_hat_k["1"], f"pass^{k}": s.pass_hat_k[k]}
 
+    k = f"pass^{args.trials}"
     table = {"baseline": measured("baseline", f"hf:{args.from_checkpoint}")}
     arms = {"whole_pool": out / "pool.jsonl", "curated": out / "curated" / "selected.jsonl"}
     sizes = {"whole_pool": len(gold), "curated": manifest["selected"]}
-    for name, data in arms.items():
-        t = time.perf_counter()
-        params = SFTParams(base=args.from_checkpoint, data=[data], epochs=args.epochs, learning_rate=args.lr, seed=0)
-        run_sft(params, out / f"sft-{name}")
-        seconds[f"sft_{name}"] = time.perf_counter() - t
-        table[name] = measured(name, f"hf:{out / f'sft-{name}'}")
-    k = f"pass^{args.trials}"
+    runs: dict[str, list[dict]] = {name: [] for name in arms}
+    for seed in range(args.seeds):
+        for name, data in arms.items():
+            tag = name if seed == 0 else f"{name}-seed{seed}"
+            t = time.perf_counter()
+            params = SFTParams(
+                base=args.from_checkpoint, data=[data], epochs=args.epochs, learning_rate=args.lr, seed=seed
+            )
+            run_sft(params, out / f"sft-{tag}")
+            seconds[f"sft_{tag}"] = time.perf_counter() - t
+            runs[name].append(measured(tag, f"hf:{out / f'sft-{tag}'}"))
+    for name, got in runs.items():
+        table[name] = {key: sum(r[key] for r in got) / len(got) for key in got[0]}
     lift = {name: table[name][k] - table["baseline"][k] for name in arms}
+    per_seed_lift = {name: [r[k] - table["baseline"][k] for r in got] for name, got in runs.items()}
     ratio = lift["curated"] / lift["whole_pool"] if lift["whole_pool"] > 0 else None
     report = {
         "table": table,
         "sizes": sizes,
         "share": sizes["curated"] / sizes["whole_pool"],
         "lift": lift,
+        "per_seed_lift": per_seed_lift,
         "curated_lift_ratio": ratio,
         "goal_met": ratio is not None and ratio >= 0.95 and sizes["curated"] <= args.share * sizes["whole_pool"],
         "curate_manifest": {k2: manifest[k2] for k2 in ("band_histogram", "kept_tasks", "selected") if k2 in manifest},
