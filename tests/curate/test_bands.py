@@ -48,3 +48,15 @@ def test_extremes_are_dropped_and_custom_edges():
             Bands(edges=bad)
     with pytest.raises(ValueError):
         bands.masses(9, 8)
+
+
+def test_one_probe_keeps_a_failure_and_drops_a_pass():
+    """The loop probes once (params.yaml): a failure is kept as a target, a pass is too easy; two failures are not.
+
+    Beta(0.5, 1.5) puts 39.3% in 0.08–0.40 against 35.5% below 0.08; Beta(1.5, 0.5) puts 39.6% in 0.9–1.
+    """
+    bands = Bands()
+    assert bands.masses(0, 1)[:2] == pytest.approx([0.355, 0.393], abs=1e-3)
+    assert bands.band(0, 1) == 1 and bands.keep(0, 1)
+    assert bands.band(1, 1) == 4 and not bands.keep(1, 1)
+    assert bands.band(0, 2) == 0 and not bands.keep(0, 2)  # with two probes, failing both reads "too hard"
