@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal  # noqa: F401
+from typing import TYPE_CHECKING, Any, Literal  # noqa: F401
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from pipeline.curate.bands import Bands
 from pipeline.gate.config import EVAL_TASKS, GateConfig
 from pipeline.synth.synthesize import SynthConfig
 from pipeline.target import TargetConfig
-from pipeline.train.embedded import EmbeddedConfig
+
+if TYPE_CHECKING:
+    from pipeline.train.embedded import EmbeddedConfig
 
 
 class Strict(BaseModel):
@@ -105,7 +107,12 @@ class PromoteParams(Strict):
 class Params(Strict):
     loop: LoopParams = Field(default_factory=LoopParams)
     world: WorldParams = Field(default_factory=WorldParams)
-    embedded: EmbeddedConfig = Field(default_factory=EmbeddedConfig)
+    embedded: dict[str, Any] = Field(
+        default_factory=dict,
+        description="EmbeddedConfig settings (pipeline/train/embedded.py); {} = its defaults (the committed"
+        " checkpoint's). A mapping, so that stages without a model read params.yaml without importing torch"
+        " (~4 s each); a non-empty section is still validated here, and an unknown key fails with its path.",
+    )
     baseline: BaselineParams = Field(default_factory=BaselineParams)
     measure: MeasureParams = Field(default_factory=MeasureParams)
     target: TargetParams = Field(default_factory=TargetParams)
@@ -115,6 +122,25 @@ class Params(Strict):
     gate: GateConfig = Field(default_factory=GateConfig)
     report: ReportParams = Field(default_factory=ReportParams)
     promote: PromoteParams = Field(default_factory=PromoteParams)
+
+    @field_validator("embedded")
+    @classmethod
+    def _embedded_fits(cls, v: dict[str, Any]) -> dict[str, Any]:
+        if v:  # only then is torch worth importing: {} is the defaults, valid by construction
+            from pipeline.train.embedded import EmbeddedConfig
+
+            try:
+                EmbeddedConfig.model_validate(v)
+            except ValidationError as exc:
+                err = exc.errors()[0]
+                raise ValueError(f"{'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+        return v
+
+    def embedded_config(self) -> EmbeddedConfig:
+        """The `embedded` section as the EmbeddedConfig it is (imports torch)."""
+        from pipeline.train.embedded import EmbeddedConfig
+
+        return EmbeddedConfig.model_validate(self.embedded)
 
 
 class ParamsError(ValueError):

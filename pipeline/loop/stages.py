@@ -34,7 +34,7 @@ def build_embedded(p: Params) -> dict:
     out = paths.EMBEDDED_MODEL
     if out.exists():
         shutil.rmtree(out)
-    return build(p.embedded, out)
+    return build(p.embedded_config(), out)
 
 
 def build_baseline(p: Params) -> str:

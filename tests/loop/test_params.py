@@ -1,5 +1,8 @@
 """params.yaml validation and the stage list in dvc.yaml."""
 
+import subprocess
+import sys
+
 import pytest
 import yaml
 
@@ -21,6 +24,21 @@ def test_unknown_key_fails_with_its_path(tmp_path):
     path.write_text("baseline:\n  source: somewhere\n")
     with pytest.raises(ParamsError, match=r"baseline.source"):
         load_params(path)
+
+
+def test_embedded_section_is_checked_but_reading_params_needs_no_torch(tmp_path):
+    path = tmp_path / "params.yaml"
+    path.write_text("embedded:\n  corpus_taskss: 3\n")
+    with pytest.raises(ParamsError, match=r"params.yaml: embedded: .*corpus_taskss: Extra inputs are not permitted"):
+        load_params(path)
+    path.write_text("embedded:\n  corpus_tasks: 12\n")
+    assert load_params(path).embedded_config().corpus_tasks == 12
+    code = (
+        "import sys; from pipeline.loop.params import load_params; "
+        f"p = load_params({str(ROOT / 'params.yaml')!r}); assert p.embedded == {{}}; "
+        "assert 'torch' not in sys.modules, 'reading params.yaml imported torch'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
 
 def test_every_loop_step_is_a_stage_with_its_script_and_params():
