@@ -24,13 +24,13 @@ def test_unknown_key_fails_with_its_path(tmp_path):
     path.write_text("baseline:\n  source: somewhere\n")
     with pytest.raises(ParamsError, match=r"baseline.source"):
         load_params(path)
-
-
-def test_embedded_section_is_checked_but_reading_params_needs_no_torch(tmp_path):
-    path = tmp_path / "params.yaml"
-    path.write_text("embedded:\n  corpus_taskss: 3\n")
+    path.write_text("embedded:\n  corpus_taskss: 3\n")  # checked lazily, but checked
     with pytest.raises(ParamsError, match=r"params.yaml: embedded: .*corpus_taskss: Extra inputs are not permitted"):
         load_params(path)
+
+
+def test_reading_params_needs_no_torch(tmp_path):
+    path = tmp_path / "params.yaml"
     path.write_text("embedded:\n  corpus_tasks: 12\n")
     assert load_params(path).embedded_config().corpus_tasks == 12
     code = (
