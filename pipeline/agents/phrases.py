@@ -45,11 +45,6 @@ def describe_item(name: str, options: Mapping[str, str]) -> str:
     return f"{name} ({describe_options(options)})"
 
 
-def name_item(name: str, options: Mapping[str, str], item_id: str) -> str:
-    """'Board Game 4780751996 (players 2-4, theme party)': an order's line as compact tool results render it."""
-    return f"{name} {item_id} ({describe_options(options)})"
-
-
 def describe_payment(method: Any, methods: Mapping[str, Any]) -> str:
     """How a customer names one of their payment methods, unambiguous among `methods`."""
     same = [m for m in methods.values() if m.source == method.source]

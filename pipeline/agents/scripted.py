@@ -281,7 +281,7 @@ class OracleEpisode:
 
     def _item(self, order: dict | None, item_id: str) -> str:
         item = next((it for it in (order or {}).get("items", []) if it["item_id"] == item_id), None)
-        return P.name_item(item["name"], item["options"], item_id) if item else f"item {item_id}"
+        return f"{P.describe_item(item['name'], item['options'])} item {item_id}" if item else f"item {item_id}"
 
     def _variant(self, new_id: str) -> str:
         for (tool, _), product in self.seen.items():

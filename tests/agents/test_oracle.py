@@ -8,7 +8,6 @@ import re
 import pytest
 
 from pipeline.agents import phrases as P
-from pipeline.agents.codec import compact_tool_result
 from pipeline.agents.scripted import OracleAgent, appears_in
 from pipeline.grading.static_checks import affirms
 from pipeline.rollout.protocols import EpisodeInfo, UserReply
@@ -54,25 +53,6 @@ def test_authenticates_before_anything_private_and_confirms_every_write(episodes
                     ask, yes = traj.messages[k - 2], traj.messages[k - 1]
                     assert P.YES_NO in ask.content and affirms(yes.content), task.id
         assert traj.termination == "user_stop"
-
-
-def test_confirmations_name_order_items_as_the_compact_order_lines_start(episodes):
-    """`Name <id> (options)`: what the tiny model writes to confirm is a copy of the start of that item's line."""
-    named = 0
-    for task, traj in episodes:
-        lines = [
-            line
-            for m in traj.messages
-            if m.role == "tool" and m.name == "get_order_details" and not m.error
-            for line in compact_tool_result(m.content).splitlines()
-        ]
-        for m in traj.messages:
-            if m.role == "assistant" and m.content and m.content.startswith("To confirm"):
-                for item_id in re.findall(r" (\d{10}) \(", m.content):
-                    line = next(x for x in lines if f" {item_id} (" in x)
-                    assert line.split(" | ")[0] in m.content, task.id
-                    named += 1
-    assert named > 10
 
 
 def test_stated_figures_come_from_tool_results(episodes):
