@@ -108,6 +108,16 @@ def confirm(intent: str, order_id: str | None, lines: list[str], once: bool = Fa
     return f"{head} {body}{warn} Shall I proceed {YES_NO}?"
 
 
+def status_fact(order_id: str, status: str, need: str, done: str) -> str:
+    """"Order #W1 is 'delivered'; to be cancelled, an order must be 'pending'.": the two facts a status rule
+    compares, written next to each other before the agent proceeds or refuses. A small model then decides from
+    two words it has just written, instead of from the request many turns back and a line of the tool result."""
+    return f"Order {order_id} is '{status}'; to be {done}, an order must be '{need}'."
+
+
+REFUSED_AFTER_FACT = f"I'm sorry, but I cannot do that. {ANYTHING_ELSE}"
+
+
 def declined() -> str:
     return f"Understood, I won't make that change. {ANYTHING_ELSE}"
 

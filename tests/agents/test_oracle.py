@@ -19,6 +19,7 @@ from pipeline.world.retail.tools import TOOLS, WRITE_TOOLS
 from tests.agents.scripted_helpers import find, small_tasks, small_world, unsupported_write_values
 
 MONEY = re.compile(r"\$(\d+\.\d\d)")
+STATUS_FACT = re.compile(r"Order (#W\d+) is '([^']+)'; to be \w+, an order must be '(\w+)'\.")
 
 
 @pytest.fixture(scope="module")
@@ -91,8 +92,30 @@ def test_refusals_name_a_reason_and_write_nothing(episodes):
         if all(r.expect == "refused" for r in task.user_script.requests):
             assert not any(c.name in WRITE_TOOLS for c in traj.tool_calls()), task.id
             texts = [m.content for m in traj.messages if m.role == "assistant" and m.content]
-            assert any("I cannot do that:" in t for t in texts), task.id
+            # the reason follows the refusal, or (a status rule) the status fact comes right before it
+            assert any("I cannot do that:" in t or (STATUS_FACT.match(t) and P.REFUSED_AFTER_FACT in t) for t in texts)
         assert not any(P.NO_POLICY_REASON in (m.content or "") for m in traj.messages), task.id
+
+
+def test_the_status_fact_comes_first_and_decides(episodes):
+    """After reading an order whose status a request depends on, the next message starts with that status and the
+    one the request needs, as the tool showed them; the message proceeds when they are equal and refuses otherwise."""
+    facts = 0
+    for _, traj in episodes:
+        msgs = traj.messages
+        for k, m in enumerate(msgs):
+            fact = STATUS_FACT.match(m.content or "") if m.role == "assistant" else None
+            if not fact:
+                continue
+            facts += 1
+            shown = next(
+                json.loads(r.content)["status"]
+                for r in reversed(msgs[:k])
+                if r.role == "tool" and not r.error and (r.content or "").startswith('{"order_id": "' + fact[1])
+            )
+            assert fact[2] == shown, m.content
+            assert (P.REFUSED_AFTER_FACT in m.content) == (fact[2] != fact[3]), m.content
+    assert facts >= 10
 
 
 def test_gold_reads_are_the_reads_it_makes(episodes):
