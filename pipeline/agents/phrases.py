@@ -109,9 +109,9 @@ def confirm(intent: str, order_id: str | None, lines: list[str], once: bool = Fa
 
 
 def status_fact(order_id: str, status: str, need: str, done: str) -> str:
-    """"Order #W1 is 'delivered'; to be cancelled, an order must be 'pending'.": the two facts a status rule
-    compares, written next to each other before the agent proceeds or refuses. A small model then decides from
-    two words it has just written, instead of from the request many turns back and a line of the tool result."""
+    """The two facts a status rule compares, side by side, said before the agent proceeds or refuses: "Order #W1
+    is 'delivered'; to be cancelled, an order must be 'pending'." A small model then decides from two words it has
+    just written, instead of from the request many turns back and a line of the tool result."""
     return f"Order {order_id} is '{status}'; to be {done}, an order must be '{need}'."
 
 
