@@ -84,7 +84,7 @@ class LeanLlama:
         return LeanLlama(model) if plain else None
 
     def _rms(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-        return weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
+        return F.rms_norm(x, weight.shape, weight, self.eps)
 
     @staticmethod
     def _rotate_half(x: torch.Tensor) -> torch.Tensor:
@@ -113,7 +113,10 @@ class LeanLlama:
             if self.kv_heads != self.heads:
                 keys = keys.repeat_interleave(self.heads // self.kv_heads, dim=0)
                 values = values.repeat_interleave(self.heads // self.kv_heads, dim=0)
-            att = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, scale=self.scaling)
+            if mask is None:  # one new token: a plain softmax over its scores is faster than SDPA's dispatch on CPU
+                att = torch.softmax(torch.matmul(q, keys.transpose(1, 2)) * self.scaling, dim=-1) @ values
+            else:
+                att = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, scale=self.scaling)
             x = x + F.linear(att.transpose(0, 1).reshape(n, self.heads * self.head_dim), layer.o)
             h = self._rms(x, layer.ln2)
             x = x + F.linear(F.silu(F.linear(h, layer.gate)) * F.linear(h, layer.up), layer.down)
