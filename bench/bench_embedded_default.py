@@ -10,10 +10,12 @@ On CPU (2 threads), from nothing downloaded:
 4. the control: the same number of gold trajectories on untargeted generated tasks (default template mix);
 5. SFT the baseline through TRL on each (same settings, same anchor replay) and measure both.
 
-Writes bench/results/embedded_default.json (the table and every timing).
+Writes bench/results/embedded_default.json (the table and every timing). With `--seeds N` both arms are trained
+with SFT seeds 0..N-1 (data order and anchor mixing) and the table holds their means (each run under
+`per_seed`): one SFT run's pass^k moves by several points with its seed alone.
 
     python bench/bench_embedded_default.py [--from-checkpoint models/embedded] [--eval-tasks 40] [--trials 4]
-        [--budget 240] [--out DIR]
+        [--budget 240] [--seeds 1] [--out DIR]
 
 Unless given, synthesis, budget, anchors, epochs, learning rate and temperature are the loop's (params.yaml).
 """
@@ -60,6 +62,19 @@ def row(summary, seconds: float) -> dict:
     }
 
 
+def mean_row(rows: list[dict]) -> dict:
+    """The field-by-field mean of `row`s (one per SFT seed)."""
+    if len(rows) == 1:
+        return rows[0]
+    out = {}
+    for key, value in rows[0].items():
+        if isinstance(value, dict):
+            out[key] = {m: sum(r[key][m] for r in rows) / len(rows) for m in value}
+        else:
+            out[key] = sum(r[key] for r in rows) / len(rows)
+    return out
+
+
 def timed(fn, *args, **kwargs):
     t = time.perf_counter()
     out = fn(*args, **kwargs)
@@ -96,6 +111,7 @@ def main() -> None:
         "--temperature", type=float, default=loop.measure.temperature, help="Sampling temperature when measuring."
     )
     ap.add_argument("--executor", choices=("serial", "ray"), default="ray", help="Where measured trials run.")
+    ap.add_argument("--seeds", type=int, default=1, help="SFT seeds per arm (the table holds their means).")
     ap.add_argument("--epochs", type=float, default=loop.train.epochs)
     ap.add_argument("--lr", type=float, default=loop.train.learning_rate)
     ap.add_argument("--embedded", type=Path, default=None, help="YAML/JSON of EmbeddedConfig settings.")
@@ -174,28 +190,33 @@ def main() -> None:
 
     arms = {"targeted": synth_dir / "trajectories.jsonl", "control": out / "control.jsonl"}
     results = {"baseline": row(base_summary, base_s)}
-    sft_info = {}
-    for name, data in arms.items():
-        params = SFTParams(
-            base=baseline,
-            data=[data],
-            anchors=[out / "anchors.jsonl"],
-            anchor_share=args.anchor_share,
-            tasks=[synth_dir / "tasks.jsonl"] if name == "targeted" else [],
-            epochs=args.epochs,
-            learning_rate=args.lr,
-            seed=0,
-        )
-        ckpt = out / f"sft-{name}"
-        result, seconds[f"sft_{name}"] = timed(run_sft, params, ckpt)
-        sft_info[name] = {
-            "examples": result.examples,
-            "steps": result.steps,
-            "loss": [round(result.first_loss, 4), round(result.last_loss, 4)],
-            "tokens": result.manifest.get("tokens"),
-        }
-        summary, s = measure_agent(name, ckpt)
-        results[name] = row(summary, s)
+    sft_info: dict[str, dict] = {}
+    per_seed: dict[str, list[dict]] = {name: [] for name in arms}
+    for seed in range(args.seeds):
+        for name, data in arms.items():
+            tag = name if seed == 0 else f"{name}-seed{seed}"
+            params = SFTParams(
+                base=baseline,
+                data=[data],
+                anchors=[out / "anchors.jsonl"],
+                anchor_share=args.anchor_share,
+                tasks=[synth_dir / "tasks.jsonl"] if name == "targeted" else [],
+                epochs=args.epochs,
+                learning_rate=args.lr,
+                seed=seed,
+            )
+            ckpt = out / f"sft-{tag}"
+            result, seconds[f"sft_{tag}"] = timed(run_sft, params, ckpt)
+            sft_info[tag] = {
+                "examples": result.examples,
+                "steps": result.steps,
+                "loss": [round(result.first_loss, 4), round(result.last_loss, 4)],
+                "tokens": result.manifest.get("tokens"),
+            }
+            summary, s = measure_agent(tag, ckpt)
+            per_seed[name].append(row(summary, s))
+    for name, got in per_seed.items():
+        results[name] = mean_row(got)
 
     k = f"pass^{args.trials}"
     b, tg, ct = results["baseline"], results["targeted"], results["control"]
@@ -205,10 +226,12 @@ def main() -> None:
         "pass^k_doubled": tg[k] >= 2 * b[k],
         "modes_cut_by_two_thirds": {m: tg["modes_tasks"][m] <= b["modes_tasks"][m] / 3 for m in MODES},
         "beats_control": tg[k] > ct[k],
+        "beats_control_per_seed": [a[k] > c[k] for a, c in zip(per_seed["targeted"], per_seed["control"], strict=True)],
     }
     report = {
         "table": results,
         "bar": bar,
+        "per_seed": per_seed,
         "sft": sft_info,
         "targets": {m: t.count for m, t in targets.modes.items()},
         "synthesized": {"tasks": len(synth.tasks), "trajectories": n},
@@ -225,6 +248,7 @@ def main() -> None:
             "temperature": args.temperature,
             "epochs": args.epochs,
             "lr": args.lr,
+            "seeds": args.seeds,
             "synthesize": loop.synthesize.config.model_dump(mode="json", exclude={"verify", "judge"}),
             "torch_threads": torch.get_num_threads(),
             "cpus": os.cpu_count(),

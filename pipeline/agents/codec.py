@@ -35,7 +35,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.rollout.trajectory import Message, ToolCall
 
-CODEC_VERSION = 3  # 2: order items read `Name (options) item <id> | ...`; 3: variants `(options) item <id> | ...`
+CODEC_VERSION = (
+    4  # 2: order items `Name (options) item <id>`; 3: variants `(options) item <id>`; 4: `Name <id> (options)`
+)
 IM_START, IM_END, ENDOFTEXT = "<|im_start|>", "<|im_end|>", "<|endoftext|>"
 TOOL_CALL_OPEN, TOOL_CALL_CLOSE = "<tool_call>", "</tool_call>"
 SPECIAL_TOKENS: tuple[str, ...] = (ENDOFTEXT, IM_START, IM_END)
@@ -85,7 +87,7 @@ class CodecConfig(BaseModel):
     tool_results: Literal["json", "compact"] = Field(
         default="json",
         description="'json': tool results verbatim; 'compact': JSON flattened to `key: value` lines and one line"
-        " per record; an order's items as `Name (color blue, size M) item 1234567890 | product_id ... | price ...`,"
+        " per record; an order's items as `Name 1234567890 (color blue, size M) | product_id ... | price ...`,"
         " a product's variants as `(color blue, size M) item 1234567890 | available | price 50.88`).",
     )
     policy_summary: str = Field(
@@ -210,13 +212,16 @@ def _row(record: Any) -> str:
         return _inline(record)
     cells = []
     if all(k in record for k in _ORDER_ITEM[1:]) and _is_flat(record["options"]):
-        # An order's item (or a product's variant, without the name), written the way the customer and the
-        # agent's confirmation name it, its id right after the last option: "Board Game (players 2-4, theme
-        # party) item 4780751996". Repeating the id after the description is then a copy of what follows the
-        # same words here, instead of a look-up backwards from the options to an id written before them.
+        # The copy circuit of a tiny model continues whatever followed the last three tokens it wrote. An order's
+        # item reads `Board Game 4780751996 (players 2-4, theme party)`: its id right after the product name, so
+        # an agent that names the item ("the Board Game") copies the id of that line, not of any line. After
+        # `(options) item` (version 2) those three tokens were `) item ` on every line of the order, and the
+        # model copied the id of the wrong one. A product's variants (no name) keep `(options) item <id>`.
         options = ", ".join(f"{k} {_scalar(v)}" for k, v in record["options"].items())
-        name = f"{record['name']} " if isinstance(record.get("name"), str) else ""
-        cells.append(f"{name}({options}) item {record['item_id']}")
+        if isinstance(record.get("name"), str):
+            cells.append(f"{record['name']} {record['item_id']} ({options})")
+        else:
+            cells.append(f"({options}) item {record['item_id']}")
         record = {k: v for k, v in record.items() if k not in _ORDER_ITEM}
     for key, v in record.items():
         if key == "available" and isinstance(v, bool):

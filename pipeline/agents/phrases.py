@@ -45,6 +45,11 @@ def describe_item(name: str, options: Mapping[str, str]) -> str:
     return f"{name} ({describe_options(options)})"
 
 
+def name_item(name: str, options: Mapping[str, str], item_id: str) -> str:
+    """'Board Game 4780751996 (players 2-4, theme party)': an order's line as compact tool results render it."""
+    return f"{name} {item_id} ({describe_options(options)})"
+
+
 def describe_payment(method: Any, methods: Mapping[str, Any]) -> str:
     """How a customer names one of their payment methods, unambiguous among `methods`."""
     same = [m for m in methods.values() if m.source == method.source]
@@ -101,6 +106,16 @@ def confirm(intent: str, order_id: str | None, lines: list[str], once: bool = Fa
         else ""
     )
     return f"{head} {body}{warn} Shall I proceed {YES_NO}?"
+
+
+def status_fact(order_id: str, status: str, need: str, done: str) -> str:
+    """The two facts a status rule compares, side by side, said before the agent proceeds or refuses: "Order #W1
+    is 'delivered'; to be cancelled, an order must be 'pending'." A small model then decides from two words it has
+    just written, instead of from the request many turns back and a line of the tool result."""
+    return f"Order {order_id} is '{status}'; to be {done}, an order must be '{need}'."
+
+
+REFUSED_AFTER_FACT = f"I'm sorry, but I cannot do that. {ANYTHING_ELSE}"
 
 
 def declined() -> str:

@@ -95,6 +95,7 @@ class OracleEpisode:
         self.messages: list[Message] = []
         self.seen: dict[tuple[str, str], Any] = {}  # (tool, key argument) → parsed result
         self.user_id: str | None = None
+        self._fact: str | None = None  # said at the start of the next message (see `_status_fact`)
         self._calls = 0
         self._steps = self._run()
 
@@ -109,6 +110,7 @@ class OracleEpisode:
     def _call(self, name: str, arguments: dict[str, Any]) -> Steps:
         """One tool call; returns the tool message that answered it."""
         self._calls += 1
+        self._fact = None  # a fact belongs to the message that acts on it, never to a later one
         call = ToolCall(id=f"call_{self._calls}", name=name, arguments=arguments, raw_arguments=json.dumps(arguments))
         yield Message(role="assistant", tool_calls=[call])
         result = self.messages[-1]
@@ -119,7 +121,9 @@ class OracleEpisode:
         return result
 
     def _say(self, text: str) -> Steps:
-        """One message to the user; returns their reply."""
+        """One message to the user (after the pending status fact, if any); returns their reply."""
+        if self._fact:
+            text, self._fact = f"{self._fact} {text}", None
         yield Message(role="assistant", content=text)
         return self.messages[-1].content or ""
 
@@ -179,9 +183,10 @@ class OracleEpisode:
         if req.order_id and not any(req.order_id in (m.content or "") for m in self.messages if m.role == "user"):
             yield from self._say(P.ASK_ORDER)  # an under-specified request: never look up an order nobody named
         yield from self._reads(i, products=False)
+        self._fact = self._status_fact(req)
         reason = self._check_order(req)
         if reason:
-            return (yield from self._finish(P.refusal(reason), reason))
+            return (yield from self._finish(P.REFUSED_AFTER_FACT if self._fact else P.refusal(reason), reason))
         topics = self._topics(req)
         if details is None and topics:
             details = yield from self._say(P.ask_details(req.intent, topics))
@@ -208,11 +213,21 @@ class OracleEpisode:
     def _order_status(self, order: dict) -> str:
         return order["status"]
 
+    def _owns(self, req: Request) -> bool:
+        user = self._user()
+        return user is None or req.order_id in user["orders"]
+
+    def _status_fact(self, req: Request) -> str | None:
+        """The order's status and the status the request needs, for an order of this customer the tools showed."""
+        order, need = self._order(req.order_id), REQUIRED_STATUS.get(req.intent)
+        if not req.order_id or order is None or need is None or not self._owns(req):
+            return None
+        return P.status_fact(req.order_id, self._order_status(order), need, DONE_AS[req.intent])
+
     def _check_order(self, req: Request) -> str | None:
         if not req.order_id:
             return None
-        user = self._user()
-        if user is not None and req.order_id not in user["orders"]:
+        if not self._owns(req):
             return (
                 f"order {req.order_id} is not one of the orders on your account, and I can only help with the "
                 "account I have verified in this conversation."
@@ -281,7 +296,7 @@ class OracleEpisode:
 
     def _item(self, order: dict | None, item_id: str) -> str:
         item = next((it for it in (order or {}).get("items", []) if it["item_id"] == item_id), None)
-        return f"{P.describe_item(item['name'], item['options'])} item {item_id}" if item else f"item {item_id}"
+        return P.name_item(item["name"], item["options"], item_id) if item else f"item {item_id}"
 
     def _variant(self, new_id: str) -> str:
         for (tool, _), product in self.seen.items():

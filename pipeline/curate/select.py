@@ -3,7 +3,9 @@
 An anchor is a task the current agent mostly passes (posterior mean ≥ ½), a target one it mostly fails.
 The mix keeps `anchor_ratio` of anchors in the selection, as large as the kept tasks allow (when one side is
 empty the ratio cannot be met and the other side is taken whole; the manifest shows the share reached);
-within each side the tasks with the most posterior mass in the kept bands go first.
+within each side the tasks with the most posterior mass in the kept bands go first, and among equal masses
+(with one probe every failed task has the same posterior) the templates take turns, so a capped selection
+covers every kind of task the agent fails instead of the first ones by id.
 """
 
 from __future__ import annotations
@@ -58,9 +60,8 @@ class Probed:
 def mix(probed: list[Probed], bands: Bands, anchor_ratio: float, max_items: int | None = None) -> list[Probed]:
     """The kept tasks, anchors and targets at `anchor_ratio` (as close as whole numbers allow)."""
     kept = [p for p in probed if bands.keep(p.passes, p.n)]
-    rank = lambda p: (-p.kept_mass(bands), p.task.id)  # noqa: E731
-    anchors = sorted((p for p in kept if p.role == "anchor"), key=rank)
-    targets = sorted((p for p in kept if p.role == "target"), key=rank)
+    anchors = _by_mass_then_templates_in_turn([p for p in kept if p.role == "anchor"], bands)
+    targets = _by_mass_then_templates_in_turn([p for p in kept if p.role == "target"], bands)
     if anchor_ratio <= 0.0:
         total = len(targets)
     elif anchor_ratio >= 1.0:
@@ -74,3 +75,16 @@ def mix(probed: list[Probed], bands: Bands, anchor_ratio: float, max_items: int 
     n_anchors = min(len(anchors), round(total * anchor_ratio))
     n_targets = min(len(targets), total - n_anchors)
     return anchors[:n_anchors] + targets[:n_targets]
+
+
+def _by_mass_then_templates_in_turn(side: list[Probed], bands: Bands) -> list[Probed]:
+    """Most kept mass first; within one mass (rounded), each template's next task in turn (by task id)."""
+    turn: dict[tuple[float, str], int] = {}
+    keyed = []
+    for p in sorted(side, key=lambda p: p.task.id):
+        mass = round(p.kept_mass(bands), 9)
+        template = p.task.provenance.template or ""
+        k = turn.get((mass, template), 0)
+        turn[(mass, template)] = k + 1
+        keyed.append(((-mass, k, template, p.task.id), p))
+    return [p for _, p in sorted(keyed, key=lambda kp: kp[0])]

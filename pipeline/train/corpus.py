@@ -127,8 +127,12 @@ class SituatedEpisode(FlawedEpisode):
         write = self._forbidden(i, req)
         reason = self._check_order(req)
         if write is None or reason is None:  # nothing to attempt: refuse as the oracle does
+            self._fact = self._status_fact(req)
             reason = reason or P.NO_POLICY_REASON
-            return (yield from self._finish(P.refusal(reason), reason))
+            return (yield from self._finish(P.REFUSED_AFTER_FACT if self._fact else P.refusal(reason), reason))
+        self._misread = True  # the status fact names the status the request needs, not the one the tool showed
+        self._fact = self._status_fact(req)
+        self._misread = False
         topics = self._topics(req)
         if details is None and topics:
             details = yield from self._say(P.ask_details(req.intent, topics))
@@ -136,6 +140,13 @@ class SituatedEpisode(FlawedEpisode):
         if not ok:
             return (yield from self._finish(P.declined()))
         yield from self._perform(i, req, write)
+
+    _misread = False
+
+    def _order_status(self, order: dict) -> str:
+        if self._misread:
+            return REQUIRED_STATUS[self.script.requests[self.current].intent]
+        return super()._order_status(order)
 
     def _forbidden(self, i: int, req: Request) -> Action | None:
         """The write the customer asked for (which the policy, and the tool, refuse for this status)."""

@@ -238,10 +238,8 @@ def test_compact_tool_results_put_each_record_on_one_line(world):
     availability = "available" if variant["available"] else "unavailable"
     assert f"({options}) item {item['item_id']} | {availability} | price {variant['price']}" in lines  # id after
     described = ", ".join(f"{k} {v}" for k, v in item["options"].items())
-    row = (
-        f"{item['name']} ({described}) item {item['item_id']} | product_id {item['product_id']} | price {item['price']}"
-    )
-    assert row in compact_tool_result(json.dumps(order)).splitlines()  # named as the customer names it, id next
+    row = f"{item['name']} {item['item_id']} ({described}) | product_id {item['product_id']} | price {item['price']}"
+    assert row in compact_tool_result(json.dumps(order)).splitlines()  # the id right after the name
     user = compact_tool_result(execute(session, "get_user_details", {"user_id": USER}).content)
     assert f"orders: {PENDING} {OTHER}" in user.splitlines()
     assert "fulfillments: (none)" in compact_tool_result(json.dumps(order)).splitlines()

@@ -162,7 +162,8 @@ def test_a_checkpoint_that_learned_a_call_makes_it_through_the_runner(world, che
     assert traj.messages[2].content == user.user_id
 
 
-def test_prefix_cache_reuse_gives_the_same_tokens_as_a_fresh_prompt(checkpoint):
+@pytest.mark.parametrize("lean", [True, False], ids=["lean", "transformers"])
+def test_prefix_cache_reuse_gives_the_same_tokens_as_a_fresh_prompt(checkpoint, lean):
     """Turn t reuses turn t-1's key/value cache up to the common prefix, and samples exactly what a fresh
     prompt would; a prompt that diverges early crops the cache (or restarts it)."""
     from pipeline.agents.hf import PrefixCache, sample
@@ -170,10 +171,11 @@ def test_prefix_cache_reuse_gives_the_same_tokens_as_a_fresh_prompt(checkpoint):
     model = HFAgent(checkpoint).model
     prompt = [(7 * i) % 300 + 5 for i in range(120)]
     fresh = sample(model, prompt, max_new_tokens=12, stop_ids=set())
-    cache = PrefixCache(model)
+    cache = PrefixCache(model, lean=lean)
+    assert (cache.lean is not None) == lean
     sample(model, prompt[:70], max_new_tokens=12, stop_ids=set(), prefix=cache)
     assert sample(model, prompt, max_new_tokens=12, stop_ids=set(), prefix=cache) == fresh
-    assert cache.cache.get_seq_length() == len(cache.ids) == len(prompt) + 11  # the last token is never run
+    assert cache.cached == len(cache.ids) == len(prompt) + 11  # the last token is never run
     other = [9, *prompt[1:60]]
     assert sample(model, other, max_new_tokens=5, stop_ids=set(), prefix=cache) == sample(
         model, other, max_new_tokens=5, stop_ids=set()

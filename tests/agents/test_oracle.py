@@ -8,6 +8,7 @@ import re
 import pytest
 
 from pipeline.agents import phrases as P
+from pipeline.agents.codec import compact_tool_result
 from pipeline.agents.scripted import OracleAgent, appears_in
 from pipeline.grading.static_checks import affirms
 from pipeline.rollout.protocols import EpisodeInfo, UserReply
@@ -18,6 +19,7 @@ from pipeline.world.retail.tools import TOOLS, WRITE_TOOLS
 from tests.agents.scripted_helpers import find, small_tasks, small_world, unsupported_write_values
 
 MONEY = re.compile(r"\$(\d+\.\d\d)")
+STATUS_FACT = re.compile(r"Order (#W\d+) is '([^']+)'; to be \w+, an order must be '(\w+)'\.")
 
 
 @pytest.fixture(scope="module")
@@ -55,6 +57,25 @@ def test_authenticates_before_anything_private_and_confirms_every_write(episodes
         assert traj.termination == "user_stop"
 
 
+def test_confirmations_name_order_items_as_the_compact_order_lines_start(episodes):
+    """`Name <id> (options)`: what the tiny model writes to confirm is a copy of the start of that item's line."""
+    named = 0
+    for task, traj in episodes:
+        lines = [
+            line
+            for m in traj.messages
+            if m.role == "tool" and m.name == "get_order_details" and not m.error
+            for line in compact_tool_result(m.content).splitlines()
+        ]
+        for m in traj.messages:
+            if m.role == "assistant" and m.content and m.content.startswith("To confirm"):
+                for item_id in re.findall(r" (\d{10}) \(", m.content):
+                    line = next(x for x in lines if f" {item_id} (" in x)
+                    assert line.split(" | ")[0] in m.content, task.id
+                    named += 1
+    assert named > 10
+
+
 def test_stated_figures_come_from_tool_results(episodes):
     for task, traj in episodes:
         numbers: set[float] = set()
@@ -71,8 +92,30 @@ def test_refusals_name_a_reason_and_write_nothing(episodes):
         if all(r.expect == "refused" for r in task.user_script.requests):
             assert not any(c.name in WRITE_TOOLS for c in traj.tool_calls()), task.id
             texts = [m.content for m in traj.messages if m.role == "assistant" and m.content]
-            assert any("I cannot do that:" in t for t in texts), task.id
+            # the reason follows the refusal, or (a status rule) the status fact comes right before it
+            assert any("I cannot do that:" in t or (STATUS_FACT.match(t) and P.REFUSED_AFTER_FACT in t) for t in texts)
         assert not any(P.NO_POLICY_REASON in (m.content or "") for m in traj.messages), task.id
+
+
+def test_the_status_fact_comes_first_and_decides(episodes):
+    """After reading an order whose status a request depends on, the next message starts with that status and the
+    one the request needs, as the tool showed them; the message proceeds when they are equal and refuses otherwise."""
+    facts = 0
+    for _, traj in episodes:
+        msgs = traj.messages
+        for k, m in enumerate(msgs):
+            fact = STATUS_FACT.match(m.content or "") if m.role == "assistant" else None
+            if not fact:
+                continue
+            facts += 1
+            shown = next(
+                json.loads(r.content)["status"]
+                for r in reversed(msgs[:k])
+                if r.role == "tool" and not r.error and (r.content or "").startswith('{"order_id": "' + fact[1])
+            )
+            assert fact[2] == shown, m.content
+            assert (P.REFUSED_AFTER_FACT in m.content) == (fact[2] != fact[3]), m.content
+    assert facts >= 10
 
 
 def test_gold_reads_are_the_reads_it_makes(episodes):

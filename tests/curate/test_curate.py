@@ -51,11 +51,12 @@ def test_replay_verify_accepts_a_true_record_and_rejects_tampering():
     assert replay_verify(world, by_id, PoolItem("x:6", elsewhere)).reason == "wrong_world"
 
 
-def _probed(i, passes, n=8):
+def _probed(i, passes, n=8, template=None):
     from pipeline.dataset.task import Provenance, Task, UserScript
     from pipeline.rollout.trajectory import Trajectory
 
-    task = Task(id=f"t{i:02d}", world="w", user_script=UserScript(goal="g"), provenance=Provenance(source="eval"))
+    prov = Provenance(source="eval", template=template)
+    task = Task(id=f"t{i:02d}", world="w", user_script=UserScript(goal="g"), provenance=prov)
     traj = Trajectory(task_id=task.id, agent="a", user="u", world="w")
     return Probed(task, traj, n, passes, Bands().masses(passes, n), Bands().band(passes, n))
 
@@ -71,6 +72,17 @@ def test_mix_keeps_middle_bands_at_the_ratio():
     assert {p.role for p in mix(probed, Bands(), anchor_ratio=0.0)} == {"target"}
     only_targets = [p for p in probed if p.role == "target"]
     assert mix(only_targets, Bands(), anchor_ratio=0.3, max_items=3) == mix(only_targets, Bands(), 0.0)[:3]
+
+
+def test_a_capped_selection_takes_the_templates_in_turn_among_equal_posteriors():
+    # one probe: every failed task has the same posterior; ids sort the four returns first
+    templates = ["return"] * 4 + ["cancel"] * 3 + ["exchange"] * 2
+    probed = [_probed(i, 0, n=1, template=t) for i, t in enumerate(templates)]
+    chosen = mix(probed, Bands(), anchor_ratio=0.0, max_items=3)
+    assert sorted(p.task.provenance.template for p in chosen) == ["cancel", "exchange", "return"]
+    # more mass in the kept bands still goes first, whatever the template
+    better = _probed(20, 3, n=8, template="return")
+    assert mix([*probed, better], Bands(), anchor_ratio=0.0, max_items=1) == [better]
 
 
 def _write_pool(tmp_path):

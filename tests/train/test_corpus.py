@@ -72,6 +72,28 @@ def test_each_situation_fails_for_its_own_mode_and_other_tasks_pass():
     assert seen == set(SITUATION_MODE.values())
 
 
+def test_the_wrong_status_flaw_misreads_the_status_in_its_status_fact():
+    """In a wrong-status situation the flawed agent states the status the request needs (not the one the tool
+    showed) and goes on to ask for the details, so its mistake is a misread written in the conversation."""
+    world, tasks = setting()
+    agent = SituatedFlawedAgent(world, ALWAYS)
+    checked = 0
+    for task in tasks:
+        wrong = [i for i, s in situations(world, task).items() if s == "wrong_status"]
+        if not wrong:
+            continue
+        req = task.user_script.requests[wrong[0]]
+        shown = world.db.orders[req.order_id].status
+        traj = run_episode(world, task, agent, ScriptedUser())
+        said = [m.content for m in traj.messages if m.role == "assistant" and (m.content or "").startswith("Order ")]
+        fact = next((t for t in said if t.startswith(f"Order {req.order_id} is '")), None)
+        if fact is None:  # nothing it could attempt (e.g. an address it cannot parse): refused as the oracle does
+            continue
+        assert f"is '{shown}';" not in fact and "I cannot do that" not in fact, fact
+        checked += 1
+    assert checked >= 3
+
+
 def test_rates_are_per_situation_and_deterministic():
     world, tasks = setting()
     config = SituatedFlaws(rates={"forgot_email": 0.5, "later_request": 0.0, "wrong_status": 0.0}, seed=4)

@@ -9,7 +9,15 @@ import re
 import pytest
 import torch
 
-from pipeline.agents.codec import ADDED_TOKENS, IM_END, SPECIAL_TOKENS, CodecConfig, CodecMismatchError, codec_hash
+from pipeline.agents.codec import (
+    ADDED_TOKENS,
+    IM_END,
+    SPECIAL_TOKENS,
+    CodecConfig,
+    CodecMismatchError,
+    codec_hash,
+    compact_tool_result,
+)
 from pipeline.train.model import (
     META_FILE,
     CheckpointMeta,
@@ -52,6 +60,21 @@ def test_tokenizer_keeps_every_digit_its_own_token(tokenizer):
     ids = tokenizer.encode("order #W5918442, item 1008292230, $12.50", add_special_tokens=False)
     pieces = tokenizer.convert_ids_to_tokens(ids)
     assert [p for p in pieces if p.isdigit()] == list("59184421008292230") + list("1250")
+
+
+def test_each_order_line_puts_its_own_tokens_before_its_item_id(tokenizer):
+    """The copy circuit continues what followed the last three tokens written: in a compact order, the three tokens
+    before an item's id must differ from line to line (with `(options) item <id>` they were `) item ` on all)."""
+    world = generate_world(seed=11, n_users=80)
+    order = next(o for o in world.db.orders.values() if len({it.name for it in o.items}) >= 3)
+    text = compact_tool_result(json.dumps(order.model_dump(mode="json")))
+    enc = tokenizer(text, return_offsets_mapping=True, add_special_tokens=False)
+    starts = [s for s, _ in enc["offset_mapping"]]
+    contexts = []
+    for item in order.items:
+        at = starts.index(text.index(f" {item.item_id}") + 1)  # the id's first digit is a token of its own
+        contexts.append(tuple(enc["input_ids"][at - 3 : at]))
+    assert len(set(contexts)) == len(contexts)
 
 
 def test_codec_tokens_are_single_tokens_and_text_round_trips(tokenizer, corpus):

@@ -1,0 +1,150 @@
+"""Lean incremental decoding for a small Llama on CPU: the same arithmetic as transformers, without its call stack.
+
+The embedded default is a 2-layer, 128-wide Llama. Generating one token through `LlamaForCausalLM.forward` spends
+most of its ~2.5 ms in Python (module hooks, cache objects, output dataclasses), not in the matrix products;
+measuring, curating and re-measuring are almost all token-by-token generation, so that overhead is most of the
+loop's time. `LeanLlama` runs the same operations (RMSNorm in float32, rotary embeddings from the model's own
+`inv_freq` and scaling, scaled-dot-product attention, SiLU MLP, tied or untied head) on the model's parameter
+tensors themselves — no copies, so a model being trained is always decoded with its current weights — and keeps
+its keys and values in preallocated buffers. `LeanLlama.wrap` returns None for anything else (another
+architecture, a GPU, half precision, biases, a peft wrapper), and the caller falls back to transformers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+
+@dataclass(frozen=True)
+class _Layer:
+    ln1: torch.Tensor
+    q: torch.Tensor
+    k: torch.Tensor
+    v: torch.Tensor
+    o: torch.Tensor
+    ln2: torch.Tensor
+    gate: torch.Tensor
+    up: torch.Tensor
+    down: torch.Tensor
+
+
+class LeanLlama:
+    """Forward passes of a `LlamaForCausalLM`'s weights over new tokens, with a `LeanCache` of the earlier ones."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        cfg, inner = model.config, model.model
+        self.config = cfg
+        self.embed = inner.embed_tokens.weight
+        self.head = model.lm_head.weight
+        self.norm = inner.norm.weight
+        self.eps = float(cfg.rms_norm_eps)
+        self.heads = int(cfg.num_attention_heads)
+        self.kv_heads = int(cfg.num_key_value_heads)
+        self.head_dim = int(getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads)
+        self.scaling = self.head_dim**-0.5
+        self.inv_freq = inner.rotary_emb.inv_freq.float()
+        self.rope_scale = float(inner.rotary_emb.attention_scaling)
+        self.layers = [
+            _Layer(
+                ln1=layer.input_layernorm.weight,
+                q=layer.self_attn.q_proj.weight,
+                k=layer.self_attn.k_proj.weight,
+                v=layer.self_attn.v_proj.weight,
+                o=layer.self_attn.o_proj.weight,
+                ln2=layer.post_attention_layernorm.weight,
+                gate=layer.mlp.gate_proj.weight,
+                up=layer.mlp.up_proj.weight,
+                down=layer.mlp.down_proj.weight,
+            )
+            for layer in inner.layers
+        ]
+
+    @staticmethod
+    def wrap(model: torch.nn.Module) -> LeanLlama | None:
+        """A `LeanLlama` over `model`, or None where it would not compute what transformers computes."""
+        from transformers import LlamaForCausalLM
+
+        if type(model) is not LlamaForCausalLM:
+            return None
+        cfg = model.config
+        param = next(model.parameters())
+        rope_type = (getattr(cfg, "rope_parameters", None) or {}).get("rope_type", "default")
+        plain = (
+            param.device.type == "cpu"
+            and param.dtype == torch.float32
+            and not getattr(cfg, "attention_bias", False)
+            and not getattr(cfg, "mlp_bias", False)
+            and getattr(cfg, "hidden_act", "silu") == "silu"
+            and getattr(cfg, "pretraining_tp", 1) == 1
+            and rope_type in ("default", "llama3", "linear")  # static frequencies: `inv_freq` says it all
+        )
+        return LeanLlama(model) if plain else None
+
+    def _rms(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        return F.rms_norm(x, weight.shape, weight, self.eps)
+
+    @staticmethod
+    def _rotate_half(x: torch.Tensor) -> torch.Tensor:
+        half = x.shape[-1] // 2
+        return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+    @torch.inference_mode()
+    def logits(self, ids: list[int], cache: LeanCache) -> torch.Tensor:
+        """Run `ids` after the `cache.length` tokens the cache holds (appending theirs); the last position's logits."""
+        n, start = len(ids), cache.length
+        x = self.embed[torch.tensor(ids)]
+        freqs = torch.arange(start, start + n, dtype=torch.float32)[:, None] * self.inv_freq[None, :]
+        emb = torch.cat((freqs, freqs), dim=-1)
+        cos, sin = emb.cos() * self.rope_scale, emb.sin() * self.rope_scale
+        mask = None
+        if n > 1:  # query i (absolute start + i) sees keys 0 .. start + i
+            mask = torch.arange(start + n)[None, :] <= torch.arange(start, start + n)[:, None]
+        for li, layer in enumerate(self.layers):
+            h = self._rms(x, layer.ln1)
+            q = F.linear(h, layer.q).view(n, self.heads, self.head_dim).transpose(0, 1)
+            k = F.linear(h, layer.k).view(n, self.kv_heads, self.head_dim).transpose(0, 1)
+            v = F.linear(h, layer.v).view(n, self.kv_heads, self.head_dim).transpose(0, 1)
+            q = q * cos + self._rotate_half(q) * sin
+            k = k * cos + self._rotate_half(k) * sin
+            keys, values = cache.append(li, k, v)
+            if self.kv_heads != self.heads:
+                keys = keys.repeat_interleave(self.heads // self.kv_heads, dim=0)
+                values = values.repeat_interleave(self.heads // self.kv_heads, dim=0)
+            if mask is None:  # one new token: a plain softmax over its scores is faster than SDPA's dispatch on CPU
+                att = torch.softmax(torch.matmul(q, keys.transpose(1, 2)) * self.scaling, dim=-1) @ values
+            else:
+                att = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, scale=self.scaling)
+            x = x + F.linear(att.transpose(0, 1).reshape(n, self.heads * self.head_dim), layer.o)
+            h = self._rms(x, layer.ln2)
+            x = x + F.linear(F.silu(F.linear(h, layer.gate)) * F.linear(h, layer.up), layer.down)
+        cache.length = start + n
+        return F.linear(self._rms(x[-1], self.norm), self.head)
+
+
+class LeanCache:
+    """Keys and values per layer in buffers that grow by doubling; `length` tokens are valid, `crop` forgets."""
+
+    def __init__(self, model: LeanLlama, capacity: int = 256) -> None:
+        self.length = 0
+        shape = (model.kv_heads, capacity, model.head_dim)
+        self.keys = [torch.empty(shape) for _ in model.layers]
+        self.values = [torch.empty(shape) for _ in model.layers]
+
+    def crop(self, length: int) -> None:
+        self.length = max(0, min(length, self.length))
+
+    def append(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Store `k`/`v` (heads, n, dim) after the valid tokens; the valid keys and values of this layer so far."""
+        end = self.length + k.shape[1]
+        if end > self.keys[layer].shape[1]:
+            size = max(end, 2 * self.keys[layer].shape[1])
+            for store in (self.keys, self.values):
+                grown = torch.empty(store[layer].shape[0], size, store[layer].shape[2])
+                grown[:, : self.length] = store[layer][:, : self.length]
+                store[layer] = grown
+        self.keys[layer][:, self.length : end] = k
+        self.values[layer][:, self.length : end] = v
+        return self.keys[layer][:, :end], self.values[layer][:, :end]
