@@ -76,6 +76,35 @@ def test_confirmations_name_order_items_as_the_compact_order_lines_start(episode
     assert named > 10
 
 
+def test_payment_methods_are_named_as_the_account_lists_them_after_the_customer_names_one(episodes):
+    """A method the customer picks from their account is confirmed as its compact line starts (`gift card
+    gift_card_0880141`), and the account is read only after the customer named it: before the answer, whether
+    it is needed at all (a refund to a gift card, not to the original method) is not known."""
+    named = asked = 0
+    for task, traj in episodes:
+        msgs = traj.messages
+        for k, m in enumerate(msgs):
+            if m.role != "assistant" or not (m.content or "").startswith("To confirm"):
+                continue
+            account = next((r for r in reversed(msgs[:k]) if r.role == "tool" and r.name == "get_user_details"), None)
+            for method_id in re.findall(
+                r"(?:payment method|refund to|refunded to): .*?((?:credit_card|paypal|gift_card)_\d+)", m.content
+            ):
+                if account is None or method_id not in account.content:
+                    continue
+                rows = compact_tool_result(account.content).splitlines()
+                row = next(x for x in rows if f" {method_id}" in x or x.startswith(method_id))
+                assert row.split(" | ")[0] in m.content, task.id
+                named += 1
+        for k, m in enumerate(msgs):
+            if m.role == "assistant" and "Which payment method" in (m.content or ""):
+                since = next(j for j in range(k - 1, -1, -1) if msgs[j].role == "user")
+                reads = [c.name for x in msgs[since:k] for c in x.tool_calls]
+                assert "get_user_details" not in reads, task.id
+                asked += 1
+    assert named >= 3 and asked >= 3
+
+
 def test_stated_figures_come_from_tool_results(episodes):
     for task, traj in episodes:
         numbers: set[float] = set()
