@@ -94,6 +94,7 @@ class OracleEpisode:
         self.script = info.task.user_script
         self.messages: list[Message] = []
         self.seen: dict[tuple[str, str], Any] = {}  # (tool, key argument) → parsed result
+        self.not_theirs: set[str] = set()  # order ids the world refused to show: another customer's
         self.user_id: str | None = None
         self._fact: str | None = None  # said at the start of the next message (see `_status_fact`)
         self._calls = 0
@@ -114,6 +115,8 @@ class OracleEpisode:
         call = ToolCall(id=f"call_{self._calls}", name=name, arguments=arguments, raw_arguments=json.dumps(arguments))
         yield Message(role="assistant", tool_calls=[call])
         result = self.messages[-1]
+        if result.error and name == "get_order_details" and "another customer" in (result.content or ""):
+            self.not_theirs.add(arguments.get("order_id", ""))
         if not result.error and name.startswith("get_"):
             key = next(iter(arguments.values()), "")
             with contextlib.suppress(json.JSONDecodeError):
@@ -168,8 +171,10 @@ class OracleEpisode:
         return next((a for a in self._actions(i) if a.name in WRITE_TOOLS), None)
 
     def _reads(self, i: int, req: Request, after_details: bool) -> Steps:
-        """The request's reads: the order's before its status fact; products and, when the customer still has to
-        name a payment method, their account only after their answer (which is what asks for it)."""
+        """The request's reads: the order's before its status fact; products, and the account when whether it is
+        needed depends on the customer's answer, only after that answer."""
+        if not after_details:
+            yield from self._look_up_order(i, req)
         for a in self._actions(i):
             if a.name in WRITE_TOOLS:
                 continue
@@ -177,11 +182,24 @@ class OracleEpisode:
             if later == after_details:
                 yield from self._call(a.name, dict(a.arguments))
 
+    def _look_up_order(self, i: int, req: Request) -> Steps:
+        """Read the order the customer named even when the plan needs nothing from it (another customer's order):
+        the world's refusal is how an agent finds out whose it is. Deciding between reading the order and reading
+        the account from the task alone would act on what only the task knows."""
+        oid = req.order_id
+        planned = any(a.name == "get_order_details" and a.arguments.get("order_id") == oid for a in self._actions(i))
+        if oid and not planned and self._order(oid) is None and oid not in self.not_theirs:
+            yield from self._call("get_order_details", {"order_id": oid})
+
     def _pays_later(self, req: Request) -> bool:
-        # Reading the account before the customer answers would act on what the task says they will answer
-        # (a refund to a gift card reads it, one to the original method does not). The order must have been
-        # readable: the world refuses another customer's order, and ownership is then told by the account.
-        return "payment_method" in self._topics(req) and self._order(req.order_id) is not None
+        # A refund to a gift card reads the account, one to the original method does not: reading it before the
+        # customer answers would act on what the task says they will answer. A new payment method always comes
+        # from the account. The order must have been readable (another customer's order is told by the account).
+        return (
+            req.intent != "modify_payment"
+            and "payment_method" in self._topics(req)
+            and self._order(req.order_id) is not None
+        )
 
     def _topics(self, req: Request) -> list[str]:
         topics = list(TOPICS.get(req.intent, []))
@@ -225,6 +243,8 @@ class OracleEpisode:
         return order["status"]
 
     def _owns(self, req: Request) -> bool:
+        if req.order_id in self.not_theirs:
+            return False
         user = self._user()
         return user is None or req.order_id in user["orders"]
 
