@@ -33,11 +33,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pipeline.agents.phrases import name_payment
 from pipeline.rollout.trajectory import Message, ToolCall
 
-CODEC_VERSION = (
-    4  # 2: order items `Name (options) item <id>`; 3: variants `(options) item <id>`; 4: `Name <id> (options)`
-)
+# 2: order items `Name (options) item <id>`; 3: variants `(options) item <id>`; 4: `Name <id> (options)`;
+# 5: payment methods `visa credit card ending in 9079 credit_card_0012648`
+CODEC_VERSION = 5
 IM_START, IM_END, ENDOFTEXT = "<|im_start|>", "<|im_end|>", "<|endoftext|>"
 TOOL_CALL_OPEN, TOOL_CALL_CLOSE = "<tool_call>", "</tool_call>"
 SPECIAL_TOKENS: tuple[str, ...] = (ENDOFTEXT, IM_START, IM_END)
@@ -88,7 +89,8 @@ class CodecConfig(BaseModel):
         default="json",
         description="'json': tool results verbatim; 'compact': JSON flattened to `key: value` lines and one line"
         " per record; an order's items as `Name 1234567890 (color blue, size M) | product_id ... | price ...`,"
-        " a product's variants as `(color blue, size M) item 1234567890 | available | price 50.88`).",
+        " a product's variants as `(color blue, size M) item 1234567890 | available | price 50.88`, a payment"
+        " method as `visa credit card ending in 9079 credit_card_0012648`).",
     )
     policy_summary: str = Field(
         default=RETAIL_POLICY_SUMMARY, description="Policy text used instead of the full policy in compact mode."
@@ -169,6 +171,10 @@ def compact_tool_result(content: str) -> str:
         rows = _as_rows(item)
         if rows is None:
             lines.append(f"{key}: {_inline(item)}")
+        elif rows and all(_is_payment_method(r) for r in rows):
+            lines.append(f"{key}:")
+            methods = {r["id"]: r for r in rows}
+            lines.extend(_payment_row(r, methods) for r in rows)
         elif rows:
             lines.append(f"{key}:")
             lines.extend(_row(r) for r in rows)
@@ -230,6 +236,21 @@ def _row(record: Any) -> str:
             cells.append(_inline(v))
         else:
             cells.append(f"{key} {_inline(v)}")
+    return " | ".join(cells)
+
+
+def _is_payment_method(record: Any) -> bool:
+    return isinstance(record, dict) and isinstance(record.get("source"), str) and isinstance(record.get("id"), str)
+
+
+def _payment_row(record: dict, methods: Mapping[str, dict]) -> str:
+    """`visa credit card ending in 9079 credit_card_0012648`, `gift card gift_card_0880141 | balance 68.0`.
+
+    The words a customer uses for the method, then its id (as order items put the id after the name): an agent
+    repeating "visa credit card ending in 9079" continues with that line's id. As `source ... | id ...` (version
+    4) the id came before anything the customer said, and the model paid with whichever method it saw first."""
+    cells = [name_payment(record, methods)]
+    cells += [f"{k} {_inline(v)}" for k, v in record.items() if k not in ("source", "id", "brand", "last_four")]
     return " | ".join(cells)
 
 

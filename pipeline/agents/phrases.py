@@ -51,15 +51,31 @@ def name_item(name: str, options: Mapping[str, str], item_id: str) -> str:
 
 
 def describe_payment(method: Any, methods: Mapping[str, Any]) -> str:
-    """How a customer names one of their payment methods, unambiguous among `methods`."""
-    same = [m for m in methods.values() if m.source == method.source]
-    if method.source == "credit_card":
-        twins = [m for m in same if m.brand == method.brand and m.last_four == method.last_four]
+    """How a customer names one of their payment methods, unambiguous among `methods` (records or dicts)."""
+
+    def get(m: Any, key: str) -> Any:
+        return m.get(key) if isinstance(m, Mapping) else getattr(m, key, None)
+
+    source = get(method, "source")
+    same = [m for m in methods.values() if get(m, "source") == source]
+    if source == "credit_card":
+        brand, last_four = get(method, "brand"), get(method, "last_four")
+        twins = [m for m in same if get(m, "brand") == brand and get(m, "last_four") == last_four]
         if len(twins) == 1:
-            return f"{method.brand} credit card ending in {method.last_four}"
+            return f"{brand} credit card ending in {last_four}"
     elif len(same) == 1:
-        return "PayPal account" if method.source == "paypal" else "gift card"
-    return f"{method.source.replace('_', ' ')} {method.id}"
+        return "PayPal account" if source == "paypal" else "gift card"
+    return f"{str(source).replace('_', ' ')} {get(method, 'id')}"
+
+
+def name_payment(method: Any, methods: Mapping[str, Any]) -> str:
+    """'visa credit card ending in 9079 credit_card_0012648': a payment method as compact tool results render it.
+
+    The customer's own words come first and the id right after them, so an agent that repeats what the
+    customer said continues with that method's id (see `name_item`)."""
+    said = describe_payment(method, methods)
+    pid = method.get("id") if isinstance(method, Mapping) else method.id
+    return said if said.endswith(str(pid)) else f"{said} {pid}"
 
 
 def format_address(address: Mapping[str, str]) -> str:

@@ -94,6 +94,7 @@ class OracleEpisode:
         self.script = info.task.user_script
         self.messages: list[Message] = []
         self.seen: dict[tuple[str, str], Any] = {}  # (tool, key argument) → parsed result
+        self.not_theirs: set[str] = set()  # order ids the world refused to show: another customer's
         self.user_id: str | None = None
         self._fact: str | None = None  # said at the start of the next message (see `_status_fact`)
         self._calls = 0
@@ -114,6 +115,8 @@ class OracleEpisode:
         call = ToolCall(id=f"call_{self._calls}", name=name, arguments=arguments, raw_arguments=json.dumps(arguments))
         yield Message(role="assistant", tool_calls=[call])
         result = self.messages[-1]
+        if result.error and name == "get_order_details" and "another customer" in (result.content or ""):
+            self.not_theirs.add(arguments.get("order_id", ""))
         if not result.error and name.startswith("get_"):
             key = next(iter(arguments.values()), "")
             with contextlib.suppress(json.JSONDecodeError):
@@ -167,10 +170,36 @@ class OracleEpisode:
     def _write(self, i: int) -> Action | None:
         return next((a for a in self._actions(i) if a.name in WRITE_TOOLS), None)
 
-    def _reads(self, i: int, products: bool) -> Steps:
+    def _reads(self, i: int, req: Request, after_details: bool) -> Steps:
+        """The request's reads: the order's before its status fact; products, and the account when whether it is
+        needed depends on the customer's answer, only after that answer."""
+        if not after_details:
+            yield from self._look_up_order(i, req)
         for a in self._actions(i):
-            if a.name not in WRITE_TOOLS and (a.name == "get_product_details") == products:
+            if a.name in WRITE_TOOLS:
+                continue
+            later = a.name == "get_product_details" or (a.name == "get_user_details" and self._pays_later(req))
+            if later == after_details:
                 yield from self._call(a.name, dict(a.arguments))
+
+    def _look_up_order(self, i: int, req: Request) -> Steps:
+        """Read the order the customer named even when the plan needs nothing from it (another customer's order):
+        the world's refusal is how an agent finds out whose it is. Deciding between reading the order and reading
+        the account from the task alone would act on what only the task knows."""
+        oid = req.order_id
+        planned = any(a.name == "get_order_details" and a.arguments.get("order_id") == oid for a in self._actions(i))
+        if oid and not planned and self._order(oid) is None and oid not in self.not_theirs:
+            yield from self._call("get_order_details", {"order_id": oid})
+
+    def _pays_later(self, req: Request) -> bool:
+        # A refund to a gift card reads the account, one to the original method does not: reading it before the
+        # customer answers would act on what the task says they will answer. A new payment method always comes
+        # from the account. The order must have been readable (another customer's order is told by the account).
+        return (
+            req.intent != "modify_payment"
+            and "payment_method" in self._topics(req)
+            and self._order(req.order_id) is not None
+        )
 
     def _topics(self, req: Request) -> list[str]:
         topics = list(TOPICS.get(req.intent, []))
@@ -182,15 +211,15 @@ class OracleEpisode:
         write = self._write(i)
         if req.order_id and not any(req.order_id in (m.content or "") for m in self.messages if m.role == "user"):
             yield from self._say(P.ASK_ORDER)  # an under-specified request: never look up an order nobody named
-        yield from self._reads(i, products=False)
+        yield from self._reads(i, req, after_details=False)
         self._fact = self._status_fact(req)
         reason = self._check_order(req)
         if reason:
-            return (yield from self._finish(P.REFUSED_AFTER_FACT if self._fact else P.refusal(reason), reason))
+            return (yield from self._refuse(reason))
         topics = self._topics(req)
         if details is None and topics:
             details = yield from self._say(P.ask_details(req.intent, topics))
-        yield from self._reads(i, products=True)
+        yield from self._reads(i, req, after_details=True)
         reason = self._check_details(req, details or "")
         if reason is None and write is None:
             log.warning("task %s request %d: no write and no policy reason to refuse", self.task.id, i)
@@ -214,15 +243,22 @@ class OracleEpisode:
         return order["status"]
 
     def _owns(self, req: Request) -> bool:
+        if req.order_id in self.not_theirs:
+            return False
         user = self._user()
         return user is None or req.order_id in user["orders"]
 
-    def _status_fact(self, req: Request) -> str | None:
-        """The order's status and the status the request needs, for an order of this customer the tools showed."""
+    def _status_fact(self, req: Request, as_status: str | None = None) -> str | None:
+        """The order's status (or `as_status`, a misread) and the status the request needs, for an order of this
+        customer the tools showed."""
         order, need = self._order(req.order_id), REQUIRED_STATUS.get(req.intent)
         if not req.order_id or order is None or need is None or not self._owns(req):
             return None
-        return P.status_fact(req.order_id, self._order_status(order), need, DONE_AS[req.intent])
+        return P.status_fact(req.order_id, as_status or self._order_status(order), need, DONE_AS[req.intent])
+
+    def _refuse(self, reason: str) -> Steps:
+        """After a status fact the refusal is short (the fact said why); otherwise it states the reason."""
+        return (yield from self._finish(P.REFUSED_AFTER_FACT if self._fact else P.refusal(reason), reason))
 
     def _check_order(self, req: Request) -> str | None:
         if not req.order_id:
@@ -305,6 +341,11 @@ class OracleEpisode:
                 return f"({P.describe_options(v['options'])}) item {new_id} at {P.money(v['price'])}"
         return f"item {new_id}"
 
+    def _method(self, method_id: str) -> str:
+        """A payment method as the account shows it (`gift card gift_card_0880141`), when the account was read."""
+        methods = (self._user() or {}).get("payment_methods", {})
+        return P.name_payment(methods[method_id], methods) if method_id in methods else method_id
+
     def _lines(self, action: Action) -> list[str]:
         a, order = action.arguments, self._order(action.arguments.get("order_id"))
         if action.name == "cancel_pending_order":
@@ -314,17 +355,18 @@ class OracleEpisode:
         if action.name == "modify_pending_order_payment":
             paid = (order or {}).get("payment_history", [{}])[0]
             return [
-                f"new payment method: {a['payment_method_id']}",
+                f"new payment method: {self._method(a['payment_method_id'])}",
                 f"the original payment of {P.money(paid.get('amount', 0.0))} is refunded to "
                 f"{paid.get('payment_method_id')}",
             ]
         if action.name == "return_delivered_order_items":
-            return [*(f"return {self._item(order, x)}" for x in a["item_ids"]), f"refund to: {a['payment_method_id']}"]
+            refund = self._method(a["payment_method_id"])
+            return [*(f"return {self._item(order, x)}" for x in a["item_ids"]), f"refund to: {refund}"]
         pairs = [
             f"{self._item(order, old)} -> {self._variant(new)}"
             for old, new in zip(a["item_ids"], a["new_item_ids"], strict=False)
         ]
-        return [*pairs, f"price difference paid with or refunded to: {a['payment_method_id']}"]
+        return [*pairs, f"price difference paid with or refunded to: {self._method(a['payment_method_id'])}"]
 
     def _report(self, action: Action, rec: dict) -> str:
         """What was done, in figures taken from the tool's result only."""

@@ -103,10 +103,16 @@ def dominant_mode(found: list[Finding]) -> str | None:
     return min(found, key=lambda f: (f.pos, PRIORITY.index(f.mode))).mode
 
 
+def _whose(step) -> bool:
+    """A read the world refused because the record is another customer's: that answer is the information (the
+    order the customer named is not theirs), not a fault to recover from."""
+    return step.kind == "read" and step.error_category == "unauthorized" and "another customer" in step.content
+
+
 def signatures(task: Task, timeline: Timeline, verdict: Verdict) -> list[str]:
     steps = timeline.steps
     out: list[str] = []
-    errors = [(i, s) for i, s in enumerate(steps) if not s.ok and not _empty_lookup(s)]
+    errors = [(i, s) for i, s in enumerate(steps) if not s.ok and not _empty_lookup(s) and not _whose(s)]
     if errors:
         i, last = errors[-1]
         if not any(s.ok and s.name == last.name for s in steps[i + 1 :]):

@@ -123,16 +123,14 @@ class SituatedEpisode(FlawedEpisode):
         self.current = i
         if self._flaw(i) != "ignore_status":
             return (yield from OracleEpisode._handle(self, i, req, details, confirmed))
-        yield from self._reads(i, products=False)
+        yield from self._reads(i, req, after_details=False)
         write = self._forbidden(i, req)
         reason = self._check_order(req)
         if write is None or reason is None:  # nothing to attempt: refuse as the oracle does
             self._fact = self._status_fact(req)
-            reason = reason or P.NO_POLICY_REASON
-            return (yield from self._finish(P.REFUSED_AFTER_FACT if self._fact else P.refusal(reason), reason))
-        self._misread = True  # the status fact names the status the request needs, not the one the tool showed
-        self._fact = self._status_fact(req)
-        self._misread = False
+            return (yield from self._refuse(reason or P.NO_POLICY_REASON))
+        # the status fact names the status the request needs, not the one the tool showed
+        self._fact = self._status_fact(req, as_status=REQUIRED_STATUS[req.intent])
         topics = self._topics(req)
         if details is None and topics:
             details = yield from self._say(P.ask_details(req.intent, topics))
@@ -140,13 +138,6 @@ class SituatedEpisode(FlawedEpisode):
         if not ok:
             return (yield from self._finish(P.declined()))
         yield from self._perform(i, req, write)
-
-    _misread = False
-
-    def _order_status(self, order: dict) -> str:
-        if self._misread:
-            return REQUIRED_STATUS[self.script.requests[self.current].intent]
-        return super()._order_status(order)
 
     def _forbidden(self, i: int, req: Request) -> Action | None:
         """The write the customer asked for (which the policy, and the tool, refuse for this status)."""

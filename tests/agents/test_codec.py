@@ -247,6 +247,28 @@ def test_compact_tool_results_put_each_record_on_one_line(world):
         assert compact_tool_result(plain) == (plain if plain != "[]" else "(none)")
 
 
+def test_compact_payment_methods_put_the_customers_words_before_the_id():
+    """`visa credit card ending in 9079 credit_card_1`: what a customer says, then the id an agent must copy."""
+    methods = {
+        "credit_card_1": {"source": "credit_card", "id": "credit_card_1", "brand": "visa", "last_four": "9079"},
+        "credit_card_2": {"source": "credit_card", "id": "credit_card_2", "brand": "visa", "last_four": "9079"},
+        "paypal_3": {"source": "paypal", "id": "paypal_3"},
+        "gift_card_4": {"source": "gift_card", "id": "gift_card_4", "balance": 68.0},
+    }
+    lines = compact_tool_result(json.dumps({"user_id": "u", "payment_methods": methods})).splitlines()
+    assert lines[1:] == [
+        "payment_methods:",
+        "credit card credit_card_1",  # twins are told apart by their ids, never repeated
+        "credit card credit_card_2",
+        "PayPal account paypal_3",
+        "gift card gift_card_4 | balance 68.0",
+    ]
+    history = [{"transaction_type": "payment", "amount": 1.0, "payment_method_id": "paypal_3"}]
+    assert "transaction_type payment | amount 1.0 | payment_method_id paypal_3" in compact_tool_result(
+        json.dumps({"payment_history": history})
+    )
+
+
 def test_no_system_turn(tokenizer):
     segs = render_conversation(
         [Message(role="user", content="hi")], TOOLS.schemas(), "policy", CodecConfig(system="none")

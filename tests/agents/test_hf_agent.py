@@ -146,7 +146,7 @@ def test_a_checkpoint_that_learned_a_call_makes_it_through_the_runner(world, che
     torch.manual_seed(0)
     optimizer = torch.optim.AdamW(model.parameters(), lr=2e-2)
     model.train()
-    for _ in range(60):
+    for _ in range(100):
         loss = model(input_ids=ids, labels=labels).loss
         optimizer.zero_grad()
         loss.backward()

@@ -76,6 +76,36 @@ def test_confirmations_name_order_items_as_the_compact_order_lines_start(episode
     assert named > 10
 
 
+def test_payment_methods_are_named_as_the_account_lists_them_after_the_customer_names_one(episodes):
+    """A method the customer picks from their account is confirmed as its compact line starts (`gift card
+    gift_card_0880141`), and the account is read only after the customer named it: before the answer, whether
+    it is needed at all (a refund to a gift card, not to the original method) is not known. (A new payment method
+    always comes from the account, which is read before asking which one.)"""
+    named = asked = 0
+    for task, traj in episodes:
+        msgs = traj.messages
+        for k, m in enumerate(msgs):
+            if m.role != "assistant" or not (m.content or "").startswith("To confirm"):
+                continue
+            account = next((r for r in reversed(msgs[:k]) if r.role == "tool" and r.name == "get_user_details"), None)
+            for method_id in re.findall(
+                r"(?:payment method|refund to|refunded to): .*?((?:credit_card|paypal|gift_card)_\d+)", m.content
+            ):
+                if account is None or method_id not in account.content:
+                    continue
+                rows = compact_tool_result(account.content).splitlines()
+                row = next(x for x in rows if f" {method_id}" in x or x.startswith(method_id))
+                assert row.split(" | ")[0] in m.content, task.id
+                named += 1
+        for k, m in enumerate(msgs):
+            if m.role == "assistant" and re.search(r"Which payment method should (receive|pay)", m.content or ""):
+                since = next(j for j in range(k - 1, -1, -1) if msgs[j].role == "user")
+                reads = [c.name for x in msgs[since:k] for c in x.tool_calls]
+                assert "get_user_details" not in reads, task.id
+                asked += 1
+    assert named >= 3 and asked >= 3
+
+
 def test_stated_figures_come_from_tool_results(episodes):
     for task, traj in episodes:
         numbers: set[float] = set()
@@ -119,10 +149,23 @@ def test_the_status_fact_comes_first_and_decides(episodes):
 
 
 def test_gold_reads_are_the_reads_it_makes(episodes):
+    """The gold actions, plus a look at each order the customer named that the plan does not read: the world
+    refuses another customer's order, which is how the oracle (and a model imitating it) finds out whose it is."""
+    looked = 0
     for task, traj in episodes:
+        refused = {
+            str(("get_order_details", c.arguments))
+            for k, m in enumerate(traj.messages)
+            for c in m.tool_calls
+            if c.name == "get_order_details" and "another customer" in (traj.messages[k + 1].content or "")
+        }
         made = [(c.name, c.arguments) for c in traj.tool_calls()]
         gold = [(a.name, a.arguments) for a in task.gold_actions]
-        assert sorted(map(str, made)) == sorted(map(str, gold)), task.id
+        assert sorted(x for x in map(str, made) if x not in refused) == sorted(map(str, gold)), task.id
+        looked += len(refused)
+        if task.provenance.template == "other_customer":
+            assert refused, task.id  # looked at the order first, even though the plan reads the account
+    assert looked >= 2
 
 
 def test_only_uses_the_user_given_email_and_asks_again_when_unknown():
