@@ -24,9 +24,7 @@ from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
 from tests.train.helpers import COMPACT, tokenizer
 
-ALWAYS = SituatedFlaws(
-    rates={"forgot_email": 1.0, "later_request": 1.0, "wrong_status": 1.0, "gift_card_short": 1.0}
-)
+ALWAYS = SituatedFlaws(rates={"forgot_email": 1.0, "later_request": 1.0, "wrong_status": 1.0, "gift_card_short": 1.0})
 
 
 @lru_cache(maxsize=1)
