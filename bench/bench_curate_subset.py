@@ -9,12 +9,16 @@ On the embedded default, on the same held-out tasks:
    baseline. Lift = pass^k(arm) − pass^k(baseline); goal: the subset reaches ≥ 95% of the whole pool's lift.
    With `--seeds N`, both arms are trained with SFT seeds 0..N-1 (data order and mixing) and the lifts averaged:
    one SFT run's pass^k moves by several points with its seed alone.
+4. `--match-steps`: the subset arms train for as many optimizer steps as the whole pool (epochs × pool / subset),
+   so the comparison is of data at equal compute rather than of 5× less training; `--random-arm` adds a random
+   subset of the curated size (same steps as the curated arm), the control that shows what curation adds.
 
 Unless given, probes, temperature and the anchor ratio are the loop's (params.yaml, `curate` and `measure`).
 
 Writes bench/results/curate_subset.json.
 
     python bench/bench_curate_subset.py [--from-checkpoint models/embedded] [--pool 200] [--share 0.2]
+        [--seeds 1] [--match-steps] [--random-arm]
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import random
 import shutil
 import time
 from pathlib import Path
@@ -59,6 +64,8 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=1, help="SFT seeds per arm (lifts averaged).")
     ap.add_argument("--epochs", type=float, default=2.0)
     ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--match-steps", action="store_true", help="Subsets train as many steps as the whole pool.")
+    ap.add_argument("--random-arm", action="store_true", help="Add a random subset of the curated size.")
     ap.add_argument("--out", type=Path, default=Path("/tmp/agentloop-bench-curate"))
     ap.add_argument("--results", type=Path, default=ROOT / "bench" / "results" / "curate_subset.json")
     args = ap.parse_args()
@@ -119,13 +126,18 @@ def main() -> None:
     table = {"baseline": measured("baseline", f"hf:{args.from_checkpoint}")}
     arms = {"whole_pool": out / "pool.jsonl", "curated": out / "curated" / "selected.jsonl"}
     sizes = {"whole_pool": len(gold), "curated": manifest["selected"]}
+    if args.random_arm:
+        pick = random.Random(31).sample(range(len(gold)), sizes["curated"])
+        (out / "random.jsonl").write_text("".join(gold[i].model_dump_json() + "\n" for i in sorted(pick)))
+        arms["random"], sizes["random"] = out / "random.jsonl", sizes["curated"]
+    epochs = {name: args.epochs * (sizes["whole_pool"] / sizes[name] if args.match_steps else 1.0) for name in arms}
     runs: dict[str, list[dict]] = {name: [] for name in arms}
     for seed in range(args.seeds):
         for name, data in arms.items():
             tag = name if seed == 0 else f"{name}-seed{seed}"
             t = time.perf_counter()
             params = SFTParams(
-                base=args.from_checkpoint, data=[data], epochs=args.epochs, learning_rate=args.lr, seed=seed
+                base=args.from_checkpoint, data=[data], epochs=epochs[name], learning_rate=args.lr, seed=seed
             )
             run_sft(params, out / f"sft-{tag}")
             seconds[f"sft_{tag}"] = time.perf_counter() - t
@@ -135,6 +147,7 @@ def main() -> None:
     lift = {name: table[name][k] - table["baseline"][k] for name in arms}
     per_seed_lift = {name: [r[k] - table["baseline"][k] for r in got] for name, got in runs.items()}
     ratio = lift["curated"] / lift["whole_pool"] if lift["whole_pool"] > 0 else None
+    random_ratio = lift["random"] / lift["whole_pool"] if "random" in lift and lift["whole_pool"] > 0 else None
     report = {
         "table": table,
         "sizes": sizes,
@@ -142,6 +155,8 @@ def main() -> None:
         "lift": lift,
         "per_seed_lift": per_seed_lift,
         "curated_lift_ratio": ratio,
+        "random_lift_ratio": random_ratio,
+        "epochs": epochs,
         "goal_met": ratio is not None and ratio >= 0.95 and sizes["curated"] <= args.share * sizes["whole_pool"],
         "curate_manifest": {k2: manifest[k2] for k2 in ("band_histogram", "kept_tasks", "selected") if k2 in manifest},
         "seconds": {k2: round(v, 1) for k2, v in seconds.items()},
@@ -150,7 +165,8 @@ def main() -> None:
     }
     args.results.parent.mkdir(parents=True, exist_ok=True)
     args.results.write_text(json.dumps(report, indent=2, default=str) + "\n")
-    print(json.dumps({k2: report[k2] for k2 in ("table", "sizes", "lift", "curated_lift_ratio", "goal_met")}, indent=2))
+    keys = ("table", "sizes", "lift", "curated_lift_ratio", "random_lift_ratio", "goal_met")
+    print(json.dumps({k2: report[k2] for k2 in keys}, indent=2))
 
 
 if __name__ == "__main__":

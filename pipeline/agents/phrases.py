@@ -50,22 +50,23 @@ def name_item(name: str, options: Mapping[str, str], item_id: str) -> str:
     return f"{name} {item_id} ({describe_options(options)})"
 
 
+def _field(record: Any, key: str) -> Any:
+    """A field of a world record or of its JSON form (tool results are parsed into dicts)."""
+    return record.get(key) if isinstance(record, Mapping) else getattr(record, key, None)
+
+
 def describe_payment(method: Any, methods: Mapping[str, Any]) -> str:
     """How a customer names one of their payment methods, unambiguous among `methods` (records or dicts)."""
-
-    def get(m: Any, key: str) -> Any:
-        return m.get(key) if isinstance(m, Mapping) else getattr(m, key, None)
-
-    source = get(method, "source")
-    same = [m for m in methods.values() if get(m, "source") == source]
+    source = _field(method, "source")
+    same = [m for m in methods.values() if _field(m, "source") == source]
     if source == "credit_card":
-        brand, last_four = get(method, "brand"), get(method, "last_four")
-        twins = [m for m in same if get(m, "brand") == brand and get(m, "last_four") == last_four]
+        brand, last_four = _field(method, "brand"), _field(method, "last_four")
+        twins = [m for m in same if _field(m, "brand") == brand and _field(m, "last_four") == last_four]
         if len(twins) == 1:
             return f"{brand} credit card ending in {last_four}"
     elif len(same) == 1:
         return "PayPal account" if source == "paypal" else "gift card"
-    return f"{str(source).replace('_', ' ')} {get(method, 'id')}"
+    return f"{str(source).replace('_', ' ')} {_field(method, 'id')}"
 
 
 def name_payment(method: Any, methods: Mapping[str, Any]) -> str:
@@ -74,7 +75,7 @@ def name_payment(method: Any, methods: Mapping[str, Any]) -> str:
     The customer's own words come first and the id right after them, so an agent that repeats what the
     customer said continues with that method's id (see `name_item`)."""
     said = describe_payment(method, methods)
-    pid = method.get("id") if isinstance(method, Mapping) else method.id
+    pid = _field(method, "id")
     return said if said.endswith(str(pid)) else f"{said} {pid}"
 
 

@@ -194,7 +194,7 @@ class OracleEpisode:
     def _pays_later(self, req: Request) -> bool:
         # A refund to a gift card reads the account, one to the original method does not: reading it before the
         # customer answers would act on what the task says they will answer. A new payment method always comes
-        # from the account. The order must have been readable (another customer's order is told by the account).
+        # from the account. The order must have been readable (another customer's order is refused by the world).
         return (
             req.intent != "modify_payment"
             and "payment_method" in self._topics(req)
@@ -327,8 +327,10 @@ class OracleEpisode:
                 "task %s: write %s argument(s) %s not grounded in the conversation", self.task.id, action.name, missing
             )
         result = yield from self._call(action.name, dict(action.arguments))
-        text = P.failed(result.content or "") if result.error else self._report(action, json.loads(result.content))
-        yield from self._finish(text)
+        if result.error:  # a write the tool refused is a refusal the customer may push back on
+            error = (result.content or "").removeprefix("Error: ").rstrip(".") + "."
+            return (yield from self._finish(P.failed(result.content or ""), error))
+        yield from self._finish(self._report(action, json.loads(result.content)))
 
     def _item(self, order: dict | None, item_id: str) -> str:
         item = next((it for it in (order or {}).get("items", []) if it["item_id"] == item_id), None)

@@ -16,7 +16,8 @@ Evidence rules, each tied to the message where it shows:
   figure in an assistant message that no earlier user message or tool output contains.
 - misread: a write on an order whose last shown status is not the one that write needs; a payment method the
   customer does not have per get_user_details (when the id itself came from the conversation: an id from
-  nowhere is invention); an assistant message stating a status for an order that contradicts the status the
+  nowhere is invention); a payment change to a gift card whose shown balance is below the order's shown
+  payment; an assistant message stating a status for an order that contradicts the status the
   tools last showed; a completion claim right after a refused write that nothing else explains.
 
 Dominant mode: the mode of the earliest evidence in the conversation (the first place the trial went wrong);

@@ -46,6 +46,8 @@ class _Pass:
     status: dict[str, str] = field(default_factory=dict)  # order id → status last shown
     order_user: dict[str, str] = field(default_factory=dict)  # order id → owner, from order records
     methods: dict[str, set[str]] = field(default_factory=dict)  # user id → payment method ids shown
+    balances: dict[str, float] = field(default_factory=dict)  # gift card id → balance shown
+    paid: dict[str, float] = field(default_factory=dict)  # order id → amount of its single payment, as shown
     user: str | None = None  # customer authenticated through a look-up
     confirmed: bool = False  # an action confirmation request was affirmed since the last write attempt
     question: Say | None = None  # the last assistant message, if it asked to confirm an action
@@ -122,8 +124,14 @@ class _Pass:
             self.status[rec["order_id"]] = rec["status"]
             if isinstance(rec.get("user_id"), str):
                 self.order_user[rec["order_id"]] = rec["user_id"]
+            history = rec.get("payment_history")
+            if isinstance(history, list) and len(history) == 1 and isinstance(history[0], dict):
+                self.paid[rec["order_id"]] = float(history[0].get("amount") or 0.0)
         if step.name == "get_user_details" and isinstance(rec.get("payment_methods"), dict):
             self.methods[str(rec.get("user_id"))] = set(rec["payment_methods"])
+            for pid, m in rec["payment_methods"].items():
+                if isinstance(m, dict) and m.get("source") == "gift_card" and m.get("balance") is not None:
+                    self.balances[pid] = float(m["balance"])
 
     def _write(self, step: Step) -> None:
         self.awaiting = None
@@ -148,6 +156,10 @@ class _Pass:
         owner = self.order_user.get(str(order_id)) or self.user
         if method and owner in self.methods and method not in self.methods[owner] and self.pool.grounded(method):
             self.add(step.pos, "misread", f"{step.name} with {method}, which get_user_details did not list")
+            self.explained.add(id(step))
+        balance, due = self.balances.get(str(method)), self.paid.get(str(order_id))
+        if step.name == "modify_pending_order_payment" and balance is not None and due is not None and balance < due:
+            self.add(step.pos, "misread", f"{step.name} with {method}, whose balance {balance} was shown below {due}")
             self.explained.add(id(step))
         if step.ok and not self.confirmed:
             self.add(step.pos, "plan_adherence", f"write without explicit confirmation: {step.label()}")

@@ -9,7 +9,9 @@ flaw is planted in a (task, trial) is a hash, so the same configuration gives th
     forgot_email   invention       one write argument made up (`fabricate`)
     later_request  plan_adherence  a second request ("oh, can you also..." or stated up front): after the
                                    customer's "yes", no write, but "All set"
-    wrong_status   misread         the order's shown status ignored: the forbidden write is attempted
+    wrong_status   misread         the order's shown status ignored (a processed order cancelled, a second
+                                   item modification made): the forbidden write is attempted
+    gift_card_short misread        the gift card's shown balance ignored: the order is paid with it anyway
 """
 
 from __future__ import annotations
@@ -41,12 +43,22 @@ from pipeline.world.retail.tools import TOOLS, WRITE_TOOLS
 
 log = logging.getLogger(__name__)
 
-Situation = Literal["forgot_email", "later_request", "wrong_status"]
+Situation = Literal["forgot_email", "later_request", "wrong_status", "gift_card_short"]
 SITUATIONS: tuple[str, ...] = Situation.__args__  # type: ignore[attr-defined]
-SITUATION_MODE = {"forgot_email": "invention", "later_request": "plan_adherence", "wrong_status": "misread"}
+SITUATION_MODE = {
+    "forgot_email": "invention",
+    "later_request": "plan_adherence",
+    "wrong_status": "misread",
+    "gift_card_short": "misread",
+}
 """The failure mode each situation invites (and that targeted data for that mode must repair)."""
-_VARIANT = {"forgot_email": "fabricate", "later_request": "no_write", "wrong_status": "ignore_status"}
-_MISREAD_INTENTS = ("cancel", "modify_address", "return")
+_VARIANT = {
+    "forgot_email": "fabricate",
+    "later_request": "no_write",
+    "wrong_status": "ignore_status",
+    "gift_card_short": "ignore_balance",
+}
+_MISREAD_INTENTS = ("cancel", "modify_address", "return", "modify_items")
 _ADDRESS = re.compile(r"The new address is (?P<body>.+), zip (?P<zip>\d{5})\.")
 
 
@@ -56,9 +68,9 @@ class SituatedFlaws(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     rates: dict[Situation, Annotated[float, Field(ge=0.0, le=1.0)]] = Field(
-        default_factory=lambda: {"forgot_email": 1.0, "later_request": 1.0, "wrong_status": 1.0},
-        description="Situation → rate: forgot_email (invention), later_request (plan adherence), wrong_status"
-        " (misread).",
+        default_factory=lambda: dict.fromkeys(SITUATIONS, 1.0),
+        description="Situation → rate: forgot_email (invention), later_request (plan adherence), wrong_status and"
+        " gift_card_short (misread).",
     )
     seed: int = Field(default=0, description="Seed of the planting hash.")
 
@@ -79,6 +91,8 @@ def situations(world: RetailWorld, task: Task) -> dict[int, Situation]:
         mine = order is not None and order.user_id == task.customer_user_id
         if req.expect == "refused" and req.intent in _MISREAD_INTENTS and mine and need and order.status != need:
             out[i] = "wrong_status"
+        elif req.expect == "refused" and mine and order.status == need and _gift_card_short(world, task, req):
+            out[i] = "gift_card_short"
         elif i not in writes:
             continue
         elif i > 0:
@@ -86,6 +100,19 @@ def situations(world: RetailWorld, task: Task) -> dict[int, Situation]:
         elif task.user_script.messes.forgot_email and i == min(writes):
             out[i] = "forgot_email"
     return out
+
+
+def _gift_card_short(world: RetailWorld, task: Task, req: Request) -> bool:
+    """A payment change to the customer's gift card whose balance is below what the order was paid."""
+    if req.intent != "modify_payment":
+        return False
+    methods = world.db.users[task.customer_user_id].payment_methods
+    paid = world.db.orders[req.order_id].payment_history[0].amount
+    said = req.details.get("payment_method", "")
+    return any(
+        m.source == "gift_card" and (m.balance or 0.0) < paid and P.describe_payment(m, methods) in said
+        for m in methods.values()
+    )
 
 
 def plan_situated(world: RetailWorld, config: SituatedFlaws, task: Task, trial: int) -> dict[int, tuple[str, str]]:
@@ -121,9 +148,13 @@ class SituatedEpisode(FlawedEpisode):
 
     def _handle(self, i: int, req: Request, details: str | None = None, confirmed: bool = False) -> Steps:
         self.current = i
+        if self._flaw(i) == "ignore_balance":
+            return (yield from self._pay_anyway(i, req, details))
         if self._flaw(i) != "ignore_status":
             return (yield from OracleEpisode._handle(self, i, req, details, confirmed))
         yield from self._reads(i, req, after_details=False)
+        if req.intent == "modify_items":
+            return (yield from self._modify_anyway(i, req, details))
         write = self._forbidden(i, req)
         reason = self._check_order(req)
         if write is None or reason is None:  # nothing to attempt: refuse as the oracle does
@@ -134,10 +165,66 @@ class SituatedEpisode(FlawedEpisode):
         topics = self._topics(req)
         if details is None and topics:
             details = yield from self._say(P.ask_details(req.intent, topics))
+        yield from self._go_ahead(i, req, write)
+
+    def _go_ahead(self, i: int, req: Request, write: Action) -> Steps:
         ok = yield from self._confirm(i, req, write)
         if not ok:
             return (yield from self._finish(P.declined()))
         yield from self._perform(i, req, write)
+
+    def _pay_anyway(self, i: int, req: Request, details: str | None) -> Steps:
+        """The gift card the customer names is taken to cover the order, whatever balance the account showed."""
+        yield from self._reads(i, req, after_details=False)
+        self._fact = self._status_fact(req)
+        reason = self._check_order(req)
+        if reason:
+            return (yield from self._refuse(reason))
+        if details is None:
+            details = yield from self._say(P.ask_details(req.intent, self._topics(req)))
+        yield from self._reads(i, req, after_details=True)
+        method = self._named_method(details or "")
+        if method is None:
+            return (yield from self._refuse(self._check_details(req, details or "") or P.NO_POLICY_REASON))
+        args = {"order_id": req.order_id, "payment_method_id": method.id}
+        yield from self._go_ahead(i, req, Action(name="modify_pending_order_payment", arguments=args, request=i))
+
+    def _modify_anyway(self, i: int, req: Request, details: str | None) -> Steps:
+        """A second item modification made as if the order were still 'pending': the products are looked up and
+        the change confirmed and attempted (the tool refuses it)."""
+        self._fact = self._status_fact(req, as_status=REQUIRED_STATUS[req.intent])
+        topics = self._topics(req)
+        if details is None and topics:
+            details = yield from self._say(P.ask_details(req.intent, topics))
+        if self._user() is None and self.user_id:
+            yield from self._call("get_user_details", {"user_id": self.user_id})
+        said, pairs = req.details.get("items", ""), []
+        for item in (self._order(req.order_id) or {}).get("items", []):
+            head = f"{P.describe_item(item['name'], item['options'])}: I'd like it with "
+            if head not in said or item["item_id"] in [old for old, _ in pairs]:
+                continue
+            product = self.seen.get(("get_product_details", item["product_id"]))
+            if product is None:
+                yield from self._call("get_product_details", {"product_id": item["product_id"]})
+                product = self.seen.get(("get_product_details", item["product_id"]), {})
+            wanted = [
+                vid
+                for vid, v in product.get("variants", {}).items()
+                if f"{head}{P.describe_options(v['options'])} instead" in said
+            ]
+            if wanted:
+                pairs.append((item["item_id"], wanted[0]))
+        method = self._named_method(details or "")
+        if not pairs or method is None:
+            self._fact = self._status_fact(req)
+            return (yield from self._refuse(self._check_order(req) or P.NO_POLICY_REASON))
+        args = {
+            "order_id": req.order_id,
+            "item_ids": [old for old, _ in pairs],
+            "new_item_ids": [new for _, new in pairs],
+            "payment_method_id": method.id,
+        }
+        yield from self._go_ahead(i, req, Action(name="modify_pending_order_items", arguments=args, request=i))
 
     def _forbidden(self, i: int, req: Request) -> Action | None:
         """The write the customer asked for (which the policy, and the tool, refuse for this status)."""

@@ -259,6 +259,9 @@ def run_sft(params: SFTParams, out: Path, trajectories: list[Trajectory] | None 
             weight_decay=params.weight_decay,
             max_length=params.max_length,
             train_sampling_strategy="group_by_length",
+            # TRL turns it on by default; on CPU a small model's activations fit, and recomputing them costs a
+            # forward pass per step (a quarter of the loop's SFT time) for nothing.
+            gradient_checkpointing=gpu,
             logging_steps=params.logging_steps,
             save_strategy="no",
             report_to=[],

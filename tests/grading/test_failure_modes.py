@@ -306,6 +306,35 @@ def test_refund_to_a_method_the_user_does_not_have_is_misread(cust):
     assert b.modes == ["invention"]  # an id from nowhere is invented, not misread
 
 
+def test_paying_with_a_gift_card_the_account_shows_short_is_misread():
+    w = small_world()
+    uid, card, oid = next(
+        (uid, pid, oid)
+        for uid, u in sorted(w.db.users.items())
+        for pid, m in sorted(u.payment_methods.items())
+        if m.source == "gift_card"
+        for oid in sorted(u.orders)
+        if w.db.orders[oid].status == "pending"
+        and len(w.db.orders[oid].payment_history) == 1
+        and w.db.orders[oid].payment_history[0].amount > (m.balance or 0.0)
+    )
+    email = w.db.users[uid].email
+    steps = [
+        ("user", f"Hi, my email is {email}."),
+        Call("find_user_id_by_email", {"email": email}),
+        Call("get_order_details", {"order_id": oid}),
+        Call("get_user_details", {"user_id": uid}),
+        ("user", f"Please pay order {oid} with {card}."),
+        ("agent", f"To confirm, I will pay order {oid} with {card}. Shall I proceed (yes/no)?"),
+        ("user", "Yes."),
+    ]
+    a = _analyze([*steps, Call("modify_pending_order_payment", {"order_id": oid, "payment_method_id": card})])
+    assert a.modes == ["misread"] and "balance" in a.evidence["misread"][0]
+    unread = [s for s in steps if not (isinstance(s, Call) and s.name == "get_user_details")]
+    b = _analyze([*unread, Call("modify_pending_order_payment", {"order_id": oid, "payment_method_id": card})])
+    assert "balance" not in " ".join(b.evidence.get("misread", []))  # a balance never shown cannot be misread
+
+
 def test_refusal_stating_a_wrong_status_is_misread(cust):
     base = [*_auth(cust), ("user", f"Cancel {cust.pending}."), Call("get_order_details", {"order_id": cust.pending})]
     wrong = _analyze([*base, ("agent", f"I'm sorry, but order {cust.pending} is already 'delivered'.")])

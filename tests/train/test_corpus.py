@@ -24,7 +24,7 @@ from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
 from tests.train.helpers import COMPACT, tokenizer
 
-ALWAYS = SituatedFlaws(rates={"forgot_email": 1.0, "later_request": 1.0, "wrong_status": 1.0})
+ALWAYS = SituatedFlaws(rates={"forgot_email": 1.0, "later_request": 1.0, "wrong_status": 1.0, "gift_card_short": 1.0})
 
 
 @lru_cache(maxsize=1)
@@ -45,6 +45,12 @@ def test_situations_are_read_from_the_task_and_the_world():
                 assert task.user_script.messes.forgot_email
             elif s == "later_request":
                 assert i > 0
+            elif s == "gift_card_short":
+                methods = world.db.users[task.customer_user_id].payment_methods
+                cards = [m for m in methods.values() if m.source == "gift_card"]
+                paid = world.db.orders[req.order_id].payment_history[0].amount
+                assert req.intent == "modify_payment" and req.expect == "refused"
+                assert any((m.balance or 0.0) < paid for m in cards)
             else:
                 assert (
                     req.expect == "refused"
@@ -94,9 +100,35 @@ def test_the_wrong_status_flaw_misreads_the_status_in_its_status_fact():
     assert checked >= 3
 
 
+def test_refusals_the_tools_explain_are_misread_by_going_ahead():
+    """A gift card whose shown balance is short, and an order whose items were already modified: the flawed agent
+    confirms the write the customer asked for (the card, the variants it looked up) and attempts it; the tool
+    refuses and the analyzer names the misread."""
+    world, tasks = setting()
+    agent = SituatedFlawedAgent(world, ALWAYS)
+    seen = set()
+    for task in tasks:
+        found = situations(world, task)
+        for i, s in found.items():
+            req = task.user_script.requests[i]
+            kind = "gift_card_short" if s == "gift_card_short" else req.intent if s == "wrong_status" else None
+            if kind not in ("gift_card_short", "modify_items") or kind in seen:
+                continue
+            traj = run_episode(world, task, agent, ScriptedUser())
+            tool = "modify_pending_order_payment" if kind == "gift_card_short" else "modify_pending_order_items"
+            calls = [c for m in traj.messages for c in m.tool_calls or [] if c.name == tool]
+            assert calls and calls[0].arguments["order_id"] == req.order_id, task.id
+            verdict = grade(world, task, traj)
+            assert not verdict.passed and "misread" in analyze(task, traj, verdict).modes, task.id
+            seen.add(kind)
+    assert seen == {"gift_card_short", "modify_items"}
+
+
 def test_rates_are_per_situation_and_deterministic():
     world, tasks = setting()
-    config = SituatedFlaws(rates={"forgot_email": 0.5, "later_request": 0.0, "wrong_status": 0.0}, seed=4)
+    config = SituatedFlaws(
+        rates={"forgot_email": 0.5, "later_request": 0.0, "wrong_status": 0.0, "gift_card_short": 0.0}, seed=4
+    )
     agent = SituatedFlawedAgent(world, config)
     table = [agent.planted(t, k) for t in tasks for k in range(4)]
     assert table == [SituatedFlawedAgent(world, config).planted(t, k) for t in tasks for k in range(4)]
