@@ -6,9 +6,12 @@ On CPU (2 threads), from nothing downloaded:
    training on the situation-flawed corpus) — `pipeline.train.embedded.build_baseline`;
 2. measure it on held-out tasks of the evaluation world (k trials per task): pass^1, pass^k, failure modes;
 3. split a synthesis budget across the measured failure modes (`pipeline.target`) and synthesize targeted,
-   verified tasks with gold trajectories on the training world (`pipeline.synth`);
-4. the control: the same number of gold trajectories on untargeted generated tasks (default template mix);
-5. SFT the baseline through TRL on each (same settings, same anchor replay) and measure both.
+   verified tasks with gold trajectories on the training world (`pipeline.synth`), aimed at the cells (template ×
+   dial × outcome) the baseline failed in;
+4. two controls of the same size: gold trajectories on untargeted generated tasks (the held-out generator's
+   template mix), and the synthesizer run without the measurement (an even split over the modes, no failure
+   cells) — the first asks whether targeting beats volume, the second whether the measurement steers well;
+5. SFT the baseline through TRL on each (same settings, same anchor replay) and measure all three.
 
 Writes bench/results/embedded_default.json (the table and every timing). With `--seeds N` both arms are trained
 with SFT seeds 0..N-1 (data order and anchor mixing) and the table holds their means (each run under
@@ -39,7 +42,7 @@ from pipeline.loop.params import load_params
 from pipeline.measure import MeasureConfig, measure
 from pipeline.synth.synthesize import synthesize
 from pipeline.synth.templates import generate_tasks
-from pipeline.target import TargetConfig, make_targets
+from pipeline.target import Targets, make_targets, split_budget
 from pipeline.train.corpus import run_corpus
 from pipeline.train.embedded import EmbeddedConfig, build_baseline
 from pipeline.train.sft import SFTParams, run_sft
@@ -171,8 +174,11 @@ def main() -> None:
 
     base_summary, base_s = measure_agent("baseline", baseline)
 
-    # targeted data: split the budget over the measured modes, synthesize on the training world
-    targets, seconds["target"] = timed(make_targets, out / "run-baseline" / "metrics.json", args.budget, TargetConfig())
+    # targeted data: split the budget over the measured modes and their failure cells, synthesize on the training world
+    run = out / "run-baseline"
+    targets, seconds["target"] = timed(
+        make_targets, run / "metrics.json", args.budget, loop.target.config, run / "verdicts.jsonl", eval_tasks
+    )
     synth_dir = out / "synth"
     if synth_dir.exists():
         shutil.rmtree(synth_dir)
@@ -188,7 +194,21 @@ def main() -> None:
     write_trajectories(out / "anchors.jsonl", anchors)
     seconds["control_data"] = time.perf_counter() - t
 
-    arms = {"targeted": synth_dir / "trajectories.jsonl", "control": out / "control.jsonl"}
+    # the synthesizer without the measurement: an even split over the modes, no failure cells, unscaled dials
+    even = {m: 1.0 for m in MODES}
+    plain_targets = Targets(budget=n, modes=split_budget(even, n, loop.target.config))
+    unaimed_dir = out / "synth-untargeted"
+    if unaimed_dir.exists():
+        shutil.rmtree(unaimed_dir)
+    unaimed, seconds["synthesize_untargeted"] = timed(
+        synthesize, train_world, plain_targets, unaimed_dir, loop.synthesize.config
+    )
+
+    arms = {
+        "targeted": synth_dir,
+        "control": out / "control.jsonl",
+        "untargeted_synth": unaimed_dir,
+    }
     results = {"baseline": row(base_summary, base_s)}
     sft_info: dict[str, dict] = {}
     per_seed: dict[str, list[dict]] = {name: [] for name in arms}
@@ -197,10 +217,10 @@ def main() -> None:
             tag = name if seed == 0 else f"{name}-seed{seed}"
             params = SFTParams(
                 base=baseline,
-                data=[data],
+                data=[data / "trajectories.jsonl" if data.is_dir() else data],
                 anchors=[out / "anchors.jsonl"],
                 anchor_share=args.anchor_share,
-                tasks=[synth_dir / "tasks.jsonl"] if name == "targeted" else [],
+                tasks=[data / "tasks.jsonl"] if data.is_dir() else [],
                 epochs=args.epochs,
                 learning_rate=args.lr,
                 seed=seed,
@@ -219,7 +239,7 @@ def main() -> None:
         results[name] = mean_row(got)
 
     k = f"pass^{args.trials}"
-    b, tg, ct = results["baseline"], results["targeted"], results["control"]
+    b, tg, ct, us = results["baseline"], results["targeted"], results["control"], results["untargeted_synth"]
     bar = {
         "pass^k_gain_points": round(100 * (tg[k] - b[k]), 1),
         "pass^k_gain_ok": tg[k] - b[k] >= 0.25,
@@ -227,6 +247,10 @@ def main() -> None:
         "modes_cut_by_two_thirds": {m: tg["modes_tasks"][m] <= b["modes_tasks"][m] / 3 for m in MODES},
         "beats_control": tg[k] > ct[k],
         "beats_control_per_seed": [a[k] > c[k] for a, c in zip(per_seed["targeted"], per_seed["control"], strict=True)],
+        "beats_untargeted_synth": tg[k] > us[k],
+        "beats_untargeted_synth_per_seed": [
+            a[k] > c[k] for a, c in zip(per_seed["targeted"], per_seed["untargeted_synth"], strict=True)
+        ],
     }
     report = {
         "table": results,
@@ -234,7 +258,8 @@ def main() -> None:
         "per_seed": per_seed,
         "sft": sft_info,
         "targets": {m: t.count for m, t in targets.modes.items()},
-        "synthesized": {"tasks": len(synth.tasks), "trajectories": n},
+        "synthesized": {"tasks": len(synth.tasks), "trajectories": n, "by_aim": synth.manifest["counts"]["by_aim"]},
+        "synthesized_untargeted": {"tasks": len(unaimed.tasks), "trajectories": len(unaimed.trajectories)},
         "baseline_build": build,
         "seconds": {k2: round(v, 1) for k2, v in seconds.items()},
         "setup": {

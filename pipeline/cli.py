@@ -325,15 +325,18 @@ def target_cmd(
     budget: int = typer.Option(..., min=0, help="Tasks to synthesize in all."),
     out: Path = typer.Option(..., help="Output targets.json."),
     config: Path = typer.Option(None, help="TargetConfig as JSON or YAML (weights, floor, rate, dials)."),
+    verdicts: Path = typer.Option(None, help="The measure run's verdicts.jsonl: also record where each mode failed."),
+    tasks: Path = typer.Option(None, help="The measured tasks.jsonl (with --verdicts)."),
 ) -> None:
-    """Split a synthesis budget across failure modes (rate × weight, floor per mode), with difficulty dials."""
+    """Split a synthesis budget across failure modes (rate × weight, floor per mode), with difficulty dials;
+    with --verdicts and --tasks, also the cells (template × dial × outcome) each mode failed in."""
     from pydantic import ValidationError
 
     from pipeline.target import MetricsReadError, TargetConfig, make_targets
 
     try:
         cfg = TargetConfig.model_validate(_load_mapping(config)) if config else TargetConfig()
-        targets = make_targets(metrics, budget, cfg)
+        targets = make_targets(metrics, budget, cfg, verdicts, tasks)
     except (MetricsReadError, ValidationError, ValueError, OSError) as exc:
         _fail(str(exc))
     targets.write(out)
@@ -342,7 +345,9 @@ def target_cmd(
         table.add_column(col)
     for mode, t in targets.modes.items():
         dials = ", ".join(f"{d}={p:.2f}" for d, p in t.dials.items())
-        table.add_row(mode, f"{t.rate:.3f}", f"{t.weight:g}", str(t.count), dials)
+        cells = targets.cells.get(mode, {})
+        top = ", ".join(f"{c} {w:.0%}" for c, w in list(cells.items())[:3])
+        table.add_row(mode, f"{t.rate:.3f}", f"{t.weight:g}", str(t.count), dials + (f"; cells: {top}" if top else ""))
     Console().print(table)
     console.print(f"wrote {out}")
 

@@ -98,7 +98,8 @@ def remeasure_candidate(p: Params):
 def make_targets(p: Params):
     from pipeline.target import make_targets as split
 
-    targets = split(paths.BASELINE_RUN / "metrics.json", p.target.budget, p.target.config)
+    run = paths.BASELINE_RUN
+    targets = split(run / "metrics.json", p.target.budget, p.target.config, run / "verdicts.jsonl", paths.EVAL_TASKS)
     targets.write(paths.TARGETS)
     return targets
 

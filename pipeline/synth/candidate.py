@@ -71,6 +71,7 @@ class Candidate:
     task: Task | None = None
     drafts: list[Draft] = field(default_factory=list)
     tried: set[str] = field(default_factory=set)
+    provenance: dict = field(default_factory=dict)  # what `build` was given, so a rework keeps it
 
 
 def build(
@@ -117,5 +118,5 @@ def build(
         extra = {"failure_mode": spec.mode, "depth": spec.depth, "parent": spec.parent, **(provenance or {})}
         extra["dials"] = {"parts": "+".join(spec.parts), **extra.get("dials", {})}
         task = assemble(ctx.world, user, drafts, spec.template, messes, task_id, underspecified=under, provenance=extra)
-        return Candidate(spec, task_id, attempt, task, drafts, tried | {uid})
-    return Candidate(spec, task_id, attempt, None, [], tried)
+        return Candidate(spec, task_id, attempt, task, drafts, tried | {uid}, dict(provenance or {}))
+    return Candidate(spec, task_id, attempt, None, [], tried, dict(provenance or {}))

@@ -111,8 +111,8 @@ class Reworker:
 
 
 def _rework_note(cand: Candidate) -> dict:
-    """Provenance of a rebuilt candidate: how many repairs it has had."""
-    return {"dials": {"reworks": cand.attempt + 1}}
+    """Provenance of a rebuilt candidate: what the first build was given, and how many repairs it has had."""
+    return {**cand.provenance, "dials": {**cand.provenance.get("dials", {}), "reworks": cand.attempt + 1}}
 
 
 def _removed(old, new) -> str:

@@ -28,10 +28,10 @@ from pipeline.rollout.trajectory import Trajectory
 from pipeline.synth.candidate import Spec, build
 from pipeline.synth.coverage import CoverageTracker
 from pipeline.synth.drafts import Ctx
-from pipeline.synth.evolve import Lineage, descendant, parents_for
+from pipeline.synth.evolve import Lineage, apply_dial, descendant, parents_for
 from pipeline.synth.judge import JudgeCascade, JudgeConfig
 from pipeline.synth.rework import Outcome, Reworker
-from pipeline.synth.taxonomy import DIALS, TAXONOMY
+from pipeline.synth.taxonomy import DIALS, PLAIN, TAXONOMY
 from pipeline.synth.verify import Verifier, VerifyConfig
 from pipeline.target.split import Targets
 from pipeline.world.retail.state import RetailWorld
@@ -63,6 +63,14 @@ class SynthConfig(BaseModel):
     max_parts: int = Field(default=3, ge=1, description="Most requests in one task.")
     max_depth: int = Field(default=4, ge=1, description="Deepest evolution depth.")
     max_rework: int = Field(default=3, ge=0, description="Repairs before a candidate is dropped.")
+    measured_share: float = Field(
+        default=0.75,
+        ge=0,
+        le=1,
+        description="Share of each mode's descendants aimed at the cells where the measurement saw that mode fail"
+        " (drawn by failure weight, `Targets.cells`); the rest, and all when the targets carry no cells, go to the"
+        " least-covered cells.",
+    )
     dials: list[str] | None = Field(
         default=None,
         description="Dials evolution may turn on (None = all of " + ", ".join(DIALS) + "); e.g. only the messes"
@@ -106,6 +114,7 @@ class Synthesizer:
         self.outcomes: list[Outcome] = []
         self.generation = 0
         self._n = 0
+        self._aim = "atomic"  # what the next candidate is aimed at: atomic, measured (cells) or coverage
 
     def need(self, mode: str) -> int:
         made = sum(1 for x in self.lineages if x.spec.mode == mode)
@@ -135,6 +144,18 @@ class Synthesizer:
 
     def _child(self, mode: str) -> Spec | None:
         allowed = self.config.dials
+        measured = {
+            c: w
+            for c, w in self.targets.cells.get(mode, {}).items()
+            if c.split("/")[0] in TAXONOMY and (allowed is None or c.split("/")[1] in (*allowed, PLAIN))
+        }
+        if measured and self.rng.random() < self.config.measured_share:
+            for _ in range(8):
+                template, dial, _ = self.rng.choices(list(measured), weights=list(measured.values()), k=1)[0].split("/")
+                child = self._measured_child(template, dial, mode)
+                if child is not None:
+                    self._aim = "measured"
+                    return child
         dials = {d: p for d, p in self.targets.modes[mode].dials.items() if allowed is None or d in allowed}
         for _ in range(8):
             template, dial, _ = self.coverage.pick(mode, self.rng, dials, allowed=allowed)
@@ -151,15 +172,30 @@ class Synthesizer:
                     max_parts=self.config.max_parts,
                 )
                 if child is not None:
+                    self._aim = "coverage"
                     return child
         return None
+
+    def _measured_child(self, template: str, dial: str, mode: str) -> Spec | None:
+        """A task shaped like a measured failure cell: the atomic template with only that cell's dial on.
+
+        No other dial is added and no customer is inherited, so the task stays the shape the agent failed in
+        and new customers keep coming.
+        """
+        atomic = next((x for x in self.lineages if x.spec.parts == (template,) and x.spec.depth == 0), None)
+        items = 1 if TAXONOMY[template].items else None
+        base = Spec(parts=(template,), mode=mode, items=items, depth=1, parent=atomic.task.id if atomic else None)
+        if dial == PLAIN:
+            return base
+        return apply_dial(base, dial, mode, self.rng, self.config.max_parts)
 
     def _try(self, spec: Spec | None, on_task: Callable[[Task], None] | None) -> None:
         if spec is None:
             return
         task_id = f"{self.world.name}-syn{self.config.seed}-g{self.generation}-{self._n:04d}-{spec.template}"
         self._n += 1
-        cand = build(self.ctx, spec, task_id, self.config.seed, provenance={"dials": {"generation": self.generation}})
+        dials = {"generation": self.generation, "aim": self._aim if self.generation else "atomic"}
+        cand = build(self.ctx, spec, task_id, self.config.seed, provenance={"dials": dials})
         out = self.reworker.process(cand)
         self.outcomes.append(out)
         if out.status == "dropped":
@@ -195,6 +231,7 @@ class Synthesizer:
                 "by_template": _count(t.provenance.template for t in tasks),
                 "by_depth": _count(str(t.provenance.depth) for t in tasks),
                 "by_generation": _count(str(t.provenance.dials.get("generation")) for t in tasks),
+                "by_aim": _count(t.provenance.dials.get("aim") for t in tasks),
                 "by_outcome": _count(_outcome(t) for t in tasks),
                 "by_requests": _count(str(t.provenance.dials.get("requests")) for t in tasks),
                 "by_dial": {d: sum(1 for t in tasks if _dial_on(t, d)) for d in DIALS},

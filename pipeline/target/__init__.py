@@ -1,5 +1,7 @@
-"""Targeting: turn a measurement's failure-mode rates into a synthesis budget per mode, with difficulty dials."""
+"""Targeting: turn a measurement's failure-mode rates into a synthesis budget per mode, with difficulty dials,
+and its failed trials into the cells (template × dial × outcome) the synthesis aims at."""
 
+from pipeline.target.cells import VerdictsReadError, failure_cells
 from pipeline.target.split import (
     DEFAULT_DIALS,
     MetricsReadError,
@@ -17,6 +19,8 @@ __all__ = [
     "ModeTarget",
     "TargetConfig",
     "Targets",
+    "VerdictsReadError",
+    "failure_cells",
     "make_targets",
     "read_rates",
     "split_budget",

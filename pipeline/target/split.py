@@ -62,6 +62,11 @@ class Targets(Strict):
     source: str | None = Field(default=None, description="The metrics file the split was computed from.")
     pass_at_1: float | None = None
     modes: dict[str, ModeTarget]
+    cells: dict[str, dict[str, float]] = Field(
+        default_factory=dict,
+        description="Mode → coverage cell (template/dial/outcome) → share of that mode's measured failures there"
+        " (`pipeline.target.cells`); empty when the split saw only rates.",
+    )
 
     def write(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -138,8 +143,21 @@ def split_budget(
     return out
 
 
-def make_targets(metrics: Path, budget: int, config: TargetConfig | None = None) -> Targets:
+def make_targets(
+    metrics: Path,
+    budget: int,
+    config: TargetConfig | None = None,
+    verdicts: Path | None = None,
+    tasks: Path | None = None,
+) -> Targets:
+    """The split from a measure run's metrics; with its `verdicts` and `tasks` also where each mode failed."""
+    from pipeline.target.cells import failure_cells
+
     cfg = config or TargetConfig()
     rates, pass_at_1, agent = read_rates(metrics, cfg.rate)
     modes = split_budget(rates, budget, cfg, pass_at_1)
-    return Targets(budget=budget, agent=agent, source=str(metrics), pass_at_1=pass_at_1, modes=modes)
+    if (verdicts is None) != (tasks is None):
+        raise ValueError("failure cells need both the measure run's verdicts and its tasks file")
+    cells = failure_cells(verdicts, tasks) if verdicts is not None else {}
+    cells = {m: c for m, c in cells.items() if m in modes}
+    return Targets(budget=budget, agent=agent, source=str(metrics), pass_at_1=pass_at_1, modes=modes, cells=cells)

@@ -177,3 +177,27 @@ def test_cli_target_then_synthesize_and_refuse_the_eval_directory(tmp_path, tau2
     assert len(read_tasks(out / "tasks.jsonl")) == json.loads((out / "manifest.json").read_text())["tasks"] >= 14
     bad = runner.invoke(app, ["synthesize", "--world", str(tau2_dir), "--targets", str(tfile), "--out", str(out)])
     assert bad.exit_code == 2 and "evaluation world" in bad.output
+
+
+def test_descendants_aim_at_the_cells_the_measurement_failed_in():
+    cells = {
+        "invention": {"cancel/plain/done": 0.5, "return/forgot_email/done": 0.5},
+        "misread": {"cancel_wrong_status/pushback/refused": 1.0},
+    }
+    aimed = targets().model_copy(update={"cells": cells})
+    res = Synthesizer(small_world(), aimed, SynthConfig(seed=0, measured_share=1.0)).run()
+    by_aim = res.manifest["counts"]["by_aim"]
+    assert by_aim["atomic"] == len(TAXONOMY) and by_aim["measured"] > 0
+    for t in res.tasks:
+        mode, aim = t.provenance.failure_mode, t.provenance.dials["aim"]
+        if aim == "atomic":
+            continue
+        # a mode with measured cells aims every descendant at one of them; one without falls back to coverage
+        assert aim == ("measured" if mode in cells else "coverage"), t.id
+        if aim == "measured":
+            assert {"/".join(c) for c in task_cells(t)} & set(cells[mode]), t.id
+            assert t.provenance.dials["requests"] == 1 and t.provenance.depth == 1, t.id
+    assert synthesized().manifest["counts"]["by_aim"].get("measured", 0) == 0  # no cells in the targets
+    # a reworked candidate keeps the generation and aim it was built for
+    assert all({"generation", "aim"} <= set(t.provenance.dials) for t in [*res.tasks, *synthesized().tasks])
+    assert any("reworks" in t.provenance.dials for t in [*res.tasks, *synthesized().tasks])

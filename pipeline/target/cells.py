@@ -1,0 +1,70 @@
+"""Where the measured failures happened: each mode's failed trials spread over the coverage cells of their tasks.
+
+A mode's rate says how much to synthesize for it; its cells say what to synthesize. A cell is a template,
+a dial and an outcome (`pipeline.synth.coverage`), so the synthesizer can aim new tasks, on its own
+generated world, at the shapes the agent failed in: a plain cancel it keeps getting wrong, a forgotten email
+on a return, a refusal after pushback. Only shapes cross over, never the held-out tasks' entities.
+
+Each failed trial adds weight 1 to its task's cells of every mode the analyzer named (split evenly across
+those cells); a failed trial the analyzer named no mode for adds 1 split across the modes the task's cells
+are tagged with. Weights are normalised to shares per mode.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+from pipeline.dataset.io import read_tasks
+from pipeline.dataset.task import Task
+from pipeline.synth.coverage import task_cells
+from pipeline.synth.taxonomy import TAXONOMY
+
+
+class VerdictsReadError(ValueError):
+    """A verdicts file that cannot be read, or names a task the tasks file lacks; the message names both."""
+
+
+def _cells_by_mode(task: Task) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = defaultdict(list)
+    for cell in sorted(task_cells(task)):
+        for mode in TAXONOMY[cell[0]].modes:
+            out[mode].append("/".join(cell))
+    return out
+
+
+def failure_cells(verdicts: Path, tasks: Path) -> dict[str, dict[str, float]]:
+    """Mode → cell ("template/dial/outcome") → share of that mode's measured failure weight."""
+    by_id = {t.id: t for t in read_tasks(tasks)}
+    weight: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    try:
+        lines = Path(verdicts).read_text().splitlines()
+    except OSError as exc:
+        raise VerdictsReadError(f"{verdicts}: {exc}") from None
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            verdict = row["verdict"]
+            task_id, passed = verdict["task_id"], verdict["passed"]
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise VerdictsReadError(f"{verdicts}:{lineno}: not a verdict row ({exc})") from None
+        if passed:
+            continue
+        task = by_id.get(task_id)
+        if task is None:
+            raise VerdictsReadError(f"{verdicts}:{lineno}: task {task_id!r} is not in {tasks}")
+        cells = _cells_by_mode(task)
+        named = [m for m in (row.get("analysis") or {}).get("modes", []) if m in cells]
+        modes = named or list(cells)
+        for mode in modes:
+            share = (1.0 if named else 1.0 / len(modes)) / len(cells[mode])
+            for cell in cells[mode]:
+                weight[mode][cell] += share
+    out = {}
+    for mode, cells in sorted(weight.items()):
+        total = sum(cells.values())
+        out[mode] = {c: round(w / total, 6) for c, w in sorted(cells.items(), key=lambda kv: (-kv[1], kv[0]))}
+    return out
