@@ -1,8 +1,9 @@
 """`agentloop synthesize`: targeted, evolved, verified tasks and their gold trajectories.
 
 Generation 0 makes every atomic template once. Each later generation spends part of every mode's remaining
-budget on descendants aimed at the cells the coverage tracker has least covered, with the difficulty dials
-the targets set. Every candidate is verified (gold replay, static rules, the oracle solves it, the targeted
+budget on descendants: most aimed at the cells the measurement saw that mode fail in (`Targets.cells`, drawn by
+weight), the rest at the cells the coverage tracker has least covered, with the difficulty dials the targets
+set. Every candidate is verified (gold replay, static rules, the oracle solves it, the targeted
 flaw fails it) and reworked when it fails. Gold trajectories are the oracle's passing runs.
 Only a generated world may be used: training data never comes from the evaluation world.
 """
