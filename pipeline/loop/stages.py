@@ -125,7 +125,7 @@ def write_anchors(world, n: int, seed: int) -> int:
 
     tasks = generate_tasks(world, n, seed=10_000 + seed) if n else []
     gold = run_corpus(world, tasks, OracleAgent(), trials=1, seed=seed, passing_only=True)
-    paths.ANCHORS.write_text("".join(t.model_dump_json() + "\n" for t in gold))
+    paths.ANCHORS.write_text("".join(t.without_timings().model_dump_json() + "\n" for t in gold))
     return len(gold)
 
 

@@ -83,5 +83,23 @@ class Trajectory(Strict):
     def infra_error(self) -> bool:
         return self.termination == "infra_error"
 
+    def without_timings(self) -> Trajectory:
+        """A copy without wall-clock figures (timings, latencies, compute seconds), so that a rerun that acts
+        identically writes identical bytes (DVC then sees no change downstream)."""
+        messages = [
+            m.model_copy(
+                update={"latency_s": None, "usage": m.usage and m.usage.model_copy(update={"compute_s": 0.0})}
+            )
+            for m in self.messages
+        ]
+        return self.model_copy(
+            update={
+                "messages": messages,
+                "timings": Timings(),
+                "agent_usage": self.agent_usage.model_copy(update={"compute_s": 0.0}),
+                "user_usage": self.user_usage.model_copy(update={"compute_s": 0.0}),
+            }
+        )
+
     def tool_calls(self) -> list[ToolCall]:
         return [c for m in self.messages if m.role == "assistant" for c in m.tool_calls]

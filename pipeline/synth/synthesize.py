@@ -280,6 +280,6 @@ def synthesize(
     write_tasks(out_dir / "tasks.jsonl", result.tasks)
     with (out_dir / "trajectories.jsonl").open("w") as fh:
         for traj in result.trajectories:
-            fh.write(traj.model_dump_json() + "\n")
+            fh.write(traj.without_timings().model_dump_json() + "\n")  # a rerun writes the same bytes
     (out_dir / "manifest.json").write_text(json.dumps(result.manifest, indent=2, sort_keys=True) + "\n")
     return result

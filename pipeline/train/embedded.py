@@ -83,8 +83,9 @@ class EmbeddedConfig(BaseModel):
     context_weight: float = Field(default=0.1, ge=0, le=1, description="Loss weight of non-assistant tokens.")
     call_weight: float = Field(default=3.0, gt=0, description="Loss weight of assistant tool calls (text: 1).")
     loop: LoopConfig = Field(
-        default_factory=lambda: LoopConfig(epochs=20, max_steps=6000, learning_rate=3e-3, batch_tokens=4096),
-        description="~22 minutes on 2 cores: the build is kept in git, so `dvc repro` on a fresh clone skips it.",
+        default_factory=lambda: LoopConfig(epochs=20, max_steps=12000, learning_rate=3e-3, batch_tokens=4096),
+        description="~45 minutes on 2 cores (at 6,000 steps plain writes were still garbled; the build is kept in"
+        " git, so `dvc repro` on a fresh clone skips it).",
     )
     codec: CodecConfig = Field(default=EMBEDDED_CODEC, description="Codec the model is trained and evaluated with.")
     threads: int = Field(default=2, ge=1, description="torch CPU threads.")

@@ -141,6 +141,16 @@ def test_writes_outputs(tmp_path):
     assert manifest["tasks"] == len(tasks) and manifest["generations"] <= 2
 
 
+def test_a_rerun_writes_the_same_bytes(tmp_path):
+    """Wall-clock figures stay out of the gold trajectories, so DVC sees a rerun as no change downstream."""
+    for run in ("a", "b"):
+        synthesize(small_world(), targets(20), tmp_path / run, SynthConfig(seed=2, max_generations=2))
+    for name in ("tasks.jsonl", "trajectories.jsonl", "manifest.json"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+    first = Trajectory.model_validate_json((tmp_path / "a" / "trajectories.jsonl").read_text().splitlines()[0])
+    assert first.timings.wall_s == 0 and all(m.latency_s is None for m in first.messages)
+
+
 def test_refuses_the_evaluation_world(tau2_world):
     with pytest.raises(EvalWorldError, match="evaluation world"):
         Synthesizer(tau2_world, targets())
