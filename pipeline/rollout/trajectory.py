@@ -87,9 +87,7 @@ class Trajectory(Strict):
         """A copy without wall-clock figures (timings, latencies, compute seconds), so that a rerun that acts
         identically writes identical bytes (DVC then sees no change downstream)."""
         messages = [
-            m.model_copy(
-                update={"latency_s": None, "usage": m.usage and m.usage.model_copy(update={"compute_s": 0.0})}
-            )
+            m.model_copy(update={"latency_s": None, "usage": m.usage and m.usage.model_copy(update={"compute_s": 0.0})})
             for m in self.messages
         ]
         return self.model_copy(

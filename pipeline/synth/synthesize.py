@@ -2,8 +2,8 @@
 
 Generation 0 makes every atomic template once. Each later generation spends part of every mode's remaining
 budget on descendants: most aimed at the cells the measurement saw that mode fail in (`Targets.cells`, drawn by
-weight), the rest at the cells the coverage tracker has least covered, with the difficulty dials the targets
-set. Every candidate is verified (gold replay, static rules, the oracle solves it, the targeted
+weight; optionally a refusal cell's twin, the same write where the policy allows it), the rest at the cells the
+coverage tracker has least covered, with the difficulty dials the targets set. Every candidate is verified (gold replay, static rules, the oracle solves it, the targeted
 flaw fails it) and reworked when it fails. Gold trajectories are the oracle's passing runs.
 Only a generated world may be used: training data never comes from the evaluation world.
 """
@@ -32,7 +32,7 @@ from pipeline.synth.drafts import Ctx
 from pipeline.synth.evolve import Lineage, apply_dial, descendant, parents_for
 from pipeline.synth.judge import JudgeCascade, JudgeConfig
 from pipeline.synth.rework import Outcome, Reworker
-from pipeline.synth.taxonomy import DIALS, PLAIN, TAXONOMY
+from pipeline.synth.taxonomy import DIALS, PLAIN, TAXONOMY, twin
 from pipeline.synth.verify import Verifier, VerifyConfig
 from pipeline.target.split import Targets
 from pipeline.world.retail.state import RetailWorld
@@ -71,6 +71,14 @@ class SynthConfig(BaseModel):
         description="Share of each mode's descendants aimed at the cells where the measurement saw that mode fail"
         " (drawn by failure weight, `Targets.cells`); the rest, and all when the targets carry no cells, go to the"
         " least-covered cells.",
+    )
+    twin_share: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="Share of the descendants aimed at a measured refusal cell made instead as its twin (the same"
+        " write where the policy allows it, same dial; `taxonomy.twin`), so that training on refusals does not"
+        " teach refusing whatever looks alike.",
     )
     dials: list[str] | None = Field(
         default=None,
@@ -115,7 +123,7 @@ class Synthesizer:
         self.outcomes: list[Outcome] = []
         self.generation = 0
         self._n = 0
-        self._aim = "atomic"  # what the next candidate is aimed at: atomic, measured (cells) or coverage
+        self._aim = "atomic"  # what the next candidate is aimed at: atomic, measured (cells), twin or coverage
 
     def need(self, mode: str) -> int:
         made = sum(1 for x in self.lineages if x.spec.mode == mode)
@@ -153,9 +161,13 @@ class Synthesizer:
         if measured and self.rng.random() < self.config.measured_share:
             for _ in range(8):
                 template, dial, _ = self.rng.choices(list(measured), weights=list(measured.values()), k=1)[0].split("/")
+                aim = "measured"
+                if self.config.twin_share and twin(template) and self.rng.random() < self.config.twin_share:
+                    template, aim = twin(template), "twin"
+                    dial = dial if dial in TAXONOMY[template].dials() else PLAIN
                 child = self._measured_child(template, dial, mode)
                 if child is not None:
-                    self._aim = "measured"
+                    self._aim = aim
                     return child
         dials = {d: p for d, p in self.targets.modes[mode].dials.items() if allowed is None or d in allowed}
         for _ in range(8):

@@ -84,6 +84,17 @@ assert set(TAXONOMY) == set(TEMPLATES), "every atomic template needs a taxonomy 
 assert {s.tool for s in TAXONOMY.values() if s.outcome == "done"} == set(WRITE_TOOLS), "every write needs a template"
 
 
+def twin(template: str) -> str | None:
+    """A refusal's twin: the template making the same write where the policy allows it (None for a write).
+
+    Trained beside the refusal, it shows what makes the refusal right (the status, the balance, the owner), so
+    a model taught to refuse does not refuse every request that looks alike."""
+    spec = TAXONOMY[template]
+    if spec.outcome != "refused":
+        return None
+    return next(n for n, s in TAXONOMY.items() if s.outcome == "done" and s.tool == spec.tool)
+
+
 def templates_for(mode: str, outcome: str | None = None) -> list[str]:
     """Templates tagged with `mode` (and of `outcome`, if given), in taxonomy order."""
     return [n for n, s in TAXONOMY.items() if mode in s.modes and (outcome is None or s.outcome == outcome)]

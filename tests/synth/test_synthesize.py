@@ -15,7 +15,7 @@ from pipeline.rollout.runner import run_episode
 from pipeline.rollout.trajectory import Trajectory
 from pipeline.synth.coverage import task_cells
 from pipeline.synth.synthesize import EvalWorldError, SynthConfig, Synthesizer, synthesize
-from pipeline.synth.taxonomy import TAXONOMY
+from pipeline.synth.taxonomy import TAXONOMY, twin
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.retail.replay import replay_gold
 from tests.agents.scripted_helpers import small_world, unsupported_write_values
@@ -211,3 +211,18 @@ def test_descendants_aim_at_the_cells_the_measurement_failed_in():
     # a reworked candidate keeps the generation and aim it was built for
     assert all({"generation", "aim"} <= set(t.provenance.dials) for t in [*res.tasks, *synthesized().tasks])
     assert any("reworks" in t.provenance.dials for t in [*res.tasks, *synthesized().tasks])
+
+
+def test_twins_make_the_refused_write_where_the_policy_allows_it():
+    cells = {"misread": {"gift_card_short/plain/refused": 0.5, "cancel_wrong_status/pushback/refused": 0.5}}
+    aimed = targets().model_copy(update={"cells": cells})
+    res = Synthesizer(small_world(), aimed, SynthConfig(seed=0, measured_share=1.0, twin_share=0.5)).run()
+    by_aim = res.manifest["counts"]["by_aim"]
+    assert by_aim["twin"] > 0 and by_aim["measured"] > 0
+    twins = [t for t in res.tasks if t.provenance.dials["aim"] == "twin"]
+    assert {t.id.rsplit("-", 1)[1] for t in twins} <= {"modify_payment", "cancel"}
+    for t in twins:  # the write the refusal cell refused, carried out: the policy allows it here
+        assert t.user_script.requests[0].expect == "done", t.id
+        assert t.gold_actions[-1].name in ("modify_pending_order_payment", "cancel_pending_order"), t.id
+    assert twin("gift_card_short") == "modify_payment" and twin("return_wrong_status") == "return"
+    assert twin("cancel") is None
