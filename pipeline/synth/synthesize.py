@@ -3,8 +3,9 @@
 Generation 0 makes every atomic template once. Each later generation spends part of every mode's remaining
 budget on descendants: most aimed at the cells the measurement saw that mode fail in (`Targets.cells`, drawn by
 weight; optionally a refusal cell's twin, the same write where the policy allows it), the rest at the cells the
-coverage tracker has least covered, with the difficulty dials the targets set. Every candidate is verified (gold replay, static rules, the oracle solves it, the targeted
-flaw fails it) and reworked when it fails. Gold trajectories are the oracle's passing runs.
+coverage tracker has least covered, with the difficulty dials the targets set. Every candidate is verified
+(gold replay, static rules, the oracle solves it, the targeted flaw fails it) and reworked when it fails. Gold
+trajectories are the oracle's passing runs.
 Only a generated world may be used: training data never comes from the evaluation world.
 """
 
