@@ -4,7 +4,8 @@ Each actor receives the world, the agent (its model), the user simulator and the
 and then runs one trial per call: the episode, retries of infrastructure errors, and the verdict. At most
 `workers × in_flight_per_worker` calls are outstanding (finished results wait in a reorder buffer only until
 the trials before them are done), so no task count floods the cluster. A worker
-that dies (OOM, a killed process, a lost node) is replaced and its trials run again; a trial that keeps
+that dies (OOM, a killed process, a lost node) is replaced and its trials run again, each alone on an idle
+worker (a death takes down every trial in flight on the worker, not only its cause); a trial that keeps
 killing its worker is reported with an infra_error verdict and left out of the metrics, never scored as a
 failure. Results come back in (task, trial) order whatever order they finish in, so the files and metrics a
 run writes are the same as with the serial executor.
@@ -135,6 +136,9 @@ class RayExecutor:
             return actor
 
         load: dict[Any, int] = {spawn(): 0 for _ in range(self._n_workers(ray, len(items)))}
+        # A dead worker takes every trial in flight on it down, not only the one that killed it: a trial that
+        # was in flight at a death reruns alone on an idle worker, so that a second death is its own.
+        alone: set[Any] = set()
         in_flight: dict[Any, tuple[Any, _Item]] = {}
         done: dict[int, TrialResult] = {}
 
@@ -143,6 +147,7 @@ class RayExecutor:
             if actor in load:
                 log.warning("worker lost while running task %s trial %d: %s", item.task.id, item.trial, exc)
                 del load[actor]
+                alone.discard(actor)
                 ray.kill(actor, no_restart=True)
                 load[spawn()] = 0
             item.losses += 1
@@ -156,9 +161,16 @@ class RayExecutor:
         try:
             while items or in_flight:
                 while items:
-                    actor = min(load, key=load.__getitem__)
-                    if load[actor] >= self.in_flight_per_worker:
-                        break
+                    shared_ok = [a for a in load if a not in alone]
+                    if items[0].losses:  # a suspect: only on an idle worker, and nothing else beside it
+                        actor = next((a for a in shared_ok if load[a] == 0), None)
+                        if actor is None:
+                            break
+                        alone.add(actor)
+                    else:
+                        actor = min(shared_ok, key=load.__getitem__, default=None)
+                        if actor is None or load[actor] >= self.in_flight_per_worker:
+                            break
                     item = items.popleft()
                     in_flight[actor.run.remote(item.task, item.trial)] = (actor, item)
                     load[actor] += 1
@@ -169,6 +181,8 @@ class RayExecutor:
                     try:
                         done[item.index] = ray.get(ref)
                         load[actor] -= 1
+                        if item.losses:
+                            alone.discard(actor)
                     except RayTaskError as exc:
                         cause = exc.as_instanceof_cause()
                         if not isinstance(cause, lost_errors):

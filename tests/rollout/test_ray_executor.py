@@ -86,6 +86,17 @@ def test_a_trial_that_keeps_killing_workers_is_reported_and_left_out(ray_cluster
     assert len(others) == 5 and all(r.verdict.passed and not r.verdict.infra_error for r in others)
 
 
+def test_trials_that_only_shared_a_dying_worker_are_not_given_up(ray_cluster, world, tasks, tmp_path):
+    """One worker, three trials in flight on it: each death takes the others down too, but they rerun alone."""
+    target = (tasks[1].id, 0)
+    agent = KillWorkerAgent(target, tmp_path, times=10)
+    executor = RayExecutor(workers=1, in_flight_per_worker=3, worker_losses=1)
+    results = list(executor.run(world, tasks[:3], agent, ScriptedUser(), trials=2))
+    assert len(list(tmp_path.glob("kill-*"))) == 2
+    assert [(r.task.id, r.trial) for r in results if r.verdict.infra_error] == [target]
+    assert all(r.verdict.passed for r in results if (r.task.id, r.trial) != target)
+
+
 def test_infrastructure_errors_are_retried_in_the_worker(ray_cluster, world, tasks):
     results = list(RayExecutor(workers=2, retries=1).run(world, tasks[:3], FlakyAgent(), ScriptedUser(), trials=2))
     assert [r.attempts for r in results] == [2] * 6
