@@ -162,9 +162,9 @@ class Synthesizer:
         if measured and self.rng.random() < self.config.measured_share:
             for _ in range(8):
                 template, dial, _ = self.rng.choices(list(measured), weights=list(measured.values()), k=1)[0].split("/")
-                aim = "measured"
-                if self.config.twin_share and twin(template) and self.rng.random() < self.config.twin_share:
-                    template, aim = twin(template), "twin"
+                aim, other = "measured", twin(template)
+                if other and self.config.twin_share and self.rng.random() < self.config.twin_share:
+                    template, aim = other, "twin"
                     dial = dial if dial in TAXONOMY[template].dials() else PLAIN
                 child = self._measured_child(template, dial, mode)
                 if child is not None:
