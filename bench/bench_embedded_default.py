@@ -227,6 +227,7 @@ def main() -> None:
             )
             ckpt = out / f"sft-{tag}"
             result, seconds[f"sft_{tag}"] = timed(run_sft, params, ckpt)
+            shutil.rmtree(out / f"run-{tag}", ignore_errors=True)  # measured with the weights just replaced
             sft_info[tag] = {
                 "examples": result.examples,
                 "steps": result.steps,

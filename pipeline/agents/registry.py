@@ -14,6 +14,9 @@ scripted                                same as oracle
 
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
+
 from pipeline.rollout.protocols import Agent
 
 DEFAULT_FLAW_RATE = 0.2
@@ -79,6 +82,28 @@ def make_agent(spec: str) -> Agent:
     raise UnknownAgentError(
         f"unknown agent {spec!r}: expected oracle, flawed[:mode=rate,...], hf:PATH, openai:MODEL or vllm:PATH"
     )
+
+
+def checkpoint_digest(spec: str) -> str | None:
+    """sha256 over the files of the local checkpoint directory an hf:/vllm: spec loads; None for other agents.
+
+    The spec names a path, not weights: a checkpoint retrained in place keeps its spec, so whatever must tell two
+    agents apart (a run journal deciding whether to resume) needs this too. Reads every file once.
+    """
+    kind, _, body = spec.partition(":")
+    if kind not in ("hf", "vllm") or not body:
+        return None
+    root = Path(body.partition(",")[0])
+    if not root.is_dir():
+        return None  # vllm:MODEL names a hub model; a missing hf: path fails where the agent is made
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        name = path.relative_to(root).as_posix().encode()
+        digest.update(len(name).to_bytes(8, "big") + name + path.stat().st_size.to_bytes(8, "big"))
+        with path.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(chunk)
+    return digest.hexdigest()
 
 
 def _sampling(spec: str, model: type, settings: dict[str, float]):

@@ -22,7 +22,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pipeline.agents.registry import make_agent
+from pipeline.agents.registry import checkpoint_digest, make_agent
 from pipeline.dataset.io import read_tasks
 from pipeline.grading.failure_modes import analyze
 from pipeline.metrics.buckets import bucket_of
@@ -65,7 +65,11 @@ class MeasureConfig(BaseModel):
         """What decides the trials' results; a journal is resumed only under the same fingerprint."""
         keep = {"world", "agent", "user", "judge", "trials", "seed", "limits"}
         return sha256_json(
-            {**self.model_dump(mode="json", include=keep), "tasks": [t.model_dump(mode="json") for t in tasks]}
+            {
+                **self.model_dump(mode="json", include=keep),
+                "checkpoint": checkpoint_digest(self.agent),  # a checkpoint retrained in place is another agent
+                "tasks": [t.model_dump(mode="json") for t in tasks],
+            }
         )[:16]
 
 

@@ -139,3 +139,35 @@ def test_measure_killed_with_sigkill_resumes_to_the_same_metrics(world, tmp_path
     assert keys == [(t.id, k) for t in task_list for k in range(trials)]  # none lost, none twice
     records = journal.read_bytes().count(b"\n") - 1
     assert records == total  # the resumed run ran only the trials the killed one had not journaled
+
+
+def test_a_checkpoint_retrained_in_place_is_another_run(tasks, tmp_path):
+    """The spec names a path; a journal measured with the old weights there must not be resumed with the new."""
+    from pipeline.agents.codec import CodecConfig
+    from pipeline.train.model import CheckpointMeta, ModelConfig, build_model, save_checkpoint
+    from pipeline.train.tokenizer import TokenizerConfig, build_corpus, train_tokenizer
+
+    tiny = ModelConfig(hidden_size=32, intermediate_size=64, num_layers=1, num_heads=2, max_position_embeddings=512)
+    codec = CodecConfig(system="compact", tool_results="compact")
+    tokenizer = train_tokenizer(build_corpus(load_world(WORLD), 10), TokenizerConfig(vocab_size=512))
+    ckpt = tmp_path / "ckpt"
+
+    def train(step: float) -> None:  # stands in for a training run: same files, other weights
+        import torch
+
+        model = build_model(tiny, tokenizer)
+        with torch.no_grad():
+            next(model.parameters()).add_(step)
+        save_checkpoint(ckpt, model, tokenizer, CheckpointMeta.for_codec(codec, model=tiny))
+
+    path = tmp_path / "tasks.jsonl"
+    write_tasks(path, tasks[:2])
+    cfg = MeasureConfig(world=WORLD, tasks=path, agent=f"hf:{ckpt},max_new_tokens=8", trials=1, resamples=100)
+    train(0.0)
+    measure(cfg, tmp_path / "run")
+    journal = (tmp_path / "run" / "journal.jsonl").read_bytes()
+    measure(cfg, tmp_path / "run")
+    assert (tmp_path / "run" / "journal.jsonl").read_bytes() == journal  # same weights: resumed, nothing rerun
+    train(0.5)  # retrained in place: same spec, other weights
+    with pytest.raises(ResumeMismatchError, match="holds another run"):
+        measure(cfg, tmp_path / "run")
