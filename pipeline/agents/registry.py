@@ -99,10 +99,8 @@ def checkpoint_digest(spec: str) -> str | None:
     digest = hashlib.sha256()
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
         name = path.relative_to(root).as_posix().encode()
-        digest.update(len(name).to_bytes(8, "big") + name + path.stat().st_size.to_bytes(8, "big"))
         with path.open("rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(chunk)
+            digest.update(len(name).to_bytes(8, "big") + name + hashlib.file_digest(fh, "sha256").digest())
     return digest.hexdigest()
 
 
