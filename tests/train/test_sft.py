@@ -90,3 +90,61 @@ def test_reads_bare_and_curated_rows_and_names_a_bad_line(tmp_path):
     assert read_trajectories(bare) == read_trajectories(curated) == [traj]
     with pytest.raises(ValueError, match=r"bad.jsonl:2: not a trajectory"):
         read_trajectories(bad)
+
+
+@pytest.mark.slow  # imports TRL
+def test_labelled_loss_equals_trls_loss_and_micro_batches_take_the_same_steps(tmp_path):
+    import torch
+    from datasets import Dataset
+    from trl import SFTConfig, SFTTrainer
+
+    from pipeline.train.labelled_loss import LabelledLossSFTTrainer
+    from pipeline.train.model import load_checkpoint
+
+    ckpt = load_checkpoint(tiny_checkpoint(tmp_path / "base"))
+    columns = encode_for_sft(list(gold()[:3]), ckpt.tokenizer, COMPACT)
+    args = SFTConfig(output_dir=str(tmp_path / "scratch"), use_cpu=True, report_to=[], max_length=4096)
+    losses = []
+    for cls in (SFTTrainer, LabelledLossSFTTrainer):
+        trainer = cls(model=ckpt.model, args=args, train_dataset=Dataset.from_dict(columns))
+        batch = trainer.data_collator([trainer.train_dataset[i] for i in range(3)])  # padded: lengths differ
+        assert (batch["attention_mask"] == 0).any()
+        with torch.no_grad():
+            losses.append(trainer.compute_loss(ckpt.model, dict(batch)).item())
+    assert losses[1] == pytest.approx(losses[0], rel=1e-5)
+
+    data = write_jsonl(tmp_path / "data.jsonl", gold()[:8])
+    common = dict(base=tmp_path / "base", data=[data], epochs=1, batch_size=4, threads=1, logging_steps=1)
+    whole = run_sft(SFTParams(**common, micro_batch_size=4), tmp_path / "whole")
+    micro = run_sft(SFTParams(**common, micro_batch_size=1), tmp_path / "micro")
+    assert whole.steps == micro.steps == 2
+    assert micro.losses == pytest.approx(whole.losses, rel=1e-3)
+    with pytest.raises(ValueError, match="micro_batch_size 3 must divide batch_size 4"):
+        SFTParams(**{**common, "micro_batch_size": 3})
+
+
+@pytest.mark.slow  # imports TRL and peft
+def test_lora_sft_trains_the_adapter_and_saves_merged_plain_weights(tmp_path):
+    import torch
+
+    from pipeline.train.model import load_checkpoint
+    from pipeline.train.sft import LoraParams
+
+    base = tiny_checkpoint(tmp_path / "base")
+    data = write_jsonl(tmp_path / "data.jsonl", gold()[:4])
+    params = SFTParams(
+        base=base,
+        data=[data],
+        epochs=4,
+        learning_rate=5e-2,
+        batch_size=2,
+        threads=1,
+        logging_steps=1,
+        lora=LoraParams(enabled=True, r=4, alpha=8),
+    )
+    result = run_sft(params, tmp_path / "lora")
+    assert result.last_loss < result.first_loss, result.losses
+    before, after = load_checkpoint(base).model.state_dict(), load_checkpoint(tmp_path / "lora").model.state_dict()
+    assert before.keys() == after.keys()  # merged: no adapter tensors left, loads as the plain architecture
+    changed = [k for k in before if not torch.equal(before[k], after[k])]
+    assert changed and all("proj" in k for k in changed)  # only the adapted projections moved
