@@ -28,13 +28,12 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
-import platform
 import shutil
 import time
 from pathlib import Path
 
 import torch
+from machine import torch_machine, write_results
 
 from pipeline.agents.scripted import OracleAgent
 from pipeline.dataset.io import write_tasks
@@ -276,14 +275,10 @@ def main() -> None:
             "lr": args.lr,
             "seeds": args.seeds,
             "synthesize": loop.synthesize.config.model_dump(mode="json", exclude={"verify", "judge"}),
-            "torch_threads": torch.get_num_threads(),
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "torch": torch.__version__,
+            **torch_machine(),
         },
     }
-    args.results.parent.mkdir(parents=True, exist_ok=True)
-    args.results.write_text(json.dumps(report, indent=2) + "\n")
+    write_results(args.results, report)
     print(json.dumps({"table": results, "bar": bar, "seconds": report["seconds"]}, indent=2))
 
 

@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
 import time
 from pathlib import Path
 
-import torch
+from machine import torch_machine, write_results
 
 from pipeline.agents.hf import HFAgent
 from pipeline.dataset.io import read_tasks
@@ -79,14 +77,10 @@ def main() -> None:
         "setup": {
             "checkpoint": str(args.checkpoint),
             "rounds": args.rounds,
-            "torch_threads": torch.get_num_threads(),
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "torch": torch.__version__,
+            **torch_machine(),
         },
     }
-    args.results.parent.mkdir(parents=True, exist_ok=True)
-    args.results.write_text(json.dumps(report, indent=2) + "\n")
+    write_results(args.results, report)
     print(json.dumps(report, indent=2))
 
 

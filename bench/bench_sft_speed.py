@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
-import torch
+from machine import torch_machine, write_results
 
 from pipeline.loop import paths
 from pipeline.train.sft import SFTParams, load_data, run_sft
@@ -97,14 +95,10 @@ def main() -> None:
         "setup": {
             "checkpoint": str(args.checkpoint),
             "rounds": args.rounds,
-            "torch_threads": torch.get_num_threads(),
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "torch": torch.__version__,
+            **torch_machine(),
         },
     }
-    args.results.parent.mkdir(parents=True, exist_ok=True)
-    args.results.write_text(json.dumps(report, indent=2) + "\n")
+    write_results(args.results, report)
     print(json.dumps({k: v for k, v in report.items() if k not in ("losses", "seconds")}, indent=2))
 
 
