@@ -1,0 +1,90 @@
+"""How exactly the planted copy circuit copies an id before any training, for a few circuit shapes.
+
+The embedded default copies ids with a planted induction head (`pipeline.train.induction`) whose match key is
+the last `offsets` tokens. Each case is a listing of ten `item <10-digit id> | price ...` lines and then
+`I will use item ` plus the first three digits of one of them; the case passes when greedy decoding writes the
+other seven digits. `random` ids are uniform; `run of 4` ids hold four equal digits in a row (`0877779...`),
+which a three-token key cannot follow (`7 7 7` occurs twice). Untrained weights outside the circuit add noise,
+so the numbers are a floor for what training starts from, not what a trained model does.
+
+    python bench/bench_copy_circuit.py [--cases 100] [--results bench/results/copy_circuit.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+from pathlib import Path
+
+import torch
+from machine import torch_machine, write_results
+from transformers import AutoTokenizer
+
+from pipeline.train.induction import COPY_ROPE, plant_copy_circuit
+from pipeline.train.model import ModelConfig, build_model
+
+ROOT = Path(__file__).resolve().parents[1]
+SHAPES = [  # (hidden, heads, offsets, code): the default, and a 4-token key (which needs offsets + 1 heads)
+    (128, 4, 3, 8),
+    (160, 5, 3, 8),
+    (160, 5, 4, 6),
+]
+
+
+def make_cases(n: int, run: bool, seed: int) -> list[tuple[str, str]]:
+    rng = random.Random(seed)
+
+    def an_id(with_run: bool) -> str:
+        digits = [rng.choice("0123456789") for _ in range(10)]
+        if with_run:
+            i = rng.randrange(1, 6)
+            digits[i : i + 4] = [rng.choice("0123456789")] * 4
+        return "".join(digits)
+
+    cases = []
+    for _ in range(n):
+        target = an_id(run)
+        lines = [f"item {an_id(False)} | price {rng.randint(10, 999)}.{rng.randint(10, 99)}" for _ in range(9)]
+        lines.insert(rng.randrange(10), f"item {target} | price 12.34")
+        cases.append(("\n".join(lines) + f"\nI will use item {target[:3]}", target[3:]))
+    return cases
+
+
+@torch.no_grad()
+def exact_copies(model, tok, cases) -> float:
+    ok = 0
+    for prompt, rest in cases:
+        ids = tok(prompt, return_tensors="pt")["input_ids"]
+        out = model.generate(ids, max_new_tokens=len(rest), do_sample=False)
+        ok += tok.decode(out[0, ids.shape[1] :]).replace(" ", "").startswith(rest)
+    return round(ok / len(cases), 4)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tokenizer", type=Path, default=ROOT / "models" / "embedded")
+    ap.add_argument("--cases", type=int, default=100)
+    ap.add_argument("--results", type=Path, default=ROOT / "bench" / "results" / "copy_circuit.json")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    tok = AutoTokenizer.from_pretrained(args.tokenizer)
+    cases = {"random": make_cases(args.cases, False, seed=0), "run of 4": make_cases(args.cases, True, seed=1)}
+    rows = []
+    for hidden, heads, offsets, code in SHAPES:
+        config = ModelConfig(hidden_size=hidden, num_heads=heads, max_position_embeddings=8192, rope_scaling=COPY_ROPE)
+        model = build_model(config, tok)
+        with torch.no_grad():
+            plant_copy_circuit(model, tok, offsets=offsets, code=code)
+        model.eval()
+        t = time.perf_counter()
+        row = {"hidden": hidden, "heads": heads, "offsets": offsets, "code": code}
+        row.update({name: exact_copies(model, tok, cs) for name, cs in cases.items()})
+        row["seconds"] = round(time.perf_counter() - t, 1)
+        rows.append(row)
+        print(row, flush=True)
+    write_results(args.results, {"cases_per_kind": args.cases, "shapes": rows, "machine": torch_machine()})
+
+
+if __name__ == "__main__":
+    main()
