@@ -1,11 +1,13 @@
 """How exactly the planted copy circuit copies an id before any training, for a few circuit shapes.
 
 The embedded default copies ids with a planted induction head (`pipeline.train.induction`) whose match key is
-the last `offsets` tokens. Each case is a listing of ten `item <10-digit id> | price ...` lines and then
-`I will use item ` plus the first three digits of one of them; the case passes when greedy decoding writes the
-other seven digits. `random` ids are uniform; `run of 4` ids hold four equal digits in a row (`0877779...`),
-which a three-token key cannot follow (`7 7 7` occurs twice). Untrained weights outside the circuit add noise,
-so the numbers are a floor for what training starts from, not what a trained model does.
+the last `offsets` tokens. An id case is a listing of ten `item <10-digit id> | price ...` lines and then
+`I will use item ` plus the first three digits of one of them; it passes when greedy decoding writes the other
+seven digits. `random` ids are uniform; `run of 4` ids hold four equal digits in a row (`0877779...`), which a
+three-token key cannot follow (`7 7 7` occurs twice). A word case lists ten customers of the evaluation world
+(`email: ... | zip ...` or `user_id: ...`), then `My email is` plus the first three tokens of one; it passes
+when the rest comes out token for token. Untrained weights outside the circuit add noise, so the numbers are a
+floor for what training starts from, not what a trained model does.
 
     python bench/bench_copy_circuit.py [--cases 100] [--results bench/results/copy_circuit.json]
 """
@@ -23,6 +25,7 @@ from transformers import AutoTokenizer
 
 from pipeline.train.induction import COPY_ROPE, plant_copy_circuit
 from pipeline.train.model import ModelConfig, build_model
+from pipeline.world.registry import load_world
 
 ROOT = Path(__file__).resolve().parents[1]
 SHAPES = [  # (hidden, heads, offsets, code): the default, and a 4-token key (which needs offsets + 1 heads)
@@ -51,13 +54,32 @@ def make_cases(n: int, run: bool, seed: int) -> list[tuple[str, str]]:
     return cases
 
 
+def id_cases(tok, n: int, run: bool, seed: int) -> list[tuple[list[int], list[int]]]:
+    return [(tok(prompt)["input_ids"], tok(rest)["input_ids"]) for prompt, rest in make_cases(n, run, seed)]
+
+
+def word_cases(tok, field: str, n: int, seed: int) -> list[tuple[list[int], list[int]]]:
+    """Ten customers' `field` lines, then `My <field> is` and one value's first three tokens → its other tokens."""
+    rng = random.Random(seed)
+    users = list(load_world("gen-101").db.users.values())
+    cases = []
+    for _ in range(n):
+        chosen = rng.sample(users, 10)
+        target = getattr(chosen[0], field)
+        rng.shuffle(chosen)
+        lines = [f"{field}: {getattr(u, field)} | zip {u.address.zip}" for u in chosen]
+        value = tok(" " + target)["input_ids"]
+        cases.append((tok("\n".join(lines) + f"\nMy {field} is")["input_ids"] + value[:3], value[3:]))
+    return cases
+
+
 @torch.no_grad()
-def exact_copies(model, tok, cases) -> float:
+def exact_copies(model, cases) -> float:
     ok = 0
     for prompt, rest in cases:
-        ids = tok(prompt, return_tensors="pt")["input_ids"]
+        ids = torch.tensor([prompt])
         out = model.generate(ids, max_new_tokens=len(rest), do_sample=False)
-        ok += tok.decode(out[0, ids.shape[1] :]).replace(" ", "").startswith(rest)
+        ok += out[0, ids.shape[1] :].tolist() == rest
     return round(ok / len(cases), 4)
 
 
@@ -69,7 +91,12 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(1)
     tok = AutoTokenizer.from_pretrained(args.tokenizer)
-    cases = {"random": make_cases(args.cases, False, seed=0), "run of 4": make_cases(args.cases, True, seed=1)}
+    cases = {
+        "random id": id_cases(tok, args.cases, False, seed=0),
+        "id with a run of 4": id_cases(tok, args.cases, True, seed=1),
+        "email": word_cases(tok, "email", args.cases, seed=2),
+        "user_id": word_cases(tok, "user_id", args.cases, seed=3),
+    }
     rows = []
     for hidden, heads, offsets, code in SHAPES:
         config = ModelConfig(hidden_size=hidden, num_heads=heads, max_position_embeddings=8192, rope_scaling=COPY_ROPE)
@@ -79,7 +106,7 @@ def main() -> None:
         model.eval()
         t = time.perf_counter()
         row = {"hidden": hidden, "heads": heads, "offsets": offsets, "code": code}
-        row.update({name: exact_copies(model, tok, cs) for name, cs in cases.items()})
+        row.update({name: exact_copies(model, cs) for name, cs in cases.items()})
         row["seconds"] = round(time.perf_counter() - t, 1)
         rows.append(row)
         print(row, flush=True)
