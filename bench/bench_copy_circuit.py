@@ -35,7 +35,8 @@ SHAPES = [  # (hidden, heads, offsets, code): the default, and a 4-token key (wh
 ]
 
 
-def make_cases(n: int, run: bool, seed: int) -> list[tuple[str, str]]:
+def id_cases(tok, n: int, run: bool, seed: int) -> list[tuple[list[int], list[int]]]:
+    """Ten `item <id>` lines, then `I will use item ` and one id's first three digits → its other seven."""
     rng = random.Random(seed)
 
     def an_id(with_run: bool) -> str:
@@ -50,12 +51,9 @@ def make_cases(n: int, run: bool, seed: int) -> list[tuple[str, str]]:
         target = an_id(run)
         lines = [f"item {an_id(False)} | price {rng.randint(10, 999)}.{rng.randint(10, 99)}" for _ in range(9)]
         lines.insert(rng.randrange(10), f"item {target} | price 12.34")
-        cases.append(("\n".join(lines) + f"\nI will use item {target[:3]}", target[3:]))
+        prompt = "\n".join(lines) + f"\nI will use item {target[:3]}"
+        cases.append((tok(prompt)["input_ids"], tok(target[3:])["input_ids"]))
     return cases
-
-
-def id_cases(tok, n: int, run: bool, seed: int) -> list[tuple[list[int], list[int]]]:
-    return [(tok(prompt)["input_ids"], tok(rest)["input_ids"]) for prompt, rest in make_cases(n, run, seed)]
 
 
 def word_cases(tok, field: str, n: int, seed: int) -> list[tuple[list[int], list[int]]]:

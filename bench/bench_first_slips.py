@@ -9,7 +9,7 @@ The first of these, in message order, names the trial:
 - copy slip: a tool answers that a value is not found / not a variant, or cannot parse the call's arguments;
 - garbled reply: the customer answers "not sure what you mean", or the reply carries tool-call markup;
 - write the world rejected: any other tool error (an order in the wrong status, a short gift card, ...);
-- refused, no slip before: no write attempted and the agent says it cannot do it;
+- refused, no slip before: no write attempted and an assistant message refuses (the grader's `refuses`);
 - wrote, wrong outcome: a write went through, and the end state is still not the gold one.
 
     python bench/bench_first_slips.py runs/baseline runs/candidate [--results bench/results/first_slips.json]
@@ -24,6 +24,9 @@ from pathlib import Path
 
 from machine import write_results
 
+from pipeline.gate.load import read_trajectories
+from pipeline.grading.utterances import refuses
+from pipeline.rollout.trajectory import Message
 from pipeline.world.retail.tools import WRITE_TOOLS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,22 +41,21 @@ KINDS = (
 )
 
 
-def first_slip(messages: list[dict]) -> str:
+def first_slip(messages: list[Message]) -> str:
     for m in messages:
-        text = m.get("content") or ""
-        if m["role"] == "tool" and any(x in text for x in COPY_SLIP):
+        text = m.content or ""
+        if m.role == "tool" and any(x in text for x in COPY_SLIP):
             return "copy slip"
-        if m["role"] == "tool" and text.startswith("Error"):
+        if m.role == "tool" and text.startswith("Error"):
             return "write the world rejected"
-        if m["role"] == "user" and "not sure what you mean" in text:
+        if m.role == "user" and "not sure what you mean" in text:
             return "garbled reply"
-        if m["role"] == "assistant" and ("tool_call" in text or '"arguments"' in text):
+        if m.role == "assistant" and ("tool_call" in text or '"arguments"' in text):
             return "garbled reply"
-    calls = {c["name"] for m in messages if m["role"] == "assistant" for c in (m.get("tool_calls") or [])}
-    said = " ".join(m.get("content") or "" for m in messages if m["role"] == "assistant")
-    if calls & set(WRITE_TOOLS):
+    said = [m for m in messages if m.role == "assistant"]
+    if any(c.name in WRITE_TOOLS for m in said for c in m.tool_calls):
         return "wrote, wrong outcome"
-    if "cannot do that" in said or "can't do that" in said:
+    if any(refuses(m.content or "") for m in said):
         return "refused, no slip before"
     return "other"
 
@@ -65,13 +67,12 @@ def run_slips(run: Path) -> dict:
         passed[(v["task_id"], v["trial"])] = v["passed"]
     kinds: Counter[str] = Counter()
     by_template: dict[str, Counter[str]] = {}
-    for line in (run / "trajectories.jsonl").read_text().splitlines():
-        traj = json.loads(line)
-        if passed[(traj["task_id"], traj["trial"])]:
+    for traj in read_trajectories(run)[0]:
+        if passed[(traj.task_id, traj.trial)]:
             continue
-        kind = first_slip(traj["messages"])
+        kind = first_slip(traj.messages)
         kinds[kind] += 1
-        by_template.setdefault(traj["task_id"].rsplit("-", 1)[-1], Counter())[kind] += 1
+        by_template.setdefault(traj.task_id.rsplit("-", 1)[-1], Counter())[kind] += 1
     return {
         "failed_trials": sum(kinds.values()),
         "first_slip": {k: kinds[k] for k in KINDS},
