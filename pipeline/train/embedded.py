@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from pipeline.agents.codec import CodecConfig
 from pipeline.synth.templates import DEFAULT_CYCLE, generate_tasks
@@ -68,6 +68,15 @@ class EmbeddedConfig(BaseModel):
         " circuit needs COPY_ROPE.",
     )
     copy_circuit: bool = Field(default=True, description="Plant the copy circuit at initialisation.")
+    copy_offsets: int = Field(
+        default=4,
+        ge=1,
+        description="Tokens the planted copy head matches on (one layer-0 head each; at most model.num_heads):"
+        " four copy ids with repeated digits that three slip on (bench/bench_copy_circuit.py).",
+    )
+    copy_code: int = Field(
+        default=6, ge=2, description="Width of each token's code in the copy circuit (offsets x code <= head_dim)."
+    )
     warmup: WarmupConfig | None = Field(
         default=None,
         description="Synthetic copy warm-up before the corpus; None = none (the planted copy circuit makes it"
@@ -84,11 +93,27 @@ class EmbeddedConfig(BaseModel):
     call_weight: float = Field(default=3.0, gt=0, description="Loss weight of assistant tool calls (text: 1).")
     loop: LoopConfig = Field(
         default_factory=lambda: LoopConfig(epochs=20, max_steps=12000, learning_rate=3e-3, batch_tokens=4096),
-        description="~45 minutes on 2 cores (at 6,000 steps plain writes were still garbled; the build is kept in"
-        " git, so `dvc repro` on a fresh clone skips it).",
+        description="About an hour on 2 cores (at 6,000 steps plain writes were still garbled; the build is kept"
+        " in git, so `dvc repro` on a fresh clone skips it).",
     )
     codec: CodecConfig = Field(default=EMBEDDED_CODEC, description="Codec the model is trained and evaluated with.")
     threads: int = Field(default=2, ge=1, description="torch CPU threads.")
+
+    @model_validator(mode="after")
+    def _circuit_fits(self) -> EmbeddedConfig:
+        """Refuse a copy circuit the model shape cannot hold before spending the corpus and the build on it."""
+        if self.copy_circuit and self.copy_offsets > self.model.num_heads:
+            raise ValueError(
+                f"copy_offsets ({self.copy_offsets}) needs a layer-0 head per offset, but model.num_heads is"
+                f" {self.model.num_heads}"
+            )
+        head_dim = self.model.hidden_size // self.model.num_heads
+        if self.copy_circuit and self.copy_offsets * self.copy_code > head_dim:
+            raise ValueError(
+                f"copy_offsets x copy_code ({self.copy_offsets} x {self.copy_code}) exceeds the head width"
+                f" ({head_dim} = model.hidden_size / model.num_heads)"
+            )
+        return self
 
 
 def build_baseline(config: EmbeddedConfig, out: str | Path) -> dict[str, Any]:
@@ -101,7 +126,7 @@ def build_baseline(config: EmbeddedConfig, out: str | Path) -> dict[str, Any]:
     model_config = config.model.model_copy(update={"seed": config.seed})
     model = build_model(model_config, tokenizer)
     if config.copy_circuit:
-        plant_copy_circuit(model, tokenizer, seed=config.seed)
+        plant_copy_circuit(model, tokenizer, offsets=config.copy_offsets, code=config.copy_code, seed=config.seed)
     seconds["tokenizer_and_model"] = time.perf_counter() - t0
 
     warm_tokens = 0

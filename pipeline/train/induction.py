@@ -12,14 +12,17 @@ Layout (residual width H, one constant channel, reserved subspaces of width `cod
   digit tokens are matched almost exactly; other tokens get smaller random codes), a constant in the last
   channel, and random features elsewhere; all embeddings have the same norm, so after RMSNorm the constant
   channel is exactly constant;
-- layer 0, heads 0..2: attend to the token 1, 2, 3 positions back — queries and keys read only the constant
-  channel, in the fastest RoPE pairs, each key pair pre-rotated by θ_i·offset, so the score peaks at that
-  offset — and write the code of that token into subspace B_1, B_2, B_3;
-- layer 1, head 0: the query at m holds the codes of tokens m, m−1, m−2 (K, B_1, B_2), the key at n those of
-  n−1, n−2, n−3 (B_1, B_2, B_3), in the slowest RoPE pairs, where rotation over the whole context is negligible:
-  the score counts matching tokens, so the head finds where the last three tokens were written before; its
-  value/output copy the token that followed (its code and some of its features) back into the residual stream,
-  which the tied unembedding reads as a vote for that token.
+- layer 0, heads 0..o−1 (o = `offsets`, the key's length): attend to the token 1, 2, …, o positions back —
+  queries and keys read only the constant channel, in the fastest RoPE pairs, each key pair pre-rotated by
+  θ_i·offset, so the score peaks at that offset — and write the code of that token into subspace B_1 … B_o;
+- layer 1, head 0: the query at m holds the codes of tokens m, m−1, …, m−o+1 (K, B_1 … B_{o−1}), the key at n
+  those of n−1 … n−o (B_1 … B_o), in the slowest RoPE pairs, where rotation over the whole context is
+  negligible: the score counts matching tokens, so the head finds where the last o tokens were written before;
+  its value/output copy the token that followed (its code and some of its features) back into the residual
+  stream, which the tied unembedding reads as a vote for that token.
+
+A longer key copies more exactly: with three tokens the head slips on repeats (`7 7 7` twice in `0877779`) and
+on values that share a three-token stretch; the embedded default uses four (`bench/bench_copy_circuit.py`).
 
 RoPE decides which pairs are fast or slow: the model needs a few fast pairs for the positional heads and enough
 slow ones for content matching over its whole context (see `COPY_ROPE`). A large rope_theta alone gives that too,
@@ -80,15 +83,16 @@ def plant_copy_circuit(
     larger than a default initialisation's); `constant` the constant channel, relative to that norm;
     `code_share` the share of an embedding's squared norm in its code, `word_code` the scale of non-digit codes;
     `fast_pairs` the weights of the fastest RoPE pairs in the positional heads; `match_logit` the attention
-    logit of one matching token (three matches beat two by about this much); `vote_gain` scales the copied code.
+    logit of one matching token (o matches beat o − 1 by about this much); `vote_gain` scales the copied code;
+    `offsets` is the key's length in tokens (one layer-0 head each), `code` the width of each token's code.
     """
     cfg = model.config
     hidden, heads = cfg.hidden_size, cfg.num_attention_heads
     head_dim = getattr(cfg, "head_dim", None) or hidden // heads
     half = head_dim // 2
     slow = list(range(half - code * offsets // 2, half))  # the slowest pairs carry the content match
-    if cfg.num_key_value_heads != heads or cfg.num_hidden_layers < 2 or heads < offsets + 1:
-        raise ValueError("plant_copy_circuit needs 2+ layers, one kv head per head, and offsets + 1 heads")
+    if cfg.num_key_value_heads != heads or cfg.num_hidden_layers < 2 or heads < offsets or offsets < 1:
+        raise ValueError("plant_copy_circuit needs 2+ layers, one kv head per head, and a head per offset")
     if code * offsets % 2 or len(fast_pairs) > half or code * (offsets + 1) + 1 > hidden:
         raise ValueError("code subspaces do not fit the head or the residual width")
     freqs = model.model.rotary_emb.inv_freq.tolist()  # per pair, as the model applies them
@@ -149,10 +153,10 @@ def plant_copy_circuit(
     q, k = attn1.q_proj.weight, attn1.k_proj.weight
     q[:head_dim] = 0.0
     k[:head_dim] = 0.0
-    reads_q = [K, *B[: offsets - 1]]  # tokens m, m-1, m-2
+    reads_q = [K, *B[: offsets - 1]]  # tokens m, m-1, ..., m-offsets+1
     for j, slot in enumerate(slots):
         q[slot, :channel] = alpha * reads_q[j].T
-        k[slot, :channel] = alpha * B[j].T  # tokens n-1, n-2, n-3
+        k[slot, :channel] = alpha * B[j].T  # tokens n-1, ..., n-offsets
     # value/output: the followed token's projection on K plus the first free feature channels (the whole head
     # width), so the vote tells apart any two tokens, not only the digits
     vote = torch.cat([K, free[:, : head_dim - code]], dim=1)  # [hidden - 1, head_dim]

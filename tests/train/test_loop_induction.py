@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import random
 
+import pytest
 import torch
 
+from pipeline.train.embedded import EmbeddedConfig
 from pipeline.train.induction import COPY_ROPE, offset_attention, plant_copy_circuit
 from pipeline.train.loop import IGNORE, Example, LoopConfig, batches, collate, masked_loss, train_loop
 from pipeline.train.model import ModelConfig, build_model
@@ -44,13 +46,14 @@ def test_train_loop_lowers_the_loss_on_the_masked_tokens():
     assert sum(result.losses[-5:]) / 5 < 0.8 * sum(result.losses[:5]) / 5
 
 
-def test_planted_circuit_copies_ids_and_words_before_any_training():
+@pytest.mark.parametrize(("offsets", "code"), [(3, 8), (4, 6)])
+def test_planted_circuit_copies_ids_and_words_before_any_training(offsets, code):
     tok = tokenizer()
     config = ModelConfig(max_position_embeddings=4096, rope_scaling=COPY_ROPE)  # the embedded default's shape
     model = build_model(config, tok)
-    plant_copy_circuit(model, tok)
+    plant_copy_circuit(model, tok, offsets=offsets, code=code)
     x = torch.randint(20, len(tok), (1, 120))
-    for offset in (1, 2, 3):
+    for offset in range(1, offsets + 1):
         assert offset_attention(model, x, layer=0, head=offset - 1, offset=offset) > 0.97
     rng = random.Random(0)
     digits = [tok.convert_tokens_to_ids(c) for c in "0123456789"]
@@ -63,10 +66,43 @@ def test_planted_circuit_copies_ids_and_words_before_any_training():
             with torch.no_grad():
                 pred = model(input_ids=torch.tensor([ids])).logits[0].argmax(-1).tolist()
             start = 30 + len(number) + gap
-            for j in range(3, len(number)):  # once three tokens are written again, the rest is copied
+            for j in range(offsets, len(number)):  # once the key's tokens are written again, the rest is copied
                 hits += pred[start + j - 1] == number[j]
                 total += 1
         assert hits / total > 0.9
+
+
+def test_a_four_token_key_copies_ids_with_a_repeated_three_token_stretch():
+    """`0877779` holds `7 7 7` twice: a three-token key copies the wrong continuation, a four-token key does not."""
+    tok = tokenizer()
+    digits = [tok.convert_tokens_to_ids(c) for c in "0123456789"]
+    number = [digits[int(c)] for c in "3087777912"]
+    filler = [random.Random(1).randrange(20, len(tok)) for _ in range(60)]
+    ids = filler[:30] + number + filler[30:] + number
+    start = 30 + len(number) + 30
+    exact = {}
+    for offsets, code in ((3, 8), (4, 6)):
+        model = build_model(ModelConfig(max_position_embeddings=4096, rope_scaling=COPY_ROPE), tok)
+        plant_copy_circuit(model, tok, offsets=offsets, code=code)
+        with torch.no_grad():
+            pred = model(input_ids=torch.tensor([ids])).logits[0].argmax(-1).tolist()
+        exact[offsets] = all(pred[start + j - 1] == number[j] for j in range(4, len(number)))
+    assert exact == {3: False, 4: True}
+
+
+def test_the_circuit_refuses_a_key_longer_than_the_heads():
+    tok = tokenizer()
+    model = build_model(ModelConfig(max_position_embeddings=4096, rope_scaling=COPY_ROPE), tok)
+    with pytest.raises(ValueError, match="a head per offset"):
+        plant_copy_circuit(model, tok, offsets=5, code=4)
+
+
+def test_embedded_config_names_the_fields_of_a_circuit_that_does_not_fit():
+    with pytest.raises(ValueError, match=r"copy_offsets \(5\).*model.num_heads is 4"):
+        EmbeddedConfig(copy_offsets=5)
+    with pytest.raises(ValueError, match=r"copy_offsets x copy_code \(4 x 9\)"):
+        EmbeddedConfig(copy_code=9)
+    assert EmbeddedConfig(copy_circuit=False, copy_offsets=5).copy_offsets == 5
 
 
 def test_untouched_model_does_not_copy():
