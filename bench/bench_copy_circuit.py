@@ -28,11 +28,11 @@ from pipeline.train.model import ModelConfig, build_model
 from pipeline.world.registry import load_world
 
 ROOT = Path(__file__).resolve().parents[1]
-SHAPES = [  # (hidden, heads, offsets, code): session 13's 3-token key, wider, and 4-token keys (a head per offset)
+SHAPES = [  # (hidden, heads, offsets, code): the default 3-token key, wider, and 4-token keys (a head per offset)
     (128, 4, 3, 8),
     (160, 5, 3, 8),
     (160, 5, 4, 6),
-    (128, 4, 4, 6),  # the embedded default since session 14
+    (128, 4, 4, 6),  # the default's shape with a 4-token key (session 14's rebuild)
 ]
 
 

@@ -69,13 +69,14 @@ class EmbeddedConfig(BaseModel):
     )
     copy_circuit: bool = Field(default=True, description="Plant the copy circuit at initialisation.")
     copy_offsets: int = Field(
-        default=4,
+        default=3,
         ge=1,
-        description="Tokens the planted copy head matches on (one layer-0 head each; at most model.num_heads):"
-        " four copy ids with repeated digits that three slip on (bench/bench_copy_circuit.py).",
+        description="Tokens the planted copy head matches on (one layer-0 head each; at most model.num_heads)."
+        " Four (with copy_code 6) copy ids with repeated digits far better before training, but the loop's"
+        " candidate came out 8 points lower (pipeline/train/README.md, session 14).",
     )
     copy_code: int = Field(
-        default=6, ge=2, description="Width of each token's code in the copy circuit (offsets x code <= head_dim)."
+        default=8, ge=2, description="Width of each token's code in the copy circuit (offsets x code <= head_dim)."
     )
     warmup: WarmupConfig | None = Field(
         default=None,

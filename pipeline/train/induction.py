@@ -21,8 +21,9 @@ Layout (residual width H, one constant channel, reserved subspaces of width `cod
   its value/output copy the token that followed (its code and some of its features) back into the residual
   stream, which the tied unembedding reads as a vote for that token.
 
-A longer key copies more exactly: with three tokens the head slips on repeats (`7 7 7` twice in `0877779`) and
-on values that share a three-token stretch; the embedded default uses four (`bench/bench_copy_circuit.py`).
+A longer key copies more exactly before training: with three tokens the head slips on repeats (`7 7 7` twice in
+`0877779`) and on values that share a three-token stretch, four follow them (`bench/bench_copy_circuit.py`). The
+embedded default keeps three: rebuilt with four, its trained candidate was worse (`pipeline/train/README.md`).
 
 RoPE decides which pairs are fast or slow: the model needs a few fast pairs for the positional heads and enough
 slow ones for content matching over its whole context (see `COPY_ROPE`). A large rope_theta alone gives that too,
