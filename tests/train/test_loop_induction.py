@@ -101,7 +101,7 @@ def test_embedded_config_names_the_fields_of_a_circuit_that_does_not_fit():
     with pytest.raises(ValueError, match=r"copy_offsets \(5\).*model.num_heads is 4"):
         EmbeddedConfig(copy_offsets=5)
     with pytest.raises(ValueError, match=r"copy_offsets x copy_code \(4 x 9\)"):
-        EmbeddedConfig(copy_code=9)
+        EmbeddedConfig(copy_offsets=4, copy_code=9)
     assert EmbeddedConfig(copy_circuit=False, copy_offsets=5).copy_offsets == 5
 
 
