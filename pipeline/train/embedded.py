@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pipeline.agents.codec import CodecConfig
 from pipeline.synth.templates import DEFAULT_CYCLE, generate_tasks
 from pipeline.train.corpus import SituatedFlawedAgent, SituatedFlaws, encode_trajectories, run_corpus, situation_counts
-from pipeline.train.induction import COPY_ROPE, plant_copy_circuit
+from pipeline.train.induction import COPY_ROPE, circuit_misfit, plant_copy_circuit
 from pipeline.train.loop import LoopConfig, train_loop
 from pipeline.train.model import CheckpointMeta, ModelConfig, build_model, save_checkpoint
 from pipeline.train.tokenizer import TokenizerConfig, build_corpus, train_tokenizer
@@ -73,7 +73,7 @@ class EmbeddedConfig(BaseModel):
         ge=1,
         description="Tokens the planted copy head matches on (one layer-0 head each; at most model.num_heads)."
         " Four (with copy_code 6) copy ids with repeated digits far better before training, but the loop's"
-        " candidate came out 8 points lower (pipeline/train/README.md, session 14).",
+        " candidate came out 6 to 10 points lower in pass^4 (pipeline/train/README.md, session 14).",
     )
     copy_code: int = Field(
         default=8, ge=2, description="Width of each token's code in the copy circuit (offsets x code <= head_dim)."
@@ -102,18 +102,12 @@ class EmbeddedConfig(BaseModel):
 
     @model_validator(mode="after")
     def _circuit_fits(self) -> EmbeddedConfig:
-        """Refuse a copy circuit the model shape cannot hold before spending the corpus and the build on it."""
-        if self.copy_circuit and self.copy_offsets > self.model.num_heads:
-            raise ValueError(
-                f"copy_offsets ({self.copy_offsets}) needs a layer-0 head per offset, but model.num_heads is"
-                f" {self.model.num_heads}"
-            )
-        head_dim = self.model.hidden_size // self.model.num_heads
-        if self.copy_circuit and self.copy_offsets * self.copy_code > head_dim:
-            raise ValueError(
-                f"copy_offsets x copy_code ({self.copy_offsets} x {self.copy_code}) exceeds the head width"
-                f" ({head_dim} = model.hidden_size / model.num_heads)"
-            )
+        """Refuse a copy circuit the model shape cannot hold when params load, naming this section's fields."""
+        heads = self.model.num_heads
+        if self.copy_circuit and (
+            misfit := circuit_misfit(heads, self.model.hidden_size // heads, self.copy_offsets, self.copy_code)
+        ):
+            raise ValueError(f"copy_offsets / copy_code do not fit model.hidden_size / model.num_heads: {misfit}")
         return self
 
 

@@ -61,6 +61,18 @@ def _frame(n: int, dim: int, gen: torch.Generator, steps: int = 300) -> torch.Te
     return x
 
 
+def circuit_misfit(heads: int, head_dim: int, offsets: int, code: int) -> str | None:
+    """Why a key of `offsets` tokens with `code`-wide codes does not fit heads of this shape, or None if it does.
+
+    Layer 0 needs a head per offset, and layer 1's match reads `offsets` codes in the slow RoPE pairs of one head.
+    """
+    if offsets < 1 or heads < offsets:
+        return f"offsets ({offsets}) needs a layer-0 head per offset, but the model has {heads} heads"
+    if offsets * code > head_dim:
+        return f"offsets x code ({offsets} x {code}) exceeds the head width ({head_dim})"
+    return None
+
+
 @torch.no_grad()
 def plant_copy_circuit(
     model: LlamaForCausalLM,
@@ -92,8 +104,10 @@ def plant_copy_circuit(
     head_dim = getattr(cfg, "head_dim", None) or hidden // heads
     half = head_dim // 2
     slow = list(range(half - code * offsets // 2, half))  # the slowest pairs carry the content match
-    if cfg.num_key_value_heads != heads or cfg.num_hidden_layers < 2 or heads < offsets or offsets < 1:
-        raise ValueError("plant_copy_circuit needs 2+ layers, one kv head per head, and a head per offset")
+    if cfg.num_key_value_heads != heads or cfg.num_hidden_layers < 2:
+        raise ValueError("plant_copy_circuit needs 2+ layers and one kv head per head")
+    if misfit := circuit_misfit(heads, head_dim, offsets, code):
+        raise ValueError(f"plant_copy_circuit: {misfit}")
     if code * offsets % 2 or len(fast_pairs) > half or code * (offsets + 1) + 1 > hidden:
         raise ValueError("code subspaces do not fit the head or the residual width")
     freqs = model.model.rotary_emb.inv_freq.tolist()  # per pair, as the model applies them

@@ -90,17 +90,19 @@ def test_a_four_token_key_copies_ids_with_a_repeated_three_token_stretch():
     assert exact == {3: False, 4: True}
 
 
-def test_the_circuit_refuses_a_key_longer_than_the_heads():
+def test_the_circuit_refuses_a_key_the_heads_cannot_hold():
     tok = tokenizer()
     model = build_model(ModelConfig(max_position_embeddings=4096, rope_scaling=COPY_ROPE), tok)
-    with pytest.raises(ValueError, match="a head per offset"):
+    with pytest.raises(ValueError, match="a layer-0 head per offset, but the model has 4 heads"):
         plant_copy_circuit(model, tok, offsets=5, code=4)
+    with pytest.raises(ValueError, match=r"offsets x code \(4 x 9\) exceeds the head width \(32\)"):
+        plant_copy_circuit(model, tok, offsets=4, code=9)
 
 
 def test_embedded_config_names_the_fields_of_a_circuit_that_does_not_fit():
-    with pytest.raises(ValueError, match=r"copy_offsets \(5\).*model.num_heads is 4"):
+    with pytest.raises(ValueError, match=r"copy_offsets / copy_code .*offsets \(5\) needs .* 4 heads"):
         EmbeddedConfig(copy_offsets=5)
-    with pytest.raises(ValueError, match=r"copy_offsets x copy_code \(4 x 9\)"):
+    with pytest.raises(ValueError, match=r"copy_offsets / copy_code .*\(4 x 9\) exceeds the head width \(32\)"):
         EmbeddedConfig(copy_offsets=4, copy_code=9)
     assert EmbeddedConfig(copy_circuit=False, copy_offsets=5).copy_offsets == 5
 
