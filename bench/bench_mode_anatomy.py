@@ -43,7 +43,6 @@ ROOT = Path(__file__).resolve().parents[1]
 KINDS = ("copy slip", "spliced copy", "degenerate", "made up")
 _TOKEN = re.compile(r"[#\w@.\-]+")
 _DEGENERATE = re.compile(r"\d{20,}|(.)\1{7,}")
-_POS = re.compile(r"^message (\d+): ")
 
 
 def edit_distance(a: str, b: str, cap: int) -> int:
@@ -91,20 +90,25 @@ def value_kind(value: str, shown: set[str]) -> str:
     return "made up"
 
 
-def invented_values(evidence: str) -> list[str]:
-    """The values named by one invention evidence line (a write's 'name=value' list or a reply's 'states ...')."""
-    body = _POS.sub("", evidence)
-    if body.startswith("states "):
-        return [v for v in body[len("states ") :].split(": in no")[0].split(", ") if v]
-    found = re.findall(r"=(\[.*?\]|[^,]+?)(?=, \w+=|\s+appear)", body)
+def evidence_at(line: str) -> tuple[int, str]:
+    """The message index and the text of one evidence line ('message N: text', as the failure analysis writes)."""
+    pos, text = line.split(": ", 1)
+    return int(pos.removeprefix("message ")), text
+
+
+def invented_values(text: str) -> list[str]:
+    """The values named by one invention finding (a write's 'name=value' list or a reply's 'states ...')."""
+    if text.startswith("states "):
+        return [v for v in text[len("states ") :].split(": in no")[0].split(", ") if v]
+    found = re.findall(r"=(\[.*?\]|[^,]+?)(?=, \w+=|\s+appear)", text)
     return [x.strip(" '") for f in found for x in f.strip("[]").split(",") if x.strip(" '")]
 
 
 def garbled_write_after(messages: list[Message], pos: int) -> bool:
-    """Whether the agent's next call after message `pos`, before the customer speaks again, names a write tool
-    and has arguments that did not parse."""
-    for m in messages[pos + 1 :]:
-        if m.role == "user" and m is not messages[pos + 1]:
+    """Whether the agent's next call after the customer's answer to message `pos` (before the customer speaks
+    again) names a write tool and has arguments that did not parse."""
+    for m in messages[pos + 2 :]:
+        if m.role == "user":
             return False
         if m.role == "assistant" and m.tool_calls:
             call = m.tool_calls[0]
@@ -137,19 +141,19 @@ def anatomy(run: Path) -> dict:
         for mode in row["analysis"]["modes"]:
             mode_tasks[template][mode].add(traj.task_id)
         for line in row["analysis"]["evidence"].get("plan_adherence", []):
-            pos = int(_POS.match(line).group(1))
+            pos, _ = evidence_at(line)
             kind = "garbled write" if garbled_write_after(traj.messages, pos) else "other"
             plan[kind] += 1
             plan_tasks[kind].add(traj.task_id)
         for line in row["analysis"]["evidence"].get("invention", []):
-            pos = int(_POS.match(line).group(1)) if _POS.match(line) else len(traj.messages)
+            pos, text = evidence_at(line)
             shown = {
                 tok
                 for m in traj.messages[:pos]
                 if m.role == "user" or (m.role == "tool" and not m.error)
                 for tok in _TOKEN.findall(normalize(m.content or ""))
             }
-            for value in invented_values(line):
+            for value in invented_values(text):
                 kind = value_kind(value, shown)
                 values[kind] += 1
                 template_values[template][kind] += 1

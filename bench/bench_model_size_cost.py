@@ -149,7 +149,6 @@ def main() -> None:
             seconds, convs[shape] = episodes_seconds(dirs[shape], world, tasks)
             episode_s[shape].append(seconds)
             train_s[shape].append(train_seconds(models[shape], threads, r))
-            torch.set_num_threads(threads)
     e0, t0 = statistics.median(episode_s[SHAPES[0]]), statistics.median(train_s[SHAPES[0]])
     rows = {}
     for shape in SHAPES:
