@@ -16,8 +16,9 @@ TAU2_DIR = Path(
 
 @pytest.fixture(scope="session")
 def tau2_dir() -> Path:
-    if not (TAU2_DIR / "db.json").exists():
-        pytest.skip(f"τ²-bench retail data not found at {TAU2_DIR} (set AGENTLOOP_TAU2_DIR)")
+    from tests.needs import need_path
+
+    need_path(TAU2_DIR / "db.json", "τ²-bench retail data", "set AGENTLOOP_TAU2_DIR, or place it at ../shared")
     return TAU2_DIR.resolve()
 
 

@@ -83,7 +83,8 @@ class PrefixCache:
     """A key/value cache and the token ids it holds, carried from one turn of an episode to the next.
 
     A plain CPU float32 Llama (the embedded default) runs through `LeanLlama` (same arithmetic; episodes 1.85x
-    faster, bench/bench_lean_decoding.py); anything else through the model's own forward. `lean=False` forces it.
+    faster, bench/embedded/bench_lean_decoding.py); anything else through the model's own forward. `lean=False`
+    forces it.
     """
 
     def __init__(self, model: torch.nn.Module, lean: bool = True) -> None:

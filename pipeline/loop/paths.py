@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 EVAL_TASKS = Path("data/eval/tasks.jsonl")
+EMBEDDED_DATA = Path("data/embedded")
 EMBEDDED_MODEL = Path("models/embedded")
 BASELINE_MODEL = Path("models/baseline")
 BASELINE_RUN = Path("runs/baseline")
@@ -17,3 +18,4 @@ CANDIDATE_RUN = Path("runs/candidate")
 GATE = Path("gate/gate.json")
 REPORT_DIR = Path("report")
 PROMOTION = Path("gate/promotion.json")
+TRACKING = Path("gate/tracking.json")

@@ -89,9 +89,10 @@ def track_and_promote(p: Params, lock_path: Path = Path("dvc.lock")) -> dict[str
             "champion_moved": moved,
             "promotion_allowed": allowed,
             "reasons": decision.reasons,
-            "run_id": tracker.run_id,
-            "tracking_uri": config.tracking_uri,
         }
+        where = {"run_id": tracker.run_id, "tracking_uri": config.tracking_uri}
     paths.PROMOTION.parent.mkdir(parents=True, exist_ok=True)
     paths.PROMOTION.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
-    return record
+    # The store's own ids differ on every machine: kept out of the tracked record, so a rerun leaves git clean.
+    paths.TRACKING.write_text(json.dumps(where, indent=2, sort_keys=True) + "\n")
+    return {**record, **where}

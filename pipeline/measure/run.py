@@ -6,8 +6,12 @@ Outputs in the run directory:
     per_task.csv         one row per task: n, passes, pass^k, bucket, dominant failure mode
     metrics.json         the MeasureSummary (byte-identical for the same seeds and scripted participants)
     usage.json           tokens (and cost, where priced) of the agent, the user simulator and the judge, apart
+    timings.jsonl        the wall-clock figures of each trial (timings, agent compute seconds, message latencies)
     journal.jsonl        every finished trial, fsynced as it finishes: a killed run started again with the same
                          settings and directory resumes where it stopped (see pipeline.rollout.resume)
+
+Every file but the last two is byte-identical for the same seeds and participants: wall-clock figures live only
+in `timings.jsonl` (and the journal), so a rerun that acts the same changes nothing DVC hashes downstream.
 """
 
 from __future__ import annotations
@@ -136,7 +140,11 @@ def measure(
                 on_trial(record_of(result))
     results = [finished[(t.id, k)] for t in tasks for k in range(config.trials)]
     records = [record_of(r) for r in results]
-    atomic_write(out_dir / "trajectories.jsonl", "".join(r.trajectory.model_dump_json() + "\n" for r in results))
+    atomic_write(
+        out_dir / "trajectories.jsonl",
+        "".join(r.trajectory.without_timings().model_dump_json() + "\n" for r in results),
+    )
+    atomic_write(out_dir / "timings.jsonl", "".join(json.dumps(_timings(r.trajectory)) + "\n" for r in results))
     atomic_write(
         out_dir / "verdicts.jsonl",
         "".join(
@@ -166,12 +174,28 @@ def measure(
 
 
 def _usage_report(usage: dict[str, tuple[str | None, Usage]], prices: PriceTable | None) -> dict:
-    """Tokens per participant, and their cost where the price table names the model."""
+    """Tokens per participant, and their cost where the price table names the model.
+
+    Compute seconds are wall-clock figures (they are in `timings.jsonl`); they enter only a cost priced per
+    compute second, which is then as variable as the clock."""
     out = {}
     for role, (name, total) in usage.items():
         price = prices.models.get(name) if prices and name else None
-        out[role] = {"name": name, **total.model_dump(), "cost": round(price.cost(total), 6) if price else None}
+        tokens = total.model_dump(exclude={"compute_s"})
+        out[role] = {"name": name, **tokens, "cost": round(price.cost(total), 6) if price else None}
     return out
+
+
+def _timings(traj) -> dict:
+    """One trial's wall-clock figures, apart from the trajectory so that the trajectory's bytes are reproducible."""
+    return {
+        "task_id": traj.task_id,
+        "trial": traj.trial,
+        **traj.timings.model_dump(),
+        "agent_compute_s": traj.agent_usage.compute_s,
+        "user_compute_s": traj.user_usage.compute_s,
+        "latency_s": [m.latency_s for m in traj.messages if m.role == "assistant"],
+    }
 
 
 def _write_per_task(path: Path, records: list[TrialRecord], k: int) -> None:

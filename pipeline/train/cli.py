@@ -51,6 +51,40 @@ def baseline(
     console.print(f"baseline → {out} ({report['seconds_total']:.0f} s; {json.dumps(report['seconds'])})")
 
 
+@train_app.command("check-embedded")
+def check_embedded(
+    checkpoint: Path = typer.Option(Path("models/embedded"), help="The checkpoint to check."),
+    params: Path = typer.Option(Path("params.yaml"), help="params.yaml whose `embedded` section is the recipe."),
+    data: Path = typer.Option(None, help="An embedded_data directory to compare with (default: build it afresh)."),
+) -> None:
+    """Does the checkpoint still match its recipe? Builds the training data (a minute) and compares it with what the
+    checkpoint records: corpus counts, the corpus digest, the tokenizer. Exits 1 and names each difference."""
+    import tempfile
+
+    from pipeline.loop.params import ParamsError, load_params
+    from pipeline.train.embedded_data import build_data, check_checkpoint
+
+    try:
+        recipe = load_params(params).embedded_config()
+    except ParamsError as exc:
+        _fail(str(exc))
+    with tempfile.TemporaryDirectory() as tmp:
+        if data is None:
+            data = Path(tmp)
+            with console.status("building the embedded default's data from the recipe…"):
+                build_data(recipe, data)
+        try:
+            problems = check_checkpoint(data, checkpoint)
+        except (FileNotFoundError, ValueError) as exc:
+            _fail(str(exc))
+    if problems:
+        for p in problems:
+            console.print(f"[red]differs:[/red] {escape(p)}", soft_wrap=True)
+        console.print(f"{checkpoint} does not match its recipe: rebuild with `dvc repro -f embedded`")
+        raise typer.Exit(1)
+    console.print(f"{checkpoint} matches its recipe (corpus counts, digest where recorded, tokenizer)")
+
+
 @train_app.command("sft")
 def sft(
     base: Path = typer.Option(..., help="Checkpoint to fine-tune."),

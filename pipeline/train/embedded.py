@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -31,14 +32,14 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from pipeline.agents.codec import CodecConfig
-from pipeline.synth.templates import DEFAULT_CYCLE, generate_tasks
-from pipeline.train.corpus import SituatedFlawedAgent, SituatedFlaws, encode_trajectories, run_corpus, situation_counts
+from pipeline.synth.templates import DEFAULT_CYCLE
+from pipeline.train.corpus import SituatedFlaws
+from pipeline.train.embedded_data import EXAMPLES_FILE
 from pipeline.train.induction import COPY_ROPE, circuit_misfit, plant_copy_circuit
 from pipeline.train.loop import LoopConfig, train_loop
 from pipeline.train.model import CheckpointMeta, ModelConfig, build_model, save_checkpoint
-from pipeline.train.tokenizer import TokenizerConfig, build_corpus, train_tokenizer
+from pipeline.train.tokenizer import TokenizerConfig
 from pipeline.train.warmup import WarmupConfig, warmup_examples
-from pipeline.world.registry import load_world
 
 log = logging.getLogger(__name__)
 COMPACT = CodecConfig(system="compact", tool_results="compact")
@@ -73,7 +74,7 @@ class EmbeddedConfig(BaseModel):
         ge=1,
         description="Tokens the planted copy head matches on (one layer-0 head each; at most model.num_heads)."
         " Four (with copy_code 6) copy ids with repeated digits far better before training, but the loop's"
-        " candidate came out 6 to 10 points lower in pass^4 (pipeline/train/README.md, session 14).",
+        " candidate came out 6 to 10 points lower in pass^4 (docs/experiments.md, 2026-12-02).",
     )
     copy_code: int = Field(
         default=8, ge=2, description="Width of each token's code in the copy circuit (offsets x code <= head_dim)."
@@ -111,18 +112,28 @@ class EmbeddedConfig(BaseModel):
         return self
 
 
-def build_baseline(config: EmbeddedConfig, out: str | Path) -> dict[str, Any]:
-    """Build the embedded default baseline checkpoint in `out`; returns a report (timings, losses, counts)."""
+def build_baseline(config: EmbeddedConfig, out: str | Path, data_dir: str | Path | None = None) -> dict[str, Any]:
+    """Build the embedded default baseline checkpoint in `out`; returns a report (timings, losses, counts).
+
+    `data_dir` holds the tokenizer and encoded corpus (`pipeline.train.embedded_data`, the `embedded_data`
+    stage); None builds them first, in a temporary directory."""
+    from pipeline.train.embedded_data import build_data, load_data
+
+    if data_dir is None:
+        with tempfile.TemporaryDirectory() as tmp:
+            build_data(config, tmp)
+            return build_baseline(config, out, tmp)
     torch.set_num_threads(config.threads)
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
-    world = load_world(config.train_world)
-    tokenizer = train_tokenizer(build_corpus(world, config.tokenizer_conversations, seed=config.seed), config.tokenizer)
+    data = load_data(data_dir)
+    tokenizer, examples = data.tokenizer, data.examples
+    t = time.perf_counter()
     model_config = config.model.model_copy(update={"seed": config.seed})
     model = build_model(model_config, tokenizer)
     if config.copy_circuit:
         plant_copy_circuit(model, tokenizer, offsets=config.copy_offsets, code=config.copy_code, seed=config.seed)
-    seconds["tokenizer_and_model"] = time.perf_counter() - t0
+    seconds["model"] = time.perf_counter() - t
 
     warm_tokens = 0
     if config.warmup is not None:
@@ -132,31 +143,12 @@ def build_baseline(config: EmbeddedConfig, out: str | Path) -> dict[str, Any]:
         seconds["warmup"] = time.perf_counter() - t
 
     t = time.perf_counter()
-    tasks = generate_tasks(world, config.corpus_tasks, seed=config.corpus_seed, templates=config.corpus_templates)
-    agent = SituatedFlawedAgent(world, config.flaws)
-    trajectories = run_corpus(world, tasks, agent, trials=1, seed=config.seed)
-    examples = encode_trajectories(
-        trajectories,
-        world,
-        tokenizer,
-        config.codec,
-        call_weight=config.call_weight,
-        context_weight=config.context_weight,
-    )
-    seconds["corpus"] = time.perf_counter() - t
-
-    t = time.perf_counter()
     result = train_loop(model, examples, tokenizer.pad_token_id, config.loop.model_copy(update={"seed": config.seed}))
     seconds["baseline"] = time.perf_counter() - t
 
-    planted = sum(bool(agent.planted(task, 0)) for task in tasks)
     manifest = {
-        "train_world": config.train_world,
-        "corpus_tasks": len(tasks),
-        "corpus_trajectories": len(trajectories),
-        "corpus_tokens": sum(len(e.ids) for e in examples),
-        "flawed_trajectories": planted,
-        "situations": situation_counts(world, tasks),
+        **{k: v for k, v in data.manifest.items() if k != "sha256"},
+        "examples_sha256": data.manifest["sha256"][EXAMPLES_FILE],
         "warmup_tokens": warm_tokens,
     }
     training = {

@@ -22,8 +22,8 @@ Layout (residual width H, one constant channel, reserved subspaces of width `cod
   stream, which the tied unembedding reads as a vote for that token.
 
 A longer key copies more exactly before training: with three tokens the head slips on repeats (`7 7 7` twice in
-`0877779`) and on values that share a three-token stretch, four follow them (`bench/bench_copy_circuit.py`). The
-embedded default keeps three: rebuilt with four, its trained candidate was worse (`pipeline/train/README.md`).
+`0877779`) and on values that share a three-token stretch, four follow them (`bench/embedded/bench_copy_circuit.py`).
+The embedded default keeps three: rebuilt with four, its trained candidate was worse (`docs/experiments.md`).
 
 RoPE decides which pairs are fast or slow: the model needs a few fast pairs for the positional heads and enough
 slow ones for content matching over its whole context (see `COPY_ROPE`). A large rope_theta alone gives that too,

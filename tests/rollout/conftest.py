@@ -6,10 +6,12 @@ import os
 
 import pytest
 
+from tests.needs import need_module
+
 
 @pytest.fixture(scope="session")
 def ray_cluster():
-    ray = pytest.importorskip("ray")
+    ray = need_module("ray", install='pip install -e ".[dev]"')
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     started = not ray.is_initialized()
     if started:

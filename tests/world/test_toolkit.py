@@ -6,6 +6,7 @@ import pytest
 
 from pipeline.world.retail.toolkit import ToolError, ToolRegistry, _parse_docstring, make_tool
 from pipeline.world.retail.tools import TOOLS, WRITE_TOOLS
+from tests.needs import need_module
 
 
 def _sample(s, order_id: str, item_ids: list[str], note: str = "") -> str:
@@ -166,7 +167,7 @@ def test_every_retail_tool_schema_is_documented(name):
 
 
 def test_every_retail_tool_schema_is_valid_json_schema():
-    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema = need_module("jsonschema", install='pip install -e ".[dev]"')
     for schema in TOOLS.schemas():
         params = schema["function"]["parameters"]
         jsonschema.Draft202012Validator.check_schema(params)

@@ -16,7 +16,8 @@ default (width 128, 2 layers), and the loop and embedded-build times those ratio
 stage times (`--episode-minutes`: measure, curate's probes and re-measure; `--train-minutes`: SFT;
 `--other-minutes`: the rest; `--build-minutes`).
 
-    python bench/bench_model_size_cost.py [--tasks 24] [--rounds 2] [--results bench/results/model_size_cost.json]
+    python bench/embedded/bench_model_size_cost.py [--tasks 24] [--rounds 2]
+        [--results bench/results/model_size_cost.json]
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from pipeline.train.model import load_checkpoint, read_meta, save_checkpoint
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SHAPES = ((128, 2), (128, 3), (128, 4), (192, 2), (256, 2), (256, 4))
 """(width, layers); heads keep 32 dimensions each, the MLP keeps its ratio to the width."""
 

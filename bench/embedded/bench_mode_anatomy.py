@@ -20,7 +20,7 @@ the bench counts those findings apart as garbled writes.
 
 It also reports the floor: the task share each mode keeps on templates where no task passed all its trials.
 
-    python bench/bench_mode_anatomy.py runs/baseline runs/candidate [--results bench/results/mode_anatomy.json]
+    python bench/embedded/bench_mode_anatomy.py runs/baseline runs/candidate [--results bench/results/mode_anatomy.json]
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from pipeline.grading.provenance import normalize
 from pipeline.rollout.trajectory import Message
 from pipeline.world.retail.tools import WRITE_TOOLS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 KINDS = ("copy slip", "spliced copy", "degenerate", "made up")
 _TOKEN = re.compile(r"[#\w@.\-]+")
 _DEGENERATE = re.compile(r"\d{20,}|(.)\1{7,}")

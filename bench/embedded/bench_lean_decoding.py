@@ -7,7 +7,7 @@ and whether the two produced the same conversations (they sample from the same l
 
 Writes bench/results/lean_decoding.json.
 
-    python bench/bench_lean_decoding.py [--checkpoint models/embedded] [--tasks 40] [--rounds 2]
+    python bench/embedded/bench_lean_decoding.py [--checkpoint models/embedded] [--tasks 40] [--rounds 2]
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from pipeline.synth.templates import generate_tasks
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run(world, tasks, agent) -> tuple[list, float, int]:

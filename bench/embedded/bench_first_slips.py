@@ -12,7 +12,7 @@ The first of these, in message order, names the trial:
 - refused, no slip before: no write attempted and an assistant message refuses (the grader's `refuses`);
 - wrote, wrong outcome: a write went through, and the end state is still not the gold one.
 
-    python bench/bench_first_slips.py runs/baseline runs/candidate [--results bench/results/first_slips.json]
+    python bench/embedded/bench_first_slips.py runs/baseline runs/candidate [--results bench/results/first_slips.json]
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from pipeline.grading.utterances import refuses
 from pipeline.rollout.trajectory import Message
 from pipeline.world.retail.tools import WRITE_TOOLS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 COPY_SLIP = ("not found", "could not parse", "not a variant")
 KINDS = (
     "copy slip",

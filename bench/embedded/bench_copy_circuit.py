@@ -9,7 +9,7 @@ three-token key cannot follow (`7 7 7` occurs twice). A word case lists ten cust
 when the rest comes out token for token. Untrained weights outside the circuit add noise, so the numbers are a
 floor for what training starts from, not what a trained model does.
 
-    python bench/bench_copy_circuit.py [--cases 100] [--results bench/results/copy_circuit.json]
+    python bench/embedded/bench_copy_circuit.py [--cases 100] [--results bench/results/copy_circuit.json]
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ from pipeline.train.induction import COPY_ROPE, plant_copy_circuit
 from pipeline.train.model import ModelConfig, build_model
 from pipeline.world.registry import load_world
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SHAPES = [  # (hidden, heads, offsets, code): the default 3-token key, wider, and 4-token keys (a head per offset)
     (128, 4, 3, 8),
     (160, 5, 3, 8),
     (160, 5, 4, 6),
-    (128, 4, 4, 6),  # the default's shape with a 4-token key (session 14's rebuild)
+    (128, 4, 4, 6),  # the default's shape with a 4-token key (the four-token rebuild, not kept)
 ]
 
 

@@ -9,7 +9,7 @@ exact-match accuracy on the evaluation world's products every `--eval-every` ste
 number of variants). `--extra-layers N` inserts N copies of the last decoder layer, initialised to pass the
 residual stream through unchanged, to ask whether depth is what is missing.
 
-    python bench/bench_variant_lookup.py [--checkpoint models/candidate/checkpoint] [--steps 1200]
+    python bench/embedded/bench_variant_lookup.py [--checkpoint models/candidate/checkpoint] [--steps 1200]
         [--extra-layers 0] [--lr 1e-3] [--results bench/results/variant_lookup.json]
 """
 
@@ -29,7 +29,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from pipeline.agents.codec import compact_tool_result
 from pipeline.world.registry import load_world
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def examples(world: str, n: int, seed: int) -> list[tuple[str, str, int]]:
