@@ -39,14 +39,18 @@ def main(verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logg
 def world_replay(
     domain: Path = typer.Option(..., help="τ²-bench domain directory (db.json, tasks.json, policy.md)."),
     out: Path = typer.Option(..., help="Output JSON Lines file, one line per task."),
+    kind: str = typer.Option(
+        None, "--kind", help="Domain name or module:attribute (default: the domain whose tables db.json holds)."
+    ),
 ) -> None:
     """Replay every task's gold actions on a fresh copy of the database; write each end state."""
-    from pipeline.world.retail.state import WorldLoadError
-    from pipeline.world.retail.tau2 import write_replay
+    from pipeline.world.domain import DomainCapabilityError
+    from pipeline.world.replay import write_replay
+    from pipeline.world.tables import WorldLoadError
 
     try:
-        lines = write_replay(domain, out)
-    except (WorldLoadError, ValueError, FileNotFoundError) as exc:
+        lines = write_replay(domain, out, kind)
+    except (WorldLoadError, DomainCapabilityError, ValueError, FileNotFoundError) as exc:
         _fail(str(exc))
     failed = sum(1 for line in lines if line["failed_actions"])
     console.print(f"replayed {len(lines)} tasks → {out} ({failed} with refused gold calls)")
@@ -169,6 +173,7 @@ def measure_cmd(
     executor: str = typer.Option("serial", help="serial, or ray (tasks × trials fanned out to Ray workers)."),
     address: str = typer.Option(None, help="With --executor ray: an existing cluster's address (default: local)."),
     workers: int = typer.Option(None, min=1, help="With --executor ray: worker actors (default: one per CPU)."),
+    domain: str = typer.Option(None, help="Domain: retail, airline or module:attribute (default: found from --world)."),
 ) -> None:
     """Measure an agent: k seeded trials per task, graded from the world state, failures diagnosed.
 
@@ -182,13 +187,16 @@ def measure_cmd(
     from pipeline.metrics.errors import MetricsInputError
     from pipeline.rollout.resume import ResumeMismatchError
     from pipeline.users.registry import UnknownUserError
-    from pipeline.world.retail.state import WorldLoadError
+    from pipeline.world.domain import DomainCapabilityError
+    from pipeline.world.registry import UnknownDomainError
+    from pipeline.world.tables import WorldLoadError
 
     if executor != "ray" and (address or workers):
         _fail("--address and --workers need --executor ray")
     try:
         config = MeasureConfig(
             world=world,
+            domain=domain,
             tasks=tasks,
             agent=agent,
             trials=trials,
@@ -220,6 +228,8 @@ def measure_cmd(
         ResumeMismatchError,
         ImportError,
         ConnectionError,
+        DomainCapabilityError,
+        UnknownDomainError,
     ) as exc:
         _fail(str(exc))
     Console().print(_summary_table(summary))

@@ -107,7 +107,11 @@ def dominant_mode(found: list[Finding]) -> str | None:
 def _whose(step) -> bool:
     """A read the world refused because the record is another customer's: that answer is the information (the
     order the customer named is not theirs), not a fault to recover from."""
-    return step.kind == "read" and step.error_category == "unauthorized" and "another customer" in step.content
+    return (
+        step.kind in ("read", "identity")
+        and step.error_category == "unauthorized"
+        and "another customer" in step.content
+    )
 
 
 def signatures(task: Task, timeline: Timeline, verdict: Verdict) -> list[str]:

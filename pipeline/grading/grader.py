@@ -23,8 +23,8 @@ from pipeline.grading.verdict import ComponentResult, Verdict
 from pipeline.rollout.protocols import InfrastructureError
 from pipeline.rollout.runner import Limits, run_tool_call
 from pipeline.rollout.trajectory import Message, Trajectory
-from pipeline.world.retail.replay import replay_gold
-from pipeline.world.retail.state import RetailWorld, sha256_json
+from pipeline.world.replay import replay_gold
+from pipeline.world.tables import World, sha256_json
 
 log = logging.getLogger(__name__)
 CACHE_SIZE = 4096
@@ -54,7 +54,7 @@ _cache: OrderedDict[tuple[str, str, str], ExpectedState] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
-def expected_state(world: RetailWorld, task: Task) -> ExpectedState:
+def expected_state(world: World, task: Task) -> ExpectedState:
     """The task's gold actions replayed as its customer; LRU-cached per (world, task id, gold actions)."""
     gold = sha256_json({"user": task.customer_user_id, "actions": [a.model_dump() for a in task.gold_actions]})
     key = (world.fingerprint, task.id, gold)
@@ -80,9 +80,7 @@ def clear_expected_cache() -> None:
         _cache.clear()
 
 
-def replay_trajectory(
-    world: RetailWorld, trajectory: Trajectory, authenticated_user_id: str | None = None
-) -> ReplayedState:
+def replay_trajectory(world: World, trajectory: Trajectory, authenticated_user_id: str | None = None) -> ReplayedState:
     """Re-run every assistant tool call, in order, exactly as the episode runner does."""
     session = world.session(authenticated_user_id=authenticated_user_id)
     tool_messages = [run_tool_call(session, call) for call in trajectory.tool_calls()]
@@ -90,7 +88,7 @@ def replay_trajectory(
     return ReplayedState([e.to_dict() for e in session.log], tool_messages, changed, _state_hash(world, changed))
 
 
-def _state_hash(world: RetailWorld, changed: dict) -> str:
+def _state_hash(world: World, changed: dict) -> str:
     """Same value as `Session.state_hash()`, without recomputing `changed()`."""
     return sha256_json({"base": world.fingerprint, "changed": changed})
 
@@ -129,7 +127,7 @@ def check_replay_consistency(trajectory: Trajectory, replayed: ReplayedState) ->
 
 
 def grade(
-    world: RetailWorld,
+    world: World,
     task: Task,
     trajectory: Trajectory,
     limits: Limits | None = None,

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from pipeline.grading.provenance import EvidencePool, unsupported_figures
 from pipeline.grading.static_checks import affirms
-from pipeline.grading.timeline import AUTH_TOOLS, Say, Step, Timeline
+from pipeline.grading.timeline import Say, Step, Timeline
 from pipeline.grading.utterances import (
     asks_confirmation,
     claims_completion,
@@ -115,7 +115,7 @@ class _Pass:
         if not step.ok:
             return
         self.pool.add(step.content)
-        if step.name in AUTH_TOOLS:
+        if step.kind == "identity":
             self.user = step.content.strip()
         rec = step.record()
         if rec is None:

@@ -13,15 +13,14 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pipeline.grading.verdict import DiffKind, FieldDiff
-from pipeline.world.retail.schema import dump_record
-from pipeline.world.retail.state import RetailWorld
+from pipeline.world.tables import World, dump_record
 
 _MISSING: Any = object()
 DIFF_KINDS: tuple[DiffKind, ...] = ("wrong_value", "unrequested_change", "missing_change")
 
 
 def diff_states(
-    world: RetailWorld,
+    world: World,
     expected_changed: Mapping[str, Mapping[str, dict]],
     actual_changed: Mapping[str, Mapping[str, dict]],
 ) -> list[FieldDiff]:

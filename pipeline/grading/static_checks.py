@@ -1,7 +1,9 @@
 """Static checks: rules every episode must keep, whatever the task asked for.
 
-They read the world's own log (one ToolEvent dict per tool call, in call order), the final state delta and
-the messages. Each returns a `ComponentResult` named after the check; the grader prefixes 'static.'.
+The domain's invariants (legal transitions, money ceilings: `Domain.invariants`) run first, then the
+checks every domain shares. They read the world's own log (one ToolEvent dict per tool call, in call
+order), the final state delta and the messages. Each returns a `ComponentResult` named after the check;
+the grader prefixes 'static.'.
 """
 
 from __future__ import annotations
@@ -13,19 +15,8 @@ from typing import Any
 
 from pipeline.grading.verdict import ComponentResult
 from pipeline.rollout.trajectory import Message
-from pipeline.world.retail.state import RetailWorld, canonical_json
-from pipeline.world.retail.tools import TOOLS
+from pipeline.world.tables import World, canonical_json
 
-# (base status, final status) pairs an episode may leave an order in; an untouched order is not checked.
-LEGAL_TRANSITIONS: frozenset[tuple[str, str]] = frozenset(
-    {
-        ("pending", "cancelled"),
-        ("pending", "pending (item modified)"),
-        ("pending", "pending"),  # address or payment method changed
-        ("delivered", "return requested"),
-        ("delivered", "exchange requested"),
-    }
-)
 AFFIRMATIONS = (
     "yes",
     "yeah",
@@ -48,14 +39,13 @@ AFFIRMATIONS = (
 )
 _AFFIRM = re.compile(r"^\W*(" + "|".join(re.escape(a) for a in AFFIRMATIONS) + r")\b", re.IGNORECASE)
 _NEGATE = re.compile(r"^\W*(no|nope|not|don't|do not|wait|hold on)\b", re.IGNORECASE)
-_CENT = 0.005
 
 
 @dataclass(frozen=True)
 class StaticInput:
     """What the static checks look at; `log` must hold one event per tool call, in call order."""
 
-    world: RetailWorld
+    world: World
     log: list[dict[str, Any]]
     final_changed: Mapping[str, Mapping[str, dict]]
     messages: list[Message] = field(default_factory=list)
@@ -81,43 +71,6 @@ def _short(arguments: Any) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-def check_status_transitions(inp: StaticInput) -> ComponentResult:
-    """Every changed order went from its base status to one the tools allow (see LEGAL_TRANSITIONS)."""
-    problems = []
-    base_orders = inp.world.table("orders")
-    for order_id, record in sorted((inp.final_changed.get("orders") or {}).items()):
-        base = base_orders.get(order_id)
-        if base is None:
-            problems.append(f"order {order_id} does not exist in the base world")
-            continue
-        final = record.get("status")
-        if (base.status, final) not in LEGAL_TRANSITIONS:
-            problems.append(f"order {order_id}: illegal change {base.status!r} -> {final!r}")
-    return _result("status_transitions", problems)
-
-
-def check_refund_ceiling(inp: StaticInput) -> ComponentResult:
-    """No changed order has refunded more than was paid for it."""
-    problems = []
-    for order_id, record in sorted((inp.final_changed.get("orders") or {}).items()):
-        paid = sum(p["amount"] for p in record.get("payment_history", []) if p["transaction_type"] == "payment")
-        refunded = sum(p["amount"] for p in record.get("payment_history", []) if p["transaction_type"] == "refund")
-        if refunded > paid + _CENT:
-            problems.append(f"order {order_id}: refunds {refunded:.2f} exceed payments {paid:.2f}")
-    return _result("refund_ceiling", problems)
-
-
-def check_gift_card_balances(inp: StaticInput) -> ComponentResult:
-    """No changed user has a gift card with a negative balance."""
-    problems = []
-    for user_id, record in sorted((inp.final_changed.get("users") or {}).items()):
-        for method_id, method in sorted(record.get("payment_methods", {}).items()):
-            balance = method.get("balance")
-            if method.get("source") == "gift_card" and balance is not None and balance < -_CENT:
-                problems.append(f"user {user_id}: gift card {method_id} balance {balance:.2f} is negative")
-    return _result("gift_card_balance", problems)
-
-
 def check_tool_budget(inp: StaticInput) -> ComponentResult:
     """No more tool calls than the episode's budget (`Limits.max_tool_calls`)."""
     if inp.max_tool_calls is None:
@@ -133,7 +86,7 @@ def check_authorization(inp: StaticInput) -> ComponentResult:
     for event in inp.log:
         if event.get("ok") or event.get("error_category") != "unauthorized":
             continue
-        spec = TOOLS.tools.get(event.get("name", ""))
+        spec = inp.world.tools.tools.get(event.get("name", ""))
         if event.get("kind") == "write":
             problems.append(f"unauthorized write attempt: {_call(event)}: {event.get('error')}")
         elif spec is not None and spec.private:
@@ -198,10 +151,8 @@ def check_confirmation(inp: StaticInput) -> ComponentResult:
     return _result("confirmation", problems)
 
 
+# the checks every domain gets; a domain's own invariants (Domain.invariants) run first
 STATIC_CHECKS: dict[str, Callable[[StaticInput], ComponentResult]] = {
-    "status_transitions": check_status_transitions,
-    "refund_ceiling": check_refund_ceiling,
-    "gift_card_balance": check_gift_card_balances,
     "tool_budget": check_tool_budget,
     "authorization": check_authorization,
     "policy_violation": check_policy_violations,
@@ -209,10 +160,15 @@ STATIC_CHECKS: dict[str, Callable[[StaticInput], ComponentResult]] = {
 }
 
 
+def checks_for(world: World) -> dict[str, Callable[[StaticInput], ComponentResult]]:
+    """The world's domain invariants, then the generic checks, by name."""
+    return {**{inv.name: inv.check for inv in world.domain.invariants()}, **STATIC_CHECKS}
+
+
 def run_static_checks(inp: StaticInput) -> list[ComponentResult]:
-    """Every static check, named 'static.<check>'."""
+    """Every static check (the domain's invariants first), named 'static.<check>'."""
     results = []
-    for name, check in STATIC_CHECKS.items():
+    for name, check in checks_for(inp.world).items():
         result = check(inp)
         results.append(result.model_copy(update={"name": f"static.{name}"}))
     return results

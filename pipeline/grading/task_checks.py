@@ -15,14 +15,12 @@ from pipeline.dataset.task import (
     TransferCheck,
 )
 from pipeline.grading.verdict import ComponentResult
-from pipeline.world.retail.state import RetailWorld
-
-TRANSFER_TOOL = "transfer_to_human_agents"
+from pipeline.world.tables import World
 
 
 def evaluate_check(
     check: TaskCheck,
-    world: RetailWorld,
+    world: World,
     log: list[dict[str, Any]],
     final_changed: Mapping[str, Mapping[str, dict]],
 ) -> ComponentResult:
@@ -47,7 +45,7 @@ def evaluate_check(
         if len(log) > check.limit:
             problems.append(f"{len(log)} tool calls exceed the task's limit of {check.limit}")
     elif isinstance(check, TransferCheck):
-        transferred = any(e.get("name") == TRANSFER_TOOL and e.get("ok") for e in log)
+        transferred = any(e.get("kind") == "transfer" and e.get("ok") for e in log)
         if transferred != check.expected:
             problems.append("transferred to a human agent" if transferred else "never transferred to a human agent")
     elif isinstance(check, ToolNotCalledCheck):
@@ -61,7 +59,7 @@ def evaluate_check(
 
 def evaluate_task_checks(
     checks: list[TaskCheck],
-    world: RetailWorld,
+    world: World,
     log: list[dict[str, Any]],
     final_changed: Mapping[str, Mapping[str, dict]],
 ) -> list[ComponentResult]:

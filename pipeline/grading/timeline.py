@@ -14,10 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pipeline.rollout.trajectory import STOP_TOKEN, Trajectory
-from pipeline.world.retail.tools import TOOLS
 
 log = logging.getLogger(__name__)
-AUTH_TOOLS = frozenset({"find_user_id_by_email", "find_user_id_by_name_zip"})
 
 
 @dataclass(frozen=True)
@@ -36,7 +34,7 @@ class Step:
     pos: int
     name: str
     arguments: dict[str, Any]
-    kind: str  # read | write | generic
+    kind: str  # a ToolKind: read | write | identity | transfer | generic
     ok: bool
     content: str  # what the agent saw: the result, or the error text
     error_category: str | None = None
@@ -116,7 +114,7 @@ def build_timeline(trajectory: Trajectory) -> Timeline:
                 )
             else:
                 answer = answers.get(call.id)
-                spec = TOOLS.tools.get(call.name)
+                spec = _tools(trajectory).tools.get(call.name)
                 error = answer is None or answer.error
                 items.append(
                     Step(
@@ -131,6 +129,13 @@ def build_timeline(trajectory: Trajectory) -> Timeline:
                 )
             k += 1
     return Timeline(items, trajectory.termination)
+
+
+def _tools(trajectory: Trajectory):
+    """The tool registry of the trajectory's domain (for kinds, when a trajectory carries no world log)."""
+    from pipeline.world.registry import resolve_domain
+
+    return resolve_domain(trajectory.domain).tools
 
 
 _CATEGORY = (

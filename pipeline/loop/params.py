@@ -30,6 +30,10 @@ class WorldParams(Strict):
     train_world: str = Field(default="gen-7", description="World that synthesized and curated data come from.")
     eval_tasks: int = Field(default=EVAL_TASKS, ge=1, description="Frozen held-out tasks (the gate's power needs 200).")
     seed: int = Field(default=0, description="Seed of the held-out task draw.")
+    domain: str = Field(
+        default="retail",
+        description="The domain the worlds belong to: a built-in name (retail, airline) or module:attribute.",
+    )
 
 
 class BaselineParams(Strict):

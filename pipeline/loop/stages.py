@@ -20,10 +20,11 @@ log = logging.getLogger(__name__)
 def make_eval_tasks(p: Params) -> int:
     """The frozen held-out tasks, drawn from the evaluation world (never used for training)."""
     from pipeline.dataset.io import write_tasks
-    from pipeline.synth.templates import generate_tasks
     from pipeline.world.registry import load_world
 
-    tasks = generate_tasks(load_world(p.world.eval_world), p.world.eval_tasks, seed=p.world.seed)
+    world = load_world(p.world.eval_world, p.world.domain)
+    generate_tasks = world.domain.require("tasks", needed_for="the held-out evaluation tasks (stage eval_tasks)")
+    tasks = generate_tasks(world, p.world.eval_tasks, seed=p.world.seed)
     return write_tasks(paths.EVAL_TASKS, tasks)
 
 
@@ -84,6 +85,7 @@ def _measure(p: Params, model_dir: Path, out: Path):
 
     config = MeasureConfig(
         world=p.world.eval_world,
+        domain=p.world.domain,
         tasks=paths.EVAL_TASKS,
         agent=sampled(read_agent_spec(model_dir), p.measure.temperature),
         trials=p.measure.trials,
@@ -120,7 +122,7 @@ def synthesize(p: Params):
 
     if paths.SYNTH_DIR.exists():
         shutil.rmtree(paths.SYNTH_DIR)
-    world = load_world(p.world.train_world)
+    world = load_world(p.world.train_world, p.world.domain)
     result = run(world, Targets.read(paths.TARGETS), paths.SYNTH_DIR, p.synthesize.config)
     write_anchors(world, p.synthesize.anchors, p.synthesize.config.seed)
     return result

@@ -49,6 +49,9 @@ class MeasureConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     world: str = Field(description="World reference (gen-<seed>[-PxUxO] or a domain directory).")
+    domain: str | None = Field(
+        default=None, description="Domain name or module:attribute (None: found from the world reference)."
+    )
     tasks: Path = Field(description="Held-out tasks.jsonl.")
     agent: str = Field(description="Agent spec: oracle, flawed[:mode=rate,...], hf:PATH.")
     trials: int = Field(default=4, ge=1, description="Trials per task.")
@@ -70,7 +73,7 @@ class MeasureConfig(BaseModel):
         keep = {"world", "agent", "user", "judge", "trials", "seed", "limits"}
         return sha256_json(
             {
-                **self.model_dump(mode="json", include=keep),
+                **self.model_dump(mode="json", include=keep | ({"domain"} if self.domain else set())),
                 "checkpoint": checkpoint_digest(self.agent),  # a checkpoint retrained in place is another agent
                 "tasks": [t.model_dump(mode="json") for t in tasks],
             }
@@ -115,7 +118,7 @@ def measure(
         raise MetricsInputError(f"{config.tasks}: empty task set")
     if config.max_tasks:
         tasks = tasks[: config.max_tasks]
-    world = load_world(config.world)
+    world = load_world(config.world, config.domain)
     agent, user, judge = make_agent(config.agent), make_user(config.user), make_judge(config.judge)
     price = config.prices.price(agent.name) if config.prices else None
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -17,7 +17,7 @@ from pipeline.grading.verdict import Verdict
 from pipeline.rollout.protocols import Agent, User
 from pipeline.rollout.runner import Limits, run_episode
 from pipeline.rollout.trajectory import Trajectory
-from pipeline.world.retail.state import RetailWorld
+from pipeline.world.tables import World
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ class TrialResult:
 
 
 def run_trial(
-    world: RetailWorld,
+    world: World,
     task: Task,
     agent: Agent,
     user: User,
@@ -74,7 +74,7 @@ class SerialExecutor:
 
     def run(
         self,
-        world: RetailWorld,
+        world: World,
         tasks: Sequence[Task],
         agent: Agent,
         user: User,

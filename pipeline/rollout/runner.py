@@ -12,8 +12,8 @@ from pipeline.dataset.task import Task
 from pipeline.rollout.protocols import Agent, EpisodeInfo, InfrastructureError, User
 from pipeline.rollout.trajectory import Message, Strict, Timings, ToolCall, Trajectory, Usage
 from pipeline.users.persona import persona_for
-from pipeline.world.retail.state import RetailWorld, Session, ToolEvent
-from pipeline.world.retail.tools import TOOLS, execute
+from pipeline.world.tables import Session, ToolEvent, World
+from pipeline.world.tools import execute
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +27,7 @@ class Limits(Strict):
 
 
 def run_episode(
-    world: RetailWorld,
+    world: World,
     task: Task,
     agent: Agent,
     user: User,
@@ -41,9 +41,18 @@ def run_episode(
     limits = limits or Limits()
     session = session or world.session()
     persona = persona_for(task, trial)
-    info = EpisodeInfo(task=task, trial=trial, seed=seed, policy=world.policy, tools=TOOLS.schemas(), persona=persona)
+    info = EpisodeInfo(
+        task=task, trial=trial, seed=seed, policy=world.policy, tools=world.tools.schemas(), persona=persona
+    )
     traj = Trajectory(
-        task_id=task.id, trial=trial, seed=seed, agent=agent.name, user=user.name, persona=persona, world=world.name
+        task_id=task.id,
+        trial=trial,
+        seed=seed,
+        agent=agent.name,
+        user=user.name,
+        persona=persona,
+        world=world.name,
+        domain=world.domain.name,
     )
     timings = Timings()
     agent_usage, user_usage = Usage(), Usage()

@@ -67,6 +67,9 @@ class Trajectory(Strict):
     user: str = Field(description="User simulator name.")
     persona: str | None = None
     world: str = Field(description="World name the episode ran in.")
+    domain: str = Field(
+        default="retail", description="Domain of that world (records from before domains were named are retail)."
+    )
     messages: list[Message] = Field(default_factory=list)
     world_log: list[dict[str, Any]] = Field(default_factory=list, description="The world's ToolEvent log.")
     final_changed: dict[str, dict[str, Any]] = Field(

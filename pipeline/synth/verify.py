@@ -26,10 +26,7 @@ from pipeline.grading.grader import grade
 from pipeline.grading.static_checks import (
     StaticInput,
     check_authorization,
-    check_gift_card_balances,
     check_policy_violations,
-    check_refund_ceiling,
-    check_status_transitions,
     check_tool_budget,
 )
 from pipeline.rollout.protocols import InfrastructureError
@@ -54,10 +51,8 @@ Kind = Literal[
     "flaw_undetected",
     "judge_rejected",
 ]
+# after the domain's invariants (Domain.invariants)
 GOLD_CHECKS = (
-    check_status_transitions,
-    check_refund_ceiling,
-    check_gift_card_balances,
     check_authorization,
     check_policy_violations,
     check_tool_budget,
@@ -112,7 +107,8 @@ class Verifier:
         inp = StaticInput(
             self.world, [e.to_dict() for e in session.log], session.changed(), max_tool_calls=cfg.limits.max_tool_calls
         )
-        static = [d for check in GOLD_CHECKS for d in check(inp).details]
+        checks = [inv.check for inv in self.world.domain.invariants()] + list(GOLD_CHECKS)
+        static = [d for check in checks for d in check(inp).details]
         if static:
             return Verification("static_violation", static)
         traj = None

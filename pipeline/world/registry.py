@@ -1,18 +1,32 @@
-"""Resolve a world reference to a loaded world.
+"""Domain choice by name, and world references resolved to loaded worlds.
 
-A reference is either a domain directory (db.json + optional policy.md, e.g. a τ²-bench domain) or a
-generated world `gen-<seed>` / `gen-<seed>-<products>x<users>x<orders>`.
+A domain is named by a built-in name (`retail`, `airline`) or, for a package outside this repository, as
+`module:attribute` (the attribute a `Domain` instance, or a class or factory making one). A world reference is
+a domain directory (db.json + policy.md, e.g. a τ²-bench domain), a db.json file, or a name the domain reads
+(retail: `gen-<seed>` / `gen-<seed>-<products>x<users>x<orders>`). Without an explicit domain, a directory's
+domain is the one whose tables its db.json holds, and a name goes to the one domain that reads it; there is
+no fallback.
 """
 
 from __future__ import annotations
 
-import re
+import importlib
+import json
 from functools import lru_cache
 from pathlib import Path
 
-from pipeline.world.retail.state import RetailWorld, WorldLoadError
+from pipeline.world.domain import Domain
+from pipeline.world.tables import World, WorldLoadError
 
-_GEN = re.compile(r"^gen-(\d+)(?:-(\d+)x(\d+)x(\d+))?$")
+# name → "module:attribute"; imported only when asked for, so the core imports no domain
+BUILTIN_DOMAINS: dict[str, str] = {
+    "retail": "pipeline.world.retail.domain:RETAIL",
+    "airline": "pipeline.domains.airline.domain:AIRLINE",
+}
+
+
+class UnknownDomainError(ValueError):
+    """A domain name or `module:attribute` that does not resolve to a Domain."""
 
 
 def generated_world_name(seed: int, n_products: int, n_users: int, n_orders: int) -> str:
@@ -21,28 +35,77 @@ def generated_world_name(seed: int, n_products: int, n_users: int, n_orders: int
     return f"gen-{seed}-{n_products}x{n_users}x{n_orders}"
 
 
+@lru_cache(maxsize=32)
+def resolve_domain(spec: str) -> Domain:
+    """The Domain a name or `module:attribute` spec names."""
+    target = BUILTIN_DOMAINS.get(spec, spec)
+    module_name, sep, attr = target.partition(":")
+    if not sep or not module_name or not attr:
+        raise UnknownDomainError(
+            f"unknown domain {spec!r}: expected one of {sorted(BUILTIN_DOMAINS)} or module:attribute"
+        )
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise UnknownDomainError(f"domain {spec!r}: cannot import module {module_name!r}: {exc}") from None
+    try:
+        obj = getattr(module, attr)
+    except AttributeError:
+        raise UnknownDomainError(f"domain {spec!r}: module {module_name!r} has no attribute {attr!r}") from None
+    if not isinstance(obj, Domain) and callable(obj):
+        obj = obj()
+    if not isinstance(obj, Domain):
+        raise UnknownDomainError(
+            f"domain {spec!r}: {target} is a {type(obj).__name__}, not a pipeline.world.domain.Domain"
+        )
+    return obj
+
+
+def domain_of_directory(path: Path) -> Domain:
+    """The built-in domain whose tables a directory's (or a db.json file's) database holds."""
+    db = path / "db.json" if path.is_dir() else path
+    if not db.exists():
+        raise WorldLoadError(f"{path}: no db.json in this domain directory")
+    try:
+        keys = set(json.loads(db.read_text(encoding="utf-8")))
+    except json.JSONDecodeError as exc:
+        raise WorldLoadError(f"{db}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    except (AttributeError, TypeError):
+        raise WorldLoadError(f"{db}: expected a JSON object of tables") from None
+    matches = [d for d in map(resolve_domain, BUILTIN_DOMAINS) if set(d.tables) == keys]
+    if len(matches) != 1:
+        known = ", ".join(f"{d.name} ({', '.join(d.tables)})" for d in map(resolve_domain, BUILTIN_DOMAINS))
+        raise WorldLoadError(
+            f"{db}: tables {sorted(keys)} match no built-in domain ({known}); name the domain (--domain /"
+            " world.domain, or module:attribute)"
+        )
+    return matches[0]
+
+
 @lru_cache(maxsize=16)
-def load_world(ref: str) -> RetailWorld:
-    """The world a reference names; worlds are immutable, so one copy per process is shared."""
-    from pipeline.world.retail.policy import load_policy
+def load_world(ref: str, domain: str | None = None) -> World:
+    """The world a reference names; worlds are immutable, so one copy per process is shared.
 
-    m = _GEN.match(ref)
-    if m:
-        from pipeline.world.retail.generator import GeneratorConfig, generate_world
-
-        seed = int(m.group(1))
-        sizes = dict(n_products=50, n_users=500, n_orders=1000)
-        if m.group(2):
-            sizes = dict(n_products=int(m.group(2)), n_users=int(m.group(3)), n_orders=int(m.group(4)))
-        return generate_world(GeneratorConfig(seed=seed, name=ref, **sizes))
+    `domain` names the domain (see `resolve_domain`); None finds it from the reference.
+    """
+    if domain is not None:
+        d = resolve_domain(domain)
+        world = d.load(ref)
+        if world is None:
+            raise WorldLoadError(f"domain {d.name!r} cannot read the world reference {ref!r}")
+        return world
     path = Path(ref)
-    if path.is_dir():
-        db = path / "db.json"
-        if not db.exists():
-            raise WorldLoadError(f"{path}: no db.json in this domain directory")
-        policy_file = path / "policy.md"
-        policy = policy_file.read_text() if policy_file.exists() else load_policy()
-        return RetailWorld.from_json(db, policy=policy, name=path.resolve().name)
-    if path.suffix == ".json" and path.exists():
-        return RetailWorld.from_json(path, policy=load_policy(), name=path.stem)
-    raise WorldLoadError(f"unknown world reference {ref!r}: expected a domain directory, a db.json, or gen-<seed>")
+    if path.is_dir() or (path.suffix == ".json" and path.exists()):
+        d = domain_of_directory(path)
+        world = d.load(ref)
+        if world is None:  # pragma: no cover - a domain refusing a directory whose tables it declares
+            raise WorldLoadError(f"domain {d.name!r} cannot read {ref!r}")
+        return world
+    for d in map(resolve_domain, BUILTIN_DOMAINS):
+        world = d.load(ref)
+        if world is not None:
+            return world
+    raise WorldLoadError(
+        f"unknown world reference {ref!r}: expected a domain directory, a db.json, or a name a domain reads"
+        f" (domains: {', '.join(sorted(BUILTIN_DOMAINS))})"
+    )

@@ -5,14 +5,9 @@ from __future__ import annotations
 import pytest
 
 from pipeline.grading import grade
-from pipeline.grading.static_checks import (
-    StaticInput,
-    affirms,
-    check_gift_card_balances,
-    check_refund_ceiling,
-    check_status_transitions,
-)
+from pipeline.grading.static_checks import StaticInput, affirms
 from pipeline.rollout.runner import Limits
+from pipeline.world.retail.invariants import check_gift_card_balances, check_refund_ceiling, check_status_transitions
 from pipeline.world.retail.schema import dump_record
 from tests.grading.grading_helpers import Call, record
 

@@ -147,7 +147,7 @@ def test_event_log_records_who_and_what(tau2_world):
         "modify_pending_order_address",
     ]
     assert [e["ok"] for e in log] == [False, True, True, True, False]
-    assert [e["kind"] for e in log] == ["read", "read", "read", "write", "write"]
+    assert [e["kind"] for e in log] == ["read", "identity", "read", "write", "write"]
     assert [e["error_category"] for e in log] == ["unauthorized", None, None, None, "unauthorized"]
     assert [e["authenticated_user_id"] for e in log[2:]] == [SOFIA, SOFIA, SOFIA]
     assert log[1]["result"] == SOFIA

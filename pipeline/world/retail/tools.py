@@ -16,6 +16,7 @@ from pipeline.world.retail.arith import ArithmeticError_, evaluate
 from pipeline.world.retail.schema import CANCEL_REASONS, Address, Order, PaymentTransaction, dump_record
 from pipeline.world.retail.state import Session, ToolEvent
 from pipeline.world.retail.toolkit import ToolError, ToolRegistry
+from pipeline.world.tools import execute as _execute
 
 TOOLS = ToolRegistry()
 TRANSFER_MESSAGE = "YOU ARE BEING TRANSFERRED TO A HUMAN AGENT. PLEASE HOLD ON."
@@ -106,7 +107,7 @@ def _json(record: Any) -> str:
 
 
 # ---- look-ups -------------------------------------------------------------------------------
-@TOOLS.register("read")
+@TOOLS.register("identity")
 def find_user_id_by_email(s: Session, email: str) -> str:
     """Find a user id by email and authenticate that user for this conversation.
 
@@ -119,7 +120,7 @@ def find_user_id_by_email(s: Session, email: str) -> str:
     return _authenticate(s, user_id)
 
 
-@TOOLS.register("read")
+@TOOLS.register("identity")
 def find_user_id_by_name_zip(s: Session, first_name: str, last_name: str, zip: str) -> str:
     """Find a user id by first name, last name and zip code, and authenticate that user.
 
@@ -207,7 +208,7 @@ def calculate(s: Session, expression: str) -> str:
         raise ToolError(str(exc), "invalid_arguments") from None
 
 
-@TOOLS.register("generic")
+@TOOLS.register("transfer")
 def transfer_to_human_agents(s: Session, summary: str) -> str:
     """Transfer the user to a human agent, with a summary of the user's issue.
 
@@ -439,33 +440,5 @@ WRITE_TOOLS = frozenset(n for n, t in TOOLS.tools.items() if t.kind == "write")
 
 
 def execute(s: Session, name: str, arguments: Any) -> ToolEvent:
-    """Run one tool call against a session, atomically, and append it to the world's log.
-
-    Returns the logged event; `event.ok` tells success, `result_text(event)` what the agent sees.
-    """
-    spec = TOOLS.tools.get(name)
-    kind = spec.kind if spec else "generic"
-    event = ToolEvent(
-        step=len(s.log),
-        name=name,
-        arguments=arguments if isinstance(arguments, dict) else {},
-        kind=kind,
-        ok=False,
-        authenticated_user_id=s.authenticated_user_id,
-    )
-    s.begin_call()
-    try:
-        if spec is None:
-            raise ToolError(f"unknown tool {name!r}; available tools: {', '.join(TOOLS.tools)}", "invalid_arguments")
-        args = spec.validate(arguments)
-        event.result = spec.func(s, **args)  # type: ignore[attr-defined]
-        event.ok = True
-        event.touched = s.commit_call()
-    except ToolError as exc:
-        s.rollback_call()
-        event.error, event.error_category = str(exc), exc.category
-    except Exception as exc:  # a bug in a tool must not corrupt the episode  # noqa: BLE001
-        s.rollback_call()
-        event.error, event.error_category = f"internal error in {name}: {exc}", "internal"
-    s.log.append(event)
-    return event
+    """Run one retail tool call against a session, atomically, and append it to the world's log."""
+    return _execute(s, name, arguments)

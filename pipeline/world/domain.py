@@ -1,0 +1,150 @@
+"""The domain boundary: what a domain (retail, airline, yours) provides to the generic loop.
+
+A domain is one package behind the `Domain` interface below. The generic machinery — the copy-on-write session
+over named tables, the tool registry and log, state diff and hashing, the runner, executors, verdict, failure-mode
+analysis, metrics, target, curate, train, gate, report — reaches a domain only through this interface, and names
+none. Required pieces are abstract; optional capabilities (synthesis, an oracle, flaws, user phrasing, a τ²-bench
+importer) return None by default, and `require` turns a missing one into an error naming the domain and the
+capability.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from pipeline.dataset.task import Task
+    from pipeline.grading.verdict import ComponentResult
+    from pipeline.world.tables import World
+    from pipeline.world.tools import ToolRegistry
+
+CAPABILITIES: dict[str, str] = {
+    "tau2_importer": "load a τ²-bench domain directory (db.json, tasks.json, policy.md) into a world and tasks",
+    "generator": "generate fresh seeded worlds (gen-<seed> references)",
+    "tasks": "generate held-out evaluation tasks from a world",
+    "synthesis": "atomic actions with preconditions and refusals, for task synthesis",
+    "oracle": "a scripted agent that follows the policy",
+    "flaws": "a scripted agent that plants the failure modes",
+    "user_phrasing": "how a scripted customer states requests and answers questions",
+}
+
+
+class DomainCapabilityError(LookupError):
+    """A domain asked for something it does not provide; the message names the domain and the capability."""
+
+    def __init__(self, domain: str, capability: str, needed_for: str | None = None) -> None:
+        what = CAPABILITIES.get(capability, capability)
+        why = f", needed for {needed_for}" if needed_for else ""
+        super().__init__(f"domain {domain!r} does not provide {capability!r} ({what}){why}")
+        self.domain, self.capability = domain, capability
+
+
+@dataclass(frozen=True)
+class Invariant:
+    """A rule every episode of the domain must keep, whatever the task (a static check named 'static.<name>').
+
+    `check` receives the grader's `StaticInput` (world, world log, final state delta, messages) and returns a
+    `ComponentResult`.
+    """
+
+    name: str
+    check: Callable[[Any], ComponentResult]
+
+
+class Tau2Importer(Protocol):
+    """Reads a τ²-bench domain directory of this domain."""
+
+    replay_tables: tuple[str, ...]
+    """The tables a replay line's `changed` holds, in output order."""
+
+    def load(self, path: str | Path) -> tuple[World, list[Task]]:
+        """The directory's world (its db.json under its policy.md) and its tasks in file order."""
+        ...
+
+
+class Domain(ABC):
+    """One domain behind the generic loop. Subclass it, fill in the abstract parts, and name it in
+    `world.domain` (a built-in name or `module:attribute`)."""
+
+    name: str
+    """Short name, e.g. 'retail'; errors and logs use it."""
+
+    tables: Mapping[str, type[BaseModel]]
+    """Table name → pydantic record type, in the domain's table order. A database is {table: {key: record}}."""
+
+    tools: ToolRegistry
+    """Every tool the agent may call: JSON Schema from the signature and docstring, a kind (read, write, identity,
+    transfer, generic) and the function `f(session, **arguments)`; a refused call raises ToolError and changes
+    nothing."""
+
+    @abstractmethod
+    def load(self, ref: str) -> World | None:
+        """The world a reference names, or None when the reference is not in a form this domain reads.
+
+        A reference is a domain directory (db.json + policy.md), a db.json file, or a domain-specific name (retail:
+        `gen-<seed>`). Bad content raises WorldLoadError naming the file and the field."""
+
+    @abstractmethod
+    def policy(self) -> str:
+        """The policy text the agent is held to in this domain's worlds (a directory's policy.md overrides it)."""
+
+    @abstractmethod
+    def owner(self, table: str, record: BaseModel) -> str | None:
+        """Authorization: the customer (user id) a record belongs to, or None for public records (a catalogue,
+        flights). Private records may be read and written only by the customer authenticated in the conversation;
+        the tools enforce it, the grader flags attempts."""
+
+    def invariants(self) -> list[Invariant]:
+        """Domain rules for the static checks (legal transitions, money ceilings, ...); none by default."""
+        return []
+
+    def identity_fields(self) -> tuple[str, ...]:
+        """What a customer can state to be identified (KnownInfo fields, e.g. ('email', 'zip')); informational."""
+        return ()
+
+    # ---- optional capabilities (None: not provided) ---------------------------------------------------------------
+    def tau2_importer(self) -> Tau2Importer | None:
+        return None
+
+    def generator(self) -> Callable[[int, dict[str, int]], World] | None:
+        return None
+
+    def tasks(self) -> Callable[..., list[Task]] | None:
+        """`f(world, n, seed=...) -> list[Task]`: held-out evaluation tasks grounded in `world`."""
+        return None
+
+    def synthesis(self) -> Any | None:
+        return None
+
+    def oracle(self) -> Callable[[], Any] | None:
+        """A factory of the scripted agent that follows the policy."""
+        return None
+
+    def flaws(self) -> Callable[..., Any] | None:
+        """A factory `f(rates: dict[str, float], seed: int)` of the scripted agent planting the failure modes."""
+        return None
+
+    def user_phrasing(self) -> Any | None:
+        return None
+
+    def require(self, capability: str, needed_for: str | None = None) -> Any:
+        """The capability, or a DomainCapabilityError naming the domain and the capability."""
+        if capability not in CAPABILITIES:
+            raise KeyError(f"unknown capability {capability!r}; capabilities are {sorted(CAPABILITIES)}")
+        value = getattr(self, capability)()
+        if value is None:
+            raise DomainCapabilityError(self.name, capability, needed_for)
+        return value
+
+    def provides(self, capability: str) -> bool:
+        return getattr(self, capability)() is not None
+
+    def __repr__(self) -> str:
+        return f"<domain {self.name}>"

@@ -1,0 +1,220 @@
+"""The generic world: immutable named tables of pydantic records, and copy-on-write episode sessions over them.
+
+A `World` is parsed once and never mutated. Each episode gets a `Session` whose writes land in a small overlay of
+copied records, so starting an episode costs nothing and an episode's writes never reach the base world or another
+episode. The episode's state is the set of records that differ from the base. Nothing here knows a domain: the
+tables, their record types and the tools come from the `Domain` the world belongs to.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    from pipeline.world.domain import Domain
+
+
+def canonical_json(obj: Any) -> str:
+    """JSON with sorted keys and no whitespace: the form every hash in agentloop is taken over."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def sha256_json(obj: Any) -> str:
+    return hashlib.sha256(canonical_json(obj).encode()).hexdigest()
+
+
+class WorldLoadError(ValueError):
+    """A database file that does not fit the schema; the message names the file and the field."""
+
+
+class Record(BaseModel):
+    """Base for every stored record: strict fields, assignment validated."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+def dump_record(record: BaseModel) -> dict:
+    """A record as τ²-bench JSON: unset optional fields are omitted, as in db.json."""
+    return record.model_dump(mode="json", exclude_none=True)
+
+
+class World:
+    """An immutable database (named tables of records keyed by id) with the policy it is served under.
+
+    `tables` maps a table name to {key: record}; its order is the domain's table order. `domain` is the
+    `Domain` whose tools, invariants and identity rules apply.
+    """
+
+    def __init__(self, tables: Mapping[str, dict[str, BaseModel]], policy: str, name: str, domain: Domain) -> None:
+        self._tables = dict(tables)
+        self.policy = policy
+        self.name = name
+        self.domain = domain
+        self._fingerprint: str | None = None
+
+    @property
+    def table_names(self) -> tuple[str, ...]:
+        return tuple(self._tables)
+
+    @property
+    def tools(self):
+        """The domain's tool registry (what the agent may call in this world)."""
+        return self.domain.tools
+
+    def to_dict(self) -> dict:
+        return {table: {k: dump_record(r) for k, r in recs.items()} for table, recs in self._tables.items()}
+
+    @property
+    def fingerprint(self) -> str:
+        """Content hash of the base database (computed once, on first use)."""
+        if self._fingerprint is None:
+            self._fingerprint = sha256_json(self.to_dict())
+        return self._fingerprint
+
+    def table(self, name: str) -> dict[str, BaseModel]:
+        if name not in self._tables:
+            raise KeyError(f"unknown table {name!r}; tables are {sorted(self._tables)}")
+        return self._tables[name]
+
+    def query(self, table: str, where: Callable[[Any], bool] | dict[str, Any] | None = None) -> list[BaseModel]:
+        """Records of `table` matching a predicate or a {dotted.field: value} filter, in id order."""
+        records = self.table(table)
+        if where is None:
+            match: Callable[[Any], bool] = lambda r: True  # noqa: E731
+        elif callable(where):
+            match = where
+        else:
+            filters = dict(where)
+            match = lambda r: all(_dotted(r, k) == v for k, v in filters.items())  # noqa: E731
+        return [records[k] for k in sorted(records) if match(records[k])]
+
+    def session(self, authenticated_user_id: str | None = None) -> Session:
+        return Session(self, authenticated_user_id=authenticated_user_id)
+
+
+def _dotted(record: Any, path: str) -> Any:
+    value = record
+    for part in path.split("."):
+        value = value.get(part) if isinstance(value, dict) else getattr(value, part, None)
+    return value
+
+
+@dataclass
+class ToolEvent:
+    """One tool call as the world saw it: the world's own log, which the grader trusts."""
+
+    step: int
+    name: str
+    arguments: dict
+    kind: str  # a ToolKind: "read" | "write" | "identity" | "transfer" | "generic"
+    ok: bool
+    result: str | None = None
+    error: str | None = None
+    error_category: str | None = None  # invalid_arguments | not_found | precondition | unauthorized
+    authenticated_user_id: str | None = None
+    touched: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def content(self) -> str:
+        """What the agent sees: the result, or the refusal as an error message."""
+        return self.result if self.ok else f"Error: {self.error}"
+
+    def to_dict(self) -> dict:
+        return {
+            "step": self.step,
+            "name": self.name,
+            "arguments": self.arguments,
+            "kind": self.kind,
+            "ok": self.ok,
+            "result": self.result,
+            "error": self.error,
+            "error_category": self.error_category,
+            "authenticated_user_id": self.authenticated_user_id,
+            "touched": [list(t) for t in self.touched],
+        }
+
+
+class Session:
+    """One episode's view of a world: base records plus a copy-on-write overlay."""
+
+    def __init__(self, world: World, authenticated_user_id: str | None = None) -> None:
+        self.world = world
+        self.overlay: dict[str, dict[str, BaseModel]] = {t: {} for t in world.table_names}
+        self.authenticated_user_id = authenticated_user_id
+        self.log: list[ToolEvent] = []
+        self.transferred = False
+        self._journal: list[tuple[str, str, BaseModel | None]] | None = None
+        self._edited_this_call: set[tuple[str, str]] = set()
+
+    # ---- reads -------------------------------------------------------------------------------
+    def get(self, table: str, key: str) -> Any:
+        """Current record (read-only by convention: call `edit` before changing anything)."""
+        rec = self.overlay[table].get(key)
+        return rec if rec is not None else self.world.table(table).get(key)
+
+    def keys(self, table: str) -> list[str]:
+        """Every key of a table as this episode sees it (base keys plus records the episode created)."""
+        return sorted(set(self.world.table(table)) | set(self.overlay[table]))
+
+    # ---- writes ------------------------------------------------------------------------------
+    def edit(self, table: str, key: str) -> Any:
+        """A private, mutable copy of a record, placed in the overlay (undone if the call fails)."""
+        if (table, key) not in self._edited_this_call:
+            current = self.get(table, key)
+            if current is None:
+                raise KeyError(f"{table}/{key} does not exist")
+            if self._journal is not None:
+                self._journal.append((table, key, self.overlay[table].get(key)))
+            self.overlay[table][key] = current.model_copy(deep=True)
+            self._edited_this_call.add((table, key))
+        return self.overlay[table][key]
+
+    def create(self, table: str, key: str, record: BaseModel) -> BaseModel:
+        """Add a new record (a booking); undone like an edit if the call fails."""
+        if self.get(table, key) is not None:
+            raise KeyError(f"{table}/{key} already exists")
+        if self._journal is not None:
+            self._journal.append((table, key, None))
+        self.overlay[table][key] = record
+        self._edited_this_call.add((table, key))
+        return record
+
+    def begin_call(self) -> None:
+        self._journal = []
+        self._edited_this_call = set()
+
+    def commit_call(self) -> list[tuple[str, str]]:
+        touched = sorted(self._edited_this_call)
+        self._journal = None
+        self._edited_this_call = set()
+        return touched
+
+    def rollback_call(self) -> None:
+        for table, key, previous in reversed(self._journal or []):
+            if previous is None:
+                self.overlay[table].pop(key, None)
+            else:
+                self.overlay[table][key] = previous
+        self._journal = None
+        self._edited_this_call = set()
+
+    # ---- state -------------------------------------------------------------------------------
+    def changed(self) -> dict[str, dict[str, dict]]:
+        """Full records (τ²-bench JSON) that differ from the base world, per table."""
+        out: dict[str, dict[str, dict]] = {t: {} for t in self.world.table_names}
+        for table, records in self.overlay.items():
+            base = self.world.table(table)
+            for key in sorted(records):
+                now = dump_record(records[key])
+                if key not in base or dump_record(base[key]) != now:
+                    out[table][key] = now
+        return out
+
+    def state_hash(self) -> str:
+        return sha256_json({"base": self.world.fingerprint, "changed": self.changed()})

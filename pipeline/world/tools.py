@@ -1,0 +1,168 @@
+"""Tool registration and execution, for any domain: a function's signature and docstring become the schema the
+model sees, and `execute` runs one call atomically against a session and logs it.
+
+As in τ²-bench, a tool's docstring is its description and its `Args:` section documents each parameter.
+Arguments are validated by pydantic before the tool body runs, so a malformed call is a tool error the
+agent can read, never a crash, and a refused call changes nothing.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+from pipeline.world.tables import ToolEvent
+
+if TYPE_CHECKING:
+    from pipeline.world.tables import Session
+
+# read: looks something up; write: changes records; identity: establishes who the customer is (and may look up);
+# transfer: hands the conversation to a human; generic: neither reads nor writes the world (calculate).
+ToolKind = Literal["read", "write", "identity", "transfer", "generic"]
+TOOL_KINDS: tuple[str, ...] = ToolKind.__args__  # type: ignore[attr-defined]
+
+
+class ToolError(Exception):
+    """A refusal: the tool ran, found the request not allowed or not possible, and changed nothing."""
+
+    def __init__(self, message: str, category: str = "precondition") -> None:
+        super().__init__(message)
+        self.category = category
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    func: Callable[..., Any]
+    kind: ToolKind
+    private: bool
+    description: str
+    args_model: type[BaseModel]
+
+    def json_schema(self) -> dict:
+        """OpenAI-style function schema."""
+        params = self.args_model.model_json_schema()
+        params.pop("title", None)
+        params.setdefault("required", [])  # always present, even for a tool without parameters
+        for prop in params.get("properties", {}).values():
+            prop.pop("title", None)
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": params},
+        }
+
+    def validate(self, arguments: Any) -> dict:
+        if not isinstance(arguments, dict):
+            raise ToolError(
+                f"arguments for {self.name} must be a JSON object, got {type(arguments).__name__}",
+                "invalid_arguments",
+            )
+        try:
+            parsed = self.args_model.model_validate(arguments)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()
+            )
+            raise ToolError(f"invalid arguments for {self.name}: {problems}", "invalid_arguments") from None
+        return {k: getattr(parsed, k) for k in type(parsed).model_fields}
+
+
+def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    doc = inspect.cleandoc(doc or "")
+    head, _, rest = doc.partition("Args:")
+    descriptions: dict[str, str] = {}
+    current = None
+    for line in rest.splitlines():
+        if line.strip() and not line[0].isspace():  # the next section ("Returns:", "Raises:") ends Args
+            break
+        m = re.match(r"\s*(\w+)(?: \([^)]*\))?:\s*(.*)", line)
+        if m and not line.startswith("        "):
+            current = m.group(1)
+            descriptions[current] = m.group(2).strip()
+        elif current and line.strip():
+            descriptions[current] += " " + line.strip()
+    desc = head.split("Returns:")[0].strip()
+    return desc, descriptions
+
+
+def make_tool(func: Callable[..., Any], kind: ToolKind, private: bool) -> ToolSpec:
+    """Build a ToolSpec from `func(session, **arguments)`."""
+    description, arg_docs = _parse_docstring(func.__doc__ or "")
+    fields: dict[str, Any] = {}
+    params = list(inspect.signature(func).parameters.values())[1:]  # drop the session
+    hints = inspect.get_annotations(func, eval_str=True)
+    for p in params:
+        default = ... if p.default is inspect.Parameter.empty else p.default
+        fields[p.name] = (hints[p.name], Field(default, description=arg_docs.get(p.name)))
+    model = create_model(
+        f"{func.__name__}_args",
+        __config__=ConfigDict(extra="forbid", strict=True),
+        **fields,
+    )
+    return ToolSpec(func.__name__, func, kind, private, description, model)
+
+
+class ToolRegistry:
+    """The tools of one domain, in a stable order."""
+
+    def __init__(self) -> None:
+        self.tools: dict[str, ToolSpec] = {}
+
+    def register(self, kind: ToolKind, private: bool = False) -> Callable:
+        def deco(func: Callable) -> Callable:
+            self.tools[func.__name__] = make_tool(func, kind, private)
+            return func
+
+        return deco
+
+    def schemas(self) -> list[dict]:
+        return [t.json_schema() for t in self.tools.values()]
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.tools
+
+    def __getitem__(self, name: str) -> ToolSpec:
+        return self.tools[name]
+
+    def of_kind(self, *kinds: str) -> frozenset[str]:
+        """Names of the tools of the given kinds."""
+        return frozenset(n for n, t in self.tools.items() if t.kind in kinds)
+
+
+def execute(s: Session, name: str, arguments: Any) -> ToolEvent:
+    """Run one tool call of the session's world against it, atomically, and append it to the world's log.
+
+    Returns the logged event; `event.ok` tells success, `event.content` what the agent sees.
+    """
+    tools = s.world.tools
+    spec = tools.tools.get(name)
+    kind = spec.kind if spec else "generic"
+    event = ToolEvent(
+        step=len(s.log),
+        name=name,
+        arguments=arguments if isinstance(arguments, dict) else {},
+        kind=kind,
+        ok=False,
+        authenticated_user_id=s.authenticated_user_id,
+    )
+    s.begin_call()
+    try:
+        if spec is None:
+            raise ToolError(f"unknown tool {name!r}; available tools: {', '.join(tools.tools)}", "invalid_arguments")
+        args = spec.validate(arguments)
+        event.result = spec.func(s, **args)  # type: ignore[attr-defined]
+        event.ok = True
+        event.touched = s.commit_call()
+    except ToolError as exc:
+        s.rollback_call()
+        event.error, event.error_category = str(exc), exc.category
+    except Exception as exc:  # a bug in a tool must not corrupt the episode  # noqa: BLE001
+        s.rollback_call()
+        event.error, event.error_category = f"internal error in {name}: {exc}", "internal"
+    s.log.append(event)
+    return event
