@@ -45,6 +45,7 @@ def test_every_loop_step_is_a_stage_with_its_script_and_params():
     stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
     assert list(stages) == [
         "eval_tasks",
+        "embedded_data",
         "embedded",
         "baseline",
         "measure",
