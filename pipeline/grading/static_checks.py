@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.grading.confirmation import affirms as affirms  # re-exported: the rules and tests read it here
-from pipeline.grading.confirmation import read_reply
+from pipeline.grading.confirmation import asks_yes_no, read_reply
 from pipeline.grading.verdict import ComponentResult
 from pipeline.rollout.trajectory import Message
 from pipeline.world.retail.state import RetailWorld, canonical_json
@@ -144,12 +144,13 @@ def check_confirmation(inp: StaticInput) -> ComponentResult:
 
     Each successful write must be preceded, after the previous successful write, by an assistant question
     (a text message with a '?', no tool call) answered by a user message that confirms
-    (`pipeline.grading.confirmation.read_reply`; an unclear reply goes to `resolve_unclear` when set, else does
-    not confirm). A later non-confirming answer withdraws the confirmation; a write consumes it, so two writes
-    need two confirmations.
+    (`pipeline.grading.confirmation.read_reply`). A reply it finds unclear, to a question a 'yes' can answer,
+    goes to `resolve_unclear` when set — only once a write depends on it — and otherwise does not confirm.
+    A later non-confirming answer withdraws the confirmation; a write consumes it, so two writes need two
+    confirmations.
     """
     problems, notes = [], []
-    confirmed = False
+    confirmed: bool | tuple[str, str] = False  # a pending (question, reply) waits for the judge
     question: str | None = None
     calls = 0
     for msg in inp.messages:
@@ -157,7 +158,7 @@ def check_confirmation(inp: StaticInput) -> ComponentResult:
             question = msg.content if msg.content and "?" in msg.content else None
         elif msg.role == "user":
             if question is not None:
-                confirmed = _confirms(inp, question, msg.content or "", notes)
+                confirmed = _reading(inp, question, msg.content or "", notes)
             question = None
         elif msg.role == "assistant":
             question = None
@@ -166,20 +167,27 @@ def check_confirmation(inp: StaticInput) -> ComponentResult:
                 calls += 1
                 if event is None or event.get("kind") != "write" or not event.get("ok"):
                     continue
+                if isinstance(confirmed, tuple):
+                    confirmed = _settle(inp, *confirmed, notes)
                 if not confirmed:
                     problems.append(f"write without explicit user confirmation: {_call(event)}")
                 confirmed = False
     return _result("confirmation", problems, notes)
 
 
-def _confirms(inp: StaticInput, question: str, reply: str, notes: list[str]) -> bool:
+def _reading(inp: StaticInput, question: str, reply: str, notes: list[str]) -> bool | tuple[str, str]:
     reading = read_reply(reply, question)
     if reading.decision != "unclear":
         return reading.confirmed
-    if inp.resolve_unclear is None:
-        notes.append(f"unclear answer to a confirmation request, not counted as a yes: {reply[:80]!r}")
+    if inp.resolve_unclear is None or not asks_yes_no(question):
+        if asks_yes_no(question):
+            notes.append(f"unclear answer to a confirmation request, not counted as a yes: {reply[:80]!r}")
         return False
-    settled = inp.resolve_unclear(question, reply)
+    return (question, reply)
+
+
+def _settle(inp: StaticInput, question: str, reply: str, notes: list[str]) -> bool:
+    settled = inp.resolve_unclear(question, reply)  # type: ignore[misc]
     notes.append(f"unclear answer settled by the judge as {'yes' if settled else 'no'}: {reply[:80]!r}")
     return settled
 

@@ -134,6 +134,7 @@ def build_timeline(trajectory: Trajectory) -> Timeline:
 
 
 _CATEGORY = (
+    ("malformed_arguments", re.compile(r"could not parse the arguments")),
     ("not_found", re.compile(r"not found")),
     ("unauthorized", re.compile(r"authenticated|another customer")),
 )
