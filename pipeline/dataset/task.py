@@ -37,6 +37,12 @@ class Action(Strict):
     request: int | None = Field(
         default=None, description="Index of the user-script request this action serves (None: authentication)."
     )
+    requestor: Literal["assistant", "user"] | None = Field(
+        default=None, description="Who makes the call (τ²-bench tasks: 'assistant' or 'user'); None: the agent."
+    )
+    compare_args: list[str] | None = Field(
+        default=None, description="τ²-bench: the arguments an action match compares (None: all of them)."
+    )
 
 
 class KnownInfo(Strict):
@@ -78,6 +84,26 @@ class Messes(Strict):
     pushback: bool = Field(default=False, description="Pushes back once when refused.")
 
 
+class Scenario(Strict):
+    """A τ²-bench user scenario as written: the persona and the instructions, section by section."""
+
+    persona: str | None = None
+    domain: str | None = None
+    reason_for_call: str | None = None
+    known_info: str | None = None
+    unknown_info: str | None = None
+    task_instructions: str | None = None
+    text: str | None = Field(default=None, description="Instructions given as one free text instead of sections.")
+
+
+class Evaluation(Strict):
+    """τ²-bench's evaluation criteria beside the gold actions (what its reward reads)."""
+
+    communicate_info: list[str] = Field(default_factory=list, description="Values the agent must tell the user.")
+    nl_assertions: list[str] = Field(default_factory=list, description="Statements a judge checks.")
+    reward_basis: list[str] = Field(default_factory=list, description="Reward components multiplied: DB, ...")
+
+
 class UserScript(Strict):
     """Everything a simulated customer needs to play their part."""
 
@@ -91,6 +117,7 @@ class UserScript(Strict):
     instructions: str | None = Field(
         default=None, description="Free-text scenario for language-model users (τ²-bench instructions)."
     )
+    scenario: Scenario | None = Field(default=None, description="The τ²-bench scenario as written, if any.")
 
 
 class OrderStatusCheck(Strict):
@@ -146,3 +173,7 @@ class Task(Strict):
     checks: list[TaskCheck] = Field(default_factory=list)
     rubric: list[str] = Field(default_factory=list, description="Soft items for an optional judge.")
     provenance: Provenance
+    evaluation: Evaluation | None = Field(default=None, description="τ²-bench's evaluation criteria, if any.")
+    initial_state: dict[str, Any] | None = Field(
+        default=None, description="τ²-bench initial state (data changes and history before the chat), as given."
+    )

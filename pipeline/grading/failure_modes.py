@@ -11,6 +11,8 @@ Evidence rules, each tied to the message where it shows:
   preceded it and the state it is about is unchanged; a write refused because nobody was authenticated yet;
   a successful write with no affirmed confirmation request (a yes/no question about an action) since the
   previous write attempt (stricter than the static check, which takes a 'yes' after any assistant text).
+  A write call whose arguments do not parse is an attempt (it uses up the 'yes'), malformed: it shows as
+  the signature malformed_write, not as plan adherence.
 - invention: a write argument with a value that occurs in no earlier user message or successful tool output
   (refused writes count too; an enumerated cancel reason is a choice, not a value); a money amount or id-like
   figure in an assistant message that no earlier user message or tool output contains.
@@ -36,11 +38,19 @@ from pipeline.grading.mode_rules import Finding, find_modes
 from pipeline.grading.timeline import Timeline, build_timeline
 from pipeline.grading.utterances import claims_completion, order_ids, refuses
 from pipeline.grading.verdict import Verdict
+from pipeline.rollout.runner import MALFORMED
 from pipeline.rollout.trajectory import Strict, Trajectory
 
 FailureMode = Literal["plan_adherence", "invention", "misread"]
 FAILURE_MODES: tuple[str, ...] = FailureMode.__args__  # type: ignore[attr-defined]
-Signature = Literal["tool_error_unrecovered", "empty_lookup_unrecovered", "policy_violation", "gave_up", "transferred"]
+Signature = Literal[
+    "tool_error_unrecovered",
+    "empty_lookup_unrecovered",
+    "policy_violation",
+    "gave_up",
+    "transferred",
+    "malformed_write",
+]
 SIGNATURES: tuple[str, ...] = Signature.__args__  # type: ignore[attr-defined]
 PRIORITY: tuple[str, ...] = ("invention", "misread", "plan_adherence")
 LOOKUP_GROUPS = {
@@ -135,6 +145,8 @@ def signatures(task: Task, timeline: Timeline, verdict: Verdict) -> list[str]:
         out.append("gave_up")
     if any(s.ok and s.name == "transfer_to_human_agents" for s in steps):
         out.append("transferred")
+    if any(s.is_write and s.error_category == MALFORMED for s in steps):
+        out.append("malformed_write")
     return out
 
 

@@ -154,11 +154,21 @@ def grade(
     diffs = [] if state_ok else diff_states(world, expected.changed, replayed.changed)
     state_details = [] if state_ok else summarize_diffs(diffs) or ["state hash differs from the expected one"]
     components = [ComponentResult(name="state", passed=state_ok, details=state_details)]
-    components += run_static_checks(
-        StaticInput(
-            world, replayed.log, replayed.changed, trajectory.messages, limits.max_tool_calls, expected.refused_writes
+    resolve = getattr(judge, "confirms", None) if is_enabled(judge) else None
+    try:
+        components += run_static_checks(
+            StaticInput(
+                world,
+                replayed.log,
+                replayed.changed,
+                trajectory.messages,
+                limits.max_tool_calls,
+                expected.refused_writes,
+                resolve_unclear=resolve,
+            )
         )
-    )
+    except InfrastructureError as exc:
+        return _infra_verdict(trajectory, f"judge unavailable: {exc}")
     components += evaluate_task_checks(task.checks, world, replayed.log, replayed.changed)
     consistency = check_replay_consistency(trajectory, replayed)
     components.append(consistency)

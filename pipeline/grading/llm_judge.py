@@ -33,6 +33,10 @@ Judge only the items listed, from the transcript alone. Answer with one JSON obj
 {"items": [{"item": 1, "passed": true, "reason": "..."}, ...]} with one entry per item, in order.
 An item that does not apply (e.g. no refusal happened) passes."""
 USAGE_NOTE = "judge usage: "
+CONFIRM_SYSTEM = """A store's agent asked a customer to confirm an action; you read the customer's answer.
+Say whether the answer is a clear, unconditional yes to the action as the agent stated it. A yes with a
+condition or a change ("yes, but ..."), a hedge, a question back, or an answer to something else is not.
+Answer with one JSON object and nothing else: {"confirmed": true} or {"confirmed": false}."""
 _JSON = re.compile(r"\{.*\}", re.S)
 
 
@@ -110,6 +114,31 @@ class LLMJudge:
         self.__dict__.update(state)
         self._lock = threading.Lock()
 
+    def confirms(self, question: str, reply: str) -> bool:
+        """Settle a reply the confirmation reading finds unclear: is it a clear yes to `question`?"""
+        prompt = f"The agent asked:\n{question}\n\nThe customer answered:\n{reply}"
+        problem = ""
+        for attempt in range(self.attempts):
+            completion = self.client.complete(
+                {
+                    "model": self.model,
+                    "messages": [{"role": "system", "content": CONFIRM_SYSTEM}, {"role": "user", "content": prompt}],
+                    "temperature": 0.0,
+                    "max_tokens": 50,
+                    "seed": attempt,
+                }
+            )
+            with self._lock:
+                self.usage += completion.usage
+            try:
+                return parse_confirmation(text_of(completion.message.get("content")) or "")
+            except ValueError as exc:
+                problem = str(exc)
+                log.warning("judge confirmation answer %d/%d unreadable: %s", attempt + 1, self.attempts, problem)
+        raise InfrastructureError(
+            f"judge {self.model} gave no readable confirmation in {self.attempts} tries: {problem}"
+        )
+
     def judge(self, task: Task, trajectory: Trajectory) -> ComponentResult:
         items = list(task.rubric) or list(self.rubric)
         prompt = "Items:\n" + "\n".join(f"{i}. {item}" for i, item in enumerate(items, 1))
@@ -144,6 +173,17 @@ class LLMJudge:
             details=failed,
             notes=[USAGE_NOTE + usage.model_dump_json()],
         )
+
+
+def parse_confirmation(text: str) -> bool:
+    """The judge's {"confirmed": bool}; ValueError when the answer holds no such object."""
+    match = _JSON.search(text or "")
+    if not match:
+        raise ValueError("no JSON object in the answer")
+    value = json.loads(match.group(0)).get("confirmed")
+    if not isinstance(value, bool):
+        raise ValueError(f"no boolean 'confirmed' in {match.group(0)!r:.200}")
+    return value
 
 
 def make_judge(spec: str | None) -> LLMJudge | None:

@@ -19,6 +19,7 @@ from pipeline.grading.utterances import (
     status_claims,
     status_compatible,
 )
+from pipeline.rollout.runner import MALFORMED
 from pipeline.world.retail.schema import CANCEL_REASONS
 
 REQUIRED_STATUS = {
@@ -136,6 +137,9 @@ class _Pass:
     def _write(self, step: Step) -> None:
         self.awaiting = None
         self.turn.append(step)
+        if step.error_category == MALFORMED:
+            self.confirmed = False  # attempted (the 'yes' is used up), malformed: a signature, not a mode
+            return
         args = step.arguments
         before_auth = step.authenticated is False or (
             step.authenticated is None and self.user is None and step.error_category == "unauthorized"

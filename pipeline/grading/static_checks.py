@@ -8,37 +8,15 @@ the grader prefixes 'static.'.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline.grading.confirmation import affirms as affirms  # re-exported: the rules and tests read it here
+from pipeline.grading.confirmation import asks_yes_no, read_reply
 from pipeline.grading.verdict import ComponentResult
 from pipeline.rollout.trajectory import Message
 from pipeline.world.tables import World, canonical_json
-
-AFFIRMATIONS = (
-    "yes",
-    "yeah",
-    "yep",
-    "yup",
-    "sure",
-    "ok",
-    "okay",
-    "confirmed",
-    "i confirm",
-    "confirm",
-    "correct",
-    "that's right",
-    "that is right",
-    "go ahead",
-    "please go ahead",
-    "please proceed",
-    "please do",
-    "proceed",
-)
-_AFFIRM = re.compile(r"^\W*(" + "|".join(re.escape(a) for a in AFFIRMATIONS) + r")\b", re.IGNORECASE)
-_NEGATE = re.compile(r"^\W*(no|nope|not|don't|do not|wait|hold on)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -51,6 +29,8 @@ class StaticInput:
     messages: list[Message] = field(default_factory=list)
     max_tool_calls: int | None = None
     excused_writes: frozenset[str] = frozenset()  # call_key()s of writes the gold actions attempt and get refused
+    # settles a reply the confirmation reading finds unclear: (question, reply) -> confirmed; None: not confirmed
+    resolve_unclear: Callable[[str, str], bool] | None = None
 
 
 def call_key(name: str, arguments: Mapping[str, Any] | None) -> str:
@@ -111,44 +91,57 @@ def check_policy_violations(inp: StaticInput) -> ComponentResult:
     return _result("policy_violation", problems, notes)
 
 
-def affirms(text: str | None) -> bool:
-    """Whether a user message reads as a 'yes': it opens with an affirmative word (a 'yes' buried inside an
-    item description does not count) and no leading negation.
-
-    Deliberately simple and structural; whether a 'yes' was *clear* is the optional judge's question.
-    """
-    return bool(text) and bool(_AFFIRM.search(text)) and not _NEGATE.search(text)
-
-
 def check_confirmation(inp: StaticInput) -> ComponentResult:
     """The policy's explicit-confirmation rule, read from the message structure.
 
     Each successful write must be preceded, after the previous successful write, by an assistant question
-    (a text message with a '?', no tool call) answered by a user message that affirms (see `affirms`).
-    A later non-affirming answer withdraws the confirmation; a write consumes it, so two writes need two
+    (a text message with a '?', no tool call) answered by a user message that confirms
+    (`pipeline.grading.confirmation.read_reply`). A reply it finds unclear, to a question a 'yes' can answer,
+    goes to `resolve_unclear` when set — only once a write depends on it — and otherwise does not confirm.
+    A later non-confirming answer withdraws the confirmation; a write consumes it, so two writes need two
     confirmations.
     """
-    problems = []
-    confirmed = asked = False
+    problems, notes = [], []
+    confirmed: bool | tuple[str, str] = False  # a pending (question, reply) waits for the judge
+    question: str | None = None
     calls = 0
     for msg in inp.messages:
         if msg.role == "assistant" and not msg.tool_calls:
-            asked = bool(msg.content and "?" in msg.content)
+            question = msg.content if msg.content and "?" in msg.content else None
         elif msg.role == "user":
-            if asked:
-                confirmed = affirms(msg.content)
-            asked = False
+            if question is not None:
+                confirmed = _reading(inp, question, msg.content or "", notes)
+            question = None
         elif msg.role == "assistant":
-            asked = False
+            question = None
             for _ in msg.tool_calls:
                 event = inp.log[calls] if calls < len(inp.log) else None
                 calls += 1
                 if event is None or event.get("kind") != "write" or not event.get("ok"):
                     continue
+                if isinstance(confirmed, tuple):
+                    confirmed = _settle(inp, *confirmed, notes)
                 if not confirmed:
                     problems.append(f"write without explicit user confirmation: {_call(event)}")
                 confirmed = False
-    return _result("confirmation", problems)
+    return _result("confirmation", problems, notes)
+
+
+def _reading(inp: StaticInput, question: str, reply: str, notes: list[str]) -> bool | tuple[str, str]:
+    reading = read_reply(reply, question)
+    if reading.decision != "unclear":
+        return reading.confirmed
+    if inp.resolve_unclear is None or not asks_yes_no(question):
+        if asks_yes_no(question):
+            notes.append(f"unclear answer to a confirmation request, not counted as a yes: {reply[:80]!r}")
+        return False
+    return (question, reply)
+
+
+def _settle(inp: StaticInput, question: str, reply: str, notes: list[str]) -> bool:
+    settled = inp.resolve_unclear(question, reply)  # type: ignore[misc]
+    notes.append(f"unclear answer settled by the judge as {'yes' if settled else 'no'}: {reply[:80]!r}")
+    return settled
 
 
 # the checks every domain gets; a domain's own invariants (Domain.invariants) run first

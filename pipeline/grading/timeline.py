@@ -139,6 +139,7 @@ def _tools(trajectory: Trajectory):
 
 
 _CATEGORY = (
+    ("malformed_arguments", re.compile(r"could not parse the arguments")),
     ("not_found", re.compile(r"not found")),
     ("unauthorized", re.compile(r"authenticated|another customer")),
 )

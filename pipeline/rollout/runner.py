@@ -16,6 +16,7 @@ from pipeline.world.tables import Session, ToolEvent, World
 from pipeline.world.tools import execute
 
 log = logging.getLogger(__name__)
+MALFORMED = "malformed_arguments"  # the error category of a call whose arguments are not a JSON object
 
 
 class Limits(Strict):
@@ -123,18 +124,23 @@ def run_episode(
 
 
 def run_tool_call(session: Session, call: ToolCall) -> Message:
-    """Execute one call; malformed calls become tool errors the agent sees."""
+    """Execute one call; malformed calls become tool errors the agent sees.
+
+    A call whose arguments do not parse keeps its tool's kind in the log: a garbled write is an attempted,
+    malformed write (category 'malformed_arguments'), not a step of no kind.
+    """
     if call.arguments is None:
         content = f"Error: could not parse the arguments of {call.name} as a JSON object: {call.raw_arguments!r}"
+        spec = session.world.tools.tools.get(call.name)
         session.log.append(
             ToolEvent(
                 step=len(session.log),
                 name=call.name,
                 arguments={},
-                kind="generic",
+                kind=spec.kind if spec is not None else "generic",
                 ok=False,
                 error=content[7:],
-                error_category="invalid_arguments",
+                error_category=MALFORMED,
                 authenticated_user_id=session.authenticated_user_id,
             )
         )

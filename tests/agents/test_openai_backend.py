@@ -188,7 +188,7 @@ def test_malformed_tool_json_is_a_tool_error_the_grader_sees(world, task):
     call = traj.messages[1].tool_calls[0]
     assert call.arguments is None and call.raw_arguments == '{"email": "a@b.c"'
     assert traj.messages[2].role == "tool" and traj.messages[2].error
-    assert traj.world_log[0]["error_category"] == "invalid_arguments"
+    assert traj.world_log[0]["error_category"] == "malformed_arguments"  # an attempted, malformed call
     verdict = grade(world, task, traj)
     assert not verdict.infra_error and not verdict.passed
 

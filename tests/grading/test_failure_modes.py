@@ -417,3 +417,21 @@ def test_provenance_normalisation():
     assert not pool.grounded("0123456")  # part of the order id token, not a value of its own
     assert unsupported_figures("A refund of $53.55 to credit_card_7654321.", pool) == []
     assert unsupported_figures("A refund of -$53.56 for #W0123457.", pool) == ["$53.56", "#W0123457"]
+
+
+def test_a_garbled_write_is_an_attempted_malformed_write_not_plan_adherence(cust):
+    steps = [*_auth(cust), *_ask(cust), Call("cancel_pending_order", None), ("agent", "Something went wrong.")]
+    traj = record(small_world(), "hand", steps)
+    event = traj.world_log[-1]
+    assert (event["kind"], event["ok"], event["error_category"]) == ("write", False, "malformed_arguments")
+    bare = traj.model_copy(update={"world_log": [], "final_changed": {}, "final_hash": ""})
+    for t in (traj, bare):
+        a = analyze(_task(), t, FAILED)
+        assert "plan_adherence" not in a.modes, a.evidence
+        assert "malformed_write" in a.signature
+    # the same conversation with no call at all still is plan adherence: agreed, then never attempted
+    never = _analyze([*_auth(cust), *_ask(cust), ("agent", "Something went wrong.")])
+    assert never.modes == ["plan_adherence"] and "malformed_write" not in never.signature
+    # a garbled read is no write
+    read = _analyze([*_auth(cust), Call("get_order_details", None), ("agent", "Hmm.")])
+    assert "malformed_write" not in read.signature

@@ -316,8 +316,9 @@ def test_malformed_tool_calls_become_tool_errors_and_the_episode_continues(tau2_
     assert "pin" in tool_msgs[4].content
     assert tool_msgs[5].content == SOFIA
     assert [m.tool_call_id for m in tool_msgs][0] == "bad_json"
+    assert traj.world_log[0]["kind"] == "read"  # an unparsable call keeps its tool's kind
     assert [(e["name"], e["ok"], e["error_category"]) for e in traj.world_log] == [
-        ("get_order_details", False, "invalid_arguments"),
+        ("get_order_details", False, "malformed_arguments"),
         ("refund_everything", False, "invalid_arguments"),
         ("get_order_details", False, "invalid_arguments"),
         ("find_user_id_by_email", False, "invalid_arguments"),

@@ -14,11 +14,11 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from pipeline.dataset.task import Action, KnownInfo, Messes, Provenance, Task, UserScript
+from pipeline.dataset.task import Action, Evaluation, KnownInfo, Messes, Provenance, Scenario, Task, UserScript
 from pipeline.world.retail.replay import replay_gold
 from pipeline.world.retail.state import RetailWorld, WorldLoadError
 
@@ -50,17 +50,22 @@ class Tau2Scenario(_Loose):
 class Tau2Action(_Loose):
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
+    requestor: Literal["assistant", "user"] | None = None
+    compare_args: list[str] | None = None
 
 
 class Tau2Criteria(_Loose):
     actions: list[Tau2Action] | None = None
+    communicate_info: list[str] | None = None
     nl_assertions: list[str] | None = None
+    reward_basis: list[str] | None = None
 
 
 class Tau2Task(_Loose):
     id: str
     user_scenario: Tau2Scenario
     evaluation_criteria: Tau2Criteria | None = None
+    initial_state: dict[str, Any] | None = None
 
 
 @dataclass
@@ -167,6 +172,21 @@ def known_info(scenario: Tau2Scenario, customer: str | None, world: RetailWorld 
     return known, Messes(forgot_email=forgot)
 
 
+def scenario_of(scenario: Tau2Scenario) -> Scenario:
+    """The scenario as written, section by section (nothing dropped, nothing reworded)."""
+    ins = scenario.instructions
+    if isinstance(ins, str):
+        return Scenario(persona=scenario.persona, text=ins)
+    return Scenario(
+        persona=scenario.persona,
+        domain=ins.domain,
+        reason_for_call=ins.reason_for_call,
+        known_info=ins.known_info,
+        unknown_info=ins.unknown_info,
+        task_instructions=ins.task_instructions,
+    )
+
+
 def convert_task(raw: dict | Tau2Task, world: RetailWorld | None = None, world_name: str | None = None) -> Task:
     """Our Task from one τ²-bench task. With `world`, the customer is inferred from the database too."""
     t = raw if isinstance(raw, Tau2Task) else Tau2Task.model_validate(raw)
@@ -183,10 +203,20 @@ def convert_task(raw: dict | Tau2Task, world: RetailWorld | None = None, world_n
             known=known,
             messes=messes,
             instructions=instructions_text(t.user_scenario),
+            scenario=scenario_of(t.user_scenario),
         ),
-        gold_actions=[Action(name=a.name, arguments=a.arguments) for a in criteria.actions or []],
+        gold_actions=[
+            Action(name=a.name, arguments=a.arguments, requestor=a.requestor, compare_args=a.compare_args)
+            for a in criteria.actions or []
+        ],
         rubric=list(criteria.nl_assertions or []),
         provenance=Provenance(source="tau2"),
+        evaluation=Evaluation(
+            communicate_info=[str(x) for x in criteria.communicate_info or []],
+            nl_assertions=list(criteria.nl_assertions or []),
+            reward_basis=list(criteria.reward_basis or []),
+        ),
+        initial_state=t.initial_state,
     )
 
 

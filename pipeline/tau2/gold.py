@@ -1,0 +1,162 @@
+"""Gold-equivalent conversations: what a correct agent and a cooperative customer would say for a τ²-bench task.
+
+The agent authenticates the customer (asking for their email, or name and zip), makes the gold calls in order,
+states each write and asks before making it, tells the customer every `communicate_info` value, and the
+customer ends the chat with the stop signal. The customer's answer to each confirmation request is taken from
+`replies` (chosen by a hash of task and write, so the same conversation comes out every time). They are the
+reference a verdict must pass, and the base that `perturb` breaks in one way at a time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Literal
+
+from pipeline.dataset.task import Action, Task
+from pipeline.rollout.runner import run_tool_call
+from pipeline.rollout.trajectory import STOP_TOKEN, Message, ToolCall, Trajectory
+from pipeline.world.retail.state import RetailWorld
+from pipeline.world.retail.tools import TOOLS
+
+AUTH_TOOLS = ("find_user_id_by_email", "find_user_id_by_name_zip")
+Perturbation = Literal["missing_write", "wrong_argument", "extra_write", "info_not_communicated", "max_steps"]
+PERTURBATIONS: tuple[str, ...] = Perturbation.__args__  # type: ignore[attr-defined]
+
+
+def _pick(replies: Sequence[str], *key: object) -> str:
+    digest = hashlib.sha256(":".join(map(str, key)).encode()).digest()
+    return replies[int.from_bytes(digest[:4], "big") % len(replies)]
+
+
+def _auth_action(world: RetailWorld, task: Task) -> Action | None:
+    user = world.db.users.get(task.customer_user_id or "")
+    if user is None:
+        return None
+    if user.email:
+        return Action(name="find_user_id_by_email", arguments={"email": user.email})
+    return Action(
+        name="find_user_id_by_name_zip",
+        arguments={"first_name": user.name.first_name, "last_name": user.name.last_name, "zip": user.address.zip},
+    )
+
+
+def _identity_exchange(action: Action) -> list[tuple[str, str]]:
+    if action.name == "find_user_id_by_email":
+        return [
+            ("assistant", "To verify your identity, could you give me the email on your account?"),
+            ("user", f"It's {action.arguments.get('email')}."),
+        ]
+    a = action.arguments
+    return [
+        ("assistant", "To verify your identity, could you give me your name and zip code?"),
+        ("user", f"I'm {a.get('first_name')} {a.get('last_name')}, zip {a.get('zip')}."),
+    ]
+
+
+def gold_actions(world: RetailWorld, task: Task) -> list[Action]:
+    """The gold calls the agent makes, with an authentication look-up first where the gold has none."""
+    actions = [a for a in task.gold_actions if a.requestor != "user"]
+    if not any(a.name in AUTH_TOOLS for a in actions):
+        auth = _auth_action(world, task)
+        if auth is not None:
+            actions.insert(0, auth)
+    return actions
+
+
+def gold_conversation(
+    world: RetailWorld,
+    task: Task,
+    replies: Sequence[str] = ("Yes, please go ahead.",),
+    *,
+    actions: list[Action] | None = None,
+    communicate: list[str] | None = None,
+    trial: int = 0,
+    termination: str = "user_stop",
+) -> Trajectory:
+    """The conversation, recorded as the episode runner records one (tools run in a fresh session)."""
+    session = world.session()
+    messages: list[Message] = []
+
+    def say(role: str, text: str) -> None:
+        messages.append(Message(role=role, content=text))  # type: ignore[arg-type]
+
+    scenario = task.user_script.scenario
+    say("user", (scenario.reason_for_call if scenario and scenario.reason_for_call else task.user_script.goal))
+    writes = 0
+    for k, action in enumerate(gold_actions(world, task) if actions is None else actions):
+        spec = TOOLS.tools.get(action.name)
+        if action.name in AUTH_TOOLS:
+            for role, text in _identity_exchange(action):
+                say(role, text)
+        elif spec is not None and spec.kind == "write":
+            args = json.dumps(action.arguments, sort_keys=True)
+            say("assistant", f"Here is what I will do: {action.name} with {args}. Would you like me to proceed?")
+            say("user", _pick(replies, task.id, trial, writes))
+            writes += 1
+        call = ToolCall(id=f"call_{k}", name=action.name, arguments=action.arguments)
+        messages.append(Message(role="assistant", tool_calls=[call]))
+        messages.append(run_tool_call(session, call))
+    info = task.evaluation.communicate_info if communicate is None and task.evaluation else communicate or []
+    closing = "Everything you asked for is done."
+    if info:
+        closing += " For your information: " + "; ".join(info) + "."
+    say("assistant", closing + " Is there anything else I can help you with?")
+    if termination == "user_stop":
+        say("user", f"No, that's all. Thank you! {STOP_TOKEN}")
+    return Trajectory(
+        task_id=task.id,
+        trial=trial,
+        agent="gold",
+        user="gold",
+        world=world.name,
+        messages=messages,
+        world_log=[e.to_dict() for e in session.log],
+        final_changed=session.changed(),
+        final_hash=session.state_hash(),
+        termination=termination,  # type: ignore[arg-type]
+    )
+
+
+def perturb(
+    world: RetailWorld, task: Task, how: str, replies: Sequence[str] = ("Yes, please go ahead.",)
+) -> Trajectory:
+    """The gold conversation broken one way (`PERTURBATIONS`); ValueError when the task has nothing to break."""
+    actions = gold_actions(world, task)
+    writes = [i for i, a in enumerate(actions) if (s := TOOLS.tools.get(a.name)) is not None and s.kind == "write"]
+    info = task.evaluation.communicate_info if task.evaluation else []
+    if how == "missing_write" and writes:
+        return gold_conversation(world, task, replies, actions=[a for i, a in enumerate(actions) if i != writes[-1]])
+    if how == "wrong_argument" and writes:
+        i = writes[0]
+        args = dict(actions[i].arguments)
+        key = next((k for k in ("reason", "payment_method_id", "order_id") if k in args), sorted(args)[0])
+        args[key] = (
+            "no longer needed"
+            if args[key] == "ordered by mistake"
+            else ("ordered by mistake" if key == "reason" else f"{args[key]}x")
+        )
+        changed = [*actions[:i], actions[i].model_copy(update={"arguments": args}), *actions[i + 1 :]]
+        return gold_conversation(world, task, replies, actions=changed)
+    if how == "extra_write" and task.customer_user_id:
+        move = Action(
+            name="modify_user_address",
+            arguments={
+                "user_id": task.customer_user_id,
+                "address1": "1 Extra Street",
+                "address2": "",
+                "city": "Springfield",
+                "state": "IL",
+                "country": "USA",
+                "zip": "62701",
+            },
+        )
+        return gold_conversation(world, task, replies, actions=[*actions, move])
+    if how == "info_not_communicated" and info:
+        return gold_conversation(world, task, replies, communicate=[])
+    if how == "max_steps":
+        return gold_conversation(world, task, replies, termination="turn_limit")
+    if how not in PERTURBATIONS:
+        raise ValueError(f"unknown perturbation {how!r}; expected one of {', '.join(PERTURBATIONS)}")
+    raise ValueError(f"task {task.id}: nothing to perturb for {how!r}")
