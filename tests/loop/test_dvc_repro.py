@@ -70,7 +70,7 @@ def test_repro_of_a_clean_checkout_leaves_git_clean(repo):
     subprocess.run(["git", "clean", "-fdXq"], cwd=repo, check=True, env=env)
     shutil.rmtree(repo / ".dvc" / "cache", ignore_errors=True)  # a fresh clone has no run-cache to restore from
     rerun = dvc(repo, "repro").stdout
-    assert "Running stage 'measure'" in rerun and "Running stage 'gate'" in rerun
+    assert "Running stage 'measure'" in rerun and "Running stage 'remeasure'" in rerun
     assert "Running stage 'embedded'" not in rerun  # the same data: the build is not repeated
     status = subprocess.run(["git", "status", "--porcelain"], cwd=repo, env=env, capture_output=True, text=True)
     diff = subprocess.run(["git", "diff", "--stat"], cwd=repo, env=env, capture_output=True, text=True).stdout
