@@ -47,7 +47,11 @@ def write_replay(path: str | Path, out_file: str | Path, domain: str | None = No
     d = resolve_domain(domain) if domain else domain_of_directory(Path(path))
     importer = d.require("tau2_importer", needed_for="world replay")
     world, tasks = importer.load(path)
-    lines = [replay_task(world, task, importer.replay_tables) for task in tasks]
+    return write_lines(out_file, [replay_task(world, task, importer.replay_tables) for task in tasks])
+
+
+def write_lines(out_file: str | Path, lines: list[dict]) -> list[dict]:
+    """Write JSON lines atomically (temp file + rename): a reader never sees half a replay; returns the lines."""
     out = Path(out_file)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")

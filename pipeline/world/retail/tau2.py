@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -301,15 +300,6 @@ def replay_domain(path: str | Path | Tau2Domain) -> list[dict]:
 
 def write_replay(path: str | Path | Tau2Domain, out_file: str | Path) -> list[dict]:
     """Replay a domain and write one JSON line per task, atomically (temp file + rename); returns the lines."""
-    lines = replay_domain(path)
-    out = Path(out_file)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    try:
-        with tmp.open("w", encoding="utf-8") as fh:
-            for line in lines:
-                fh.write(json.dumps(line, ensure_ascii=False) + "\n")
-        tmp.replace(out)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return lines
+    from pipeline.world.replay import write_lines
+
+    return write_lines(out_file, replay_domain(path))
