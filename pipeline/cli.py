@@ -9,8 +9,9 @@ from pathlib import Path
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+
+from pipeline.loop.progress import track
 
 app = typer.Typer(help="agentloop: measure, target, synthesize, curate, train, gate.", no_args_is_help=True)
 world_app = typer.Typer(help="Worlds: generate, replay τ²-bench domains.", no_args_is_help=True)
@@ -33,6 +34,7 @@ def main(verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logg
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
+    logging.getLogger("agentloop.progress").setLevel(logging.INFO)  # off a terminal, progress is log lines
 
 
 @world_app.command("replay")
@@ -135,8 +137,8 @@ def rollout(
     out.parent.mkdir(parents=True, exist_ok=True)
     passed = total = 0
     verdict_path = out.with_suffix(".verdicts.jsonl")
-    with out.open("w") as ft, verdict_path.open("w") as fv, _progress() as progress:
-        bar = progress.add_task("episodes", total=len(task_list) * trials)
+    progress_bar = track("episodes", len(task_list) * trials, "episodes", console=console)
+    with out.open("w") as ft, verdict_path.open("w") as fv, progress_bar as progress:
         for task in task_list:
             for trial in range(trials):
                 traj = run_episode(w, task, the_agent, user, trial=trial, seed=seed)
@@ -145,7 +147,7 @@ def rollout(
                 fv.write(verdict.model_dump_json() + "\n")
                 total += 1
                 passed += verdict.passed
-                progress.advance(bar)
+                progress.advance(verdict.passed)
     table = Table(title=f"rollout: {agent} on {tasks.name}")
     table.add_column("episodes", justify="right")
     table.add_column("passed", justify="right")
@@ -215,9 +217,8 @@ def measure_cmd(
         n_tasks = len(read_tasks(tasks))
         if max_tasks:
             n_tasks = min(n_tasks, max_tasks)
-        with _progress() as progress:
-            bar = progress.add_task(f"measure {agent}", total=n_tasks * trials)
-            summary = measure(config, out, on_trial=lambda _: progress.advance(bar))
+        with track(f"measure {agent}", n_tasks * trials, "trials", console=console) as progress:
+            summary = measure(config, out, on_trial=lambda record: progress.advance(record.passed))
     except (
         TaskFileError,
         UnknownAgentError,
@@ -389,9 +390,8 @@ def synthesize_cmd(
         the_targets = Targets.read(targets)
         w = load_world(world)
         total = sum(t.count for t in the_targets.modes.values())
-        with _progress() as progress:
-            bar = progress.add_task("synthesize", total=total)
-            result = synthesize(w, the_targets, out, cfg, on_task=lambda _: progress.advance(bar))
+        with track("synthesize", total, "tasks", console=console) as progress:
+            result = synthesize(w, the_targets, out, cfg, on_task=lambda _: progress.advance())
     except (EvalWorldError, WorldLoadError, ValidationError, ValueError, OSError) as exc:
         _fail(str(exc))
     m = result.manifest
@@ -444,9 +444,8 @@ def curate_cmd(
             anchor_ratio=anchor_ratio,
             max_items=max_items,
         )
-        with _progress() as progress:
-            bar = progress.add_task(f"probe {agent}", total=None)
-            m = curate(cfg, out, on_probe=lambda _: progress.advance(bar))
+        with track(f"probe {agent}", None, "probes", console=console) as progress:
+            m = curate(cfg, out, on_probe=lambda r: progress.advance(r.verdict.passed), on_total=progress.set_total)
     except (TaskFileError, UnknownAgentError, WorldLoadError, ValidationError, ValueError, OSError) as exc:
         _fail(str(exc))
     table = Table(title=f"curated {m['selected']} of {m['pool']['trajectories']} pooled trajectories")
@@ -507,12 +506,6 @@ def _scripted_agent(name: str, flaw_rate: float, seed: int):
         rates = {m: flaw_rate for m in ("plan_adherence", "invention", "misread")}
         return FlawedAgent(FlawConfig(rates=rates, seed=seed))
     _fail(f"unknown agent {name!r}: choose 'oracle' or 'flawed'")
-
-
-def _progress() -> Progress:
-    return Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
-    )
 
 
 if __name__ == "__main__":

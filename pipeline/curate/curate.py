@@ -23,7 +23,7 @@ from pipeline.curate.pool import PoolError, read_pool
 from pipeline.curate.select import Probed, mix, task_key, trajectory_key
 from pipeline.curate.verify import Verified, replay_verify
 from pipeline.dataset.io import read_tasks
-from pipeline.rollout.executor import SerialExecutor
+from pipeline.rollout.executor import SerialExecutor, TrialResult
 from pipeline.rollout.runner import Limits
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
@@ -57,7 +57,14 @@ def _executor(config: CurateConfig):
     return SerialExecutor()
 
 
-def curate(config: CurateConfig, out_dir: Path, on_probe: Callable[[str], None] | None = None) -> dict:
+def curate(
+    config: CurateConfig,
+    out_dir: Path,
+    on_probe: Callable[[TrialResult], None] | None = None,
+    on_total: Callable[[int], None] | None = None,
+) -> dict:
+    """Verify the pool, probe each task `config.probes` times, keep the bands; `on_total` hears the probe count
+    once it is known (after verification), `on_probe` every finished probe."""
     world = load_world(config.world)
     tasks = {t.id: t for t in read_tasks(config.tasks)}
     items, errors = read_pool(list(config.pool))
@@ -89,6 +96,8 @@ def curate(config: CurateConfig, out_dir: Path, on_probe: Callable[[str], None] 
             continue
         demos[got.task.id] = got
     agent = make_agent(config.agent)
+    if on_total:
+        on_total(len(demos) * config.probes)
     tally: dict[str, list[int]] = {task_id: [0, 0] for task_id in demos}  # valid probes, passes
     for result in _executor(config).run(
         world, [d.task for d in demos.values()], agent, ScriptedUser(), config.probes, config.seed, config.limits
@@ -96,8 +105,8 @@ def curate(config: CurateConfig, out_dir: Path, on_probe: Callable[[str], None] 
         if not result.verdict.infra_error:
             tally[result.task.id][0] += 1
             tally[result.task.id][1] += result.verdict.passed
-        if on_probe and result.trial == config.probes - 1:
-            on_probe(result.task.id)
+        if on_probe:
+            on_probe(result)
     probed: list[Probed] = []
     for task_id, demo in demos.items():
         n, passes = tally[task_id]

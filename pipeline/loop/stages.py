@@ -13,6 +13,7 @@ from pathlib import Path
 from pipeline.loop import paths
 from pipeline.loop.agentref import read_agent_spec, sampled, write_agent_ref
 from pipeline.loop.params import Params
+from pipeline.loop.progress import track
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +96,9 @@ def _measure(p: Params, model_dir: Path, out: Path):
     )
     if out.exists():
         shutil.rmtree(out)
-    return measure(config, out)
+    total = sum(1 for line in paths.EVAL_TASKS.read_text().splitlines() if line.strip()) * config.trials
+    with track(out.name, total, "trials") as progress:
+        return measure(config, out, on_trial=lambda record: progress.advance(record.passed))
 
 
 def measure_baseline(p: Params):
@@ -158,7 +161,13 @@ def curate(p: Params) -> dict:
     )
     if paths.CURATED_DIR.exists():
         shutil.rmtree(paths.CURATED_DIR)
-    return run(config, paths.CURATED_DIR)
+    with track("curate probes", None, "probes") as progress:
+        return run(
+            config,
+            paths.CURATED_DIR,
+            on_probe=lambda result: progress.advance(result.verdict.passed),
+            on_total=progress.set_total,
+        )
 
 
 def train_candidate(p: Params) -> str:

@@ -35,8 +35,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from pipeline.agents.codec import ENDOFTEXT, IM_END
 from pipeline.dataset.io import read_tasks
 from pipeline.dataset.task import Task
+from pipeline.loop.progress import track
 from pipeline.rollout.runner import Limits
 from pipeline.train.model import CheckpointMeta, load_checkpoint, save_checkpoint
+from pipeline.train.progress_callback import TrackerCallback
 from pipeline.train.rollouts import EpisodeRollouts, PolicyAgent, grouped, local_generate, to_trl, vllm_generate
 from pipeline.train.sft import LoraParams, file_sha256
 from pipeline.users.scripted import ScriptedUser
@@ -194,7 +196,9 @@ def run_grpo(params: GRPOParams, out: Path, tasks: list[Task] | None = None) -> 
         torch.set_num_threads(params.threads)
     with tempfile.TemporaryDirectory(prefix="agentloop-grpo-") as scratch:
         trainer, rollouts, ckpt = build_trainer(params, scratch, tasks)
-        result = trainer.train()
+        with track("GRPO", None, "steps") as progress:
+            trainer.add_callback(TrackerCallback(progress))
+            result = trainer.train()
         model = trainer.model
         if params.lora.enabled:
             model = model.merge_and_unload()

@@ -41,8 +41,10 @@ from pipeline.agents.codec import CodecConfig, encode_conversation
 from pipeline.dataset.io import read_tasks
 from pipeline.dataset.task import Task
 from pipeline.grading.grader import grade
+from pipeline.loop.progress import track
 from pipeline.rollout.trajectory import Trajectory
 from pipeline.train.model import CheckpointMeta, load_checkpoint, save_checkpoint
+from pipeline.train.progress_callback import TrackerCallback
 from pipeline.world.registry import load_world
 from pipeline.world.retail.policy import load_policy
 from pipeline.world.retail.state import WorldLoadError
@@ -303,7 +305,9 @@ def run_sft(params: SFTParams, out: Path, trajectories: list[Trajectory] | None 
         trainer = trainer_class(
             model=model, args=args, train_dataset=dataset, processing_class=ckpt.tokenizer, peft_config=peft_config
         )
-        result = trainer.train()
+        with track("SFT", None, "steps") as progress:
+            trainer.add_callback(TrackerCallback(progress))
+            result = trainer.train()
         trained = trainer.model
         if params.lora.enabled:
             trained = trained.merge_and_unload()
