@@ -175,6 +175,7 @@ def measure_cmd(
     executor: str = typer.Option("serial", help="serial, or ray (tasks × trials fanned out to Ray workers)."),
     address: str = typer.Option(None, help="With --executor ray: an existing cluster's address (default: local)."),
     workers: int = typer.Option(None, min=1, help="With --executor ray: worker actors (default: one per CPU)."),
+    concurrency: int = typer.Option(16, min=1, help="Episodes in flight per worker (same verdicts)."),
     domain: str = typer.Option(None, help="Domain: retail, airline or module:attribute (default: found from --world)."),
 ) -> None:
     """Measure an agent: k seeded trials per task, graded from the world state, failures diagnosed.
@@ -210,6 +211,7 @@ def measure_cmd(
             executor=executor,
             address=address,
             workers=workers,
+            concurrency=concurrency,
         )
     except ValidationError as exc:
         _fail(f"{'.'.join(map(str, exc.errors()[0]['loc']))}: {exc.errors()[0]['msg']}")

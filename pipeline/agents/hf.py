@@ -61,22 +61,25 @@ def sample(
     prefix.ids = list(prompt_ids)
     out: list[int] = []
     for step in range(max_new_tokens):
-        logits = prefix.logits(new)
-        if temperature <= 0:
-            token = int(torch.argmax(logits))
-        else:
-            probs = torch.softmax(logits / temperature, dim=-1).cpu()
-            if top_p < 1.0:
-                sorted_p, order = torch.sort(probs, descending=True)
-                keep = torch.cumsum(sorted_p, 0) - sorted_p < top_p
-                probs = torch.zeros_like(probs).scatter(0, order[keep], sorted_p[keep])
-            token = int(torch.multinomial(probs, 1, generator=generator))
+        token = pick(prefix.logits(new), temperature, top_p, generator)
         out.append(token)
         if token in stop_ids or step == max_new_tokens - 1:
             break
         new = [token]
         prefix.ids.append(token)
     return out
+
+
+def pick(logits: torch.Tensor, temperature: float, top_p: float, generator: torch.Generator | None) -> int:
+    """The next token from one position's logits: argmax at temperature 0, else a draw from `generator`."""
+    if temperature <= 0:
+        return int(torch.argmax(logits))
+    probs = torch.softmax(logits / temperature, dim=-1).cpu()
+    if top_p < 1.0:
+        sorted_p, order = torch.sort(probs, descending=True)
+        keep = torch.cumsum(sorted_p, 0) - sorted_p < top_p
+        probs = torch.zeros_like(probs).scatter(0, order[keep], sorted_p[keep])
+    return int(torch.multinomial(probs, 1, generator=generator))
 
 
 class PrefixCache:
@@ -158,6 +161,14 @@ class HFAgent:
     def start(self, info: EpisodeInfo) -> HFAgentEpisode:
         return HFAgentEpisode(self, info)
 
+    def decoder(self):
+        """Continuous batching of many episodes' replies (`pipeline.agents.hf_batch`), where the lean path runs
+        the model; otherwise one episode at a time."""
+        from pipeline.agents.hf_batch import HFDecoder
+        from pipeline.rollout.batch import OneByOne
+
+        return HFDecoder(self) if self.lean and LeanLlama.wrap(self.model) is not None else OneByOne(self)
+
 
 class HFAgentEpisode:
     def __init__(self, agent: HFAgent, info: EpisodeInfo) -> None:
@@ -166,17 +177,23 @@ class HFAgentEpisode:
         self.prefix = PrefixCache(agent.model, lean=agent.lean)
         self.turn = 0
 
-    def act(self, messages: list[Message]) -> Message:
+    def prompt(self, messages: list[Message]) -> tuple[list[int], int]:
+        """The prompt's ids and the room left for the reply (≤ 0: the context is full)."""
         a = self.agent
-        t0 = time.perf_counter()
         prompt = encode_conversation(
             messages, self.info.tools, self.info.policy, a.tokenizer, a.codec_config, add_generation_prompt=True
         ).ids
         room = min(a.max_new_tokens, a.context - len(prompt))
         if room <= 0:
             log.warning("prompt of %d tokens fills the %d-token context; the agent stops", len(prompt), a.context)
-            completion: list[int] = []
-        else:
+        return prompt, room
+
+    def act(self, messages: list[Message]) -> Message:
+        a = self.agent
+        t0 = time.perf_counter()
+        prompt, room = self.prompt(messages)
+        completion: list[int] = []
+        if room > 0:
             completion = sample(
                 a.model,
                 prompt,
@@ -187,10 +204,13 @@ class HFAgentEpisode:
                 generator=self.generator,
                 prefix=self.prefix,
             )
+        return self.reply(prompt, completion, time.perf_counter() - t0)
+
+    def reply(self, prompt: list[int], completion: list[int], compute_s: float) -> Message:
+        """The assistant message a completion decodes to, with its usage."""
+        a = self.agent
         text = decode_assistant(a.tokenizer, [t for t in completion if t not in a.stop_ids])
         message = parse_assistant(text, id_prefix=f"call_{self.turn}_")
         self.turn += 1
-        message.usage = Usage(
-            prompt_tokens=len(prompt), completion_tokens=len(completion), compute_s=time.perf_counter() - t0
-        )
+        message.usage = Usage(prompt_tokens=len(prompt), completion_tokens=len(completion), compute_s=compute_s)
         return message

@@ -123,6 +123,40 @@ class LeanLlama:
         cache.length = start + n
         return F.linear(self._rms(x[-1], self.norm), self.head)
 
+    @torch.inference_mode()
+    def logits_batch(self, ids: list[int], caches: list[LeanCache]) -> torch.Tensor:
+        """One new token for each of several sequences, each after the tokens its own cache holds (ragged
+        lengths); the last-position logits of each, one row per sequence. Projections, MLP and head run on the
+        whole batch; attention runs per sequence over its own keys and values."""
+        b = len(ids)
+        x = self.embed[torch.tensor(ids)]
+        positions = torch.tensor([c.length for c in caches], dtype=torch.float32)
+        freqs = positions[:, None] * self.inv_freq[None, :]
+        emb = torch.cat((freqs, freqs), dim=-1)[:, None, :]
+        cos, sin = emb.cos() * self.rope_scale, emb.sin() * self.rope_scale
+        groups = self.heads // self.kv_heads
+        for li, layer in enumerate(self.layers):
+            h = self._rms(x, layer.ln1)
+            q = F.linear(h, layer.q).view(b, self.heads, self.head_dim)
+            k = F.linear(h, layer.k).view(b, self.kv_heads, self.head_dim)
+            v = F.linear(h, layer.v).view(b, self.kv_heads, self.head_dim)
+            q = q * cos + self._rotate_half(q) * sin
+            k = k * cos + self._rotate_half(k) * sin
+            att = torch.empty(b, self.heads, self.head_dim)
+            for i, cache in enumerate(caches):
+                keys, values = cache.append(li, k[i][:, None, :], v[i][:, None, :])
+                if groups != 1:
+                    keys = keys.repeat_interleave(groups, dim=0)
+                    values = values.repeat_interleave(groups, dim=0)
+                scores = torch.matmul(q[i][:, None, :], keys.transpose(1, 2)) * self.scaling
+                att[i] = (torch.softmax(scores, dim=-1) @ values)[:, 0, :]
+            x = x + F.linear(att.reshape(b, self.heads * self.head_dim), layer.o)
+            h = self._rms(x, layer.ln2)
+            x = x + F.linear(F.silu(F.linear(h, layer.gate)) * F.linear(h, layer.up), layer.down)
+        for cache in caches:
+            cache.length += 1
+        return F.linear(self._rms(x, self.norm), self.head)
+
 
 class LeanCache:
     """Keys and values per layer in buffers that grow by doubling; `length` tokens are valid, `crop` forgets."""

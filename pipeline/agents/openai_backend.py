@@ -58,6 +58,12 @@ class OpenAIAgent:
     def start(self, info: EpisodeInfo) -> OpenAIEpisode:
         return OpenAIEpisode(self, info)
 
+    def decoder(self):
+        """Many episodes' requests in flight at once (as many as the runner keeps episodes in flight)."""
+        from pipeline.rollout.batch import Concurrent
+
+        return Concurrent()
+
     def body(self, messages: list[dict[str, Any]], tools: list[dict], seed: int) -> dict[str, Any]:
         s = self.sampling
         body: dict[str, Any] = {"model": self.model, "messages": messages}

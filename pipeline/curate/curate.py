@@ -45,6 +45,9 @@ class CurateConfig(BaseModel):
     max_items: int | None = Field(default=None, ge=1, description="Cap on selected tasks.")
     limits: Limits = Field(default_factory=Limits)
     executor: Literal["serial", "ray"] = Field(default="serial", description="Where probe episodes run.")
+    concurrency: int = Field(
+        default=16, ge=1, description="Probe episodes in flight per worker (as measure.concurrency)."
+    )
     workers: int | None = Field(default=None, ge=1, description="Ray worker actors (None: one per CPU).")
 
 
@@ -53,8 +56,8 @@ def _executor(config: CurateConfig):
     if config.executor == "ray":
         from pipeline.rollout.ray_executor import RayExecutor
 
-        return RayExecutor(workers=config.workers)
-    return SerialExecutor()
+        return RayExecutor(workers=config.workers, batch=config.concurrency)
+    return SerialExecutor(batch=config.concurrency)
 
 
 def curate(

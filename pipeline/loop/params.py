@@ -51,6 +51,12 @@ class MeasureParams(Strict):
     seed: int = Field(default=0)
     resamples: int = Field(default=1000, ge=1)
     executor: Literal["serial", "ray"] = "serial"
+    concurrency: int = Field(
+        default=16,
+        ge=1,
+        description="Episodes in flight per worker with their agent steps batched (measure, remeasure and curate's"
+        " probes); the verdicts are the same for any value, only the time changes.",
+    )
     temperature: float | None = Field(
         default=0.7,
         ge=0,

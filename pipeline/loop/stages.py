@@ -93,6 +93,7 @@ def _measure(p: Params, model_dir: Path, out: Path):
         seed=p.measure.seed,
         resamples=p.measure.resamples,
         executor=p.measure.executor,
+        concurrency=p.measure.concurrency,
     )
     if out.exists():
         shutil.rmtree(out)
@@ -154,6 +155,7 @@ def curate(p: Params) -> dict:
         agent=sampled(read_agent_spec(paths.BASELINE_MODEL), p.measure.temperature),
         probes=p.curate.probes,
         executor=p.curate.executor,
+        concurrency=p.measure.concurrency,
         seed=p.curate.seed,
         bands=p.curate.bands,
         anchor_ratio=p.curate.anchor_ratio,

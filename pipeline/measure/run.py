@@ -67,6 +67,12 @@ class MeasureConfig(BaseModel):
     address: str | None = Field(default=None, description="Ray cluster address (None: a local Ray instance).")
     workers: int | None = Field(default=None, ge=1, description="Ray worker actors (None: one per CPU).")
     retries: int = Field(default=2, ge=0, description="Reruns of a trial lost to an infrastructure error.")
+    concurrency: int = Field(
+        default=16,
+        ge=1,
+        description="Episodes in flight per worker, their agent steps batched (one forward pass for hf, concurrent"
+        " requests for openai); results are the same for any value.",
+    )
 
     def fingerprint(self, tasks: list) -> str:
         """What decides the trials' results; a journal is resumed only under the same fingerprint."""
@@ -100,8 +106,14 @@ def make_executor(config: MeasureConfig, judge=None):
     if config.executor == "ray":
         from pipeline.rollout.ray_executor import RayExecutor
 
-        return RayExecutor(address=config.address, workers=config.workers, retries=config.retries, judge=judge)
-    return SerialExecutor(retries=config.retries, judge=judge)
+        return RayExecutor(
+            address=config.address,
+            workers=config.workers,
+            retries=config.retries,
+            judge=judge,
+            batch=config.concurrency,
+        )
+    return SerialExecutor(retries=config.retries, judge=judge, batch=config.concurrency)
 
 
 def measure(

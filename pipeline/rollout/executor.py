@@ -67,10 +67,14 @@ def run_trial(
 
 
 class SerialExecutor:
-    """Runs every (task, trial) in order in this process; `skip` holds (task id, trial) pairs already done."""
+    """Runs every (task, trial) in this process; `skip` holds (task id, trial) pairs already done.
 
-    def __init__(self, retries: int = 2, judge: Judge | None = None) -> None:
-        self.retries, self.judge = retries, judge
+    With `batch` > 1, that many episodes are in flight at once and their agent steps go to the agent as one
+    batch (`pipeline.rollout.batch`); results then come back as trials finish, not in (task, trial) order.
+    """
+
+    def __init__(self, retries: int = 2, judge: Judge | None = None, batch: int = 1) -> None:
+        self.retries, self.judge, self.batch = retries, judge, batch
 
     def run(
         self,
@@ -84,11 +88,14 @@ class SerialExecutor:
         on_result: Callable[[TrialResult], None] | None = None,
         skip: Collection[tuple[str, int]] = (),
     ) -> Iterator[TrialResult]:
-        for task in tasks:
-            for trial in range(trials):
-                if (task.id, trial) in skip:
-                    continue
-                result = run_trial(world, task, agent, user, trial, seed, limits, self.judge, self.retries)
-                if on_result:
-                    on_result(result)
-                yield result
+        jobs = [(task, trial) for task in tasks for trial in range(trials) if (task.id, trial) not in skip]
+        if self.batch > 1:
+            from pipeline.rollout.batch import run_batched
+
+            results = run_batched(world, jobs, agent, user, seed, limits, self.judge, self.retries, self.batch)
+        else:
+            results = (run_trial(world, t, agent, user, k, seed, limits, self.judge, self.retries) for t, k in jobs)
+        for result in results:
+            if on_result:
+                on_result(result)
+            yield result

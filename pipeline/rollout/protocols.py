@@ -7,7 +7,7 @@ many concurrent episodes.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from pipeline.dataset.task import Task
 from pipeline.rollout.trajectory import Message, Usage
@@ -67,3 +67,18 @@ class User(Protocol):
     name: str
 
     def start(self, info: EpisodeInfo) -> UserEpisode: ...
+
+
+@runtime_checkable
+class TurnDecoder(Protocol):
+    """The agent steps of many episodes in flight: submit each episode's request, `step` until replies come.
+
+    An agent that can serve several episodes at once (one forward pass for many, concurrent requests) offers
+    one through `Agent.decoder()`; `pipeline.rollout.batch` falls back to one `act` at a time otherwise.
+    """
+
+    def submit(self, key: Any, episode: AgentEpisode, messages: list[Message]) -> None: ...
+
+    def step(self) -> list[tuple[Any, Message | InfrastructureError]]:
+        """Advance the pending requests; the (key, reply) of those that finished (at least one, if any pend)."""
+        ...

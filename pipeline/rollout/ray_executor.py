@@ -55,6 +55,14 @@ class TrialWorker:
             self.world, task, self.agent, self.user, trial, self.seed, self.limits, self.judge, self.retries
         )
 
+    def run_many(self, jobs: list[tuple[Task, int]], width: int) -> list[TrialResult]:
+        """Several trials, `width` in flight together with their agent steps batched; results in `jobs` order."""
+        from pipeline.rollout.batch import run_batched
+
+        args = (self.world, jobs, self.agent, self.user, self.seed, self.limits, self.judge, self.retries)
+        by_key = {(r.task.id, r.trial): r for r in run_batched(*args, width=width)}
+        return [by_key[(task.id, trial)] for task, trial in jobs]
+
     def pid(self) -> int:
         return os.getpid()
 
@@ -81,12 +89,14 @@ class RayExecutor:
         cpus_per_worker: float = 1.0,
         gpus_per_worker: float = 0.0,
         threads_per_worker: int = 1,
+        batch: int = 1,
     ) -> None:
         self.address, self.workers = address, workers
         self.in_flight_per_worker = max(1, in_flight_per_worker)
         self.retries, self.worker_losses, self.judge = retries, worker_losses, judge
         self.cpus_per_worker, self.gpus_per_worker = cpus_per_worker, gpus_per_worker
         self.threads_per_worker = threads_per_worker
+        self.batch = max(1, batch)
         self.actors: list[Any] = []
         self.peak_in_flight = 0  # most calls outstanding at once in the last run (bounded by design)
 
@@ -171,25 +181,35 @@ class RayExecutor:
                         actor = min(shared_ok, key=load.__getitem__, default=None)
                         if actor is None or load[actor] >= self.in_flight_per_worker:
                             break
-                    item = items.popleft()
-                    in_flight[actor.run.remote(item.task, item.trial)] = (actor, item)
+                    chunk = [items.popleft()]
+                    if chunk[0].losses or self.batch == 1:
+                        ref = actor.run.remote(chunk[0].task, chunk[0].trial)
+                    else:  # 2 × batch trials a call: the worker keeps `batch` in flight, refilled as they end
+                        while items and not items[0].losses and len(chunk) < 2 * self.batch:
+                            chunk.append(items.popleft())
+                        ref = actor.run_many.remote([(i.task, i.trial) for i in chunk], self.batch)
+                    in_flight[ref] = (actor, chunk)
                     load[actor] += 1
                 self.peak_in_flight = max(self.peak_in_flight, len(in_flight))
                 ready, _ = ray.wait(list(in_flight), num_returns=1)
                 for ref in ready:
-                    actor, item = in_flight.pop(ref)
+                    actor, chunk = in_flight.pop(ref)
                     try:
-                        done[item.index] = ray.get(ref)
+                        got = ray.get(ref)
+                        for item, result in zip(chunk, got if isinstance(got, list) else [got], strict=True):
+                            done[item.index] = result
                         load[actor] -= 1
-                        if item.losses:
+                        if chunk[0].losses:
                             alone.discard(actor)
                     except RayTaskError as exc:
                         cause = exc.as_instanceof_cause()
                         if not isinstance(cause, lost_errors):
                             raise cause from None  # a bug in the agent or world: same as the serial executor
-                        lost(actor, item, cause)
+                        for item in reversed(chunk):
+                            lost(actor, item, cause)
                     except lost_errors as exc:
-                        lost(actor, item, exc)
+                        for item in reversed(chunk):
+                            lost(actor, item, exc)
                 while next_index in done:
                     result = done.pop(next_index)
                     next_index += 1

@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Generator
+from dataclasses import dataclass
 
 from pydantic import Field
 
 from pipeline.dataset.task import Task
-from pipeline.rollout.protocols import Agent, EpisodeInfo, InfrastructureError, User
+from pipeline.rollout.protocols import Agent, AgentEpisode, EpisodeInfo, InfrastructureError, User
 from pipeline.rollout.trajectory import Message, Strict, Timings, ToolCall, Trajectory, Usage
 from pipeline.users.persona import persona_for
 from pipeline.world.tables import Session, ToolEvent, World
@@ -27,6 +29,14 @@ class Limits(Strict):
     max_steps_per_turn: int = Field(default=12, ge=1, description="Tool calls in a row before the agent must speak.")
 
 
+@dataclass
+class AgentTurn:
+    """What an episode waits on: its agent's next message after `messages`."""
+
+    episode: AgentEpisode
+    messages: list[Message]
+
+
 def run_episode(
     world: World,
     task: Task,
@@ -39,6 +49,37 @@ def run_episode(
     session: Session | None = None,
 ) -> Trajectory:
     """Run one episode to its end and return the trajectory; never raises for agent mistakes."""
+    steps = episode_steps(world, task, agent, user, trial=trial, seed=seed, limits=limits, session=session)
+    try:
+        turn = next(steps)
+        while True:
+            try:
+                msg = turn.episode.act(turn.messages)
+            except InfrastructureError as exc:
+                turn = steps.throw(exc)
+            else:
+                turn = steps.send(msg)
+    except StopIteration as done:
+        return done.value
+
+
+def episode_steps(
+    world: World,
+    task: Task,
+    agent: Agent,
+    user: User,
+    *,
+    trial: int = 0,
+    seed: int = 0,
+    limits: Limits | None = None,
+    session: Session | None = None,
+) -> Generator[AgentTurn, Message, Trajectory]:
+    """One episode as a generator: it yields each time it needs the agent's next message and is sent that message
+    (or thrown the InfrastructureError that prevented it); it returns the trajectory.
+
+    Driving many of these at once is how a worker keeps episodes in flight and batches their agent steps
+    (`pipeline.rollout.batch`); `run_episode` drives one.
+    """
     limits = limits or Limits()
     session = session or world.session()
     persona = persona_for(task, trial)
@@ -83,7 +124,7 @@ def run_episode(
                     termination = "turn_limit"
                     break
                 t0 = time.perf_counter()
-                msg = agent_ep.act(messages)
+                msg = yield AgentTurn(agent_ep, messages)
                 dt = time.perf_counter() - t0
                 timings.agent_s += dt
                 msg.latency_s = msg.latency_s if msg.latency_s is not None else dt

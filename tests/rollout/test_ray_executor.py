@@ -130,3 +130,10 @@ def test_measure_with_ray_writes_the_serial_run_byte_for_byte(ray_cluster, world
         return rows
 
     assert trajectories("serial") == trajectories("ray")
+
+
+def test_batched_workers_give_the_serial_results_in_order(ray_cluster, world, tasks):
+    agent = FlawedAgent(FlawConfig(rates={"invention": 0.4, "misread": 0.4}, seed=2))
+    serial = [key(r) for r in SerialExecutor().run(world, tasks, agent, ScriptedUser(), trials=3, seed=5)]
+    batched = list(RayExecutor(workers=2, batch=3).run(world, tasks, agent, ScriptedUser(), trials=3, seed=5))
+    assert [key(r) for r in batched] == serial

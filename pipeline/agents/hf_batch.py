@@ -1,0 +1,79 @@
+"""Continuous batching for the hf backend: one forward pass per generated token for every episode in flight.
+
+A submitted episode's new prompt tokens run alone at once (prompts differ in length and in how much of the
+cache they reuse); then each `step` draws the next token of every pending reply and runs all those that go on
+through one batched forward pass (`LeanLlama.logits_batch`), each with its own key/value cache and its own
+random stream. A reply that ends is returned at once, so its episode can take its user's and tools' turn and
+come back while the others are still generating. Per episode, the tokens and the order of draws from its stream
+are exactly those of `sample`, one episode at a time; only the logits' float noise can differ.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from pipeline.agents.hf import pick
+from pipeline.agents.lean import LeanLlama
+
+if TYPE_CHECKING:
+    from pipeline.agents.hf import HFAgent, HFAgentEpisode
+    from pipeline.rollout.trajectory import Message
+
+
+@dataclass
+class _Reply:
+    key: Any
+    episode: HFAgentEpisode
+    prompt: list[int]
+    room: int
+    started: float
+    out: list[int] = field(default_factory=list)
+    logits: torch.Tensor | None = None
+
+
+class HFDecoder:
+    """The `TurnDecoder` of an `HFAgent` whose model the lean path runs."""
+
+    def __init__(self, agent: HFAgent) -> None:
+        self.agent = agent
+        self.lean = LeanLlama.wrap(agent.model)
+        self.active: list[_Reply] = []
+        self.done: list[tuple[Any, Message]] = []
+
+    @torch.inference_mode()
+    def submit(self, key: Any, episode: HFAgentEpisode, messages: list[Message]) -> None:
+        started = time.perf_counter()
+        reply = _Reply(key, episode, *episode.prompt(messages), started)
+        if reply.room <= 0:
+            self.done.append((key, episode.reply(reply.prompt, [], time.perf_counter() - started)))
+            return
+        prefix = episode.prefix
+        first = prefix.reuse(reply.prompt)
+        prefix.ids = list(reply.prompt)
+        reply.logits = prefix.logits(reply.prompt[first:])
+        self.active.append(reply)
+
+    @torch.inference_mode()
+    def step(self) -> list[tuple[Any, Message]]:
+        a = self.agent
+        going: list[_Reply] = []
+        for r in self.active:
+            r.out.append(pick(r.logits, a.temperature, a.top_p, r.episode.generator))
+            if r.out[-1] in a.stop_ids or len(r.out) >= r.room:
+                compute = time.perf_counter() - r.started
+                self.done.append((r.key, r.episode.reply(r.prompt, r.out, compute)))
+            else:
+                going.append(r)
+        if going:
+            for r in going:
+                r.episode.prefix.ids.append(r.out[-1])
+            rows = self.lean.logits_batch([r.out[-1] for r in going], [r.episode.prefix.cache for r in going])
+            for r, row in zip(going, rows, strict=True):
+                r.logits = row
+        self.active = going
+        done, self.done = self.done, []
+        return done

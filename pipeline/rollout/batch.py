@@ -1,0 +1,173 @@
+"""Episodes in flight: a step scheduler that advances many episodes together and batches their agent steps.
+
+Why an explicit scheduler and not asyncio: every participant but the agent (scripted users, tools, grading) is
+plain synchronous Python that takes microseconds, and the agent's cost is a model forward pass that wants all
+waiting episodes in one call. Each episode is a generator (`episode_steps`) that stops where it needs the agent
+and hands its request to the agent's `TurnDecoder`; each `step` of the decoder returns the replies that are
+ready — the hf backend generates one token for every pending episode in one forward pass and returns the
+messages that ended (continuous batching: an episode whose reply is done goes on to its user and tools and is
+back with its next prompt while the others still generate); the openai backend keeps that many requests in
+flight. Finished episodes are graded and replaced from the queue, so `width` episodes stay in flight.
+
+Results do not depend on the batch: an episode's sampling draws from its own random stream (seeded from the
+agent's seed and the episode's seed, consumed only by that episode's tokens), so which other episodes share a
+forward pass changes nothing but float noise in the logits.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any
+
+from pipeline.dataset.task import Task
+from pipeline.grading.grader import grade
+from pipeline.grading.judge import Judge
+from pipeline.rollout.executor import TrialResult, trial_seed
+from pipeline.rollout.protocols import Agent, AgentEpisode, InfrastructureError, TurnDecoder, User
+from pipeline.rollout.runner import AgentTurn, Limits, episode_steps
+from pipeline.rollout.trajectory import Message, Trajectory
+from pipeline.world.tables import World
+
+log = logging.getLogger(__name__)
+
+
+class OneByOne:
+    """The fallback decoder: pending requests answered in turn, each by its episode's `act` (or all of them by
+    one `act_batch` call where the agent has one)."""
+
+    def __init__(self, agent: Agent) -> None:
+        self.agent = agent
+        self.pending: list[tuple[Any, AgentEpisode, list[Message]]] = []
+
+    def submit(self, key: Any, episode: AgentEpisode, messages: list[Message]) -> None:
+        self.pending.append((key, episode, messages))
+
+    def step(self) -> list[tuple[Any, Message | InfrastructureError]]:
+        pending, self.pending = self.pending, []
+        batch = getattr(self.agent, "act_batch", None)
+        if batch is not None and len(pending) > 1:
+            return list(zip([k for k, _, _ in pending], batch([(e, m) for _, e, m in pending]), strict=True))
+        out: list[tuple[Any, Message | InfrastructureError]] = []
+        for key, episode, messages in pending:
+            try:
+                out.append((key, episode.act(messages)))
+            except InfrastructureError as exc:  # the episode's own loss; any other exception is a bug
+                out.append((key, exc))
+        return out
+
+
+class Concurrent:
+    """Requests in flight at once, each episode's `act` in a thread: for agents that wait on an endpoint (the
+    openai backend), where the time is the server's, not ours. `step` returns as soon as one reply is in."""
+
+    def __init__(self, max_in_flight: int = 64) -> None:
+        self.pool = ThreadPoolExecutor(max_workers=max_in_flight, thread_name_prefix="agent-request")
+        self.futures: dict[Future, Any] = {}
+
+    def submit(self, key: Any, episode: AgentEpisode, messages: list[Message]) -> None:
+        self.futures[self.pool.submit(episode.act, messages)] = key
+
+    def step(self) -> list[tuple[Any, Message | InfrastructureError]]:
+        ready, _ = wait(list(self.futures), return_when=FIRST_COMPLETED)
+        out: list[tuple[Any, Message | InfrastructureError]] = []
+        for future in ready:
+            key = self.futures.pop(future)
+            exc = future.exception()
+            if exc is not None and not isinstance(exc, InfrastructureError):
+                raise exc  # a bug, as in the serial path
+            out.append((key, exc if exc is not None else future.result()))
+        return out
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+def decoder_for(agent: Agent) -> TurnDecoder:
+    make = getattr(agent, "decoder", None)
+    return make() if make is not None else OneByOne(agent)
+
+
+@dataclass(eq=False)
+class _Live:
+    task: Task
+    trial: int
+    attempt: int
+    steps: Any  # the episode's generator
+    turn: AgentTurn
+
+
+def run_batched(
+    world: World,
+    jobs: Sequence[tuple[Task, int]],
+    agent: Agent,
+    user: User,
+    seed: int = 0,
+    limits: Limits | None = None,
+    judge: Judge | None = None,
+    retries: int = 0,
+    width: int = 16,
+) -> Iterator[TrialResult]:
+    """Every (task, trial) of `jobs`, `width` episodes at a time; results are yielded as trials finish.
+
+    A trial lost to an infrastructure error is run again (up to `retries` times) and otherwise comes back with
+    an infra_error verdict, exactly as `run_trial` does one at a time.
+    """
+    run = _Scheduler(world, agent, user, seed, limits, judge, retries)
+    run.queue.extend((task, trial, 1) for task, trial in jobs)
+    try:
+        yield from run.drive(width)
+    finally:
+        close = getattr(run.decoder, "close", None)
+        if close is not None:
+            close()
+
+
+class _Scheduler:
+    def __init__(self, world, agent, user, seed, limits, judge, retries) -> None:
+        self.world, self.agent, self.user, self.seed = world, agent, user, seed
+        self.limits, self.judge, self.retries = limits, judge, retries
+        self.queue: deque[tuple[Task, int, int]] = deque()
+        self.live: dict[_Live, None] = {}  # in flight, in start order
+        self.decoder = decoder_for(agent)
+
+    def drive(self, width: int) -> Iterator[TrialResult]:
+        while self.queue or self.live:
+            while self.queue and len(self.live) < width:
+                yield from self.start(*self.queue.popleft())
+            if not self.live:
+                continue
+            for episode, reply in self.decoder.step():
+                try:
+                    if isinstance(reply, InfrastructureError):
+                        episode.turn = episode.steps.throw(reply)
+                    else:
+                        episode.turn = episode.steps.send(reply)
+                    self.decoder.submit(episode, episode.turn.episode, episode.turn.messages)
+                except StopIteration as done:
+                    del self.live[episode]
+                    yield from self.finish(episode.task, episode.trial, episode.attempt, done.value)
+
+    def start(self, task: Task, trial: int, attempt: int) -> Iterator[TrialResult]:
+        seed = trial_seed(self.seed, task.id, trial)
+        steps = episode_steps(self.world, task, self.agent, self.user, trial=trial, seed=seed, limits=self.limits)
+        try:
+            episode = _Live(task, trial, attempt, steps, next(steps))
+        except StopIteration as done:  # over before the agent's first step (the user stopped, start failed)
+            yield from self.finish(task, trial, attempt, done.value)
+            return
+        self.live[episode] = None
+        self.decoder.submit(episode, episode.turn.episode, episode.turn.messages)
+
+    def finish(self, task: Task, trial: int, attempt: int, traj: Trajectory) -> Iterator[TrialResult]:
+        verdict = grade(self.world, task, traj, limits=self.limits, judge=self.judge)
+        if verdict.infra_error and attempt <= self.retries:
+            log.warning(
+                "task %s trial %d: attempt %d/%d lost to infrastructure", task.id, trial, attempt, self.retries + 1
+            )
+            self.queue.appendleft((task, trial, attempt + 1))
+            return
+        yield TrialResult(task, trial, traj, verdict, attempt)
