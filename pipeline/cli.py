@@ -21,6 +21,9 @@ app.add_typer(tasks_app, name="tasks")
 from pipeline.train.cli import train_app  # noqa: E402  (light: heavy imports happen inside the commands)
 
 app.add_typer(train_app, name="train")
+from pipeline.gate_aa_cli import gate_aa_cmd  # noqa: E402  (outside pipeline.gate: its package import is heavy)
+
+app.command("gate-aa")(gate_aa_cmd)
 console = Console(stderr=True)
 
 
@@ -306,20 +309,35 @@ def gate_cmd(
     resamples: int = typer.Option(2000, help="Bootstrap resamples and sign-flip permutations."),
     seed: int = typer.Option(0),
     alpha: float = typer.Option(0.05, help="Family-wise level of the Holm-corrected 'got worse' tests."),
+    power: float = typer.Option(0.8, help="Power the minimum detectable effect (MDE) is stated at."),
+    min_effect: float = typer.Option(
+        0.10, help="Gain beyond the margin the gate must be able to see, else inconclusive."
+    ),
     out: Path = typer.Option(Path("gate.json"), help="Where to write the decision."),
-    check: bool = typer.Option(False, "--check", help="Exit 1 when promotion is blocked (for CI); 0 when promoted."),
+    check: bool = typer.Option(
+        False, "--check", help="Exit 0 when promoted, 1 when blocked, 3 when inconclusive (for CI)."
+    ),
 ) -> None:
     """Promote or block: paired bootstrap of the pass^k gain over held-out tasks, Holm tests for regressions."""
     from pydantic import ValidationError
 
     from pipeline.gate import GateConfig, GateInputError, decide, write_gate
-    from pipeline.gate.render import decision_table
+    from pipeline.gate.render import OUTCOME_WORD, decision_table
     from pipeline.metrics.errors import MetricsInputError
     from pipeline.world.registry import load_world
     from pipeline.world.retail.state import WorldLoadError
 
     try:
-        config = GateConfig(k=k, margin=margin, confidence=confidence, resamples=resamples, seed=seed, alpha=alpha)
+        config = GateConfig(
+            k=k,
+            margin=margin,
+            confidence=confidence,
+            resamples=resamples,
+            seed=seed,
+            alpha=alpha,
+            power=power,
+            min_effect=min_effect,
+        )
         decision = decide(candidate, champion, tasks, load_world(world), config)
     except ValidationError as exc:
         _fail("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()))
@@ -327,9 +345,9 @@ def gate_cmd(
         _fail(str(exc))
     write_gate(decision, out)
     Console().print(decision_table(decision))
-    console.print(f"gate: {'PROMOTE' if decision.promote else 'BLOCKED'} → {out}")
+    console.print(f"gate: {OUTCOME_WORD[decision.outcome]} → {out}")
     if check and not decision.promote:
-        raise typer.Exit(1)
+        raise typer.Exit(3 if decision.outcome == "inconclusive" else 1)
 
 
 @app.command("target")

@@ -8,10 +8,12 @@ from pipeline.gate.config import EVAL_TASKS, PASS_AT_1, TRACKABLE, GateConfig
 from pipeline.gate.decision import GateDecision, GateInputs, decide, read_gate, write_gate
 from pipeline.gate.errors import GateInputError
 from pipeline.gate.load import RunInputs, load_run
+from pipeline.gate.power import OUTCOMES, Outcome
 from pipeline.gate.stats import Evaluation, MetricTest, PassHatK, TaskOutcome, evaluate, holm, sign_flip_pvalue
 
 __all__ = [
     "EVAL_TASKS",
+    "OUTCOMES",
     "PASS_AT_1",
     "TRACKABLE",
     "Evaluation",
@@ -20,6 +22,7 @@ __all__ = [
     "GateInputError",
     "GateInputs",
     "MetricTest",
+    "Outcome",
     "PassHatK",
     "RunInputs",
     "TaskOutcome",

@@ -1,7 +1,8 @@
 """The gate's settings: what counts as better (pass^k, margin, confidence) and what must not get worse.
 
 The defaults are the ones the power simulation (bench/bench_gate_power.py) was run with; change k, the
-confidence or the evaluation size and the false-promotion rate and power change with them.
+confidence or the evaluation size and the false-promotion rate and power change with them. `min_effect`
+defaults to the +10-point pass^4 gain the default evaluation size was chosen to detect.
 """
 
 from __future__ import annotations
@@ -35,6 +36,21 @@ class GateConfig(BaseModel):
     )
     confidence: float = Field(
         default=0.95, gt=0.0, lt=1.0, description="Two-sided level of the paired bootstrap interval of the pass^k gain."
+    )
+    power: float = Field(
+        default=0.8,
+        gt=0.0,
+        lt=1.0,
+        description="Power the minimum detectable effect is stated at: the MDE is the true pass^k gain the gate "
+        "would promote with this probability at its evaluation size.",
+    )
+    min_effect: float = Field(
+        default=0.10,
+        gt=0.0,
+        le=1.0,
+        allow_inf_nan=False,
+        description="Smallest true pass^k gain beyond the margin worth seeing: an interval straddling the margin "
+        "is 'inconclusive' (not 'block') while the MDE exceeds margin + min_effect.",
     )
     resamples: int = Field(default=2000, ge=100, description="Bootstrap resamples and sign-flip permutations.")
     seed: int = Field(default=0, description="Seed of the bootstrap and the permutations: same inputs, same decision.")

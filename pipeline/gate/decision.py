@@ -5,6 +5,10 @@ outcome tables of two measure runs on the frozen held-out tasks) and records wha
 the sha256 of every file read, the task and trial counts and the configuration, so a gate.json can be
 checked against the files it claims to judge.
 
+Three outcomes (`outcome` in gate.json): "promote" (`promote` true), "block" and "inconclusive" (`promote`
+false for both, so readers of `promote` never move the champion on an inconclusive gate). A gate.json written
+before `outcome` existed reads back with the outcome its `promote` implied.
+
 First iteration rule: with no champion (``champion_dir=None``) the candidate is promoted iff the lower bound
 of its own pass^k (clustered bootstrap) exceeds the margin; there is nothing to have got worse against.
 """
@@ -14,13 +18,15 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from pipeline.dataset.io import TaskFileError, read_tasks
 from pipeline.gate.config import EVAL_TASKS, GateConfig
 from pipeline.gate.errors import GateInputError
 from pipeline.gate.load import RunInputs, load_run, sha256_file
+from pipeline.gate.power import Outcome
 from pipeline.gate.stats import MetricTest, PassHatK, evaluate
 from pipeline.world.registry import load_world
 from pipeline.world.retail.state import RetailWorld
@@ -48,14 +54,32 @@ class GateDecision(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    promote: bool
+    promote: bool = Field(description="True only for the outcome 'promote'.")
+    outcome: Outcome = Field(
+        description="promote, block (shown not better, or worse) or inconclusive (the gate could not have seen "
+        "a gain of min_effect: measure on more tasks)."
+    )
     reasons: list[str] = Field(description="One line per criterion, blocking reasons included.")
     pass_hat_k: PassHatK
     tests: list[MetricTest] = Field(description="Holm-corrected 'got worse' tests (empty without a champion).")
     inputs: GateInputs
 
+    @model_validator(mode="before")
+    @classmethod
+    def _outcome_of_older_files(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "outcome" not in data and isinstance(data.get("promote"), bool):
+            return {**data, "outcome": "promote" if data["promote"] else "block"}
+        return data
 
-def _read_tasks(path: Path) -> dict:
+    @model_validator(mode="after")
+    def _promote_iff_promote(self) -> GateDecision:
+        if self.promote != (self.outcome == "promote"):
+            raise ValueError(f"promote={self.promote} contradicts outcome={self.outcome!r}")
+        return self
+
+
+def read_heldout_tasks(path: Path) -> dict:
+    """The held-out task file as id -> Task; a bad or empty file is a GateInputError naming it."""
     try:
         tasks = read_tasks(path)
     except TaskFileError as exc:
@@ -80,7 +104,7 @@ def decide(
     if isinstance(world, str):
         world = load_world(world)
     tasks_path = Path(tasks_path)
-    tasks = _read_tasks(tasks_path)
+    tasks = read_heldout_tasks(tasks_path)
     cand = load_run("candidate", Path(candidate_dir), tasks, world, config.limits, config.require_all_tasks)
     champ = (
         load_run("champion", Path(champion_dir), tasks, world, config.limits, config.require_all_tasks)
@@ -99,6 +123,7 @@ def decide(
         )
     return GateDecision(
         promote=result.promote,
+        outcome=result.outcome,
         reasons=result.reasons,
         pass_hat_k=result.pass_hat_k,
         tests=result.tests,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -45,6 +45,7 @@ class RunInputs(BaseModel):
 class LoadedRun:
     inputs: RunInputs
     table: dict[str, TaskOutcome]
+    agents: list[str] = field(default_factory=list)  # agent names in the trajectories, sorted
 
 
 def sha256_file(path: Path) -> str:
@@ -145,4 +146,4 @@ def load_run(
         passes=sum(passes.values()),
     )
     log.info("%s: %d trajectories re-graded (%d infrastructure errors)", name, len(trajectories), infra)
-    return LoadedRun(inputs, table)
+    return LoadedRun(inputs, table, sorted({t.agent for t in trajectories}))

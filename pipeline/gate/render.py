@@ -6,12 +6,19 @@ from rich.table import Table
 
 from pipeline.gate.decision import GateDecision
 
+OUTCOME_WORD = {"promote": "PROMOTE", "block": "BLOCKED", "inconclusive": "INCONCLUSIVE"}
+VERDICT = {
+    "promote": "[green]PROMOTE[/green]",
+    "block": "[red]BLOCKED[/red]",
+    "inconclusive": "[yellow]INCONCLUSIVE[/yellow]",
+}
+
 
 def decision_table(decision: GateDecision) -> Table:
     """One row for the pass^k comparison, one per 'got worse' test, the verdict in the title."""
     p = decision.pass_hat_k
     inputs = decision.inputs
-    verdict = "[green]PROMOTE[/green]" if decision.promote else "[red]BLOCKED[/red]"
+    verdict = VERDICT[decision.outcome]
     table = Table(
         title=f"gate: {verdict} — {inputs.n_tasks} held-out tasks, pass^{p.k}, margin {p.margin:+.3f}",
         caption="\n".join(decision.reasons),
@@ -38,6 +45,19 @@ def decision_table(decision: GateDecision) -> Table:
         f"low > {p.margin:+.3f}",
         "[green]ok[/green]" if gain_ok else "[red]not shown better[/red]",
     )
+    if p.mde is not None and p.se is not None:
+        seeable = p.mde <= p.margin + (p.min_effect or 0.0)
+        table.add_row(
+            f"MDE at {p.power:.0%} power",
+            "",
+            "",
+            f"{p.mde:+.3f}",
+            f"se {p.se:.3f}",
+            f"≤ {p.margin + (p.min_effect or 0.0):+.3f}",
+            "[green]could see min_effect[/green]"
+            if seeable
+            else f"[yellow]too coarse: ~{p.tasks_needed} tasks[/yellow]",
+        )
     for t in decision.tests:
         table.add_row(
             f"{t.name} ({t.better} is better)",

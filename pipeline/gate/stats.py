@@ -15,6 +15,10 @@ tasks differ, otherwise draws `resamples` seeded flips and counts the observed l
 
 Without a champion (the first iteration) there is nothing to get worse against: promote iff the lower bound
 of the candidate's own pass^k (clustered bootstrap) exceeds the margin.
+
+Not promoting is "block" or "inconclusive": the spread of the same bootstrap draws gives the minimum
+detectable effect (pipeline/gate/power.py), and an interval that straddles the margin is inconclusive when
+the gate could not have seen a gain of min_effect beyond it.
 """
 
 from __future__ import annotations
@@ -29,7 +33,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.gate.config import PASS_AT_1, GateConfig
 from pipeline.gate.errors import GateInputError
-from pipeline.metrics.intervals import bootstrap, paired_bootstrap
+from pipeline.gate.power import Outcome, mde, outcome, standard_error, tasks_needed
+from pipeline.metrics.intervals import bootstrap_draws, paired_bootstrap_draws, percentile_interval
 from pipeline.metrics.passk import pass_hat_k
 
 DIGITS = 6
@@ -71,6 +76,17 @@ class PassHatK(_Strict):
     high: float = Field(description="Upper bound of the bootstrap interval of diff.")
     confidence: float
     margin: float
+    # What the gate could have seen (pipeline/gate/power.py); None in a gate.json written before they existed.
+    se: float | None = Field(default=None, description="Standard error of diff: spread of the bootstrap draws.")
+    power: float | None = Field(default=None, description="Power the MDE is stated at.")
+    mde: float | None = Field(
+        default=None, description="Minimum detectable effect: the true gain promoted with probability `power`."
+    )
+    min_effect: float | None = Field(default=None, description="Gain beyond the margin the gate should see.")
+    tasks_needed: int | None = Field(
+        default=None,
+        description="Held-out tasks at which the MDE falls to margin + min_effect (None when se is 0).",
+    )
 
 
 class MetricTest(_Strict):
@@ -88,6 +104,7 @@ class MetricTest(_Strict):
 
 class Evaluation(_Strict):
     promote: bool
+    outcome: Outcome
     reasons: list[str]
     pass_hat_k: PassHatK
     tests: list[MetricTest]
@@ -191,14 +208,16 @@ def holm(pvalues: Mapping[str, float], alpha: float) -> dict[str, tuple[float, b
 
 def _pass_hat_k(candidate: Table, champion: Table | None, clusters: dict, config: GateConfig) -> PassHatK:
     cand = per_task(candidate, "pass^k", config.k)
-    opts = dict(clusters=clusters, resamples=config.resamples, confidence=config.confidence, seed=config.seed)
+    opts = dict(clusters=clusters, resamples=config.resamples, seed=config.seed)
     if champion is None:
-        iv = bootstrap(cand, **opts)
+        point, draws = bootstrap_draws(cand, **opts)
         champ_mean = None
     else:
         champ = per_task(champion, "pass^k", config.k)
-        iv = paired_bootstrap(cand, champ, **opts)
+        point, draws = paired_bootstrap_draws(cand, champ, **opts)
         champ_mean = _r(sum(champ.values()) / len(champ))
+    iv = percentile_interval(point, draws, config.confidence)
+    se = standard_error(draws)
     return PassHatK(
         k=config.k,
         candidate=_r(sum(cand.values()) / len(cand)),
@@ -208,6 +227,11 @@ def _pass_hat_k(candidate: Table, champion: Table | None, clusters: dict, config
         high=_r(iv.high),
         confidence=config.confidence,
         margin=config.margin,
+        se=_r(se),
+        power=config.power,
+        mde=_r(mde(se, config.margin, config.confidence, config.power)),
+        min_effect=config.min_effect,
+        tasks_needed=tasks_needed(len(cand), se, config.min_effect, config.confidence, config.power),
     )
 
 
@@ -261,5 +285,22 @@ def evaluate(candidate: Table, champion: Table | None, config: GateConfig) -> Ev
             f"no tracked metric got significantly worse ({', '.join(t.name for t in tests)}; "
             f"Holm, alpha={config.alpha})"
         )
-    promote = gain_ok and not any(t.worse for t in tests)
-    return Evaluation(promote=promote, reasons=reasons, pass_hat_k=phk, tests=tests)
+    regressed = any(t.worse for t in tests)
+    result = outcome(phk.low, phk.high, config.margin, phk.mde, config.min_effect, regressed)
+    reasons.append(_sensitivity_reason(phk, result, config))
+    return Evaluation(promote=result == "promote", outcome=result, reasons=reasons, pass_hat_k=phk, tests=tests)
+
+
+def _sensitivity_reason(phk: PassHatK, result: Outcome, config: GateConfig) -> str:
+    """One line on what the gate could have seen, and for an inconclusive outcome what would resolve it."""
+    seen = (
+        f"minimum detectable pass^{config.k} effect {phk.mde:+.3f} at {config.power:.0%} power "
+        f"(se {phk.se:.3f}; the gate should see margin + {config.min_effect:.3f} = "
+        f"{config.margin + config.min_effect:+.3f})"
+    )
+    if result == "inconclusive":
+        return (
+            f"inconclusive: the interval straddles the margin and a gain of {config.min_effect:.3f} beyond it "
+            f"could have gone unseen; {seen}; about {phk.tasks_needed} held-out tasks would resolve it"
+        )
+    return seen

@@ -48,7 +48,8 @@ def job_summary(root: Path = Path(".")) -> str:
     lines.append("")
     if gate:
         ph = gate.get("pass_hat_k", {})
-        verdict = "**PROMOTE**" if gate.get("promote") else "**BLOCKED**"
+        outcome = gate.get("outcome") or ("promote" if gate.get("promote") else "block")
+        verdict = {"promote": "**PROMOTE**", "inconclusive": "**INCONCLUSIVE**"}.get(outcome, "**BLOCKED**")
         lines.append(
             f"Gate: {verdict} — pass^{ph.get('k')} gain {ph.get('diff', 0):+.3f} "
             f"(interval {ph.get('low', 0):+.3f} … {ph.get('high', 0):+.3f}, margin {ph.get('margin')})"

@@ -1,6 +1,7 @@
 """The `promote` stage: log the whole iteration to MLflow, register the candidate, move `champion` only on a pass.
 
-AGENTLOOP_PROMOTE=off (set by CI on pull requests) records everything but never moves `champion`.
+AGENTLOOP_PROMOTE=off (set by CI on pull requests) records everything but never moves `champion`. Only the
+gate's outcome "promote" moves it; "block" and "inconclusive" are recorded (gate_outcome in promotion.json).
 
 Each DVC stage runs in its own process, so tracking happens once, at the end, from the stages' outputs: one
 parent run per iteration (keyed by iteration and params, so a rerun with the same params resumes it) and a
@@ -86,6 +87,7 @@ def track_and_promote(p: Params, lock_path: Path = Path("dvc.lock")) -> dict[str
             "candidate": candidate,
             "model_version": version,
             "promoted": decision.promote,
+            "gate_outcome": decision.outcome,  # promote, block or inconclusive (never moves the champion)
             "champion_moved": moved,
             "promotion_allowed": allowed,
             "reasons": decision.reasons,

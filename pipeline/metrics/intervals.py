@@ -96,14 +96,73 @@ def bootstrap(
     >>> bootstrap({"a": 1.0, "b": 0.0, "c": 1.0, "d": 1.0}, seed=1, resamples=500)
     Interval(point=0.75, low=0.25, high=1.0)
     """
-    n = _check(resamples, confidence)
+    _check(resamples, confidence)
+    point, stats = bootstrap_draws(values, statistic, clusters=clusters, resamples=resamples, seed=seed)
+    return _interval(point, stats, confidence)
+
+
+def paired_bootstrap_draws(
+    candidate: Mapping[str, T],
+    champion: Mapping[str, T],
+    statistic: Statistic = fmean,
+    *,
+    clusters: Mapping[str, str | None] | None = None,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> tuple[float, list[float]]:
+    """(point, draws): statistic(candidate) − statistic(champion) and its value on each paired clustered resample.
+
+    The draws are what `paired_bootstrap` takes its percentiles of (same seed, same draws); their spread is the
+    standard error the gate sizes its minimum detectable effect from. Both agents must have been measured on
+    exactly the same tasks; a mismatch names the tasks.
+
+    >>> point, draws = paired_bootstrap_draws({"a": 1.0, "b": 0.0}, {"a": 1.0, "b": 0.0}, resamples=3)
+    >>> point, draws
+    (0.0, [0.0, 0.0, 0.0])
+    """
+    n = _check(resamples, 0.5)
+    if not candidate or not champion:
+        raise MetricsInputError("empty task set: nothing to bootstrap over")
+    only_cand = sorted(set(candidate) - set(champion))
+    only_champ = sorted(set(champion) - set(candidate))
+    if only_cand or only_champ:
+        raise MetricsInputError(
+            "paired bootstrap needs the same tasks for both agents; "
+            f"only in candidate: {only_cand[:5]}, only in champion: {only_champ[:5]}"
+        )
+    groups = task_clusters(list(candidate), clusters)
+    rng = random.Random(seed)
+    ids = sorted(candidate)
+    point = statistic([candidate[t] for t in ids]) - statistic([champion[t] for t in ids])
+    stats = []
+    for _ in range(n):
+        sample = resample_tasks(groups, rng)
+        stats.append(statistic([candidate[t] for t in sample]) - statistic([champion[t] for t in sample]))
+    return point, stats
+
+
+def bootstrap_draws(
+    values: Mapping[str, T],
+    statistic: Statistic = fmean,
+    *,
+    clusters: Mapping[str, str | None] | None = None,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> tuple[float, list[float]]:
+    """(point, draws) of ``statistic`` over per-task values: the resamples `bootstrap` takes percentiles of."""
+    n = _check(resamples, 0.5)
     if not values:
         raise MetricsInputError("empty task set: nothing to bootstrap over")
     groups = task_clusters(list(values), clusters)
     rng = random.Random(seed)
     point = statistic([values[t] for t in sorted(values)])
-    stats = [statistic([values[t] for t in resample_tasks(groups, rng)]) for _ in range(n)]
-    return _interval(point, stats, confidence)
+    return point, [statistic([values[t] for t in resample_tasks(groups, rng)]) for _ in range(n)]
+
+
+def percentile_interval(point: float, draws: Sequence[float], confidence: float) -> Interval:
+    """The two-sided percentile interval of bootstrap draws around ``point``."""
+    _check(1, confidence)
+    return _interval(point, list(draws), confidence)
 
 
 def paired_bootstrap(
@@ -123,22 +182,8 @@ def paired_bootstrap(
     >>> paired_bootstrap({"a": 1.0, "b": 1.0, "c": 0.0}, {"a": 0.0, "b": 1.0, "c": 0.0}, resamples=200).point
     0.3333333333333333
     """
-    n = _check(resamples, confidence)
-    if not candidate or not champion:
-        raise MetricsInputError("empty task set: nothing to bootstrap over")
-    only_cand = sorted(set(candidate) - set(champion))
-    only_champ = sorted(set(champion) - set(candidate))
-    if only_cand or only_champ:
-        raise MetricsInputError(
-            "paired bootstrap needs the same tasks for both agents; "
-            f"only in candidate: {only_cand[:5]}, only in champion: {only_champ[:5]}"
-        )
-    groups = task_clusters(list(candidate), clusters)
-    rng = random.Random(seed)
-    ids = sorted(candidate)
-    point = statistic([candidate[t] for t in ids]) - statistic([champion[t] for t in ids])
-    stats = []
-    for _ in range(n):
-        sample = resample_tasks(groups, rng)
-        stats.append(statistic([candidate[t] for t in sample]) - statistic([champion[t] for t in sample]))
+    _check(resamples, confidence)
+    point, stats = paired_bootstrap_draws(
+        candidate, champion, statistic, clusters=clusters, resamples=resamples, seed=seed
+    )
     return _interval(point, stats, confidence)

@@ -182,7 +182,11 @@ def _gate_section(gate: GateView | None, pl: _Plots) -> Safe:
         return section("gate", "Gate decision", note("No gate.json was given: no promotion decision to show."))
     cls = "promote" if gate.promote else "block" if gate.promote is False else "unknown"
     word = "PROMOTE" if gate.promote else "BLOCKED" if gate.promote is False else gate.decision.upper()
+    if gate.outcome == "inconclusive":
+        cls, word = "inconclusive", "INCONCLUSIVE"
     body: list[object] = [tag("p", join([tag("span", word, cls=f"badge {cls}"), f"  decision: {gate.decision}"]))]
+    if gate.sensitivity:
+        body.append(tag("p", gate.sensitivity, cls="gate-sensitivity"))
     p = gate.primary
     if p is not None:
         est = f"{p.estimate:+.3f} " if p.estimate is not None else ""
@@ -192,7 +196,9 @@ def _gate_section(gate: GateView | None, pl: _Plots) -> Safe:
         body.append(
             pl.add(
                 "gate_interval",
-                plots.gate_interval(p, gate.margin, gate.promote),
+                plots.gate_interval(
+                    p, gate.margin, None if gate.outcome == "inconclusive" else gate.promote, mde=gate.mde
+                ),
                 "the gate's interval against zero and the margin",
             )
         )

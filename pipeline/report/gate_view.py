@@ -3,7 +3,9 @@
 The report explains a decision; it does not make one, so it reads whatever gate.json states: the decision
 (`promote` true/false, or a `decision` word), the reasons, the margin, and every interval it finds (a mapping
 with low/high bounds, or a [low, high] pair under an `intervals` key or a key ending in `interval`/`ci`).
-The headline interval is the pass^k difference when there is one.
+The headline interval is the pass^k difference when there is one. A gate.json from `agentloop gate` also
+says what the gate could have seen: its outcome (promote, block or inconclusive), the minimum detectable
+effect at its power, and for an inconclusive outcome the held-out size that would resolve it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pipeline.report.inputs import ReportInputError
 _YES = {"promote", "promoted", "pass", "passed", "accept", "accepted", "go"}
 _NO = {"block", "blocked", "reject", "rejected", "hold", "fail", "failed", "no-go", "keep"}
 _LOW, _HIGH = ("low", "lower", "ci_low", "lo"), ("high", "upper", "ci_high", "hi")
+_OUTCOMES = ("promote", "block", "inconclusive")
 _EST = ("estimate", "diff", "delta", "mean", "point", "value", "observed")
 
 
@@ -40,6 +43,27 @@ class GateView:
     headline: str | None = None
     tests: list[dict[str, Any]] = field(default_factory=list)
     raw: dict[str, Any] = field(default_factory=dict)
+    outcome: str | None = None  # promote, block or inconclusive
+    mde: float | None = None  # the true gain promoted with probability `power`
+    power: float | None = None
+    min_effect: float | None = None
+    tasks_needed: int | None = None
+
+    @property
+    def sensitivity(self) -> str | None:
+        """One sentence on what the gate could have seen; None for a gate.json without an MDE."""
+        if self.mde is None or self.power is None:
+            return None
+        text = (
+            f"It could have seen a true gain of {self.mde:+.3f} or more "
+            f"(minimum detectable effect at {self.power:.0%} power)"
+        )
+        if self.min_effect is not None and self.margin is not None:
+            wanted = self.margin + self.min_effect
+            text += f"; it should see {wanted:+.3f} (margin + min_effect)"
+            if self.mde > wanted and self.tasks_needed is not None:
+                text += f", which takes about {self.tasks_needed} held-out tasks"
+        return text + "."
 
     @property
     def primary(self) -> IntervalView | None:
@@ -115,13 +139,18 @@ def _from_decision(data: dict[str, Any]) -> GateView | None:
     )
     return GateView(
         promote=d.promote,
-        decision="promote" if d.promote else "block",
+        decision=d.outcome,
         reasons=list(d.reasons),
         margin=p.margin,
         intervals=[IntervalView(name, p.low, p.high, p.diff)],
         headline=headline,
         tests=[t.model_dump(mode="json") for t in d.tests],
         raw=data,
+        outcome=d.outcome,
+        mde=p.mde,
+        power=p.power,
+        min_effect=p.min_effect,
+        tasks_needed=p.tasks_needed,
     )
 
 
@@ -137,6 +166,9 @@ def gate_view(data: dict[str, Any]) -> GateView:
     word = str(decision).strip().lower() if decision is not None else ""
     if promote is None and word in _YES | _NO:
         promote = word in _YES
+    outcome = data.get("outcome") if data.get("outcome") in _OUTCOMES else None
+    if outcome == "inconclusive" and promote is None:
+        promote = False
     reasons = data.get("reasons") or []
     if not isinstance(reasons, list):
         reasons = [reasons]
@@ -151,6 +183,10 @@ def gate_view(data: dict[str, Any]) -> GateView:
         margin=_find_number(data, "margin"),
         intervals=list(dict.fromkeys(intervals)),
         raw=data,
+        outcome=outcome,
+        mde=_find_number(data, "mde"),
+        power=_find_number(data, "power"),
+        min_effect=_find_number(data, "min_effect"),
     )
 
 

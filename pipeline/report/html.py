@@ -79,7 +79,7 @@ table.data th, table.data td { border: 1px solid var(--line); padding: 3px 8px; 
 table.data th { background: var(--soft); }
 .badge { display: inline-block; padding: 4px 12px; border-radius: 4px; font-weight: 700; color: #fff; }
 .badge.promote { background: var(--good); } .badge.block { background: var(--bad); }
-.badge.unknown { background: var(--muted); }
+.badge.unknown { background: var(--muted); } .badge.inconclusive { background: #b7791f; }
 .flip { border: 1px solid var(--line); border-radius: 6px; padding: 10px 14px; margin: 16px 0; }
 .flip.fixed { border-left: 6px solid var(--good); } .flip.regressed { border-left: 6px solid var(--bad); }
 .decisive-box { background: #fff8e6; border: 1px solid var(--warn); border-radius: 4px; padding: 8px 12px; }

@@ -132,8 +132,10 @@ def cost_pareto(points: Mapping[str, tuple[float, float]], frontier: list[str], 
     return fig
 
 
-def gate_interval(primary: IntervalView, margin: float | None, promote: bool | None) -> Figure:
-    """The headline interval of the gate against zero and the margin."""
+def gate_interval(
+    primary: IntervalView, margin: float | None, promote: bool | None, mde: float | None = None
+) -> Figure:
+    """The headline interval of the gate against zero, the margin and (dotted) the minimum detectable effect."""
     fig = Figure(figsize=(6.4, 1.5))
     ax = fig.add_subplot()
     color = "#2a9d5c" if promote else "#c0392b" if promote is False else "#555555"
@@ -142,8 +144,11 @@ def gate_interval(primary: IntervalView, margin: float | None, promote: bool | N
     ax.axvline(0, color="black", lw=0.8)
     if margin is not None:
         ax.axvline(margin, color="#e07b00", ls="--", lw=1, label=f"margin {margin:+.3f}")
+    if mde is not None:
+        ax.axvline(mde, color="#555555", ls=":", lw=1, label=f"detectable {mde:+.3f}")
+    if margin is not None or mde is not None:
         ax.legend(fontsize=8, loc="upper right")
-    span = max(abs(primary.low), abs(primary.high), abs(margin or 0), 0.05) * 1.3
+    span = max(abs(primary.low), abs(primary.high), abs(margin or 0), abs(mde or 0), 0.05) * 1.3
     ax.set_xlim(-span, span)
     ax.set_yticks([])
     ax.set_xlabel(f"{primary.name}: candidate − champion")

@@ -141,7 +141,7 @@ class GateRecord(BaseModel):
         elif iv is None and isinstance(d.get("pass_hat_k"), Mapping):  # gate.json as pipeline.gate writes it
             ph = d.pop("pass_hat_k")
             d["interval"] = (ph["low"], ph["high"])
-            for key in ("k", "candidate", "champion", "diff", "margin"):
+            for key in ("k", "candidate", "champion", "diff", "margin", "se", "mde", "tasks_needed"):
                 if isinstance(ph.get(key), int | float):
                     d[f"pass_hat_k_{key}"] = ph[key]
         return cls.model_validate(d)
@@ -165,8 +165,9 @@ def gate_metrics(decision: Mapping[str, Any], prefix: str = "gate/") -> tuple[di
     for k, v in (rec.model_extra or {}).items():
         if isinstance(v, int | float) and not isinstance(v, bool):
             _put(m, f"{prefix}{k}", v)
+    inconclusive = (rec.model_extra or {}).get("outcome") == "inconclusive"  # not promoted, and not shown worse
     tags = {
-        "agentloop.decision": "promote" if rec.promote else "blocked",
+        "agentloop.decision": "promote" if rec.promote else "inconclusive" if inconclusive else "blocked",
         "agentloop.gate_reasons": "; ".join(rec.reasons)[:MAX_TAG_CHARS],
     }
     return m, tags

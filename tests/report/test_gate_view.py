@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -51,3 +52,50 @@ def test_bad_gate_files(tmp_path):
     (tmp_path / "gate.json").write_text("{oops")
     with pytest.raises(ReportInputError, match="not JSON"):
         read_gate(tmp_path / "gate.json")
+
+
+def _inconclusive_gate(tmp_path):
+    """The committed gate.json turned into an inconclusive decision, with what the gate could have seen."""
+    raw = json.loads((Path(__file__).resolve().parents[2] / "gate" / "gate.json").read_text())
+    raw["promote"], raw["outcome"] = False, "inconclusive"
+    raw["pass_hat_k"].update(low=-0.05, high=0.4, se=0.09, mde=0.252, power=0.8, min_effect=0.1, tasks_needed=1270)
+    raw["reasons"][0] = "inconclusive: the interval straddles the margin"
+    path = tmp_path / "gate.json"
+    path.write_text(json.dumps(raw))
+    return path
+
+
+def test_inconclusive_gate_json_says_what_it_could_have_seen(tmp_path):
+    view = read_gate(_inconclusive_gate(tmp_path))
+    assert (view.promote, view.outcome, view.decision) == (False, "inconclusive", "inconclusive")
+    assert (view.mde, view.power, view.min_effect, view.tasks_needed) == (0.252, 0.8, 0.1, 1270)
+    assert "+0.252" in view.sensitivity and "80% power" in view.sensitivity
+    assert "about 1270 held-out tasks" in view.sensitivity
+    # an older gate.json (no MDE) reads as before, with its outcome from `promote`
+    old = read_gate(Path(__file__).resolve().parents[2] / "gate" / "gate.json")
+    assert old.outcome == "promote" and old.mde is None and old.sensitivity is None
+
+
+def test_lenient_outcome_and_mde():
+    v = gate_view({"outcome": "inconclusive", "mde": 0.2, "power": 0.8, "margin": 0.0, "min_effect": 0.1})
+    assert v.promote is False and v.outcome == "inconclusive" and v.mde == 0.2
+    assert "+0.100 (margin + min_effect)" in v.sensitivity
+    assert gate_view({"outcome": "sideways"}).outcome is None
+
+
+def test_report_shows_an_inconclusive_gate(runs, tmp_path):
+    from pipeline.report import build_report
+
+    from .conftest import WORLD
+
+    out = build_report(
+        runs.baseline,
+        runs.candidate,
+        runs.tasks,
+        WORLD,
+        gate_json=_inconclusive_gate(tmp_path),
+        out=tmp_path / "r.html",
+    )
+    html = out.read_text()
+    assert 'class="badge inconclusive"' in html and "INCONCLUSIVE" in html
+    assert "about 1270 held-out tasks" in html and "minimum detectable effect at 80% power" in html

@@ -69,3 +69,24 @@ def test_params_flatten_and_digest():
     assert flatten_params(p) == {"measure.k": "4", "measure.agent": "oracle", "gate.margin": "0.0"}
     assert params_digest(p) != params_digest({**p, "gate": {"margin": 0.05}})
     assert clean_key("failure_mode/plan adherence@x") == "failure_mode/plan adherence_x"
+
+
+def test_gate_metrics_of_an_inconclusive_gate():
+    decision = {
+        "promote": False,
+        "outcome": "inconclusive",
+        "reasons": ["inconclusive"],
+        "pass_hat_k": {
+            "low": -0.1,
+            "high": 0.2,
+            "diff": 0.05,
+            "margin": 0.0,
+            "se": 0.08,
+            "mde": 0.22,
+            "tasks_needed": 970,
+        },
+    }
+    m, tags = gate_metrics(decision)
+    assert tags["agentloop.decision"] == "inconclusive"
+    assert (m["gate/pass_hat_k_mde"], m["gate/pass_hat_k_se"], m["gate/pass_hat_k_tasks_needed"]) == (0.22, 0.08, 970)
+    assert gate_metrics({**decision, "outcome": "block"})[1]["agentloop.decision"] == "blocked"

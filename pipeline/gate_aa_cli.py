@@ -1,0 +1,82 @@
+"""`agentloop gate-aa RUN_A RUN_B`: would the gate promote an agent over itself? (pipeline/gate/aa.py does the work.)
+
+Exit codes: 0 when neither direction promotes, 1 with --check when one does (a false promotion), 2 on bad input.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+
+def _table(check) -> Table:
+    from pipeline.gate.render import OUTCOME_WORD
+
+    verdict = "[red]FALSE PROMOTION[/red]" if check.false_promotion else "[green]no false promotion[/green]"
+    k = check.config.k
+    table = Table(title=f"A/A gate check: {verdict} — {check.n_tasks} held-out tasks, pass^{k}")
+    for col in ("candidate", f"pass^{k} diff", f"{check.config.confidence:.0%} interval", "MDE", "tasks to resolve"):
+        table.add_column(col, justify="left" if col == "candidate" else "right")
+    table.add_column("outcome")
+    for d in check.directions:
+        p = d.pass_hat_k
+        other = "B" if d.candidate == "A" else "A"
+        table.add_row(
+            f"{d.candidate} over {other}",
+            f"{p.diff:+.3f}",
+            f"[{p.low:+.3f}, {p.high:+.3f}]",
+            f"{p.mde:+.3f}",
+            "—" if p.tasks_needed is None else str(p.tasks_needed),
+            OUTCOME_WORD[d.outcome],
+        )
+    return table
+
+
+def gate_aa_cmd(
+    run_a: Path = typer.Argument(..., help="A measure run directory of the agent."),
+    run_b: Path = typer.Argument(..., help="Another measure run of the same agent (another seed)."),
+    tasks: Path = typer.Option(..., help="The held-out tasks.jsonl both runs were measured on."),
+    world: str = typer.Option(..., help="World reference the runs used: gen-<seed>[-PxUxO] or a domain directory."),
+    config: Path = typer.Option(None, help="GateConfig as JSON or YAML (default: the gate's defaults)."),
+    out: Path = typer.Option(Path("aa.json"), help="Where to write the check."),
+    check: bool = typer.Option(False, "--check", help="Exit 1 when the gate would falsely promote."),
+) -> None:
+    """A/A check: gate run A over run B and B over A; any promotion of an agent over itself is a false one."""
+    import yaml
+    from pydantic import ValidationError
+
+    from pipeline.gate.aa import aa_check, write_aa
+    from pipeline.gate.config import GateConfig
+    from pipeline.gate.errors import GateInputError
+    from pipeline.metrics.errors import MetricsInputError
+    from pipeline.world.registry import load_world
+    from pipeline.world.retail.state import WorldLoadError
+
+    err = Console(stderr=True)
+
+    def fail(message: str) -> None:
+        err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
+        raise typer.Exit(2)
+
+    try:
+        settings = yaml.safe_load(config.read_text()) if config is not None else {}
+        result = aa_check(run_a, run_b, tasks, load_world(world), GateConfig.model_validate(settings or {}))
+    except OSError as exc:
+        fail(f"{config}: {exc.strerror}")
+    except yaml.YAMLError as exc:
+        fail(f"{config}: not YAML ({exc})")
+    except ValidationError as exc:
+        fail(f"{config}: " + "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()))
+    except (GateInputError, MetricsInputError, WorldLoadError) as exc:
+        fail(str(exc))
+    write_aa(result, out)
+    Console().print(_table(result))
+    if not result.same_agent:
+        err.print(f"[yellow]warning:[/yellow] the runs name different agents: {escape(str(result.agents))}")
+    err.print(f"gate A/A: {'FALSE PROMOTION' if result.false_promotion else 'no false promotion'} → {out}")
+    if check and result.false_promotion:
+        raise typer.Exit(1)
