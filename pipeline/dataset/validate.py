@@ -16,10 +16,11 @@ from pipeline.dataset.task import OrderStatusCheck, Task, ToolNotCalledCheck
 from pipeline.world.replay import replay_gold
 from pipeline.world.tables import World, WorldLoadError
 
-# refusals of a gold call that mean the task is wrong, not the agent: τ²-bench tasks do attempt a few writes
-# the policy refuses (precondition) and look up records that do not exist (reads), on purpose
+# refusals of a gold call that mean the task is wrong, not the agent (a write on a missing record, or after the
+# gold transfer); τ²-bench tasks do attempt a few writes the policy refuses (precondition) and look up records
+# that do not exist (reads), on purpose
 _BAD_ANY = frozenset({"invalid_arguments", "internal"})
-_BAD_WRITE = _BAD_ANY | {"not_found", "unauthorized"}
+_BAD_WRITE = _BAD_ANY | {"not_found", "unauthorized", "transferred"}
 
 
 class TaskValidationError(TaskFileError):

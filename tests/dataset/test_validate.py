@@ -48,6 +48,13 @@ def test_a_gold_write_naming_a_missing_record(world, tasks):
     assert "cancel_pending_order is refused (not_found)" in problem and "#W0000000" in problem
 
 
+def test_a_gold_write_after_the_gold_transfer(world, tasks):
+    task = next(t for t in tasks if any(a.name in world.tools.of_kind("write") for a in t.gold_actions))
+    task.gold_actions.insert(0, Action(name="transfer_to_human_agents", arguments={"summary": "x"}))
+    problems = task_problems(world, [task])
+    assert problems and all("refused (transferred)" in p for p in problems)
+
+
 def test_a_gold_action_with_bad_arguments(world, tasks):
     tasks[1].gold_actions.append(Action(name="get_order_details", arguments={"order": "#W1"}))
     (problem,) = task_problems(world, tasks)
