@@ -100,15 +100,18 @@ def tasks_generate(
 
 
 @tasks_app.command("validate")
-def tasks_validate(path: Path = typer.Argument(..., help="A tasks.jsonl file.")) -> None:
-    """Check a task file against the schema; errors name the line and the field."""
-    from pipeline.dataset.io import TaskFileError, read_tasks
+def tasks_validate(
+    path: Path = typer.Argument(..., help="A tasks.jsonl file."),
+    world: str = typer.Option(None, help="World reference to check against (default: the world the tasks name)."),
+    domain: str = typer.Option(None, help="Domain: retail, airline or module:attribute (default: from the world)."),
+) -> None:
+    """Check a task file against the schema and the world it runs in; errors name the line or task and the field."""
+    from pipeline.dataset.validate import validate_file
 
     try:
-        tasks = read_tasks(path)
-    except TaskFileError as exc:
+        console.print(validate_file(path, world, domain), soft_wrap=True)
+    except (ValueError, LookupError) as exc:
         _fail(str(exc))
-    console.print(f"{path}: {len(tasks)} valid tasks")
 
 
 @app.command("rollout")

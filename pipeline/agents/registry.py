@@ -15,7 +15,11 @@ scripted                                same as oracle
 from __future__ import annotations
 
 import hashlib
+import math
+import os
 from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.rollout.protocols import Agent
 
@@ -26,6 +30,17 @@ class UnknownAgentError(ValueError):
     """An agent spec that names no known backend, or has bad settings."""
 
 
+class HFSettings(BaseModel):
+    """The settings an hf: spec may give, checked before the checkpoint is loaded."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    temperature: float = Field(default=0.0, ge=0)
+    top_p: float = Field(default=1.0, gt=0, le=1)
+    max_new_tokens: int = Field(default=256, ge=1)
+    seed: int = Field(default=0, ge=0)
+
+
 def _settings(spec: str, body: str) -> dict[str, float]:
     out: dict[str, float] = {}
     for part in filter(None, body.split(",")):
@@ -33,9 +48,12 @@ def _settings(spec: str, body: str) -> dict[str, float]:
         if not sep:
             raise UnknownAgentError(f"agent {spec!r}: setting {part!r} must look like key=value")
         try:
-            out[key.strip()] = float(value)
+            number = float(value)
         except ValueError:
             raise UnknownAgentError(f"agent {spec!r}: setting {key!r} must be a number, got {value!r}") from None
+        if not math.isfinite(number):
+            raise UnknownAgentError(f"agent {spec!r}: setting {key!r} must be a finite number, got {value!r}")
+        out[key.strip()] = number
     return out
 
 
@@ -62,18 +80,24 @@ def make_agent(spec: str) -> Agent:
 
         path, _, rest = body.partition(",")
         settings = _settings(spec, rest)
-        unknown = sorted(set(settings) - {"temperature", "top_p", "max_new_tokens", "seed"})
+        unknown = sorted(set(settings) - set(HFSettings.model_fields))
         if unknown:
             raise UnknownAgentError(
                 f"agent {spec!r}: unknown setting(s) {unknown} (temperature, top_p, max_new_tokens, seed)"
             )
-        ints = {k: int(v) for k, v in settings.items() if k in ("max_new_tokens", "seed")}
-        return HFAgent(path, **{**settings, **ints})
+        checked = _sampling(spec, HFSettings, settings)
+        return HFAgent(path, **checked.model_dump(exclude_unset=True))
     if kind in ("openai", "vllm") and body:
         target, _, rest = body.partition(",")
         settings = _settings(spec, rest)
         if kind == "openai":
             from pipeline.agents.openai_backend import OpenAIAgent, SamplingConfig
+
+            if not (os.environ.get("AGENTLOOP_BASE_URL") or os.environ.get("OPENAI_BASE_URL")):
+                raise UnknownAgentError(
+                    f"agent {spec!r}: no endpoint given: set AGENTLOOP_BASE_URL (or OPENAI_BASE_URL) to the server's"
+                    " base URL, e.g. http://127.0.0.1:8000/v1 for `agentloop serve`"
+                )
 
             return OpenAIAgent(target, sampling=_sampling(spec, SamplingConfig, settings))
         from pipeline.agents.vllm_backend import VLLMAgent, VLLMConfig

@@ -139,7 +139,7 @@ def signatures(task: Task, timeline: Timeline, verdict: Verdict) -> list[str]:
             out.append("empty_lookup_unrecovered")
             break
     failed = set(verdict.failed_components)
-    if failed & {"static.policy_violation", "static.authorization"}:
+    if failed & {"static.policy_violation", "static.authorization", "static.after_transfer"}:
         out.append("policy_violation")
     if timeline.termination in ("agent_stop", "turn_limit") or _unaddressed(task, timeline):
         out.append("gave_up")

@@ -21,7 +21,7 @@ from pipeline.grading.static_checks import StaticInput, call_key, run_static_che
 from pipeline.grading.task_checks import evaluate_task_checks
 from pipeline.grading.verdict import ComponentResult, Verdict
 from pipeline.rollout.protocols import InfrastructureError
-from pipeline.rollout.runner import Limits, run_tool_call
+from pipeline.rollout.runner import NOT_RUN, Limits, not_run_message, run_tool_call
 from pipeline.rollout.trajectory import Message, Trajectory
 from pipeline.world.replay import replay_gold
 from pipeline.world.tables import World, sha256_json
@@ -81,9 +81,18 @@ def clear_expected_cache() -> None:
 
 
 def replay_trajectory(world: World, trajectory: Trajectory, authenticated_user_id: str | None = None) -> ReplayedState:
-    """Re-run every assistant tool call, in order, exactly as the episode runner does."""
+    """Re-run every assistant tool call, in order, exactly as the episode runner does.
+
+    The calls the runner left unrun at the end of the episode (its tool-call budget used up: the tail of tool
+    messages reads `NOT_RUN`) are left unrun here too; the tool-budget check counts them.
+    """
     session = world.session(authenticated_user_id=authenticated_user_id)
-    tool_messages = [run_tool_call(session, call) for call in trajectory.tool_calls()]
+    calls = trajectory.tool_calls()
+    recorded = [m.content for m in trajectory.messages if m.role == "tool"]
+    tail = len(calls)
+    while tail > 0 and tail <= len(recorded) and recorded[tail - 1] == NOT_RUN:
+        tail -= 1
+    tool_messages = [run_tool_call(session, c) if i < tail else not_run_message(c) for i, c in enumerate(calls)]
     changed = session.changed()
     return ReplayedState([e.to_dict() for e in session.log], tool_messages, changed, _state_hash(world, changed))
 

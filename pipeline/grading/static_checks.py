@@ -52,11 +52,19 @@ def _short(arguments: Any) -> str:
 
 
 def check_tool_budget(inp: StaticInput) -> ComponentResult:
-    """No more tool calls than the episode's budget (`Limits.max_tool_calls`)."""
+    """No more tool calls asked for than the episode's budget (`Limits.max_tool_calls`), counting the calls the
+    runner left unrun once the budget was used up; calls left unrun within the budget are a record's fault."""
     if inp.max_tool_calls is None:
         return _result("tool_budget", [], ["no tool-call budget set"])
-    n = len(inp.log)
-    problems = [f"{n} tool calls exceed the budget of {inp.max_tool_calls}"] if n > inp.max_tool_calls else []
+    ran = len(inp.log)
+    asked = sum(len(m.tool_calls) for m in inp.messages if m.role == "assistant") if inp.messages else ran
+    asked = max(asked, ran)
+    problems = []
+    if asked > inp.max_tool_calls:
+        unrun = f" ({asked - ran} not run)" if asked > ran else ""
+        problems.append(f"{asked} tool calls exceed the budget of {inp.max_tool_calls}{unrun}")
+    elif asked > ran:
+        problems.append(f"{asked - ran} tool calls recorded as not run within the budget of {inp.max_tool_calls}")
     return _result("tool_budget", problems)
 
 
@@ -89,6 +97,25 @@ def check_policy_violations(inp: StaticInput) -> ComponentResult:
         else:
             problems.append(f"write refused by policy: {_call(e)}: {e.get('error')}")
     return _result("policy_violation", problems, notes)
+
+
+def check_after_transfer(inp: StaticInput) -> ComponentResult:
+    """No write attempted after a successful transfer to a human agent: the conversation was handed over.
+
+    The tools refuse such a write (category 'transferred'); one that succeeded (a log recorded before they did)
+    is flagged all the same.
+    """
+    problems: list[str] = []
+    transfer = None
+    for e in inp.log:
+        if transfer is None:
+            if e.get("kind") == "transfer" and e.get("ok"):
+                transfer = e
+            continue
+        if e.get("kind") == "write":
+            outcome = "succeeded" if e.get("ok") else f"refused ({e.get('error_category')})"
+            problems.append(f"write after the transfer at step {transfer.get('step')}: {_call(e)} {outcome}")
+    return _result("after_transfer", problems)
 
 
 def check_confirmation(inp: StaticInput) -> ComponentResult:
@@ -149,6 +176,7 @@ STATIC_CHECKS: dict[str, Callable[[StaticInput], ComponentResult]] = {
     "tool_budget": check_tool_budget,
     "authorization": check_authorization,
     "policy_violation": check_policy_violations,
+    "after_transfer": check_after_transfer,
     "confirmation": check_confirmation,
 }
 

@@ -1,4 +1,10 @@
-"""params.yaml: one section per stage, one pydantic model per section; unknown keys fail with their path."""
+"""params.yaml: one section per stage, one pydantic model per section; unknown keys fail with their path.
+
+The file is read strictly, because a value that is silently coerced or dropped changes a run without a word:
+a key given twice is an error naming it and both lines, an empty file is an error (not the code's defaults),
+values are not coerced (`trials: true` is not 1, `trials: "4"` is not 4), and settings that contradict each other
+(`gate.k` above `measure.trials`) fail here, before any stage runs.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal  # noqa: F401
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from pipeline.curate.bands import Bands
 from pipeline.gate.config import EVAL_TASKS, GateConfig
@@ -146,6 +152,15 @@ class Params(Strict):
                 raise ValueError(f"{'.'.join(map(str, err['loc']))}: {err['msg']}") from None
         return v
 
+    @model_validator(mode="after")
+    def _k_fits_the_trials(self) -> Params:
+        if self.gate.k > self.measure.trials:
+            raise ValueError(
+                f"gate.k={self.gate.k} exceeds measure.trials={self.measure.trials}: pass^k needs at least k trials"
+                " per task (raise measure.trials or lower gate.k)"
+            )
+        return self
+
     def embedded_config(self) -> EmbeddedConfig:
         """The `embedded` section as the EmbeddedConfig it is (imports torch)."""
         from pipeline.train.embedded import EmbeddedConfig
@@ -157,16 +172,50 @@ class ParamsError(ValueError):
     """params.yaml that does not fit; the message names the file and the key path."""
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """The safe loader, refusing a mapping that gives one key twice (plain YAML keeps the last silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)  # type: ignore[arg-type]
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r} (first on line {seen[key]}, again on line {line})"
+                )
+            seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
 def load_params(path: str | Path = "params.yaml") -> Params:
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        data = yaml.load(path.read_text(), Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
     except FileNotFoundError:
         raise ParamsError(f"{path}: file not found") from None
+    except yaml.constructor.ConstructorError as exc:
+        raise ParamsError(f"{path}: {exc.problem}") from None
     except yaml.YAMLError as exc:
         raise ParamsError(f"{path}: invalid YAML: {exc}") from None
+    if data is None:
+        raise ParamsError(f"{path}: empty file; params.yaml must set the loop's sections (see the committed one)")
+    if not isinstance(data, dict):
+        raise ParamsError(f"{path}: expected a mapping of sections, got {type(data).__name__}")
     try:
-        return Params.model_validate(data)
+        return Params.model_validate(data, strict=True)
     except ValidationError as exc:
         err = exc.errors()[0]
-        raise ParamsError(f"{path}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+        where = ".".join(map(str, err["loc"]))
+        raise ParamsError(f"{path}: {where + ': ' if where else ''}{err['msg']}{_hint(err)}") from None
+
+
+def _hint(err: Any) -> str:
+    value = err.get("input")
+    if err.get("type") == "float_type" and isinstance(value, str):
+        try:
+            float(value)
+        except ValueError:
+            return ""
+        return f" (YAML reads {value} as text: write it with a dot and a signed exponent, e.g. 1.0e-3)"
+    return f" (got {value!r})" if isinstance(value, bool | str | int | float) else ""

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.agents.registry import checkpoint_digest, make_agent
 from pipeline.dataset.io import read_tasks
+from pipeline.dataset.validate import check_tasks
 from pipeline.grading.failure_modes import analyze
 from pipeline.metrics.buckets import bucket_of
 from pipeline.metrics.cost import PriceTable
@@ -131,6 +132,7 @@ def measure(
     if config.max_tasks:
         tasks = tasks[: config.max_tasks]
     world = load_world(config.world, config.domain)
+    check_tasks(world, tasks, str(config.tasks))  # a task the world cannot run would be scored as a failure
     agent, user, judge = make_agent(config.agent), make_user(config.user), make_judge(config.judge)
     price = config.prices.price(agent.name) if config.prices else None
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -21,7 +21,7 @@ from pipeline.metrics.summary import DIFF_KINDS, MeasureSummary
 from pipeline.report import plots
 from pipeline.report.conversation import render_flip
 from pipeline.report.flips import Flip, find_flips
-from pipeline.report.gate_view import GateView, read_gate
+from pipeline.report.gate_view import GateView, check_gate_matches, read_gate
 from pipeline.report.html import Safe, esc, img, join, note, num, page, pct, section, table, tag
 from pipeline.report.inputs import RunData, load_run, load_summary
 
@@ -272,6 +272,8 @@ def build_report(
     base, cand = load_run(Path(baseline_dir)), load_run(Path(candidate_dir))
     tasks = {t.id: t for t in read_tasks(tasks_path)}
     gate = read_gate(Path(gate_json)) if gate_json else None
+    if gate is not None:
+        check_gate_matches(gate, Path(gate_json), base.path, cand.path, Path(tasks_path))
     runs: dict[str, MeasureSummary] = {"baseline": base.summary, "candidate": cand.summary, **_extras(extra_agents)}
     k = min(base.summary.trials_per_task, cand.summary.trials_per_task)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -201,3 +201,28 @@ def read_gate(path: Path) -> GateView:
     if not isinstance(data, dict):
         raise ReportInputError(f"{path}: expected a JSON object, got {type(data).__name__}")
     return gate_view(data)
+
+
+def check_gate_matches(gate: GateView, gate_path: Path, baseline: Path, candidate: Path, tasks: Path) -> None:
+    """A gate.json that records its inputs (as `agentloop gate` writes it) must be about these runs and tasks:
+    the sha256 of each file it re-graded must equal the file's now, or the report would show another decision."""
+    from pipeline.gate.load import sha256_file
+
+    inputs = gate.raw.get("inputs")
+    if not isinstance(inputs, dict):
+        return
+    expected = [
+        ("candidate", _digest(inputs.get("candidate")), Path(candidate) / "trajectories.jsonl"),
+        ("champion", _digest(inputs.get("champion")), Path(baseline) / "trajectories.jsonl"),
+        ("tasks", inputs.get("tasks_sha256"), Path(tasks)),
+    ]
+    for role, digest, file in expected:
+        if isinstance(digest, str) and file.exists() and sha256_file(file) != digest:
+            raise ReportInputError(
+                f"{gate_path}: the gate decided on another {role} file than {file} (sha256 {digest[:12]}… recorded,"
+                f" {sha256_file(file)[:12]}… now); run the gate again on these runs"
+            )
+
+
+def _digest(run: Any) -> str | None:
+    return run.get("trajectories_sha256") if isinstance(run, dict) else None

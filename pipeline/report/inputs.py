@@ -109,4 +109,24 @@ def load_run(path: Path) -> RunData:
         run.verdicts[(v.task_id, v.trial)] = v
         if a is not None:
             run.analyses[(v.task_id, v.trial)] = a
+    _check_complete(run)
     return run
+
+
+def _check_complete(run: RunData) -> None:
+    """Every trial metrics.json counts must have its trajectory and verdict: a file emptied, cut short or copied
+    from another run would otherwise be reported beside numbers it does not hold."""
+    s = run.summary
+    want = s.tasks * s.trials_per_task
+    for name, got in (("trajectories.jsonl", run.trajectories), ("verdicts.jsonl", run.verdicts)):
+        if len(got) != want:
+            raise ReportInputError(
+                f"{run.path / name}: {len(got)} trials, but metrics.json counts {s.tasks} tasks × {s.trials_per_task}"
+                f" trials = {want} (the file is empty, truncated or from another run; measure again)"
+            )
+    if set(run.trajectories) != set(run.verdicts):
+        key = sorted(set(run.trajectories) ^ set(run.verdicts))[0]
+        raise ReportInputError(
+            f"{run.path}: trajectories.jsonl and verdicts.jsonl hold different trials (task {key[0]!r} trial"
+            f" {key[1]} is in one only)"
+        )

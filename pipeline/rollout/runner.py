@@ -19,6 +19,8 @@ from pipeline.world.tools import execute
 
 log = logging.getLogger(__name__)
 MALFORMED = "malformed_arguments"  # the error category of a call whose arguments are not a JSON object
+# what the agent reads for a call past the episode's tool-call budget: it never reached the world
+NOT_RUN = "Error: not run: this episode's tool-call budget is used up"
 
 
 class Limits(Strict):
@@ -137,6 +139,9 @@ def episode_steps(
                         termination = "agent_stop"
                     break
                 for call in msg.tool_calls:
+                    if tool_calls >= limits.max_tool_calls:  # one message may ask for more than the budget holds
+                        messages.append(not_run_message(call))
+                        continue
                     t0 = time.perf_counter()
                     messages.append(run_tool_call(session, call))
                     timings.tool_s += time.perf_counter() - t0
@@ -188,6 +193,11 @@ def run_tool_call(session: Session, call: ToolCall) -> Message:
         return Message(role="tool", content=content, tool_call_id=call.id, name=call.name, error=True)
     event = execute(session, call.name, call.arguments)
     return Message(role="tool", content=event.content, tool_call_id=call.id, name=call.name, error=not event.ok)
+
+
+def not_run_message(call: ToolCall) -> Message:
+    """The tool message of a call past the budget: an error the agent sees; nothing ran, nothing is logged."""
+    return Message(role="tool", content=NOT_RUN, tool_call_id=call.id, name=call.name, error=True)
 
 
 def dumps_arguments(arguments: dict) -> str:

@@ -116,7 +116,7 @@ class ToolEvent:
     ok: bool
     result: str | None = None
     error: str | None = None
-    error_category: str | None = None  # invalid_arguments | not_found | precondition | unauthorized
+    error_category: str | None = None  # invalid_arguments | not_found | precondition | unauthorized | transferred
     authenticated_user_id: str | None = None
     touched: list[tuple[str, str]] = field(default_factory=list)
 
@@ -148,7 +148,7 @@ class Session:
         self.overlay: dict[str, dict[str, BaseModel]] = {t: {} for t in world.table_names}
         self.authenticated_user_id = authenticated_user_id
         self.log: list[ToolEvent] = []
-        self.transferred = False
+        self.transferred = False  # set by a successful transfer call; later writes are refused (world.tools)
         self._journal: list[tuple[str, str, BaseModel | None]] | None = None
         self._edited_this_call: set[tuple[str, str]] = set()
 

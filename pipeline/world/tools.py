@@ -3,7 +3,8 @@ model sees, and `execute` runs one call atomically against a session and logs it
 
 As in τ²-bench, a tool's docstring is its description and its `Args:` section documents each parameter.
 Arguments are validated by pydantic before the tool body runs, so a malformed call is a tool error the
-agent can read, never a crash, and a refused call changes nothing.
+agent can read, never a crash, and a refused call changes nothing. Once a call of kind "transfer" succeeds the
+conversation belongs to a human agent: every later write is refused (category "transferred"), in any domain.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ if TYPE_CHECKING:
 # transfer: hands the conversation to a human; generic: neither reads nor writes the world (calculate).
 ToolKind = Literal["read", "write", "identity", "transfer", "generic"]
 TOOL_KINDS: tuple[str, ...] = ToolKind.__args__  # type: ignore[attr-defined]
+
+
+TRANSFERRED = "transferred"  # the error category of a write refused because the conversation was handed over
 
 
 class ToolError(Exception):
@@ -150,19 +154,30 @@ def execute(s: Session, name: str, arguments: Any) -> ToolEvent:
         ok=False,
         authenticated_user_id=s.authenticated_user_id,
     )
+    transferred = s.transferred
     s.begin_call()
     try:
         if spec is None:
             raise ToolError(f"unknown tool {name!r}; available tools: {', '.join(tools.tools)}", "invalid_arguments")
+        if kind == "write" and transferred:
+            raise ToolError(
+                f"cannot run {name}: this conversation was transferred to a human agent; no change can be made"
+                " after a transfer",
+                TRANSFERRED,
+            )
         args = spec.validate(arguments)
         event.result = spec.func(s, **args)  # type: ignore[attr-defined]
         event.ok = True
         event.touched = s.commit_call()
+        if kind == "transfer":
+            s.transferred = True
     except ToolError as exc:
         s.rollback_call()
+        s.transferred = transferred
         event.error, event.error_category = str(exc), exc.category
     except Exception as exc:  # a bug in a tool must not corrupt the episode  # noqa: BLE001
         s.rollback_call()
+        s.transferred = transferred
         event.error, event.error_category = f"internal error in {name}: {exc}", "internal"
     s.log.append(event)
     return event

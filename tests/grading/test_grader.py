@@ -33,7 +33,7 @@ def test_gold_equivalent_trajectory_passes(tau2_world, task69):
     assert names[0] == "state" and "replay_consistency" in names and "judge" not in names
     assert {n for n in names if n.startswith("static.")} == {
         "static.status_transitions", "static.refund_ceiling", "static.gift_card_balance", "static.tool_budget",
-        "static.authorization", "static.policy_violation", "static.confirmation",
+        "static.authorization", "static.policy_violation", "static.after_transfer", "static.confirmation",
     }  # fmt: skip
     assert verdict_summary(verdict) == "PASS task 69 trial 3"
 

@@ -1,5 +1,6 @@
 """params.yaml validation and the stage list in dvc.yaml."""
 
+import re
 import subprocess
 import sys
 
@@ -68,3 +69,50 @@ def test_every_loop_step_is_a_stage_with_its_script_and_params():
                 assert (ROOT / dep).exists(), dep
     lines = (ROOT / "stages" / "measure.py").read_text().splitlines()
     assert len([line for line in lines if line.strip()]) <= 6  # thin
+
+
+def test_a_key_given_twice_is_an_error_naming_it_and_its_lines(tmp_path):
+    path = tmp_path / "params.yaml"
+    path.write_text("measure:\n  trials: 4\n  seed: 0\n  trials: 2\n")
+    with pytest.raises(ParamsError, match=r"duplicate key 'trials' \(first on line 2, again on line 4\)"):
+        load_params(path)
+    path.write_text("gate:\n  k: 2\ngate:\n  k: 3\n")
+    with pytest.raises(ParamsError, match="duplicate key 'gate'"):
+        load_params(path)
+
+
+def test_an_empty_file_is_an_error_not_the_code_defaults(tmp_path):
+    path = tmp_path / "params.yaml"
+    for text in ("", "# nothing here\n"):
+        path.write_text(text)
+        with pytest.raises(ParamsError, match="empty file"):
+            load_params(path)
+    path.write_text("- a list\n")
+    with pytest.raises(ParamsError, match="expected a mapping of sections"):
+        load_params(path)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("measure:\n  trials: true\n", "measure.trials: Input should be a valid integer"),
+        ("measure:\n  trials: '4'\n", "measure.trials: Input should be a valid integer"),
+        ("measure:\n  trials: 4.0\n", "measure.trials: Input should be a valid integer"),
+        ("train:\n  use_curated: 1\n", "train.use_curated: Input should be a valid boolean"),
+        ("train:\n  learning_rate: 1e-3\n", "write it with a dot"),
+    ],
+)
+def test_values_are_not_coerced(tmp_path, text, message):
+    path = tmp_path / "params.yaml"
+    path.write_text(text)
+    with pytest.raises(ParamsError, match=re.escape(message)):
+        load_params(path)
+
+
+def test_gate_k_above_the_trials_fails_at_load(tmp_path):
+    path = tmp_path / "params.yaml"
+    path.write_text("measure:\n  trials: 2\ngate:\n  k: 4\n")
+    with pytest.raises(ParamsError, match="gate.k=4 exceeds measure.trials=2"):
+        load_params(path)
+    path.write_text("measure:\n  trials: 4\ngate:\n  k: 4\n")
+    assert load_params(path).gate.k == 4

@@ -200,3 +200,34 @@ def test_cli_report_with_extra_agent(runs, tmp_path):
     ]
     bad = CliRunner().invoke(app, [*args[:2], str(tmp_path / "missing"), *args[3:]])
     assert bad.exit_code == 2 and "not a directory" in bad.output
+
+
+@pytest.mark.parametrize("keep", [0, 7])
+def test_an_empty_or_truncated_trajectories_file_is_refused(runs, tmp_path, keep):
+    run = tmp_path / "candidate"
+    shutil.copytree(runs.candidate, run)
+    lines = (run / "trajectories.jsonl").read_text().splitlines(keepends=True)
+    (run / "trajectories.jsonl").write_text("".join(lines[:keep]))
+    with pytest.raises(ReportInputError, match=rf"trajectories.jsonl: {keep} trials, but metrics.json counts 15 tasks"):
+        build_report(runs.baseline, run, runs.tasks, WORLD, gate_json=runs.gate, out=tmp_path / "r.html")
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_verdicts_of_other_trials_are_refused(runs, tmp_path):
+    run = tmp_path / "candidate"
+    shutil.copytree(runs.candidate, run)
+    rows = [json.loads(line) for line in (run / "verdicts.jsonl").read_text().splitlines()]
+    rows[0]["verdict"]["trial"] = 99
+    (run / "verdicts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(ReportInputError, match="hold different trials"):
+        build_report(runs.baseline, run, runs.tasks, WORLD, out=tmp_path / "r.html")
+
+
+def test_a_gate_file_about_another_run_is_refused(runs, tmp_path):
+    with pytest.raises(ReportInputError, match="the gate decided on another candidate file"):  # gate: oracle vs flawed
+        build_report(runs.candidate, runs.baseline, runs.tasks, WORLD, gate_json=runs.gate, out=tmp_path / "r.html")
+    gate = json.loads(runs.gate.read_text())
+    gate["inputs"]["tasks_sha256"] = "0" * 64
+    (other := tmp_path / "gate.json").write_text(json.dumps(gate))
+    with pytest.raises(ReportInputError, match="another tasks file"):
+        build_report(runs.baseline, runs.candidate, runs.tasks, WORLD, gate_json=other, out=tmp_path / "r.html")

@@ -365,3 +365,36 @@ def test_two_episodes_on_one_world_are_isolated(tau2_world, task):
     second = run_episode(tau2_world, task, cancel_agent(), ScriptedUser([UserReply("cancel")]))
     assert first.final_hash == second.final_hash
     assert [e["ok"] for e in second.world_log] == [True, True]  # the second saw a pending order, not a cancelled one
+
+
+def test_one_message_past_the_budget_runs_only_the_budget(tau2_world, task):
+    from pipeline.grading.grader import grade
+    from pipeline.rollout.runner import NOT_RUN
+
+    cancel = ("cancel_pending_order", {"order_id": SOFIA_ORDER, "reason": "no longer needed"})
+    agent = ScriptedAgent([calls(*[cancel] * 10_000), say("Done.")])
+    session = tau2_world.session(authenticated_user_id=SOFIA)
+    t0 = time.perf_counter()
+    traj = run_episode(tau2_world, task, agent, ScriptedUser([UserReply("go")]), session=session)
+    assert time.perf_counter() - t0 < 10
+    assert traj.termination == "turn_limit" and len(session.log) == len(traj.world_log) == 30
+    tool = [m for m in traj.messages if m.role == "tool"]
+    assert len(tool) == 10_000 and all(m.error for m in tool[30:])
+    assert [m.content for m in tool[30:]] == [NOT_RUN] * 9_970
+    verdict = grade(tau2_world, task, traj, authenticated_user_id=SOFIA)
+    assert verdict.component("replay_consistency").passed
+    budget = verdict.component("static.tool_budget").details
+    assert budget == ["10000 tool calls exceed the budget of 30 (9970 not run)"]
+
+
+def test_not_run_marks_within_the_budget_are_flagged(tau2_world, task):
+    from pipeline.grading.grader import grade
+    from pipeline.rollout.runner import NOT_RUN
+
+    agent = ScriptedAgent([calls(("calculate", {"expression": "1 + 1"})), say("Done.")])
+    traj = run_episode(tau2_world, task, agent, ScriptedUser([UserReply("go"), UserReply("bye", stop=True)]))
+    forged = traj.model_copy(deep=True)
+    next(m for m in forged.messages if m.role == "tool").content = NOT_RUN
+    forged.world_log, forged.final_hash = [], ""
+    verdict = grade(tau2_world, task, forged)
+    assert "tool calls recorded as not run within the budget" in verdict.component("static.tool_budget").details[0]

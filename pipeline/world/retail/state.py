@@ -24,10 +24,12 @@ class RetailWorld(World):
 
         super().__init__({t: getattr(db, t) for t in TABLES}, policy=policy, name=name, domain=RETAIL)
         self.db = db
-        self.user_by_email = {u.email.lower(): uid for uid, u in db.users.items()}
-        self.user_by_name_zip = {
-            (u.name.first_name.lower(), u.name.last_name.lower(), u.address.zip): uid for uid, u in db.users.items()
-        }
+        self.user_by_email = _unique_index(name, "email", {uid: email_key(u.email) for uid, u in db.users.items()})
+        self.user_by_name_zip = _unique_index(
+            name,
+            "name + zip",
+            {uid: name_zip_key(u.name.first_name, u.name.last_name, u.address.zip) for uid, u in db.users.items()},
+        )
         self.product_by_item = {item_id: pid for pid, p in db.products.items() for item_id in p.variants}
 
     @classmethod
@@ -38,7 +40,10 @@ class RetailWorld(World):
             err = exc.errors()[0]
             where = ".".join(str(p) for p in err["loc"])
             raise WorldLoadError(f"{source}: field {where}: {err['msg']}") from None
-        return cls(db, policy=policy, name=name)
+        try:
+            return cls(db, policy=policy, name=name)
+        except WorldLoadError as exc:
+            raise WorldLoadError(f"{source}: {exc}") from None
 
     @classmethod
     def from_json(cls, path: str | Path, policy: str = "", name: str | None = None) -> RetailWorld:
@@ -53,6 +58,30 @@ class RetailWorld(World):
 
     def session(self, authenticated_user_id: str | None = None) -> Session:
         return Session(self, authenticated_user_id=authenticated_user_id)
+
+
+def email_key(email: str) -> str:
+    """How an email identifies a customer: case and surrounding spaces do not count."""
+    return email.strip().lower()
+
+
+def name_zip_key(first_name: str, last_name: str, zip_code: str) -> tuple[str, str, str]:
+    """How name + zip identifies a customer: case and surrounding spaces do not count."""
+    return (first_name.strip().lower(), last_name.strip().lower(), zip_code.strip())
+
+
+def _unique_index(world: str, what: str, keys: dict[str, object]) -> dict:
+    """key → user id; two customers under one key would let one authenticate as the other, so the world is refused."""
+    index: dict = {}
+    for uid, key in keys.items():
+        if key in index:
+            shown = key if isinstance(key, str) else " ".join(key)  # type: ignore[arg-type]
+            raise WorldLoadError(
+                f"world {world!r}: users {index[key]!r} and {uid!r} share the {what} {shown!r}; a customer must be"
+                f" identified by their {what} alone"
+            )
+        index[key] = uid
+    return index
 
 
 class Session(_Session):

@@ -14,7 +14,7 @@ from typing import Any
 
 from pipeline.world.retail.arith import ArithmeticError_, evaluate
 from pipeline.world.retail.schema import CANCEL_REASONS, Address, Order, PaymentTransaction, dump_record
-from pipeline.world.retail.state import Session, ToolEvent
+from pipeline.world.retail.state import Session, ToolEvent, email_key, name_zip_key
 from pipeline.world.retail.toolkit import ToolError, ToolRegistry
 from pipeline.world.tools import execute as _execute
 
@@ -114,7 +114,7 @@ def find_user_id_by_email(s: Session, email: str) -> str:
     Args:
         email: The email of the user, such as 'something@example.com'.
     """
-    user_id = s.world.user_by_email.get(email.strip().lower())
+    user_id = s.world.user_by_email.get(email_key(email))
     if user_id is None:
         raise ToolError("user not found", "not_found")
     return _authenticate(s, user_id)
@@ -131,8 +131,7 @@ def find_user_id_by_name_zip(s: Session, first_name: str, last_name: str, zip: s
         last_name: The last name of the customer, such as 'Doe'.
         zip: The zip code of the customer, such as '12345'.
     """
-    key = (first_name.strip().lower(), last_name.strip().lower(), zip.strip())
-    user_id = s.world.user_by_name_zip.get(key)
+    user_id = s.world.user_by_name_zip.get(name_zip_key(first_name, last_name, zip))
     if user_id is None:
         raise ToolError("user not found", "not_found")
     return _authenticate(s, user_id)

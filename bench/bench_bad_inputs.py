@@ -1,0 +1,473 @@
+"""Bad inputs, tried as a new user would: each case must end in a clear error (or a refusal the agent reads),
+never a crash, a silent wrong result, a hang or lost data.
+
+Each case is a function registered with `@case(item, name)` that provokes one bad input and returns `CLEAR` (with
+what it saw) when it was handled, or `silent(...)` / `lost(...)` when it was not. An exception escaping a case
+is a crash; a case running past `--timeout` seconds is a hang. Add a case by writing one more function.
+
+    python bench/bench_bad_inputs.py [--timeout 60] [--out bench/results/bad_inputs.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import platform
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+TAU2_RETAIL = ROOT / ".." / "shared" / "tau2_retail"
+TAU2_AIRLINE = ROOT / ".." / "shared" / "tau2_airline"
+WORLD = "gen-3-8x20x40"
+STATUSES = ("clear_error", "crash", "silent_wrong", "hang", "data_lost", "skipped")
+
+
+@dataclass
+class Outcome:
+    status: str
+    detail: str
+
+
+def clear(detail: str) -> Outcome:
+    return Outcome("clear_error", detail)
+
+
+def silent(detail: str) -> Outcome:
+    return Outcome("silent_wrong", detail)
+
+
+def lost(detail: str) -> Outcome:
+    return Outcome("data_lost", detail)
+
+
+@dataclass
+class Case:
+    item: int
+    name: str
+    run: Callable[[Path], Outcome]
+
+
+CASES: list[Case] = []
+
+
+def case(item: int, name: str):
+    def deco(fn: Callable[[Path], Outcome]) -> Callable[[Path], Outcome]:
+        CASES.append(Case(item, name, fn))
+        return fn
+
+    return deco
+
+
+class Skip(Exception):
+    """A case whose inputs are not on this machine (τ²-bench data)."""
+
+
+def need(path: Path) -> Path:
+    if not path.exists():
+        raise Skip(f"{path} not found")
+    return path
+
+
+def raises(fn: Callable[[], object], errors: tuple[type[BaseException], ...], fragment: str) -> Outcome:
+    """CLEAR when `fn` raises one of `errors` whose message holds `fragment`; accepted input is a silent wrong
+    result; any other exception propagates (a crash)."""
+    try:
+        got = fn()
+    except errors as exc:
+        if fragment in str(exc):
+            return clear(str(exc).splitlines()[0][:200])
+        return silent(f"error without {fragment!r}: {str(exc)[:200]}")
+    return silent(f"accepted: {str(got)[:200]}")
+
+
+def cli(args: list[str], fragment: str, env: dict[str, str] | None = None) -> Outcome:
+    """An `agentloop` command that must exit 2 with `fragment` in its message."""
+    import logging
+
+    from typer.testing import CliRunner
+
+    from pipeline.cli import app
+
+    handlers = list(logging.root.handlers)
+    result = CliRunner().invoke(app, args, env=env)
+    logging.root.handlers[:] = handlers  # the command's handler writes to the runner's stream, closed by now
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    text = " ".join(result.output.split())
+    if result.exit_code == 2 and fragment in text:
+        return clear(text[:200])
+    return silent(f"exit {result.exit_code}: {text[:200]}")
+
+
+# ---- shared inputs ------------------------------------------------------------------------------------------------
+_cache: dict[str, object] = {}
+
+
+def world():
+    from pipeline.world.registry import load_world
+
+    return load_world(WORLD)
+
+
+def tasks(n: int = 6):
+    from pipeline.synth.templates import generate_tasks
+
+    return generate_tasks(world(), n, seed=2)
+
+
+def runs(tmp: Path) -> dict[str, Path]:
+    """Two measured runs (flawed baseline, oracle candidate), their tasks and a gate file, made once."""
+    if "runs" not in _cache:
+        from pipeline.dataset.io import write_tasks
+        from pipeline.gate import GateConfig, decide, write_gate
+        from pipeline.measure import MeasureConfig, measure
+
+        root = Path(str(_cache["shared"])) / "runs"
+        write_tasks(root / "tasks.jsonl", tasks(8))
+        for name, agent in (("baseline", "flawed:invention=0.5"), ("candidate", "oracle")):
+            measure(
+                MeasureConfig(world=WORLD, tasks=root / "tasks.jsonl", agent=agent, trials=2, resamples=50), root / name
+            )
+        cfg = GateConfig(k=2, resamples=200)
+        write_gate(
+            decide(root / "candidate", root / "baseline", root / "tasks.jsonl", world(), cfg), root / "gate.json"
+        )
+        _cache["runs"] = {"root": root, **{n: root / n for n in ("baseline", "candidate")}}
+    return _cache["runs"]  # type: ignore[return-value]
+
+
+def tau2_retail():
+    from pipeline.world.retail.tau2 import load_tau2_domain
+
+    return load_tau2_domain(need(TAU2_RETAIL))
+
+
+# ---- item 1: writes after a transfer ------------------------------------------------------------------------------
+@case(1, "retail: cancel after transfer_to_human_agents")
+def _(tmp: Path) -> Outcome:
+    from pipeline.world.tools import execute
+
+    w = world()
+    order = next(o for o in w.table("orders").values() if o.status == "pending")
+    s = w.session(authenticated_user_id=order.user_id)
+    execute(s, "transfer_to_human_agents", {"summary": "human please"})
+    event = execute(s, "cancel_pending_order", {"order_id": order.order_id, "reason": "no longer needed"})
+    if event.ok or any(s.changed().values()):
+        return silent("the write ran after the transfer")
+    return clear(event.content)
+
+
+@case(1, "airline: gold writes after transfer_to_human_agents")
+def _(tmp: Path) -> Outcome:
+    need(TAU2_AIRLINE / "db.json")
+    from pipeline.world.registry import resolve_domain
+    from pipeline.world.tools import execute
+
+    w, ts = resolve_domain("airline").require("tau2_importer").load(TAU2_AIRLINE)
+    task = next(t for t in ts if any(a.name in w.tools.of_kind("write") for a in t.gold_actions))
+    s = w.session(authenticated_user_id=task.customer_user_id)
+    execute(s, "transfer_to_human_agents", {"summary": "human please"})
+    events = [execute(s, a.name, a.arguments) for a in task.gold_actions]
+    if any(e.ok and e.kind == "write" for e in events) or any(s.changed().values()):
+        return silent("a write ran after the transfer")
+    return clear(next(e.content for e in events if e.kind == "write"))
+
+
+@case(1, "grader: confirm → transfer → cancel")
+def _(tmp: Path) -> Outcome:
+    from pipeline.grading import grade
+    from pipeline.rollout.runner import run_tool_call
+    from pipeline.rollout.trajectory import Message, ToolCall, Trajectory
+
+    retail = tau2_retail()
+    task = next(t for t in retail.tasks if t.id == "69")
+    w = retail.world
+    s, msgs = w.session(), [Message(role="user", content="Cancel #W2417020 please")]
+    steps = [
+        ("find_user_id_by_name_zip", {"first_name": "Emma", "last_name": "Smith", "zip": "10192"}),
+        "I will cancel #W2417020 (no longer needed). Shall I?",
+        "Yes.",
+        ("transfer_to_human_agents", {"summary": "wants a human"}),
+        ("cancel_pending_order", {"order_id": "#W2417020", "reason": "no longer needed"}),
+    ]
+    for i, step in enumerate(steps):
+        if isinstance(step, tuple):
+            call = ToolCall(id=f"c{i}", name=step[0], arguments=step[1])
+            msgs += [Message(role="assistant", tool_calls=[call]), run_tool_call(s, call)]
+        else:
+            msgs.append(Message(role="assistant" if step.endswith("?") else "user", content=step))
+    traj = Trajectory(task_id="69", trial=0, agent="a", user="u", world=w.name, messages=msgs)
+    verdict = grade(w, task, traj)
+    if verdict.passed or "static.after_transfer" not in verdict.failed_components:
+        return silent(f"graded {'passed' if verdict.passed else verdict.failed_components}")
+    return clear(verdict.component("static.after_transfer").details[0])
+
+
+# ---- item 2: duplicate identities ---------------------------------------------------------------------------------
+def _twin_db(**changes) -> dict:
+    db = json.loads(need(TAU2_RETAIL / "db.json").read_text())
+    twin = copy.deepcopy(db["users"]["sofia_rossi_8776"])
+    twin.update(user_id="sofia_rossi_0001", orders=[], **changes)
+    db["users"]["sofia_rossi_0001"] = twin
+    return db
+
+
+@case(2, "world: two users share name + zip")
+def _(tmp: Path) -> Outcome:
+    from pipeline.world.retail.state import RetailWorld, WorldLoadError
+
+    db = _twin_db(email="other.sofia@example.com")
+    return raises(lambda: RetailWorld.from_dict(db, source="db.json"), (WorldLoadError,), "'sofia_rossi_0001'")
+
+
+@case(2, "world: emails differ only in case")
+def _(tmp: Path) -> Outcome:
+    from pipeline.world.retail.state import RetailWorld, WorldLoadError
+
+    db = json.loads((TAU2_RETAIL / "db.json").read_text())
+    sofia = db["users"]["sofia_rossi_8776"]
+    db = _twin_db(email=sofia["email"].upper(), address={**sofia["address"], "zip": "00000"})
+    return raises(lambda: RetailWorld.from_dict(db, source="db.json"), (WorldLoadError,), "share the email")
+
+
+# ---- item 4: silent wrong results ---------------------------------------------------------------------------------
+def _validate(tmp: Path, edit: Callable[[list], None], fragment: str) -> Outcome:
+    from pipeline.dataset.io import write_tasks
+
+    ts = tasks()
+    edit(ts)
+    write_tasks(path := tmp / "tasks.jsonl", ts)
+    return cli(["tasks", "validate", str(path), "--world", WORLD], fragment)
+
+
+@case(4, "tasks validate: gold action names an unknown tool")
+def _(tmp: Path) -> Outcome:
+    from pipeline.dataset.task import Action
+
+    return _validate(tmp, lambda ts: ts[0].gold_actions.append(Action(name="refund_all")), "unknown tool 'refund_all'")
+
+
+@case(4, "tasks validate: gold write names a missing order")
+def _(tmp: Path) -> Outcome:
+    from pipeline.dataset.task import Action
+
+    bad = Action(name="cancel_pending_order", arguments={"order_id": "#W0000000", "reason": "no longer needed"})
+    return _validate(tmp, lambda ts: ts[0].gold_actions.append(bad), "refused (not_found)")
+
+
+@case(4, "tasks validate: impossible check status")
+def _(tmp: Path) -> Outcome:
+    from pipeline.dataset.task import OrderStatusCheck
+
+    order_id = next(iter(world().table("orders")))
+    check = OrderStatusCheck(order_id=order_id, status="teleported")
+    return _validate(tmp, lambda ts: ts[0].checks.append(check), "impossible status 'teleported'")
+
+
+@case(4, "measure: tasks written for another world (run dir kept)")
+def _(tmp: Path) -> Outcome:
+    from pipeline.dataset.io import write_tasks
+
+    ts = tasks()
+    ts[1].world = "gen-99"
+    write_tasks(path := tmp / "tasks.jsonl", ts)
+    (run := tmp / "run").mkdir()
+    (run / "metrics.json").write_text("{}")
+    out = cli(["measure", "--world", WORLD, "--tasks", str(path), "--out", str(run), "--trials", "1"], "gen-99")
+    if (run / "metrics.json").read_text() != "{}":
+        return lost("an earlier metrics.json was overwritten")
+    return out
+
+
+def _report(tmp: Path, candidate: Path, gate: Path, fragment: str) -> Outcome:
+    r = runs(tmp)
+    (out := tmp / "report.html").write_text("earlier report")
+    args = ["report", "--baseline", str(r["baseline"]), "--candidate", str(candidate), "--tasks"]
+    args += [str(r["root"] / "tasks.jsonl"), "--world", WORLD, "--gate", str(gate), "--out", str(out)]
+    result = cli(args, fragment)
+    if out.read_text() != "earlier report" and result.status == "clear_error":
+        return lost("the earlier report was overwritten by a refused run")
+    return result
+
+
+def _cut_candidate(tmp: Path, keep: int) -> Path:
+    import shutil
+
+    cand = tmp / "candidate"
+    shutil.copytree(runs(tmp)["candidate"], cand)
+    lines = (cand / "trajectories.jsonl").read_text().splitlines(keepends=True)
+    (cand / "trajectories.jsonl").write_text("".join(lines[:keep]))
+    return cand
+
+
+@case(4, "report: empty candidate trajectories")
+def _(tmp: Path) -> Outcome:
+    return _report(tmp, _cut_candidate(tmp, 0), runs(tmp)["root"] / "gate.json", "0 trials, but metrics.json")
+
+
+@case(4, "report: truncated candidate trajectories")
+def _(tmp: Path) -> Outcome:
+    return _report(tmp, _cut_candidate(tmp, 5), runs(tmp)["root"] / "gate.json", "5 trials, but metrics.json")
+
+
+@case(4, "report: gate file about another run")
+def _(tmp: Path) -> Outcome:
+    gate = json.loads((runs(tmp)["root"] / "gate.json").read_text())
+    gate["inputs"]["candidate"]["trajectories_sha256"] = "0" * 64
+    (path := tmp / "gate.json").write_text(json.dumps(gate))
+    return _report(tmp, runs(tmp)["candidate"], path, "the gate decided on another candidate file")
+
+
+for _spec in ("hf:models/embedded,max_new_tokens=-5", "hf:models/embedded,max_new_tokens=inf"):
+
+    @case(4, f"agent spec {_spec}")
+    def _(tmp: Path, spec: str = _spec) -> Outcome:
+        from pipeline.agents.registry import UnknownAgentError, make_agent
+
+        return raises(lambda: make_agent(spec), (UnknownAgentError,), "max_new_tokens")
+
+
+def _params(tmp: Path, text: str, fragment: str) -> Outcome:
+    from pipeline.loop.params import ParamsError, load_params
+
+    (path := tmp / "params.yaml").write_text(text)
+    return raises(lambda: load_params(path), (ParamsError,), fragment)
+
+
+@case(4, "params: measure.trials: true")
+def _(tmp: Path) -> Outcome:
+    return _params(tmp, "measure:\n  trials: true\n", "measure.trials")
+
+
+@case(4, "params: a key given twice")
+def _(tmp: Path) -> Outcome:
+    return _params(tmp, "measure:\n  trials: 4\n  trials: 2\n", "duplicate key 'trials'")
+
+
+@case(4, "params: empty file")
+def _(tmp: Path) -> Outcome:
+    return _params(tmp, "", "empty file")
+
+
+@case(4, "params: gate.k above measure.trials")
+def _(tmp: Path) -> Outcome:
+    return _params(tmp, "measure:\n  trials: 2\ngate:\n  k: 4\n", "gate.k=4 exceeds measure.trials=2")
+
+
+@case(4, "agent spec openai:MODEL without a base URL")
+def _(tmp: Path) -> Outcome:
+    from pipeline.agents.registry import UnknownAgentError, make_agent
+
+    saved = {k: os.environ.pop(k) for k in ("AGENTLOOP_BASE_URL", "OPENAI_BASE_URL") if k in os.environ}
+    try:
+        t0 = time.perf_counter()
+        out = raises(lambda: make_agent("openai:some-model"), (UnknownAgentError,), "AGENTLOOP_BASE_URL")
+        return out if time.perf_counter() - t0 < 1 else silent("took over a second to refuse")
+    finally:
+        os.environ.update(saved)
+
+
+# ---- item 8: budgets per call -------------------------------------------------------------------------------------
+@case(8, "one assistant message with 10,000 write calls")
+def _(tmp: Path) -> Outcome:
+    from pipeline.dataset.task import Provenance, Task, UserScript
+    from pipeline.rollout.protocols import UserReply
+    from pipeline.rollout.runner import Limits, run_episode
+    from pipeline.rollout.trajectory import Message, ToolCall
+
+    w = world()
+    order = next(o for o in w.table("orders").values() if o.status == "pending")
+    args = {"order_id": order.order_id, "reason": "no longer needed"}
+    calls = [ToolCall(id=f"c{i}", name="cancel_pending_order", arguments=args) for i in range(10_000)]
+
+    class Agent:
+        name = "burst"
+
+        def start(self, info):
+            replies = iter([Message(role="assistant", tool_calls=calls), Message(role="assistant", content="Done.")])
+            return type("E", (), {"act": lambda self, m: next(replies)})()
+
+    class User:
+        name = "u"
+
+        def start(self, info):
+            return type("E", (), {"respond": lambda self, m: UserReply("go")})()
+
+    task = Task(id="burst", world=w.name, user_script=UserScript(goal="g"), provenance=Provenance(source="eval"))
+    session = w.session(authenticated_user_id=order.user_id)
+    run_episode(w, task, Agent(), User(), limits=Limits(), session=session)
+    if len(session.log) > Limits().max_tool_calls:
+        return silent(f"{len(session.log)} calls ran against the world")
+    return clear(f"{len(session.log)} calls ran, the rest were answered 'not run'")
+
+
+# ---- the harness --------------------------------------------------------------------------------------------------
+def run_case(c: Case, timeout: float) -> tuple[Outcome, float]:
+    box: dict[str, Outcome] = {}
+
+    def target() -> None:
+        with tempfile.TemporaryDirectory() as d:
+            try:
+                box["out"] = c.run(Path(d))
+            except Skip as exc:
+                box["out"] = Outcome("skipped", str(exc))
+            except Exception as exc:  # noqa: BLE001 - a crash is what this bench counts
+                last = traceback.format_exception_only(type(exc), exc)[-1].strip()
+                box["out"] = Outcome("crash", last[:300])
+            out = box["out"]
+            for where, name in ((d, "<tmp>"), (str(_cache["shared"]), "<shared>")):
+                out.detail = out.detail.replace(where, name)
+
+    t0 = time.perf_counter()
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(timeout)
+    seconds = round(time.perf_counter() - t0, 3)
+    return (box.get("out") or Outcome("hang", f"still running after {timeout} s")), seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--timeout", type=float, default=60.0, help="Seconds a case may take before it is a hang.")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "bad_inputs.json")
+    args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    with tempfile.TemporaryDirectory() as shared:
+        _cache["shared"] = shared
+        rows = []
+        for c in CASES:
+            out, seconds = run_case(c, args.timeout)
+            rows.append(
+                {"item": c.item, "case": c.name, "status": out.status, "detail": out.detail, "seconds": seconds}
+            )
+            print(f"[{out.status:>12}] item {c.item}: {c.name}: {out.detail}", flush=True)
+    counts = Counter(r["status"] for r in rows)
+    summary = {"cases_tried": sum(counts[s] for s in STATUSES if s != "skipped"), **{s: counts[s] for s in STATUSES}}
+    report = {
+        "summary": summary,
+        "cases": rows,
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.machine()},
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    print(
+        f"cases tried {summary['cases_tried']}: clear errors {summary['clear_error']}, crashes {summary['crash']},"
+        f" silent wrong results {summary['silent_wrong']}, hangs {summary['hang']}, data lost {summary['data_lost']}"
+        f" (skipped {summary['skipped']}) → {args.out}"
+    )
+    os._exit(0 if summary["crash"] + summary["silent_wrong"] + summary["hang"] + summary["data_lost"] == 0 else 1)
+
+
+if __name__ == "__main__":
+    main()

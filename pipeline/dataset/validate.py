@@ -1,0 +1,110 @@
+"""Tasks checked against the world they run in: what the schema alone cannot see.
+
+A task written for another world, a gold action naming a tool the world lacks or a record it does not hold, a
+check no end state can meet: each would otherwise be scored, silently, as the agent's failure. `task_problems`
+lists them, one line each naming the task and the field; `check_tasks` raises on any.
+"""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Iterable
+from pathlib import Path
+
+from pipeline.dataset.io import TaskFileError
+from pipeline.dataset.task import OrderStatusCheck, Task, ToolNotCalledCheck
+from pipeline.world.replay import replay_gold
+from pipeline.world.tables import World, WorldLoadError
+
+# refusals of a gold call that mean the task is wrong, not the agent (a write on a missing record, or after the
+# gold transfer); τ²-bench tasks do attempt a few writes the policy refuses (precondition) and look up records
+# that do not exist (reads), on purpose
+_BAD_ANY = frozenset({"invalid_arguments", "internal"})
+_BAD_WRITE = _BAD_ANY | {"not_found", "unauthorized", "transferred"}
+
+
+class TaskValidationError(TaskFileError):
+    """Tasks that do not fit the world they are run in; the message lists every problem."""
+
+
+def task_problems(world: World, tasks: Iterable[Task]) -> list[str]:
+    """Every problem of `tasks` against `world`, one line each: 'task <id>: field <field>: <what>'."""
+    problems: list[str] = []
+    for task in tasks:
+        problems += [f"task {task.id!r}: {p}" for p in _problems(world, task)]
+    return problems
+
+
+def check_tasks(world: World, tasks: Iterable[Task], source: str = "tasks") -> None:
+    """Raise TaskValidationError naming every problem (the first 20) of `tasks` against `world`."""
+    problems = task_problems(world, tasks)
+    if problems:
+        shown = "\n  ".join(problems[:20])
+        more = f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else ""
+        raise TaskValidationError(
+            f"{source}: {len(problems)} problem(s) against world {world.name!r}:\n  {shown}{more}"
+        )
+
+
+def _problems(world: World, task: Task) -> list[str]:
+    if task.world != world.name:
+        return [f"field world: the task is written for world {task.world!r}, not {world.name!r}"]
+    out: list[str] = []
+    tools = world.tools.tools
+    if task.customer_user_id is not None and not any(
+        task.customer_user_id in world.table(t) for t in world.table_names
+    ):
+        out.append(f"field customer_user_id: no record {task.customer_user_id!r} in world {world.name!r}")
+    unknown = [(i, a.name) for i, a in enumerate(task.gold_actions) if a.name not in tools]
+    out += [f"field gold_actions.{i}.name: unknown tool {name!r}" for i, name in unknown]
+    if not unknown:
+        session = replay_gold(world, task)
+        for i, event in enumerate(session.log):
+            bad = _BAD_WRITE if event.kind == "write" else _BAD_ANY
+            if not event.ok and event.error_category in bad:
+                out.append(f"field gold_actions.{i}: {event.name} is refused ({event.error_category}): {event.error}")
+    for i, check in enumerate(task.checks):
+        out += [f"field checks.{i}: {p}" for p in _check_problems(world, check)]
+    return out
+
+
+def _check_problems(world: World, check) -> list[str]:
+    if isinstance(check, ToolNotCalledCheck) and check.tool not in world.tools.tools:
+        return [f"unknown tool {check.tool!r}"]
+    if isinstance(check, OrderStatusCheck):
+        record_type = world.domain.tables.get("orders")
+        if record_type is None:
+            return [f"domain {world.domain.name!r} has no orders table"]
+        field = record_type.model_fields.get("status")
+        allowed = typing.get_args(field.annotation) if field is not None else ()
+        if allowed and check.status not in allowed:
+            return [f"impossible status {check.status!r} for order {check.order_id}; statuses are {list(allowed)}"]
+        if check.order_id not in world.table("orders"):
+            return [f"no order {check.order_id!r} in world {world.name!r}"]
+    return []
+
+
+def validate_file(path: Path, world_ref: str | None = None, domain: str | None = None) -> str:
+    """`agentloop tasks validate`: the file's tasks against the schema and their world; one line to show.
+
+    Without `world_ref` the world is the one the tasks name (all must name one); raises on any problem.
+    """
+    from pipeline.dataset.io import read_tasks
+    from pipeline.world.registry import load_world
+
+    tasks = read_tasks(path)
+    if not tasks:
+        raise TaskFileError(f"{path}: no tasks")
+    if world_ref is None:
+        named = sorted({t.world for t in tasks})
+        if len(named) != 1:
+            raise TaskValidationError(f"{path}: tasks name {len(named)} worlds {named}; pass --world to pick one")
+        try:
+            world = load_world(named[0], domain)
+        except WorldLoadError as exc:
+            why = f"{path}: the tasks' world {named[0]!r} does not load; pass --world ({exc})"
+            raise TaskValidationError(why) from None
+    else:
+        world = load_world(world_ref, domain)
+    check_tasks(world, tasks, str(path))
+    return f"{path}: {len(tasks)} valid tasks (checked against world {world.name!r})"
