@@ -15,6 +15,7 @@ scripted                                same as oracle
 from __future__ import annotations
 
 import hashlib
+import math
 from pathlib import Path
 
 from pipeline.rollout.protocols import Agent
@@ -33,10 +34,20 @@ def _settings(spec: str, body: str) -> dict[str, float]:
         if not sep:
             raise UnknownAgentError(f"agent {spec!r}: setting {part!r} must look like key=value")
         try:
-            out[key.strip()] = float(value)
+            number = float(value)
         except ValueError:
             raise UnknownAgentError(f"agent {spec!r}: setting {key!r} must be a number, got {value!r}") from None
+        if not math.isfinite(number):
+            raise UnknownAgentError(f"agent {spec!r}: setting {key!r} must be a finite number, got {value!r}")
+        out[key.strip()] = number
     return out
+
+
+def _whole(spec: str, key: str, value: float) -> int:
+    """A setting that must be an integer (a seed, a token count): 3.0 is 3, 2.5 is an error."""
+    if value != int(value):
+        raise UnknownAgentError(f"agent {spec!r}: setting {key!r} must be a whole number, got {value:g}")
+    return int(value)
 
 
 def make_agent(spec: str) -> Agent:
@@ -51,7 +62,7 @@ def make_agent(spec: str) -> Agent:
         from pipeline.agents.flawed import FlawConfig, FlawedAgent
 
         settings = _settings(spec, body)
-        seed = int(settings.pop("seed", 0))
+        seed = _whole(spec, "seed", settings.pop("seed", 0))
         rates = settings or {m: DEFAULT_FLAW_RATE for m in ("plan_adherence", "invention", "misread")}
         try:
             return FlawedAgent(FlawConfig(rates=rates, seed=seed))
@@ -67,8 +78,11 @@ def make_agent(spec: str) -> Agent:
             raise UnknownAgentError(
                 f"agent {spec!r}: unknown setting(s) {unknown} (temperature, top_p, max_new_tokens, seed)"
             )
-        ints = {k: int(v) for k, v in settings.items() if k in ("max_new_tokens", "seed")}
-        return HFAgent(path, **{**settings, **ints})
+        ints = {k: _whole(spec, k, v) for k, v in settings.items() if k in ("max_new_tokens", "seed")}
+        try:
+            return HFAgent(path, **{**settings, **ints})
+        except OSError as exc:  # FileNotFoundError included: no such checkpoint, or not one transformers reads
+            raise UnknownAgentError(f"agent {spec!r}: {exc}") from None
     if kind in ("openai", "vllm") and body:
         target, _, rest = body.partition(",")
         settings = _settings(spec, rest)
