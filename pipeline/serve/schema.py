@@ -14,9 +14,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class FunctionCall(BaseModel):
+    """A call in the history: the name is kept as the model wrote it (even empty or unknown, which the world
+    answered with a tool error), so a replayed conversation is the one that happened."""
+
     model_config = ConfigDict(extra="allow")
 
-    name: str = Field(min_length=1)
+    name: str
     arguments: str | dict[str, Any] = Field(default="", description="JSON text (OpenAI) or an object.")
 
 

@@ -80,7 +80,7 @@ def test_a_well_formed_request_still_works(engine):
     ("message", "field"),
     [
         ({"role": "assistant", "tool_calls": [{"id": "c", "function": "get_order_details"}]}, "function"),
-        ({"role": "assistant", "tool_calls": [{"id": "c", "function": {"arguments": "{}"}}]}, "name"),
+        ({"role": "assistant", "tool_calls": [{"id": "c", "function": {"arguments": "{}"}}]}, "function.name"),
         ({"role": "assistant", "tool_calls": "get_order_details"}, "tool_calls"),
         ({"role": "wizard", "content": "x"}, "role"),
         ({"content": "no role"}, "role"),
