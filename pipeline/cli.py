@@ -228,6 +228,7 @@ def measure_cmd(
         ResumeMismatchError,
         ImportError,
         ConnectionError,
+        TimeoutError,
         DomainCapabilityError,
         UnknownDomainError,
     ) as exc:
