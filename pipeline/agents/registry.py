@@ -110,6 +110,11 @@ def checkpoint_digest(spec: str) -> str | None:
     root = Path(body.partition(",")[0])
     if not root.is_dir():
         return None  # vllm:MODEL names a hub model; a missing hf: path fails where the agent is made
+    return directory_digest(root)
+
+
+def directory_digest(root: Path) -> str:
+    """sha256 over every file's relative path and contents under `root` (the same files, the same digest)."""
     digest = hashlib.sha256()
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
         name = path.relative_to(root).as_posix().encode()
