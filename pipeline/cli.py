@@ -237,6 +237,7 @@ def measure_cmd(
         ResumeMismatchError,
         ImportError,
         ConnectionError,
+        TimeoutError,
         DomainCapabilityError,
         UnknownDomainError,
     ) as exc:
@@ -254,6 +255,10 @@ def serve_cmd(
     max_concurrency: int = typer.Option(1, min=1, help="Generations run at once (more queue)."),
     max_tokens: int = typer.Option(256, min=1, help="Reply length when a request sets none."),
     threads: int = typer.Option(1, min=0, help="Torch threads per generation (0: torch's default)."),
+    api_key: str = typer.Option(
+        None, envvar="AGENTLOOP_SERVE_API_KEY", help="Demand `Authorization: Bearer KEY` (default: no key)."
+    ),
+    max_request_bytes: int = typer.Option(1_000_000, min=1, help="Largest request body; more is refused (413)."),
 ) -> None:
     """Serve a local model over an OpenAI-compatible chat-completions API with tool calls."""
     from pipeline.agents.codec import CodecMismatchError
@@ -271,6 +276,8 @@ def serve_cmd(
         max_concurrency=max_concurrency,
         default_max_tokens=max_tokens,
         threads=threads or None,
+        api_key=api_key,
+        max_request_bytes=max_request_bytes,
     )
 
 

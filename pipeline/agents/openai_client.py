@@ -4,13 +4,24 @@ Transient failures (timeouts, connection errors, 5xx, 429) are retried with capp
 jitter; when the retries run out, or the endpoint refuses the request for good (401, 404, ...), the call
 raises `InfrastructureError`, so the trial is retried or left out, never scored as the agent's failure.
 
+Both bounds are wall-clock deadlines, not httpx's per-read timeouts: `timeout_s` holds for one attempt as a
+whole (connecting, sending and every byte of the reply), so a server that trickles a byte a second cannot hold a
+call open, and `deadline_s` holds for the call with all its retries and back-off. Each thread has its own
+connection pool, so the deadline can cut one stuck request off (by closing that pool) without touching the
+requests of other threads.
+
+This stays a small hand-written client over httpx rather than the `openai` SDK: the SDK's timeouts are the same
+per-read httpx timeouts (a trickling server defeats them too), and its retry policy would replace ours (capped
+Retry-After, context-length detection, `InfrastructureError`) rather than add a deadline.
+
 Endpoint settings come from the environment: `AGENTLOOP_BASE_URL` / `AGENTLOOP_API_KEY` first, then the usual
-`OPENAI_BASE_URL` / `OPENAI_API_KEY`; `AGENTLOOP_TIMEOUT_S`, `AGENTLOOP_MAX_RETRIES`, `AGENTLOOP_BACKOFF_S` tune
-the retries.
+`OPENAI_BASE_URL` / `OPENAI_API_KEY`; `AGENTLOOP_TIMEOUT_S`, `AGENTLOOP_DEADLINE_S`, `AGENTLOOP_MAX_RETRIES`,
+`AGENTLOOP_BACKOFF_S` tune the retries.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import random
@@ -42,7 +53,10 @@ class EndpointConfig(BaseModel):
 
     base_url: str = Field(default=DEFAULT_BASE_URL, description="Base URL up to /v1, e.g. http://host:8000/v1.")
     api_key: str | None = Field(default=None, description="Bearer token; None sends no Authorization header.")
-    timeout_s: float = Field(default=120.0, gt=0, description="Seconds one HTTP request may take.")
+    timeout_s: float = Field(default=120.0, gt=0, description="Seconds one attempt may take, start to last byte.")
+    deadline_s: float | None = Field(
+        default=600.0, gt=0, description="Seconds one call may take with all its retries (None: no bound)."
+    )
     max_retries: int = Field(default=5, ge=0, description="Retries of a transient failure before giving up.")
     backoff_s: float = Field(default=1.0, ge=0, description="First retry delay; doubles each retry.")
     backoff_cap_s: float = Field(default=30.0, ge=0, description="Longest delay between two tries.")
@@ -60,6 +74,7 @@ class EndpointConfig(BaseModel):
             values["api_key"] = key
         for name, var in (
             ("timeout_s", "AGENTLOOP_TIMEOUT_S"),
+            ("deadline_s", "AGENTLOOP_DEADLINE_S"),
             ("max_retries", "AGENTLOOP_MAX_RETRIES"),
             ("backoff_s", "AGENTLOOP_BACKOFF_S"),
         ):
@@ -81,13 +96,18 @@ class Completion:
     raw: dict[str, Any] = field(default_factory=dict)
 
 
+class _Deadline(Exception):
+    """The attempt ran out of time (raised in the calling thread, whatever the watchdog interrupted)."""
+
+
 class ChatClient:
-    """Thread-safe synchronous client; picklable (the HTTP connection pool is rebuilt after unpickling)."""
+    """Thread-safe synchronous client; picklable (the HTTP connection pools are rebuilt after unpickling)."""
 
     def __init__(self, config: EndpointConfig | None = None, sleep: Callable[[float], None] = time.sleep) -> None:
         self.config = config or EndpointConfig.from_env()
         self.sleep = sleep
-        self._http: httpx.Client | None = None
+        self._local = threading.local()
+        self._pools: list[httpx.Client] = []
         self._lock = threading.Lock()
 
     def __getstate__(self) -> dict[str, Any]:
@@ -98,51 +118,92 @@ class ChatClient:
 
     @property
     def http(self) -> httpx.Client:
-        with self._lock:
-            if self._http is None:
-                headers = {"Authorization": f"Bearer {self.config.api_key}"} if self.config.api_key else {}
-                self._http = httpx.Client(
-                    base_url=self.config.base_url.rstrip("/") + "/", headers=headers, timeout=self.config.timeout_s
-                )
-            return self._http
+        """This thread's connection pool (a new one after a deadline closed the last)."""
+        pool = getattr(self._local, "http", None)
+        if pool is None or pool.is_closed:
+            headers = {"Authorization": f"Bearer {self.config.api_key}"} if self.config.api_key else {}
+            pool = httpx.Client(
+                base_url=self.config.base_url.rstrip("/") + "/", headers=headers, timeout=self.config.timeout_s
+            )
+            self._local.http = pool
+            with self._lock:
+                self._pools = [p for p in self._pools if not p.is_closed] + [pool]
+        return pool
 
     def close(self) -> None:
         with self._lock:
-            if self._http is not None:
-                self._http.close()
-                self._http = None
+            pools, self._pools = self._pools, []
+        for pool in pools:
+            pool.close()
 
     def complete(self, body: dict[str, Any]) -> Completion:
         """POST chat/completions with retries; the request `body` is sent as given (model, messages, tools...)."""
         cfg = self.config
         t0 = time.perf_counter()
+        call_deadline = time.monotonic() + cfg.deadline_s if cfg.deadline_s else None
         last, last_retry_after = "no attempt made", None
         for attempt in range(cfg.max_retries + 1):
             if attempt:
-                self.sleep(self._delay(attempt, last_retry_after))
+                delay = self._delay(attempt, last_retry_after)
+                if call_deadline is not None and time.monotonic() + delay >= call_deadline:
+                    break
+                self.sleep(delay)
                 last_retry_after = None
+            now = time.monotonic()
+            budget = cfg.timeout_s if call_deadline is None else min(cfg.timeout_s, call_deadline - now)
+            if budget <= 0:
+                break
             try:
-                response = self.http.post("chat/completions", json=body)
+                status, content, headers = self._post(body, now + budget)
+            except _Deadline:
+                last = f"timed out after {budget:g}s (no complete reply in time)"
             except httpx.TimeoutException as exc:
-                last = f"timed out after {cfg.timeout_s:g}s ({type(exc).__name__})"
+                last = f"timed out after {budget:g}s ({type(exc).__name__})"
             except httpx.TransportError as exc:
                 last = f"transport error: {type(exc).__name__}: {exc}"
             else:
-                if response.status_code == 200:
+                if status == 200:
                     try:
-                        return self._parse(response.json(), time.perf_counter() - t0, attempt + 1)
-                    except (ValueError, KeyError, IndexError, TypeError) as exc:
+                        return self._parse(json.loads(content), time.perf_counter() - t0, attempt + 1)
+                    except (ValueError, KeyError, IndexError, TypeError, RecursionError) as exc:
                         last = f"malformed response body: {exc}"  # a half-written body from a dying server
                 else:
-                    text = response.text[:500]
-                    if response.status_code == 400 and "context" in text.lower() and "length" in text.lower():
+                    text = content[:500].decode("utf-8", "replace")
+                    if status == 400 and "context" in text.lower() and "length" in text.lower():
                         raise ContextLengthError(text)
-                    if response.status_code not in RETRY_STATUS:
-                        raise InfrastructureError(f"{cfg.base_url}: HTTP {response.status_code}: {text}")
-                    last = f"HTTP {response.status_code}: {text}"
-                    last_retry_after = _retry_after(response)
+                    if status not in RETRY_STATUS:
+                        raise InfrastructureError(f"{cfg.base_url}: HTTP {status}: {text}")
+                    last = f"HTTP {status}: {text}"
+                    last_retry_after = _retry_after(headers)
             log.warning("chat completion attempt %d/%d failed: %s", attempt + 1, cfg.max_retries + 1, last)
-        raise InfrastructureError(f"{cfg.base_url}: gave up after {cfg.max_retries + 1} attempts; last: {last}")
+        else:
+            raise InfrastructureError(f"{cfg.base_url}: gave up after {cfg.max_retries + 1} attempts; last: {last}")
+        raise InfrastructureError(
+            f"{cfg.base_url}: gave up at the {cfg.deadline_s:g}s deadline after {attempt} attempt(s); last: {last}"
+        )
+
+    def _post(self, body: dict[str, Any], deadline: float) -> tuple[int, bytes, httpx.Headers]:
+        """One attempt, done by `deadline` (monotonic seconds) or cut off: a watchdog closes this thread's pool,
+        which ends a read that waits or trickles, and the body is read chunk by chunk against the clock."""
+        http = self.http
+        left = deadline - time.monotonic()
+        watchdog = threading.Timer(left, http.close)
+        watchdog.daemon = True
+        watchdog.start()
+        try:
+            with http.stream("POST", "chat/completions", json=body, timeout=httpx.Timeout(left)) as response:
+                chunks = []
+                for chunk in response.iter_bytes():
+                    chunks.append(chunk)
+                    if time.monotonic() > deadline:
+                        raise _Deadline
+                return response.status_code, b"".join(chunks), response.headers
+        except Exception as exc:
+            if isinstance(exc, _Deadline) or time.monotonic() >= deadline or http.is_closed:
+                raise _Deadline from None
+            raise
+        finally:
+            watchdog.cancel()
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         cfg = self.config
@@ -171,8 +232,8 @@ class ChatClient:
         )
 
 
-def _retry_after(response: httpx.Response) -> float | None:
+def _retry_after(headers: httpx.Headers) -> float | None:
     try:
-        return float(response.headers["retry-after"])
+        return float(headers["retry-after"])
     except (KeyError, ValueError):
         return None

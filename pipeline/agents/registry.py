@@ -57,6 +57,13 @@ def _settings(spec: str, body: str) -> dict[str, float]:
     return out
 
 
+def _whole(spec: str, key: str, value: float) -> int:
+    """A setting that must be an integer (a seed, a token count): 3.0 is 3, 2.5 is an error."""
+    if value != int(value):
+        raise UnknownAgentError(f"agent {spec!r}: setting {key!r} must be a whole number, got {value:g}")
+    return int(value)
+
+
 def make_agent(spec: str) -> Agent:
     kind, _, body = spec.partition(":")
     if kind in ("oracle", "scripted") and not body:
@@ -69,7 +76,7 @@ def make_agent(spec: str) -> Agent:
         from pipeline.agents.flawed import FlawConfig, FlawedAgent
 
         settings = _settings(spec, body)
-        seed = int(settings.pop("seed", 0))
+        seed = _whole(spec, "seed", settings.pop("seed", 0))
         rates = settings or {m: DEFAULT_FLAW_RATE for m in ("plan_adherence", "invention", "misread")}
         try:
             return FlawedAgent(FlawConfig(rates=rates, seed=seed))
@@ -86,7 +93,10 @@ def make_agent(spec: str) -> Agent:
                 f"agent {spec!r}: unknown setting(s) {unknown} (temperature, top_p, max_new_tokens, seed)"
             )
         checked = _sampling(spec, HFSettings, settings)
-        return HFAgent(path, **checked.model_dump(exclude_unset=True))
+        try:
+            return HFAgent(path, **checked.model_dump(exclude_unset=True))
+        except OSError as exc:  # FileNotFoundError included: no such checkpoint, or not one transformers reads
+            raise UnknownAgentError(f"agent {spec!r}: {exc}") from None
     if kind in ("openai", "vllm") and body:
         target, _, rest = body.partition(",")
         settings = _settings(spec, rest)
@@ -120,6 +130,11 @@ def checkpoint_digest(spec: str) -> str | None:
     root = Path(body.partition(",")[0])
     if not root.is_dir():
         return None  # vllm:MODEL names a hub model; a missing hf: path fails where the agent is made
+    return directory_digest(root)
+
+
+def directory_digest(root: Path) -> str:
+    """sha256 over every file's relative path and contents under `root` (the same files, the same digest)."""
     digest = hashlib.sha256()
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
         name = path.relative_to(root).as_posix().encode()

@@ -21,13 +21,19 @@ def read_tasks(path: str | Path) -> list[Task]:
         raise TaskFileError(f"{path}: file not found")
     tasks: list[Task] = []
     seen: dict[str, int] = {}
-    for lineno, line in enumerate(path.read_text().splitlines(), start=1):
+    for lineno, raw in enumerate(path.read_bytes().splitlines(), start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise TaskFileError(f"{path}:{lineno}: not UTF-8 text (byte {exc.start + 1}: {exc.reason})") from None
         if not line.strip():
             continue
         try:
             data = json.loads(line)
         except json.JSONDecodeError as exc:
             raise TaskFileError(f"{path}:{lineno}: invalid JSON: {exc.msg}") from None
+        except RecursionError:
+            raise TaskFileError(f"{path}:{lineno}: JSON nested too deeply to be a task") from None
         try:
             task = Task.model_validate(data)
         except ValidationError as exc:

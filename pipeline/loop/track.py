@@ -19,6 +19,7 @@ from typing import Any
 from pipeline.loop import paths
 from pipeline.loop.agentref import read_agent_spec
 from pipeline.loop.params import Params
+from pipeline.rollout.resume import atomic_write
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +37,14 @@ def _artifacts(run, *files: Path, artifact_path: str | None = None) -> None:
 def track_and_promote(p: Params, lock_path: Path = Path("dvc.lock")) -> dict[str, Any]:
     from pipeline.gate.decision import read_gate
     from pipeline.metrics.summary import MeasureSummary
-    from pipeline.tracking import IterationTracker, TrackingConfig, dvc_stage_hashes, promote, register_checkpoint
+    from pipeline.tracking import (
+        IterationTracker,
+        TrackingConfig,
+        champion_version,
+        dvc_stage_hashes,
+        promote,
+        register_checkpoint,
+    )
 
     config = TrackingConfig(experiment=p.promote.experiment, model_name=p.promote.model_name)
     sections = p.model_dump(mode="json")
@@ -78,14 +86,18 @@ def track_and_promote(p: Params, lock_path: Path = Path("dvc.lock")) -> dict[str
                 run.log_artifact(paths.REPORT_DIR / "plots", "plots")
         allowed = os.environ.get("AGENTLOOP_PROMOTE", "on") != "off"
         with tracker.stage("promote", params=sections["promote"]) as run:
-            moved = decision.promote and allowed
-            if moved:
+            if decision.promote and allowed:
                 promote(version, decision.model_dump(mode="json"), tracker=tracker)
+            # What the registry says now, not what this process meant to do: a rerun after a kill that landed
+            # after the alias moved writes the same record as a run that was never killed.
+            champion = champion_version(config)
+            moved = decision.promote and allowed and champion == version
             run.set_tags({"agentloop.champion_moved": str(moved).lower()})
         record = {
             "iteration": p.loop.iteration,
             "candidate": candidate,
             "model_version": version,
+            "champion_version": champion,
             "promoted": decision.promote,
             "gate_outcome": decision.outcome,  # promote, block or inconclusive (never moves the champion)
             "champion_moved": moved,
@@ -94,7 +106,7 @@ def track_and_promote(p: Params, lock_path: Path = Path("dvc.lock")) -> dict[str
         }
         where = {"run_id": tracker.run_id, "tracking_uri": config.tracking_uri}
     paths.PROMOTION.parent.mkdir(parents=True, exist_ok=True)
-    paths.PROMOTION.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+    atomic_write(paths.PROMOTION, json.dumps(record, indent=2, sort_keys=True) + "\n")
     # The store's own ids differ on every machine: kept out of the tracked record, so a rerun leaves git clean.
-    paths.TRACKING.write_text(json.dumps(where, indent=2, sort_keys=True) + "\n")
+    atomic_write(paths.TRACKING, json.dumps(where, indent=2, sort_keys=True) + "\n")
     return {**record, **where}

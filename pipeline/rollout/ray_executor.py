@@ -10,6 +10,12 @@ killing its worker is reported with an infra_error verdict and left out of the m
 failure. Results come back in (task, trial) order whatever order they finish in, so the files and metrics a
 run writes are the same as with the serial executor.
 
+Every wait has a deadline: workers that the cluster cannot place (asking for more CPUs or GPUs than it has)
+fail within `start_timeout_s` with an error naming the resources, and a run where no trial finishes for
+`stall_timeout_s` stops with an error naming the trials in flight. More workers than CPUs share them (each asks
+for a fraction of a CPU) instead of waiting forever for cores that do not exist. Ctrl-C stops the actors and,
+when this executor started the local Ray instance, shuts it down, so no Ray process outlives the run.
+
 On an existing cluster (`address`), every node needs agentloop installed (the same version as the driver).
 """
 
@@ -18,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import time
 from collections import deque
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
@@ -41,6 +48,10 @@ def import_ray() -> Any:
     except ImportError as exc:
         raise ImportError("the ray executor needs Ray: pip install 'agentloop[ray]'") from exc
     return ray
+
+
+class RayExecutorError(TimeoutError):
+    """Workers that cannot start, or trials that never finish: the run stops instead of waiting forever."""
 
 
 class TrialWorker:
@@ -90,6 +101,8 @@ class RayExecutor:
         gpus_per_worker: float = 0.0,
         threads_per_worker: int = 1,
         batch: int = 1,
+        start_timeout_s: float = 300.0,
+        stall_timeout_s: float | None = 3600.0,
     ) -> None:
         self.address, self.workers = address, workers
         self.in_flight_per_worker = max(1, in_flight_per_worker)
@@ -97,20 +110,60 @@ class RayExecutor:
         self.cpus_per_worker, self.gpus_per_worker = cpus_per_worker, gpus_per_worker
         self.threads_per_worker = threads_per_worker
         self.batch = max(1, batch)
+        self.start_timeout_s, self.stall_timeout_s = start_timeout_s, stall_timeout_s
         self.actors: list[Any] = []
+        self.started_ray = False  # this executor started the local instance (so an interrupt shuts it down)
         self.peak_in_flight = 0  # most calls outstanding at once in the last run (bounded by design)
 
     def _ray(self) -> Any:
         ray = import_ray()
         if not ray.is_initialized():
             ray.init(address=self.address, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
+            self.started_ray = self.address in (None, "local")
         return ray
 
-    def _n_workers(self, ray: Any, n_items: int) -> int:
+    def _plan(self, ray: Any, n_items: int) -> tuple[int, float]:
+        """(workers, CPUs per worker) that the cluster can place: more workers than CPUs share them."""
+        cluster = ray.cluster_resources()
+        cpus, gpus = float(cluster.get("CPU", 0)), float(cluster.get("GPU", 0))
+        per_cpu = self.cpus_per_worker
         if self.workers:
-            return max(1, min(self.workers, n_items))
-        cpus = int(ray.cluster_resources().get("CPU", 1) // max(self.cpus_per_worker, 1e-9))
-        return max(1, min(cpus, n_items))
+            n = max(1, min(self.workers, n_items))
+        else:
+            n = max(1, min(int(cpus // max(per_cpu, 1e-9)) or 1, n_items))
+        if self.gpus_per_worker > 0:
+            fit = int(gpus // self.gpus_per_worker)
+            if fit < 1:
+                raise RayExecutorError(
+                    f"each worker asks for {self.gpus_per_worker:g} GPU but the Ray cluster has {gpus:g}"
+                )
+            if n > fit:
+                log.warning("%d workers asked for, %g GPUs at %g each: running %d", n, gpus, self.gpus_per_worker, fit)
+                n = fit
+        if per_cpu > 0 and cpus > 0 and n * per_cpu > cpus:
+            shared = int(cpus / n * 10_000) / 10_000  # Ray's resource precision
+            if shared <= 0:
+                raise RayExecutorError(f"{n} workers cannot share {cpus:g} CPUs; ask for fewer workers")
+            log.warning("%d workers on %g CPUs: each gets %g CPU, not %g (sharing cores)", n, cpus, shared, per_cpu)
+            per_cpu = shared
+        return n, per_cpu
+
+    def _started(self, ray: Any, actors: list[Any], per_cpu: float) -> None:
+        """Wait (at most start_timeout_s) until every worker is up; the error names what the workers ask for."""
+        pending = {actor.pid.remote(): actor for actor in actors}
+        deadline = time.monotonic() + self.start_timeout_s
+        while pending:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise RayExecutorError(
+                    f"{len(pending)} of {len(actors)} Ray workers did not start within {self.start_timeout_s:g}s;"
+                    f" each asks for {per_cpu:g} CPU and {self.gpus_per_worker:g} GPU, the cluster has"
+                    f" {_resources(ray.cluster_resources())} ({_resources(ray.available_resources())} free)"
+                )
+            ready, _ = ray.wait(list(pending), num_returns=len(pending), timeout=min(1.0, left))
+            for ref in ready:
+                pending.pop(ref)
+                ray.get(ref)  # a worker that died while starting raises here
 
     def run(
         self,
@@ -132,8 +185,9 @@ class RayExecutor:
         from ray.exceptions import ObjectLostError, RayActorError, RayTaskError, WorkerCrashedError
 
         lost_errors = (RayActorError, WorkerCrashedError, ObjectLostError)
+        n_workers, per_cpu = self._plan(ray, len(items))
         remote = ray.remote(
-            num_cpus=self.cpus_per_worker,
+            num_cpus=per_cpu,
             num_gpus=self.gpus_per_worker,
             max_restarts=0,
             max_concurrency=self.threads_per_worker,
@@ -145,7 +199,13 @@ class RayExecutor:
             self.actors.append(actor)
             return actor
 
-        load: dict[Any, int] = {spawn(): 0 for _ in range(self._n_workers(ray, len(items)))}
+        load: dict[Any, int] = {}
+        try:
+            load.update({spawn(): 0 for _ in range(n_workers)})
+            self._started(ray, list(load), per_cpu)
+        except BaseException as exc:
+            self._stop(ray, interrupted=isinstance(exc, KeyboardInterrupt))
+            raise
         # A dead worker takes every trial in flight on it down, not only the one that killed it: a trial that
         # was in flight at a death reruns alone on an idle worker, so that a second death is its own.
         alone: set[Any] = set()
@@ -168,6 +228,8 @@ class RayExecutor:
             done[item.index] = lost_result(world, item.task, item.trial, seed, agent, user, why)
 
         next_index = 0
+        interrupted = False
+        last_progress = time.monotonic()
         try:
             while items or in_flight:
                 while items:
@@ -191,7 +253,16 @@ class RayExecutor:
                     in_flight[ref] = (actor, chunk)
                     load[actor] += 1
                 self.peak_in_flight = max(self.peak_in_flight, len(in_flight))
-                ready, _ = ray.wait(list(in_flight), num_returns=1)
+                # Short waits, so Ctrl-C lands between them; the stall deadline bounds the whole wait.
+                ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=1.0)
+                if ready:
+                    last_progress = time.monotonic()
+                elif self.stall_timeout_s is not None and time.monotonic() - last_progress > self.stall_timeout_s:
+                    stuck = ", ".join(f"{i.task.id} trial {i.trial}" for _, i in list(in_flight.values())[:5])
+                    raise RayExecutorError(
+                        f"no trial finished in {self.stall_timeout_s:g}s; {len(in_flight)} in flight ({stuck}):"
+                        " a worker is stuck (an endpoint that never answers?)"
+                    )
                 for ref in ready:
                     actor, chunk = in_flight.pop(ref)
                     try:
@@ -216,8 +287,18 @@ class RayExecutor:
                     if on_result:
                         on_result(result)
                     yield result
+        except KeyboardInterrupt:
+            interrupted = True
+            raise
         finally:
-            self.close()
+            self._stop(ray, interrupted)
+
+    def _stop(self, ray: Any, interrupted: bool) -> None:
+        self.close()
+        if interrupted and self.started_ray:
+            log.warning("interrupted: shutting down the local Ray instance")
+            ray.shutdown()
+            self.started_ray = False
 
     def close(self) -> None:
         """Stop this run's actors (the Ray instance itself stays up for the next run)."""
@@ -226,6 +307,10 @@ class RayExecutor:
             with contextlib.suppress(Exception):  # already dead
                 ray.kill(actor, no_restart=True)
         self.actors.clear()
+
+
+def _resources(resources: dict[str, float]) -> str:
+    return ", ".join(f"{resources.get(k, 0):g} {k}" for k in ("CPU", "GPU"))
 
 
 def lost_result(

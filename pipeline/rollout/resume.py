@@ -54,10 +54,15 @@ class TrialJournal:
             with self.path.open("r+b") as fh:
                 fh.truncate(end)
                 os.fsync(fh.fileno())
-        lines = data[:end].decode("utf-8").splitlines()
+        lines = data[:end].splitlines()
         if not lines:
             return done, broken
-        header = json.loads(lines[0])
+        header = _record(lines[0])
+        if header is None or "journal" not in header:
+            raise ResumeMismatchError(
+                f"{self.path}:1: not a trial journal header (expected a JSON object with 'journal' and"
+                f" 'fingerprint'); use a new output directory, or delete {self.path} to start over"
+            )
         if header.get("fingerprint") != self.fingerprint:
             raise ResumeMismatchError(
                 f"{self.path}: this run directory holds another run (fingerprint {header.get('fingerprint')},"
@@ -65,8 +70,10 @@ class TrialJournal:
             )
         duplicates = 0
         for n, line in enumerate(lines[1:], start=2):
+            entry = _record(line)
             try:
-                entry = json.loads(line)
+                if entry is None:
+                    raise ValueError("not a JSON object")
                 key = (entry["task_id"], int(entry["trial"]))
                 result = TrialResult(
                     task=by_id[key[0]],
@@ -75,7 +82,7 @@ class TrialJournal:
                     verdict=Verdict.model_validate(entry["verdict"]),
                     attempts=int(entry.get("attempts", 1)),
                 )
-            except (ValueError, KeyError) as exc:
+            except (ValueError, KeyError, TypeError) as exc:
                 log.warning("%s:%d: unreadable record skipped: %s", self.path, n, exc)
                 continue
             if key in done:
@@ -122,6 +129,16 @@ class TrialJournal:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _record(line: bytes) -> dict | None:
+    """One journal line as a JSON object, or None when it is not one (bad UTF-8, bad JSON, too deeply nested,
+    an array or a scalar)."""
+    try:
+        value = json.loads(line.decode("utf-8"))
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def atomic_write(path: Path, text: str) -> None:

@@ -1,7 +1,10 @@
 """The OpenAI-compatible HTTP API of `agentloop serve`: /v1/chat/completions with tools, /v1/models, /health.
 
 Errors use OpenAI's shape (`{"error": {"message", "type", "code"}}`) and status codes: 400 for a bad request
-or a prompt longer than the context (vLLM's wording, which clients detect), 404 for an unknown model name.
+(a malformed message or tool schema names its field) or a prompt longer than the context (vLLM's wording, which
+clients detect), 401 without the API key when one is set, 404 for an unknown model name, 413 for a body over
+the size bound. A conversation whose user text alone cannot fit the context is refused before it waits for the
+generation slot.
 """
 
 from __future__ import annotations
@@ -14,30 +17,15 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from pipeline.agents.openai_format import call_to_openai, message_from_openai
 from pipeline.serve.engine import Engine, GenerationParams, Limiter, PromptTooLongError
+from pipeline.serve.guard import DEFAULT_MAX_REQUEST_BYTES, Guard, check_exposure, fewest_prompt_tokens
+from pipeline.serve.schema import ChatRequest
 
 log = logging.getLogger(__name__)
-
-
-class ChatRequest(BaseModel):
-    """The fields we use; other OpenAI fields (user, logprobs, ...) are accepted and ignored."""
-
-    model_config = ConfigDict(extra="allow")
-
-    model: str
-    messages: list[dict[str, Any]] = Field(min_length=1)
-    tools: list[dict[str, Any]] | None = None
-    tool_choice: Any = None
-    temperature: float | None = Field(default=None, ge=0, le=2)
-    top_p: float | None = Field(default=None, gt=0, le=1)
-    max_tokens: int | None = Field(default=None, ge=1)
-    max_completion_tokens: int | None = Field(default=None, ge=1)
-    seed: int | None = None
-    n: int = 1
-    stream: bool = False
 
 
 class APIError(Exception):
@@ -50,13 +38,27 @@ def _error(status: int, message: str, kind: str, code: str | None = None) -> JSO
     return JSONResponse(status_code=status, content={"error": {"message": message, "type": kind, "code": code}})
 
 
-def create_app(engine: Engine, max_concurrency: int = 1, default_max_tokens: int = 256) -> FastAPI:
+def create_app(
+    engine: Engine,
+    max_concurrency: int = 1,
+    default_max_tokens: int = 256,
+    api_key: str | None = None,
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+) -> FastAPI:
+    """The API around `engine`; `api_key` (None: no key) is demanded as `Authorization: Bearer <key>`."""
     app = FastAPI(title="agentloop serve", version="1")
+    app.add_middleware(Guard, api_key=api_key, max_bytes=max_request_bytes)
     limiter = Limiter(max_concurrency)
+    token_bytes = getattr(engine, "max_token_bytes", None)
 
     @app.exception_handler(APIError)
     async def _api_error(_: Request, exc: APIError) -> JSONResponse:
         return _error(exc.status, exc.message, exc.kind, exc.code)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:  # e.g. a body nested too deeply
+        kind = "invalid_request_error" if exc.status_code < 500 else "server_error"
+        return _error(exc.status_code, str(exc.detail), kind)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -85,13 +87,20 @@ def create_app(engine: Engine, max_concurrency: int = 1, default_max_tokens: int
             raise APIError(400, "stream=true is not supported by agentloop serve", code="unsupported")
         if req.n != 1:
             raise APIError(400, "only n=1 is supported", code="unsupported")
+        raw = req.message_dicts()
+        if token_bytes and (least := fewest_prompt_tokens(raw, token_bytes)) >= engine.context:
+            raise APIError(
+                400,
+                f"This model's maximum context length is {engine.context} tokens; the prompt has at least {least}.",
+                code="context_length_exceeded",
+            )
         try:
-            messages = [message_from_openai(m) for m in req.messages]
+            messages = [message_from_openai(m) for m in raw]
         except ValidationError as exc:
             raise APIError(400, f"messages: {exc.errors()[0]['msg']}") from None
         policy = "\n\n".join(m.content or "" for m in messages if m.role == "system") or None
         conversation = [m for m in messages if m.role != "system"]
-        tools = [] if req.tool_choice == "none" else list(req.tools or [])
+        tools = [] if req.tool_choice == "none" else req.tool_dicts()
         params = GenerationParams(
             temperature=0.0 if req.temperature is None else req.temperature,
             top_p=req.top_p or 1.0,
@@ -131,6 +140,8 @@ def serve(
     max_concurrency: int = 1,
     default_max_tokens: int = 256,
     threads: int | None = 1,
+    api_key: str | None = None,
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
 ) -> None:
     """Run the API with uvicorn until interrupted.
 
@@ -143,4 +154,6 @@ def serve(
 
     if threads:
         torch.set_num_threads(threads)
-    uvicorn.run(create_app(engine, max_concurrency, default_max_tokens), host=host, port=port, log_level="warning")
+    check_exposure(host, api_key)
+    app = create_app(engine, max_concurrency, default_max_tokens, api_key=api_key, max_request_bytes=max_request_bytes)
+    uvicorn.run(app, host=host, port=port, log_level="warning")

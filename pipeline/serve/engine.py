@@ -24,6 +24,7 @@ from pipeline.agents.hf import HFAgent, HFAgentEpisode, episode_seed, sample
 from pipeline.agents.openai_format import to_openai_messages
 from pipeline.rollout.protocols import EpisodeInfo
 from pipeline.rollout.trajectory import Message
+from pipeline.serve.guard import max_token_bytes
 from pipeline.train.model import META_FILE
 
 log = logging.getLogger(__name__)
@@ -72,6 +73,7 @@ class CheckpointEngine:
         self.agent = HFAgent(path)
         self.name = name or Path(path).resolve().name
         self.context = self.agent.context
+        self.max_token_bytes = max_token_bytes(self.agent.tokenizer)
 
     def generate(
         self, messages: list[Message], tools: list[dict], policy: str | None, params: GenerationParams
@@ -105,6 +107,7 @@ class TransformersEngine:
         self.model = AutoModelForCausalLM.from_pretrained(str(path), local_files_only=True).eval()
         self.name = name or Path(path).resolve().name
         self.context = int(getattr(self.model.config, "max_position_embeddings", 2048))
+        self.max_token_bytes = max_token_bytes(self.tokenizer)
         stops = {self.tokenizer.eos_token_id, self.tokenizer.convert_tokens_to_ids(IM_END)}
         self.stop_ids = {t for t in stops if isinstance(t, int) and t != self.tokenizer.unk_token_id}
 

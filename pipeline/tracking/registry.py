@@ -3,6 +3,10 @@
 `challenger` follows the newest candidate; `champion` moves only through `promote`, which demands a passing gate
 decision, so the alias the next iteration starts from cannot move by accident. Checkpoints are plain directories
 (no MLflow flavor): each is logged as a run artifact and registered with that artifact as its source.
+
+Both steps are idempotent, so a rerun (or a run again after a kill) changes nothing that already happened: a
+version carries its checkpoint's digest as a tag, and the same files find the same version instead of becoming a
+new one; promoting the version `champion` already points at moves nothing.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pipeline.agents.registry import directory_digest
 from pipeline.tracking.config import TrackingConfig
 from pipeline.tracking.records import GateRecord
 
@@ -27,6 +32,7 @@ log = logging.getLogger(__name__)
 CHALLENGER = "challenger"
 CHAMPION = "champion"
 CHECKPOINT_ARTIFACT = "checkpoint"
+DIGEST_TAG = "agentloop.checkpoint_digest"
 
 
 class PromotionRefused(RuntimeError):
@@ -51,8 +57,17 @@ def register_checkpoint(tracker: IterationTracker, checkpoint_dir: str | Path) -
         raise NotADirectoryError(f"checkpoint {src} is not a directory")
     run = tracker.active
     client, name = tracker.client, tracker.config.model_name
-    run.log_artifact(src, CHECKPOINT_ARTIFACT)
+    digest = directory_digest(src)
     _ensure_model(client, name)
+    known = version_of_digest(client, name, digest)
+    if known is not None:
+        client.set_registered_model_alias(name, CHALLENGER, known)
+        run.set_tags({"agentloop.model_version": known})
+        if run is not tracker:
+            tracker.set_tags({"agentloop.model_version": known})
+        log.info("%s: already registered as %s version %s (alias %s)", src, name, known, CHALLENGER)
+        return known
+    run.log_artifact(src, CHECKPOINT_ARTIFACT)
     mv = client.create_model_version(
         name,
         source=f"{run.artifact_uri()}/{CHECKPOINT_ARTIFACT}",
@@ -61,6 +76,7 @@ def register_checkpoint(tracker: IterationTracker, checkpoint_dir: str | Path) -
             "agentloop.iteration": str(tracker.iteration),
             "agentloop.agent": tracker.agent,
             "agentloop.git_commit": tracker.commit or "",
+            DIGEST_TAG: digest,
         },
         description=f"{tracker.run_name}: candidate checkpoint",
     )
@@ -86,11 +102,22 @@ def promote(
     config = config or (tracker.config if tracker else TrackingConfig())
     client = tracker.client if tracker else config.client()
     previous = _alias_version(client, config.model_name, CHAMPION)
+    if previous == str(version):
+        if tracker is not None:
+            tracker.set_tags({"agentloop.promoted_version": str(version)})
+        log.info("%s version %s is already %s; nothing to move", config.model_name, version, CHAMPION)
+        return
     client.set_registered_model_alias(config.model_name, CHAMPION, str(version))
     client.set_model_version_tag(config.model_name, str(version), "agentloop.promoted_over", previous or "none")
     if tracker is not None:
         tracker.set_tags({"agentloop.promoted_version": str(version)})
     log.info("promoted %s version %s to %s (was %s)", config.model_name, version, CHAMPION, previous)
+
+
+def version_of_digest(client: MlflowClient, name: str, digest: str) -> str | None:
+    """The (first) version registered from a checkpoint with this digest, or None."""
+    found = client.search_model_versions(f"name = '{name}' and tags.`{DIGEST_TAG}` = '{digest}'")
+    return str(min(int(mv.version) for mv in found)) if found else None
 
 
 def _alias_version(client: MlflowClient, name: str, alias: str) -> str | None:

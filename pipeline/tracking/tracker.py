@@ -206,12 +206,26 @@ class IterationTracker(RunLogger):
             log.info("MLflow: new iteration run %s (%s)", self.run_name, run_id)
         else:
             self.resumed = True
+            self._end_stale_stages(experiment_id, run_id)
             self.client.update_run(run_id, status="RUNNING")
             log.info("MLflow: resuming iteration run %s (%s)", self.run_name, run_id)
         self.run_id, self.parent = run_id, None
         self.set_tags(tags)
         self.log_params(self.params)
         return self
+
+    def _end_stale_stages(self, experiment_id: str, run_id: str) -> None:
+        """Stage runs of this iteration still RUNNING belong to a process that died (a kill skips `finally`):
+        they are ended as KILLED, so the iteration's record shows what happened instead of runs that never end."""
+        stale = self.client.search_runs(
+            [experiment_id],
+            filter_string=f"tags.`mlflow.parentRunId` = '{run_id}' and attributes.status = 'RUNNING'",
+        )
+        for run in stale:
+            log.warning(
+                "MLflow: ending stage run %s (%s), left RUNNING by a killed process", run.info.run_name, run.info.run_id
+            )
+            self.client.set_terminated(run.info.run_id, status="KILLED")
 
     def __exit__(self, exc_type, exc, tb) -> None:
         self.client.set_terminated(self.run_id, status="FAILED" if exc_type else "FINISHED")

@@ -45,3 +45,24 @@ class FlakyAgent(OracleAgent):
 class BuggyAgent(OracleAgent):
     def start(self, info: EpisodeInfo):
         raise ValueError("a bug in the agent")
+
+
+class SleepyAgent(OracleAgent):
+    """The oracle, after `seconds` of sleep at the start of every trial (a slow or hung endpoint)."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__()
+        self.seconds = seconds
+
+    def start(self, info: EpisodeInfo):
+        import time
+
+        time.sleep(self.seconds)
+        return super().start(info)
+
+
+class Blocker:
+    """An actor that only holds the resources it was placed with."""
+
+    def ready(self) -> bool:
+        return True

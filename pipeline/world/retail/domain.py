@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from pipeline.world.domain import Domain, Invariant
 from pipeline.world.retail.schema import TABLES
@@ -38,7 +38,12 @@ class RetailDomain(Domain):
             sizes = dict(n_products=50, n_users=500, n_orders=1000)
             if m.group(2):
                 sizes = dict(n_products=int(m.group(2)), n_users=int(m.group(3)), n_orders=int(m.group(4)))
-            return self.generator()(int(m.group(1)), sizes, name=ref)
+            try:
+                return self.generator()(int(m.group(1)), sizes, name=ref)
+            except ValidationError as exc:  # e.g. gen-1-0x0x0: a world needs products and users
+                err = exc.errors()[0]
+                field = ".".join(map(str, err["loc"]))
+                raise WorldLoadError(f"world {ref!r}: {field}: {err['msg']}") from None
         path = Path(ref)
         if path.is_dir():
             db = path / "db.json"

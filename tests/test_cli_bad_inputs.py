@@ -1,0 +1,97 @@
+"""Bad input on the command line is a one-line error and exit code 2, never a traceback."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from pipeline.cli import app
+from pipeline.dataset.io import write_tasks
+from pipeline.synth.templates import generate_tasks
+from pipeline.world.registry import load_world
+
+WORLD = "gen-1-10x40x80"
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def tasks_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("tasks") / "tasks.jsonl"
+    write_tasks(path, generate_tasks(load_world(WORLD), 2, seed=1))
+    return path
+
+
+def clear_error(result, *needles: str) -> str:
+    """The run failed as a usage error with a message naming each needle, and without a traceback."""
+    assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
+    assert "Traceback" not in result.output
+    assert "error:" in result.output
+    text = " ".join(result.output.split())
+    for needle in needles:
+        assert needle in text, (needle, text)
+    return text
+
+
+def measure(tasks, out, *extra: str):
+    args = ["measure", "--world", WORLD, "--tasks", str(tasks), "--trials", "1", "--out", str(out), *extra]
+    return runner.invoke(app, args)
+
+
+@pytest.mark.parametrize(
+    ("agent", "needle"),
+    [
+        ("hf:/nonexistent", "/nonexistent"),
+        ("flawed:seed=inf", "finite"),
+        ("flawed:seed=nan", "finite"),
+        ("flawed:seed=1.5", "whole number"),
+        ("hf:models/embedded,max_new_tokens=inf", "finite"),
+        ("openai:m,temperature=nan", "finite"),
+    ],
+)
+def test_bad_agent_specs(tasks_file, tmp_path, agent, needle):
+    clear_error(measure(tasks_file, tmp_path / "run", "--agent", agent), agent, needle)
+
+
+@pytest.mark.parametrize("ref", ["gen-1-0x0x0", "gen-1-0x5x5", "gen-1-5x0x5"])
+def test_generated_world_with_empty_tables(tasks_file, tmp_path, ref):
+    clear_error(measure(tasks_file, tmp_path / "run", "--world", ref), ref, "greater than or equal to 1")
+
+
+def test_non_utf8_task_file(tasks_file, tmp_path):
+    path = tmp_path / "tasks.jsonl"
+    path.write_bytes(tasks_file.read_bytes().splitlines(keepends=True)[0] + b'\xff\xfe{"id": "b"}\n')
+    clear_error(runner.invoke(app, ["tasks", "validate", str(path)]), f"{path}:2", "UTF-8")
+
+
+def test_deeply_nested_task_file(tmp_path):
+    path = tmp_path / "tasks.jsonl"
+    path.write_text("[" * 100_000 + "]" * 100_000 + "\n")
+    clear_error(runner.invoke(app, ["tasks", "validate", str(path)]), f"{path}:1", "nested too deeply")
+
+
+@pytest.mark.parametrize(
+    "header",
+    [b"not json at all", b"[1, 2, 3]", b'"a string"', b"\xff\xfe", b"[" * 50_000, b'{"fingerprint": 3}'],
+    ids=["text", "array", "string", "not-utf8", "deep", "no-journal-key"],
+)
+def test_journal_with_a_corrupt_header(tasks_file, tmp_path, header):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "journal.jsonl").write_bytes(header + b"\n")
+    clear_error(measure(tasks_file, out), "journal.jsonl:1", "not a trial journal header")
+
+
+def test_journal_lines_that_are_not_objects_are_skipped(tasks_file, tmp_path):
+    out = tmp_path / "run"
+    assert measure(tasks_file, out).exit_code == 0
+    journal = out / "journal.jsonl"
+    lines = journal.read_bytes().splitlines(keepends=True)
+    kept = lines[:2]  # header + the first trial
+    junk = [b"[1, 2]\n", b"42\n", b'"text"\n', b"null\n", b"\xff\xfe\n", b"[" * 50_000 + b"\n", b'{"trial": []}\n']
+    journal.write_bytes(b"".join(kept + junk))
+    (out / "metrics.json").unlink()
+    result = measure(tasks_file, out)
+    assert result.exit_code == 0, result.output
+    assert json.loads((out / "metrics.json").read_text())["valid_trials"] == 2  # the lost trial was run again
