@@ -258,7 +258,8 @@ class RayExecutor:
                 if ready:
                     last_progress = time.monotonic()
                 elif self.stall_timeout_s is not None and time.monotonic() - last_progress > self.stall_timeout_s:
-                    stuck = ", ".join(f"{i.task.id} trial {i.trial}" for _, i in list(in_flight.values())[:5])
+                    flying = [i for _, chunk in in_flight.values() for i in chunk]
+                    stuck = ", ".join(f"{i.task.id} trial {i.trial}" for i in flying[:5])
                     raise RayExecutorError(
                         f"no trial finished in {self.stall_timeout_s:g}s; {len(in_flight)} in flight ({stuck}):"
                         " a worker is stuck (an endpoint that never answers?)"
