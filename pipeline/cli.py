@@ -20,6 +20,9 @@ app.add_typer(tasks_app, name="tasks")
 from pipeline.train.cli import train_app  # noqa: E402  (light: heavy imports happen inside the commands)
 
 app.add_typer(train_app, name="train")
+from pipeline.tau2.cli import import_app  # noqa: E402
+
+app.add_typer(import_app, name="import")
 console = Console(stderr=True)
 
 
@@ -274,6 +277,7 @@ def report_cmd(
     gate: Path = typer.Option(None, help="gate.json with the promotion decision, if any."),
     extra: list[Path] = typer.Option(None, help="More measure run directories for the cost / pass^k frontier."),
     out: Path = typer.Option(Path("report.html"), help="Output HTML file; plots go to plots/ beside it."),
+    verdict: str = typer.Option("strict", help="Which verdict counts a pass: strict or tau2."),
 ) -> None:
     """Write one self-contained HTML report: pass^k, failure modes, cost frontier, gate, flipped trajectories."""
     from pipeline.dataset.io import TaskFileError
@@ -281,7 +285,9 @@ def report_cmd(
     from pipeline.report import ReportInputError, build_report
 
     try:
-        path = build_report(baseline, candidate, tasks, world, gate_json=gate, out=out, extra_agents=extra or None)
+        path = build_report(
+            baseline, candidate, tasks, world, gate_json=gate, out=out, extra_agents=extra or None, verdict=verdict
+        )
     except (ReportInputError, TaskFileError, MetricsInputError) as exc:
         _fail(str(exc))
     console.print(f"report → {path} (plots in {path.parent / 'plots'})")
@@ -305,6 +311,7 @@ def gate_cmd(
     alpha: float = typer.Option(0.05, help="Family-wise level of the Holm-corrected 'got worse' tests."),
     out: Path = typer.Option(Path("gate.json"), help="Where to write the decision."),
     check: bool = typer.Option(False, "--check", help="Exit 1 when promotion is blocked (for CI); 0 when promoted."),
+    verdict: str = typer.Option("strict", help="Which verdict counts a pass: strict or tau2 (τ²-bench's reward)."),
 ) -> None:
     """Promote or block: paired bootstrap of the pass^k gain over held-out tasks, Holm tests for regressions."""
     from pydantic import ValidationError
@@ -316,7 +323,9 @@ def gate_cmd(
     from pipeline.world.retail.state import WorldLoadError
 
     try:
-        config = GateConfig(k=k, margin=margin, confidence=confidence, resamples=resamples, seed=seed, alpha=alpha)
+        config = GateConfig(
+            k=k, margin=margin, confidence=confidence, resamples=resamples, seed=seed, alpha=alpha, verdict=verdict
+        )
         decision = decide(candidate, champion, tasks, load_world(world), config)
     except ValidationError as exc:
         _fail("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()))

@@ -92,6 +92,7 @@ def _measure(p: Params, model_dir: Path, out: Path):
         seed=p.measure.seed,
         resamples=p.measure.resamples,
         executor=p.measure.executor,
+        verdict=p.gate.verdict,
     )
     if out.exists():
         shutil.rmtree(out)
@@ -216,4 +217,5 @@ def report(p: Params) -> Path:
         gate_json=paths.GATE,
         out=paths.REPORT_DIR / "report.html",
         max_flips=p.report.max_flips,
+        verdict=p.gate.verdict,
     )

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pipeline.agents.registry import checkpoint_digest, make_agent
 from pipeline.dataset.io import read_tasks
 from pipeline.grading.failure_modes import analyze
+from pipeline.grading.tau2_reward import VerdictName
 from pipeline.metrics.buckets import bucket_of
 from pipeline.metrics.cost import PriceTable
 from pipeline.metrics.errors import MetricsInputError
@@ -67,6 +68,9 @@ class MeasureConfig(BaseModel):
     address: str | None = Field(default=None, description="Ray cluster address (None: a local Ray instance).")
     workers: int | None = Field(default=None, ge=1, description="Ray worker actors (None: one per CPU).")
     retries: int = Field(default=2, ge=0, description="Reruns of a trial lost to an infrastructure error.")
+    verdict: VerdictName = Field(
+        default="strict", description="Verdict metrics.json and per_task.csv count passes by: strict or tau2."
+    )
 
     def fingerprint(self, tasks: list) -> str:
         """What decides the trials' results; a journal is resumed only under the same fingerprint."""
@@ -80,9 +84,9 @@ class MeasureConfig(BaseModel):
         )[:16]
 
 
-def _record(result: TrialResult, cost: float) -> TrialRecord:
+def _record(result: TrialResult, cost: float, verdict: VerdictName = "strict") -> TrialRecord:
     v = result.verdict
-    passed = None if v.infra_error else v.passed
+    passed = None if v.infra_error else v.outcome(verdict)
     analysis = analyze(result.task, result.trajectory, v) if passed is False else None
     return TrialRecord(
         task_id=result.task.id,
@@ -128,7 +132,7 @@ def measure(
         log.info("resuming %s: %d trials already finished", out_dir, len(finished))
 
     def record_of(result: TrialResult) -> TrialRecord:
-        return _record(result, price.cost(result.trajectory.agent_usage) if price else 0.0)
+        return _record(result, price.cost(result.trajectory.agent_usage) if price else 0.0, config.verdict)
 
     if on_trial:
         for result in finished.values():
