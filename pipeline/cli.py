@@ -24,6 +24,9 @@ app.add_typer(train_app, name="train")
 from pipeline.gate_aa_cli import gate_aa_cmd  # noqa: E402  (outside pipeline.gate: its package import is heavy)
 
 app.command("gate-aa")(gate_aa_cmd)
+from pipeline.tau2.cli import import_app  # noqa: E402
+
+app.add_typer(import_app, name="import")
 console = Console(stderr=True)
 
 
@@ -290,6 +293,7 @@ def report_cmd(
     gate: Path = typer.Option(None, help="gate.json with the promotion decision, if any."),
     extra: list[Path] = typer.Option(None, help="More measure run directories for the cost / pass^k frontier."),
     out: Path = typer.Option(Path("report.html"), help="Output HTML file; plots go to plots/ beside it."),
+    verdict: str = typer.Option("strict", help="Which verdict counts a pass: strict or tau2."),
 ) -> None:
     """Write one self-contained HTML report: pass^k, failure modes, cost frontier, gate, flipped trajectories."""
     from pipeline.dataset.io import TaskFileError
@@ -297,7 +301,9 @@ def report_cmd(
     from pipeline.report import ReportInputError, build_report
 
     try:
-        path = build_report(baseline, candidate, tasks, world, gate_json=gate, out=out, extra_agents=extra or None)
+        path = build_report(
+            baseline, candidate, tasks, world, gate_json=gate, out=out, extra_agents=extra or None, verdict=verdict
+        )
     except (ReportInputError, TaskFileError, MetricsInputError) as exc:
         _fail(str(exc))
     console.print(f"report → {path} (plots in {path.parent / 'plots'})")
@@ -327,6 +333,7 @@ def gate_cmd(
     check: bool = typer.Option(
         False, "--check", help="Exit 0 when promoted, 1 when blocked, 3 when inconclusive (for CI)."
     ),
+    verdict: str = typer.Option("strict", help="Which verdict counts a pass: strict or tau2 (τ²-bench's reward)."),
 ) -> None:
     """Promote or block: paired bootstrap of the pass^k gain over held-out tasks, Holm tests for regressions."""
     from pydantic import ValidationError
@@ -347,6 +354,7 @@ def gate_cmd(
             alpha=alpha,
             power=power,
             min_effect=min_effect,
+            verdict=verdict,
         )
         decision = decide(candidate, champion, tasks, load_world(world), config)
     except ValidationError as exc:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from pipeline.grading.failure_modes import FAILURE_MODES
+from pipeline.grading.tau2_reward import Tau2Config, VerdictName
 from pipeline.rollout.runner import Limits
 
 PASS_AT_1 = "pass@1"
@@ -65,6 +66,12 @@ class GateConfig(BaseModel):
     limits: Limits = Field(
         default_factory=Limits, description="Episode limits the trajectories are re-graded under (as measured)."
     )
+    verdict: VerdictName = Field(
+        default="strict",
+        description="Which verdict decides pass/fail: 'strict' (ours: state, static checks, authorization,"
+        " confirmation, task checks) or 'tau2' (τ²-bench's reward: end-state match, its basis, its termination rule).",
+    )
+    tau2: Tau2Config = Field(default_factory=Tau2Config, description="How the τ²-compatible reward replays calls.")
     require_all_tasks: bool = Field(
         default=True,
         description="Both runs must cover every task of the held-out file (no gating on a chosen subset).",

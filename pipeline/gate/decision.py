@@ -105,9 +105,10 @@ def decide(
         world = load_world(world)
     tasks_path = Path(tasks_path)
     tasks = read_heldout_tasks(tasks_path)
-    cand = load_run("candidate", Path(candidate_dir), tasks, world, config.limits, config.require_all_tasks)
+    how = {"verdict": config.verdict, "tau2": config.tau2}
+    cand = load_run("candidate", Path(candidate_dir), tasks, world, config.limits, config.require_all_tasks, **how)
     champ = (
-        load_run("champion", Path(champion_dir), tasks, world, config.limits, config.require_all_tasks)
+        load_run("champion", Path(champion_dir), tasks, world, config.limits, config.require_all_tasks, **how)
         if champion_dir is not None
         else None
     )

@@ -19,6 +19,7 @@ from pipeline.dataset.task import Task
 from pipeline.gate.errors import GateInputError
 from pipeline.gate.stats import TaskOutcome
 from pipeline.grading.grader import grade
+from pipeline.grading.tau2_reward import Tau2Config, VerdictName
 from pipeline.rollout.runner import Limits
 from pipeline.rollout.trajectory import Trajectory
 from pipeline.world.retail.state import RetailWorld
@@ -106,9 +107,18 @@ def _check_coverage(name: str, trajectories: list[Trajectory], tasks: dict[str, 
 
 
 def load_run(
-    name: str, run_dir: Path, tasks: dict[str, Task], world: RetailWorld, limits: Limits, require_all: bool = True
+    name: str,
+    run_dir: Path,
+    tasks: dict[str, Task],
+    world: RetailWorld,
+    limits: Limits,
+    require_all: bool = True,
+    verdict: VerdictName = "strict",
+    tau2: Tau2Config | None = None,
 ) -> LoadedRun:
-    """Re-grade every trajectory of ``run_dir``; infrastructure-error trials are counted and left out."""
+    """Re-grade every trajectory of ``run_dir``; infrastructure-error trials are counted and left out.
+
+    A trial passes under ``verdict``: 'strict' (ours) or 'tau2' (the τ²-compatible reward)."""
     from pipeline.grading.failure_modes import analyze
 
     run_dir = Path(run_dir)
@@ -123,15 +133,15 @@ def load_run(
     infra = 0
     for traj in trajectories:
         task = tasks[traj.task_id]
-        verdict = grade(world, task, traj, limits=limits)
-        if verdict.infra_error:
+        graded = grade(world, task, traj, limits=limits, tau2=tau2)
+        if graded.infra_error:
             infra += 1
             continue
         valid[traj.task_id] += 1
-        if verdict.passed:
+        if graded.outcome(verdict):
             passes[traj.task_id] += 1
         else:
-            modes[traj.task_id].update(set(analyze(task, traj, verdict).modes))
+            modes[traj.task_id].update(set(analyze(task, traj, graded).modes))
     ids = sorted({t.task_id for t in trajectories})
     table = {
         t: TaskOutcome(template=tasks[t].provenance.template, n=valid[t], passes=passes[t], modes=dict(modes[t]))

@@ -19,6 +19,7 @@ from pipeline.grading.judge import Judge, is_enabled
 from pipeline.grading.state_diff import count_by_kind, diff_states, summarize_diffs
 from pipeline.grading.static_checks import StaticInput, call_key, run_static_checks
 from pipeline.grading.task_checks import evaluate_task_checks
+from pipeline.grading.tau2_reward import Tau2Config, tau2_reward
 from pipeline.grading.verdict import ComponentResult, Verdict
 from pipeline.rollout.protocols import InfrastructureError
 from pipeline.rollout.runner import NOT_RUN, Limits, not_run_message, run_tool_call
@@ -144,11 +145,13 @@ def grade(
     *,
     authenticated_user_id: str | None = None,
     judge_required: bool = False,
+    tau2: Tau2Config | None = None,
 ) -> Verdict:
     """The verdict of one finished trajectory; passes when every required component passes.
 
     `authenticated_user_id` is whom the episode's session started authenticated as (None in ordinary
-    episodes, where the agent must authenticate the customer itself).
+    episodes, where the agent must authenticate the customer itself). The verdict also carries the
+    τ²-compatible reward (`pipeline.grading.tau2_reward`), replayed as `tau2` says.
     """
     if trajectory.task_id != task.id:
         raise ValueError(f"trajectory is for task {trajectory.task_id!r}, not {task.id!r}")
@@ -192,6 +195,10 @@ def grade(
             return _infra_verdict(trajectory, f"judge unavailable: {exc}")
         components.append(result.model_copy(update={"name": "judge", "required": judge_required}))
     diagnostics += [f"{c.name}: {note}" for c in components for note in c.notes]
+    try:
+        tau2_result = tau2_reward(world, task, trajectory, tau2, judge)
+    except InfrastructureError as exc:
+        return _infra_verdict(trajectory, f"judge unavailable: {exc}")
     return Verdict(
         task_id=task.id,
         trial=trajectory.trial,
@@ -201,6 +208,7 @@ def grade(
         final_hash=replayed.hash,
         expected_hash=expected.hash,
         diagnostics=diagnostics,
+        tau2=tau2_result,
     )
 
 

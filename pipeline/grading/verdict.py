@@ -36,6 +36,36 @@ class ComponentResult(Strict):
     )
 
 
+class Tau2Check(Strict):
+    """One τ²-bench reward component: its name (DB, ACTION, COMMUNICATE, NL_ASSERTION, ENV_ASSERTION), its reward,
+    and what it found."""
+
+    name: str
+    reward: float
+    details: list[str] = Field(default_factory=list)
+
+
+class Tau2Result(Strict):
+    """The τ²-compatible reward of a trial: τ²-bench's own rule, beside our strict verdict."""
+
+    reward: float = Field(description="Product of the components in the task's reward basis (0 or 1 in practice).")
+    passed: bool = Field(description="reward == 1.")
+    basis: list[str] = Field(default_factory=list, description="The reward basis the product was taken over.")
+    checks: list[Tau2Check] = Field(default_factory=list, description="Every component computed, in the basis or not.")
+    terminated_early: bool = Field(default=False, description="Neither side ended the chat: scored 0 unevaluated.")
+    unjudged: list[str] = Field(
+        default_factory=list, description="Basis components left out for want of a judge (NL_ASSERTION)."
+    )
+    notes: list[str] = Field(default_factory=list)
+
+    @property
+    def failed(self) -> list[str]:
+        """Names of the basis components that scored below 1 (['termination'] for an early end)."""
+        if self.terminated_early:
+            return ["termination"]
+        return [c.name for c in self.checks if c.name in self.basis and c.reward < 1.0]
+
+
 class Verdict(Strict):
     task_id: str
     trial: int = 0
@@ -46,6 +76,7 @@ class Verdict(Strict):
     final_hash: str = ""
     expected_hash: str = ""
     diagnostics: list[str] = Field(default_factory=list)
+    tau2: Tau2Result | None = Field(default=None, description="The τ²-compatible reward (None: not computed).")
 
     def component(self, name: str) -> ComponentResult | None:
         return next((c for c in self.components if c.name == name), None)
@@ -53,3 +84,13 @@ class Verdict(Strict):
     @property
     def failed_components(self) -> list[str]:
         return [c.name for c in self.components if c.required and not c.passed]
+
+    def outcome(self, verdict: str = "strict") -> bool:
+        """Pass or fail under the chosen verdict: 'strict' (ours) or 'tau2' (τ²-bench's reward)."""
+        if verdict == "strict":
+            return self.passed
+        if verdict != "tau2":
+            raise ValueError(f"unknown verdict {verdict!r}; expected strict or tau2")
+        if self.tau2 is None:
+            raise ValueError(f"task {self.task_id} trial {self.trial}: no τ²-compatible reward in this verdict")
+        return self.tau2.passed

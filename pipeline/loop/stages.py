@@ -94,6 +94,7 @@ def _measure(p: Params, model_dir: Path, out: Path):
         resamples=p.measure.resamples,
         executor=p.measure.executor,
         concurrency=p.measure.concurrency,
+        verdict=p.gate.verdict,
     )
     if out.exists():
         shutil.rmtree(out)
@@ -227,4 +228,5 @@ def report(p: Params) -> Path:
         gate_json=paths.GATE,
         out=paths.REPORT_DIR / "report.html",
         max_flips=p.report.max_flips,
+        verdict=p.gate.verdict,
     )

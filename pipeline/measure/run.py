@@ -30,6 +30,7 @@ from pipeline.agents.registry import checkpoint_digest, make_agent
 from pipeline.dataset.io import read_tasks
 from pipeline.dataset.validate import check_tasks
 from pipeline.grading.failure_modes import analyze
+from pipeline.grading.tau2_reward import VerdictName
 from pipeline.metrics.buckets import bucket_of
 from pipeline.metrics.cost import PriceTable
 from pipeline.metrics.errors import MetricsInputError
@@ -74,6 +75,9 @@ class MeasureConfig(BaseModel):
         description="Episodes in flight per worker, their agent steps batched (one forward pass for hf, concurrent"
         " requests for openai); results are the same for any value.",
     )
+    verdict: VerdictName = Field(
+        default="strict", description="Verdict metrics.json and per_task.csv count passes by: strict or tau2."
+    )
 
     def fingerprint(self, tasks: list) -> str:
         """What decides the trials' results; a journal is resumed only under the same fingerprint."""
@@ -87,9 +91,9 @@ class MeasureConfig(BaseModel):
         )[:16]
 
 
-def _record(result: TrialResult, cost: float) -> TrialRecord:
+def _record(result: TrialResult, cost: float, verdict: VerdictName = "strict") -> TrialRecord:
     v = result.verdict
-    passed = None if v.infra_error else v.passed
+    passed = None if v.infra_error else v.outcome(verdict)
     analysis = analyze(result.task, result.trajectory, v) if passed is False else None
     return TrialRecord(
         task_id=result.task.id,
@@ -142,7 +146,7 @@ def measure(
         log.info("resuming %s: %d trials already finished", out_dir, len(finished))
 
     def record_of(result: TrialResult) -> TrialRecord:
-        return _record(result, price.cost(result.trajectory.agent_usage) if price else 0.0)
+        return _record(result, price.cost(result.trajectory.agent_usage) if price else 0.0, config.verdict)
 
     if on_trial:
         for result in finished.values():

@@ -24,6 +24,7 @@ from pipeline.report.flips import Flip, find_flips
 from pipeline.report.gate_view import GateView, check_gate_matches, read_gate
 from pipeline.report.html import Safe, esc, img, join, note, num, page, pct, section, table, tag
 from pipeline.report.inputs import RunData, load_run, load_summary
+from pipeline.report.verdicts import verdict_section
 
 log = logging.getLogger(__name__)
 
@@ -266,10 +267,12 @@ def build_report(
     out: Path = Path("report.html"),
     extra_agents: ExtraAgents | None = None,
     max_flips: int = 20,
+    verdict: str = "strict",
 ) -> Path:
-    """Write the report to ``out`` (and its plots to ``out.parent/plots``); returns ``out``."""
+    """Write the report to ``out`` (and its plots to ``out.parent/plots``); returns ``out``. Flips and buckets
+    count passes under ``verdict`` (strict or tau2); the summaries are the runs' metrics.json as measured."""
     out = Path(out)
-    base, cand = load_run(Path(baseline_dir)), load_run(Path(candidate_dir))
+    base, cand = load_run(Path(baseline_dir), verdict), load_run(Path(candidate_dir), verdict)
     tasks = {t.id: t for t in read_tasks(tasks_path)}
     gate = read_gate(Path(gate_json)) if gate_json else None
     if gate is not None:
@@ -287,6 +290,7 @@ def build_report(
         _bucket_section(runs, base, cand, pl),
         _gate_section(gate, pl),
         _flip_section(flips, base, cand, tasks, max_flips),
+        verdict_section({"baseline": base, "candidate": cand}),
     ]
     nav = join(
         tag("a", t, href=f"#{i}")
@@ -298,11 +302,12 @@ def build_report(
             ("buckets", "Buckets"),
             ("gate", "Gate"),
             ("flips", "Flips"),
+            ("verdicts", "Verdicts"),
         )
     )
     meta = (
         f"world {world} · {len(tasks)} tasks in {Path(tasks_path).name} · baseline {base.agent} "
-        f"({base.path.name}) · candidate {cand.agent} ({cand.path.name})"
+        f"({base.path.name}) · candidate {cand.agent} ({cand.path.name}) · passes by the {verdict} verdict"
     )
     header = join([tag("h1", "agentloop report: baseline vs candidate"), tag("div", meta, cls="meta"), tag("nav", nav)])
     out.write_text(page("agentloop report", header, sections), encoding="utf-8")

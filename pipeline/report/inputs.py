@@ -34,6 +34,7 @@ class RunData:
     trajectories: dict[TrialKey, Trajectory] = field(default_factory=dict)
     verdicts: dict[TrialKey, Verdict] = field(default_factory=dict)
     analyses: dict[TrialKey, FailureAnalysis] = field(default_factory=dict)
+    verdict: str = "strict"
 
     @property
     def agent(self) -> str:
@@ -42,7 +43,7 @@ class RunData:
     def outcome(self, key: TrialKey) -> bool | None:
         """True/False for a graded trial; None for an infrastructure error or a trial without a verdict."""
         v = self.verdicts.get(key)
-        return None if v is None or v.infra_error else v.passed
+        return None if v is None or v.infra_error else v.outcome(self.verdict)
 
     def trials_of(self, task_id: str) -> list[int]:
         return sorted(t for (tid, t) in self.verdicts if tid == task_id)
@@ -85,12 +86,12 @@ def load_summary(path: Path) -> MeasureSummary:
         raise ReportInputError(f"{file}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
 
 
-def load_run(path: Path) -> RunData:
-    """Load a measure run directory written by `pipeline.measure.measure`."""
+def load_run(path: Path, verdict: str = "strict") -> RunData:
+    """Load a measure run directory written by `pipeline.measure.measure`; trials pass under `verdict`."""
     path = Path(path)
     if not path.is_dir():
         raise ReportInputError(f"{path}: not a directory (expected a measure run directory)")
-    run = RunData(path=path, summary=load_summary(path))
+    run = RunData(path=path, summary=load_summary(path), verdict=verdict)
     for i, row in enumerate(_jsonl(path / "trajectories.jsonl"), 1):
         try:
             t = Trajectory.model_validate(row)
@@ -106,6 +107,10 @@ def load_run(path: Path) -> RunData:
         except (ValidationError, TypeError) as exc:
             msg = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
             raise ReportInputError(f"{path / 'verdicts.jsonl'}:{i}: {msg}") from None
+        if verdict == "tau2" and v.tau2 is None and not v.infra_error:
+            raise ReportInputError(
+                f"{path / 'verdicts.jsonl'}:{i}: no τ²-compatible reward to report on (verdict tau2)"
+            )
         run.verdicts[(v.task_id, v.trial)] = v
         if a is not None:
             run.analyses[(v.task_id, v.trial)] = a

@@ -17,8 +17,7 @@ from typing import Literal
 from pipeline.dataset.task import Action, Task
 from pipeline.rollout.runner import run_tool_call
 from pipeline.rollout.trajectory import STOP_TOKEN, Message, ToolCall, Trajectory
-from pipeline.world.retail.state import RetailWorld
-from pipeline.world.retail.tools import TOOLS
+from pipeline.world.tables import World
 
 AUTH_TOOLS = ("find_user_id_by_email", "find_user_id_by_name_zip")
 Perturbation = Literal["missing_write", "wrong_argument", "extra_write", "info_not_communicated", "max_steps"]
@@ -30,7 +29,18 @@ def _pick(replies: Sequence[str], *key: object) -> str:
     return replies[int.from_bytes(digest[:4], "big") % len(replies)]
 
 
-def _auth_action(world: RetailWorld, task: Task) -> Action | None:
+def _auth_action(world: World, task: Task) -> Action | None:
+    if not hasattr(world, "db"):  # a domain whose identity tool takes the user id (airline: get_user_details)
+        by_id = [
+            n
+            for n, t in world.tools.tools.items()
+            if t.kind == "identity" and set(t.args_model.model_fields) == {"user_id"}
+        ]
+        return (
+            Action(name=by_id[0], arguments={"user_id": task.customer_user_id})
+            if by_id and task.customer_user_id
+            else None
+        )
     user = world.db.users.get(task.customer_user_id or "")
     if user is None:
         return None
@@ -55,10 +65,11 @@ def _identity_exchange(action: Action) -> list[tuple[str, str]]:
     ]
 
 
-def gold_actions(world: RetailWorld, task: Task) -> list[Action]:
+def gold_actions(world: World, task: Task) -> list[Action]:
     """The gold calls the agent makes, with an authentication look-up first where the gold has none."""
     actions = [a for a in task.gold_actions if a.requestor != "user"]
-    if not any(a.name in AUTH_TOOLS for a in actions):
+    identity = world.tools.of_kind("identity")
+    if not any(a.name in identity for a in actions):
         auth = _auth_action(world, task)
         if auth is not None:
             actions.insert(0, auth)
@@ -66,7 +77,7 @@ def gold_actions(world: RetailWorld, task: Task) -> list[Action]:
 
 
 def gold_conversation(
-    world: RetailWorld,
+    world: World,
     task: Task,
     replies: Sequence[str] = ("Yes, please go ahead.",),
     *,
@@ -86,10 +97,13 @@ def gold_conversation(
     say("user", (scenario.reason_for_call if scenario and scenario.reason_for_call else task.user_script.goal))
     writes = 0
     for k, action in enumerate(gold_actions(world, task) if actions is None else actions):
-        spec = TOOLS.tools.get(action.name)
+        spec = world.tools.tools.get(action.name)
         if action.name in AUTH_TOOLS:
             for role, text in _identity_exchange(action):
                 say(role, text)
+        elif spec is not None and spec.kind == "identity":
+            say("assistant", "Could you give me your user id?")
+            say("user", f"It's {action.arguments.get('user_id')}.")
         elif spec is not None and spec.kind == "write":
             args = json.dumps(action.arguments, sort_keys=True)
             say("assistant", f"Here is what I will do: {action.name} with {args}. Would you like me to proceed?")
@@ -119,12 +133,24 @@ def gold_conversation(
     )
 
 
-def perturb(
-    world: RetailWorld, task: Task, how: str, replies: Sequence[str] = ("Yes, please go ahead.",)
-) -> Trajectory:
+def _extra_write(world: World, user_id: str) -> Action:
+    """A write no task asks for, on the customer's own records (a new default address; airline: a certificate)."""
+    if "modify_user_address" in world.tools:
+        address = {"address1": "1 Extra Street", "address2": "", "city": "Springfield", "state": "IL"}
+        return Action(
+            name="modify_user_address", arguments={"user_id": user_id, **address, "country": "USA", "zip": "62701"}
+        )
+    if "send_certificate" in world.tools:
+        return Action(name="send_certificate", arguments={"user_id": user_id, "amount": 50})
+    raise ValueError(f"world {world.name!r}: no write known to add as an extra write")
+
+
+def perturb(world: World, task: Task, how: str, replies: Sequence[str] = ("Yes, please go ahead.",)) -> Trajectory:
     """The gold conversation broken one way (`PERTURBATIONS`); ValueError when the task has nothing to break."""
     actions = gold_actions(world, task)
-    writes = [i for i, a in enumerate(actions) if (s := TOOLS.tools.get(a.name)) is not None and s.kind == "write"]
+    writes = [
+        i for i, a in enumerate(actions) if (s := world.tools.tools.get(a.name)) is not None and s.kind == "write"
+    ]
     info = task.evaluation.communicate_info if task.evaluation else []
     if how == "missing_write" and writes:
         return gold_conversation(world, task, replies, actions=[a for i, a in enumerate(actions) if i != writes[-1]])
@@ -140,19 +166,7 @@ def perturb(
         changed = [*actions[:i], actions[i].model_copy(update={"arguments": args}), *actions[i + 1 :]]
         return gold_conversation(world, task, replies, actions=changed)
     if how == "extra_write" and task.customer_user_id:
-        move = Action(
-            name="modify_user_address",
-            arguments={
-                "user_id": task.customer_user_id,
-                "address1": "1 Extra Street",
-                "address2": "",
-                "city": "Springfield",
-                "state": "IL",
-                "country": "USA",
-                "zip": "62701",
-            },
-        )
-        return gold_conversation(world, task, replies, actions=[*actions, move])
+        return gold_conversation(world, task, replies, actions=[*actions, _extra_write(world, task.customer_user_id)])
     if how == "info_not_communicated" and info:
         return gold_conversation(world, task, replies, communicate=[])
     if how == "max_steps":

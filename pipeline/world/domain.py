@@ -134,6 +134,12 @@ class Domain(ABC):
     def user_phrasing(self) -> Any | None:
         return None
 
+    def tau2_quirks(self) -> Mapping[str, Callable[..., Any]]:
+        """τ²-bench tool behaviours that differ from ours, by tool name, for a τ²-compatible reward that asks to
+        reproduce them: `f(session, arguments, run)` runs the call through `run()` (our tool) and may then change
+        the session the way τ²-bench's tool would have; it returns the logged event. None by default."""
+        return {}
+
     def require(self, capability: str, needed_for: str | None = None) -> Any:
         """The capability, or a DomainCapabilityError naming the domain and the capability."""
         if capability not in CAPABILITIES:

@@ -60,6 +60,8 @@ class PassengerArg(_Arg):
 
 # ---- helpers --------------------------------------------------------------------------------
 def _require_auth(s: Session, user_id: str, what: str) -> None:
+    if not s.authorize:
+        return
     if s.authenticated_user_id is None:
         raise ToolError(
             f"cannot {what}: no customer is identified yet; look up the customer's user id first", "unauthorized"
@@ -168,7 +170,7 @@ def get_user_details(s: Session, user_id: str) -> str:
     user = s.get("users", user_id)
     if user is None:
         raise ToolError(f"user {user_id} not found", "not_found")
-    if s.authenticated_user_id not in (None, user_id):
+    if s.authorize and s.authenticated_user_id not in (None, user_id):
         raise ToolError(
             "this conversation already serves another customer; only one customer can be helped per conversation",
             "unauthorized",

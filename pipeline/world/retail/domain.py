@@ -75,6 +75,11 @@ class RetailDomain(Domain):
     def tau2_importer(self) -> _Tau2Retail:
         return _Tau2Retail()
 
+    def tau2_quirks(self):
+        from pipeline.world.retail.tau2_quirks import QUIRKS
+
+        return QUIRKS
+
     def generator(self):
         def generate(seed: int, sizes: dict[str, int], name: str | None = None) -> Any:
             from pipeline.world.registry import generated_world_name

@@ -1,0 +1,45 @@
+"""`agentloop import ...`: bring runs made elsewhere into our run layout (τ²-bench results files)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+import_app = typer.Typer(help="Import runs made elsewhere: τ²-bench results files.", no_args_is_help=True)
+console = Console(stderr=True)
+
+
+@import_app.command("tau2-run")
+def tau2_run(
+    results: Path = typer.Argument(..., help="The JSON file `tau2 run` saved (info, tasks, simulations)."),
+    domain: Path = typer.Option(
+        ..., help="The τ²-bench domain directory the run used (db.json, tasks.json, policy.md)."
+    ),
+    out: Path = typer.Option(..., help="Run directory to write, e.g. runs/NAME."),
+    verdict: str = typer.Option("strict", help="Verdict metrics.json counts passes by: strict or tau2."),
+    upstream_tools: bool = typer.Option(
+        False,
+        help="Replay with τ²-bench's tool quirks for the τ²-compatible reward (retail modify_pending_order_items).",
+    ),
+) -> None:
+    """Turn a τ²-bench results file into a run directory, re-graded with both verdicts, for gate and report."""
+    from pipeline.grading.tau2_reward import VERDICTS, Tau2Config
+    from pipeline.tau2.import_run import Tau2ImportError, import_run
+
+    if verdict not in VERDICTS:
+        console.print(f"[red]error:[/red] --verdict {escape(verdict)!r}: expected strict or tau2")
+        raise typer.Exit(2)
+    try:
+        record = import_run(results, domain, out, verdict=verdict, tau2=Tau2Config(upstream_tools=upstream_tools))  # type: ignore[arg-type]
+    except Tau2ImportError as exc:
+        console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
+        raise typer.Exit(2) from None
+    console.print(
+        f"{record['trials']} trials of {record['tasks']} tasks → {out}: strict {record['strict_passes']} pass,"
+        f" τ² {record['tau2_passes']} pass, {record['disagreements']} disagree; τ²-compatible reward equals the"
+        f" file's on {record['upstream_agreement']}/{record['upstream_rewards']}"
+        f" ({record['seconds']:.1f} s; tasks for --tasks: {out / 'tasks.jsonl'})"
+    )

@@ -1,0 +1,56 @@
+"""τ²-bench evaluation criteria onto our tasks: what its reward reads, taken from its own task records.
+
+A τ²-bench results file carries the tasks its run was graded on; a domain directory's tasks.json carries them
+too. Either way the criteria (communicate_info, nl_assertions, reward_basis and each action's requestor and
+compare_args) are taken from there, so the τ²-compatible reward reads exactly what τ²-bench's did.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipeline.dataset.task import Evaluation, Task
+
+
+class Tau2CriteriaError(ValueError):
+    """A τ²-bench task record whose evaluation criteria do not fit; the message names the task and field."""
+
+
+def _strings(task_id: str, field: str, value: Any) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise Tau2CriteriaError(f"task {task_id}: evaluation_criteria.{field}: expected a list")
+    return [str(v) for v in value]
+
+
+def with_criteria(task: Task, raw: dict) -> Task:
+    """`task` with the evaluation criteria of the τ²-bench task record `raw` (same id)."""
+    criteria = raw.get("evaluation_criteria")
+    if criteria is None:
+        return task
+    if not isinstance(criteria, dict):
+        raise Tau2CriteriaError(f"task {task.id}: evaluation_criteria: expected an object")
+    actions = criteria.get("actions") or []
+    if len(actions) != len(task.gold_actions):
+        raise Tau2CriteriaError(
+            f"task {task.id}: evaluation_criteria.actions: {len(actions)} actions, the task {len(task.gold_actions)}"
+        )
+    gold = []
+    for i, (ours, theirs) in enumerate(zip(task.gold_actions, actions, strict=True)):
+        if not isinstance(theirs, dict) or theirs.get("name") != ours.name:
+            raise Tau2CriteriaError(f"task {task.id}: evaluation_criteria.actions[{i}]: not the task's {ours.name}")
+        requestor = theirs.get("requestor") or ours.requestor
+        gold.append(ours.model_copy(update={"requestor": requestor, "compare_args": theirs.get("compare_args")}))
+    evaluation = Evaluation(
+        communicate_info=_strings(task.id, "communicate_info", criteria.get("communicate_info")),
+        nl_assertions=_strings(task.id, "nl_assertions", criteria.get("nl_assertions")),
+        reward_basis=_strings(task.id, "reward_basis", criteria.get("reward_basis")),
+    )
+    return task.model_copy(update={"gold_actions": gold, "evaluation": evaluation})
+
+
+def apply_criteria(tasks: list[Task], raw_tasks: list[dict]) -> list[Task]:
+    """Every task with the criteria of the raw record of the same id (tasks without one are kept as they are)."""
+    by_id = {str(r.get("id")): r for r in raw_tasks if isinstance(r, dict)}
+    return [with_criteria(t, by_id[t.id]) if t.id in by_id else t for t in tasks]
