@@ -17,6 +17,9 @@ world_app = typer.Typer(help="Worlds: generate, replay τ²-bench domains.", no_
 tasks_app = typer.Typer(help="Task files: generate, validate.", no_args_is_help=True)
 app.add_typer(world_app, name="world")
 app.add_typer(tasks_app, name="tasks")
+from pipeline.tau2.cli import import_tau2_cmd  # noqa: E402
+
+tasks_app.command("import-tau2")(import_tau2_cmd)
 from pipeline.train.cli import train_app  # noqa: E402  (light: heavy imports happen inside the commands)
 
 app.add_typer(train_app, name="train")
