@@ -18,6 +18,9 @@ world_app = typer.Typer(help="Worlds: generate, replay τ²-bench domains.", no_
 tasks_app = typer.Typer(help="Task files: generate, validate.", no_args_is_help=True)
 app.add_typer(world_app, name="world")
 app.add_typer(tasks_app, name="tasks")
+from pipeline.tau2.cli import import_tau2_cmd  # noqa: E402
+
+tasks_app.command("import-tau2")(import_tau2_cmd)
 from pipeline.train.cli import train_app  # noqa: E402  (light: heavy imports happen inside the commands)
 
 app.add_typer(train_app, name="train")
@@ -179,8 +182,14 @@ def measure_cmd(
         ..., help="Run directory for trajectories.jsonl, verdicts.jsonl, per_task.csv, metrics.json."
     ),
     max_tasks: int = typer.Option(None, min=1, help="Only the first N tasks."),
-    user: str = typer.Option("scripted", help="User simulator: scripted or llm:MODEL[,temperature=T]."),
-    judge: str = typer.Option(None, help="Optional judge for soft rubric items: llm:MODEL."),
+    user: str = typer.Option(
+        "scripted",
+        help="User simulator: scripted, llm:MODEL[,temperature=T], or tau2-llm:MODEL[@BASE_URL][,temperature=T]"
+        " (τ²-bench's conventions: the task's scenario as written, ###STOP### / ###TRANSFER### / ###OUT-OF-SCOPE###).",
+    ),
+    judge: str = typer.Option(
+        None, help="Optional judge (soft rubric items; reviews the user simulator on failed trials): llm:MODEL."
+    ),
     executor: str = typer.Option("serial", help="serial, or ray (tasks × trials fanned out to Ray workers)."),
     address: str = typer.Option(None, help="With --executor ray: an existing cluster's address (default: local)."),
     workers: int = typer.Option(None, min=1, help="With --executor ray: worker actors (default: one per CPU)."),
@@ -528,6 +537,8 @@ def _summary_table(summary) -> Table:
     for mode, rate in summary.failure_modes.items():
         table.add_row(f"{mode} (trials / tasks)", f"{rate.trials:.1%} / {rate.tasks:.1%}", "")
     table.add_row("failures that looked complete", f"{summary.looked_complete_share:.1%}", "")
+    if summary.user_simulator_failures:
+        table.add_row("failures due to the user simulator", f"{summary.user_simulator_failures:.1%}", "")
     cps = summary.cost.cost_per_success
     table.add_row("cost per success", "—" if cps is None else f"{cps:.4f} {summary.cost.currency}", "")
     return table

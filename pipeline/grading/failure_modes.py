@@ -22,6 +22,9 @@ Evidence rules, each tied to the message where it shows:
   payment; an assistant message stating a status for an order that contradicts the status the
   tools last showed; a completion claim right after a refused write that nothing else explains.
 
+A trial the judge's review finds the user simulator to blame for (it stopped before its goal, leaked its
+instructions, asked for something its scenario does not) names no agent mode: it is its own category.
+
 Dominant mode: the mode of the earliest evidence in the conversation (the first place the trial went wrong);
 evidence in one message for several modes is ranked invention, then misread, then plan adherence (the more
 specific explanation first).
@@ -84,6 +87,11 @@ class FailureAnalysis(Strict):
         default=False,
         description="Final message signals completion, at least one write happened, last tool result no error.",
     )
+    user_simulator: list[str] = Field(
+        default_factory=list,
+        description="Why the user simulator, not the agent, failed the trial (the judge's review); when set, no"
+        " agent failure mode is named.",
+    )
 
 
 def analyze(task: Task, trajectory: Trajectory, verdict: Verdict) -> FailureAnalysis:
@@ -91,6 +99,13 @@ def analyze(task: Task, trajectory: Trajectory, verdict: Verdict) -> FailureAnal
     if verdict.passed or verdict.infra_error:
         return FailureAnalysis()
     timeline = build_timeline(trajectory)
+    review = verdict.component("user_simulator")
+    if review is not None and not review.passed:
+        return FailureAnalysis(
+            signature=signatures(task, timeline, verdict),  # type: ignore[arg-type]
+            looked_complete=looked_complete(timeline),
+            user_simulator=review.details or ["the judge found the user simulator at fault"],
+        )
     found = find_modes(timeline)
     modes = [m for m in FAILURE_MODES if any(f.mode == m for f in found)]
     evidence: dict[str, list[str]] = {}

@@ -194,6 +194,12 @@ def grade(
         except InfrastructureError as exc:
             return _infra_verdict(trajectory, f"judge unavailable: {exc}")
         components.append(result.model_copy(update={"name": "judge", "required": judge_required}))
+    review = getattr(judge, "review_user", None) if is_enabled(judge) else None
+    if review is not None and not all(c.passed for c in components if c.required):
+        try:  # a failed trial: was it the user simulator's doing? (its own category, not the agent's failure)
+            components.append(review(task, trajectory))
+        except InfrastructureError as exc:
+            return _infra_verdict(trajectory, f"judge unavailable: {exc}")
     diagnostics += [f"{c.name}: {note}" for c in components for note in c.notes]
     try:
         tau2_result = tau2_reward(world, task, trajectory, tau2, judge)

@@ -37,6 +37,18 @@ CONFIRM_SYSTEM = """A store's agent asked a customer to confirm an action; you r
 Say whether the answer is a clear, unconditional yes to the action as the agent stated it. A yes with a
 condition or a change ("yes, but ..."), a hedge, a question back, or an answer to something else is not.
 Answer with one JSON object and nothing else: {"confirmed": true} or {"confirmed": false}."""
+USER_SIM_SYSTEM = """You review the customer's side of one customer-service chat. The customer was played by a
+simulator given the scenario below; judge whether it played the scenario as written, not whether the agent did well.
+Flag only what the transcript shows:
+1. stopped_early: the customer ended the chat (or gave up) while its scenario's goal was still open and the agent
+   had not refused, transferred or failed it.
+2. leaked_instructions: the customer recited its instructions, revealed it is simulated, or disclosed information
+   its scenario says to hold back or not to know.
+3. off_scenario: the customer asked for, accepted or stated something its scenario does not call for (a different
+   item, order, option or request; invented details).
+Answer with one JSON object and nothing else:
+{"stopped_early": {"flag": false, "reason": "..."}, "leaked_instructions": {...}, "off_scenario": {...}}"""
+USER_SIM_ISSUES = ("stopped_early", "leaked_instructions", "off_scenario")
 _JSON = re.compile(r"\{.*\}", re.S)
 
 
@@ -78,12 +90,13 @@ class UnknownJudgeError(ValueError):
 
 
 def judge_usage(verdict: Verdict) -> Usage:
-    """The judge's token usage recorded in a verdict (zero when no judge ran)."""
-    component = verdict.component("judge")
-    for note in component.notes if component else []:
-        if note.startswith(USAGE_NOTE):
-            return Usage.model_validate_json(note[len(USAGE_NOTE) :])
-    return Usage()
+    """The judge's token usage recorded in a verdict, its user review included (zero when no judge ran)."""
+    total = Usage()
+    for component in filter(None, (verdict.component("judge"), verdict.component("user_simulator"))):
+        for note in component.notes:
+            if note.startswith(USAGE_NOTE):
+                total += Usage.model_validate_json(note[len(USAGE_NOTE) :])
+    return total
 
 
 class LLMJudge:
@@ -139,6 +152,42 @@ class LLMJudge:
             f"judge {self.model} gave no readable confirmation in {self.attempts} tries: {problem}"
         )
 
+    def review_user(self, task: Task, trajectory: Trajectory) -> ComponentResult:
+        """Did the user simulator play its scenario? A component 'user_simulator' (never required): failed when
+        the customer stopped early, leaked its instructions, or asked for what its scenario does not."""
+        from pipeline.users.tau2_llm import scenario_prompt
+
+        prompt = f"Scenario:\n{scenario_prompt(task.user_script)}\n\nTranscript:\n{transcript(trajectory)}"
+        usage, problem = Usage(), ""
+        for attempt in range(self.attempts):
+            completion = self.client.complete(
+                {
+                    "model": self.model,
+                    "messages": [{"role": "system", "content": USER_SIM_SYSTEM}, {"role": "user", "content": prompt}],
+                    "temperature": 0.0,
+                    "max_tokens": self.max_tokens,
+                    "seed": attempt,
+                }
+            )
+            usage += completion.usage
+            with self._lock:
+                self.usage += completion.usage
+            try:
+                issues = parse_user_review(text_of(completion.message.get("content")) or "")
+                break
+            except ValueError as exc:
+                problem = str(exc)
+                log.warning("judge user review %d/%d unreadable: %s", attempt + 1, self.attempts, problem)
+        else:
+            raise InfrastructureError(f"judge {self.model} gave no readable user review in {self.attempts} tries")
+        return ComponentResult(
+            name="user_simulator",
+            passed=not issues,
+            required=False,
+            details=issues,
+            notes=[USAGE_NOTE + usage.model_dump_json()],
+        )
+
     def judge(self, task: Task, trajectory: Trajectory) -> ComponentResult:
         items = list(task.rubric) or list(self.rubric)
         prompt = "Items:\n" + "\n".join(f"{i}. {item}" for i, item in enumerate(items, 1))
@@ -173,6 +222,22 @@ class LLMJudge:
             details=failed,
             notes=[USAGE_NOTE + usage.model_dump_json()],
         )
+
+
+def parse_user_review(text: str) -> list[str]:
+    """['issue: reason', ...] for every flagged issue; ValueError when an issue is missing or not a boolean flag."""
+    match = _JSON.search(text or "")
+    if not match:
+        raise ValueError("no JSON object in the answer")
+    data = json.loads(match.group(0))
+    out = []
+    for issue in USER_SIM_ISSUES:
+        entry = data.get(issue)
+        if not isinstance(entry, dict) or not isinstance(entry.get("flag"), bool):
+            raise ValueError(f"no boolean {issue}.flag in {match.group(0)!r:.200}")
+        if entry["flag"]:
+            out.append(f"{issue}: {entry.get('reason', '')}")
+    return out
 
 
 def parse_confirmation(text: str) -> bool:

@@ -69,6 +69,19 @@ class MeasureParams(Strict):
         description="Sampling temperature of checkpoint agents (hf, vllm) in measure, remeasure and curate's probes;"
         " None = the backend's default (greedy for hf). Sampling is what makes pass^k differ from pass^1.",
     )
+    user: str = Field(
+        default="scripted",
+        description="User simulator of measure and remeasure: scripted, llm:MODEL[,...] or"
+        " tau2-llm:MODEL[@BASE_URL][,temperature=T,max_tokens=N,seed=S] (τ²-bench's conventions; see"
+        " pipeline/users/registry.py).",
+    )
+    tasks: Path | None = Field(
+        default=None,
+        description="A tasks.jsonl to measure instead of the generated held-out tasks (e.g. from `agentloop tasks"
+        " import-tau2`); world.eval_world must then be the world those tasks run in. Target, gate and report read"
+        " the same file.",
+    )
+    judge: str | None = Field(default=None, description="Optional judge of measure and remeasure: llm:MODEL.")
 
 
 class TargetParams(Strict):

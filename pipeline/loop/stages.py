@@ -81,13 +81,18 @@ def build_baseline(p: Params) -> str:
     return spec
 
 
+def eval_tasks_file(p: Params) -> Path:
+    """The held-out tasks measure, target, gate and report read: `measure.tasks` if set, else the generated ones."""
+    return p.measure.tasks or paths.EVAL_TASKS
+
+
 def _measure(p: Params, model_dir: Path, out: Path):
     from pipeline.measure import MeasureConfig, measure
 
     config = MeasureConfig(
         world=p.world.eval_world,
         domain=p.world.domain,
-        tasks=paths.EVAL_TASKS,
+        tasks=eval_tasks_file(p),
         agent=sampled(read_agent_spec(model_dir), p.measure.temperature),
         trials=p.measure.trials,
         seed=p.measure.seed,
@@ -95,6 +100,8 @@ def _measure(p: Params, model_dir: Path, out: Path):
         executor=p.measure.executor,
         concurrency=p.measure.concurrency,
         verdict=p.gate.verdict,
+        user=p.measure.user,
+        judge=p.measure.judge,
     )
     if out.exists():
         shutil.rmtree(out)
@@ -115,7 +122,7 @@ def make_targets(p: Params):
     from pipeline.target import make_targets as split
 
     run = paths.BASELINE_RUN
-    targets = split(run / "metrics.json", p.target.budget, p.target.config, run / "verdicts.jsonl", paths.EVAL_TASKS)
+    targets = split(run / "metrics.json", p.target.budget, p.target.config, run / "verdicts.jsonl", eval_tasks_file(p))
     targets.write(paths.TARGETS)
     return targets
 
@@ -212,7 +219,7 @@ def gate(p: Params):
     """Candidate against the baseline it was trained from (the champion, or the embedded default at first)."""
     from pipeline.gate.decision import decide, write_gate
 
-    decision = decide(paths.CANDIDATE_RUN, paths.BASELINE_RUN, paths.EVAL_TASKS, p.world.eval_world, p.gate)
+    decision = decide(paths.CANDIDATE_RUN, paths.BASELINE_RUN, eval_tasks_file(p), p.world.eval_world, p.gate)
     write_gate(decision, paths.GATE)
     return decision
 
@@ -223,7 +230,7 @@ def report(p: Params) -> Path:
     return build_report(
         paths.BASELINE_RUN,
         paths.CANDIDATE_RUN,
-        paths.EVAL_TASKS,
+        eval_tasks_file(p),
         p.world.eval_world,
         gate_json=paths.GATE,
         out=paths.REPORT_DIR / "report.html",

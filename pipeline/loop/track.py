@@ -36,6 +36,7 @@ def _artifacts(run, *files: Path, artifact_path: str | None = None) -> None:
 
 def track_and_promote(p: Params, lock_path: Path = Path("dvc.lock")) -> dict[str, Any]:
     from pipeline.gate.decision import read_gate
+    from pipeline.loop.stages import eval_tasks_file
     from pipeline.metrics.summary import MeasureSummary
     from pipeline.tracking import (
         IterationTracker,
@@ -57,7 +58,7 @@ def track_and_promote(p: Params, lock_path: Path = Path("dvc.lock")) -> dict[str
     )
     with tracker:
         with tracker.stage("world", params=sections["world"]) as run:
-            run.log_metrics({"eval_tasks": sum(1 for _ in paths.EVAL_TASKS.open())})
+            run.log_metrics({"eval_tasks": sum(1 for _ in eval_tasks_file(p).open())})
         with tracker.stage("baseline", role="baseline", params=sections["baseline"]) as run:
             _artifacts(run, paths.BASELINE_MODEL / "agent.json")
             run.set_tags({"agentloop.agent": read_agent_spec(paths.BASELINE_MODEL)})

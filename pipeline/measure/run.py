@@ -5,7 +5,8 @@ Outputs in the run directory:
     verdicts.jsonl       the Verdict and failure analysis of each trajectory, same order
     per_task.csv         one row per task: n, passes, pass^k, bucket, dominant failure mode
     metrics.json         the MeasureSummary (byte-identical for the same seeds and scripted participants)
-    usage.json           tokens (and cost, where priced) of the agent, the user simulator and the judge, apart
+    usage.json           tokens (and cost, where priced) of the agent, the user simulator and the judge, apart;
+                         the user simulator's settings (model, endpoint, sampling) under user.settings
     timings.jsonl        the wall-clock figures of each trial (timings, agent compute seconds, message latencies)
     journal.jsonl        every finished trial, fsynced as it finishes: a killed run started again with the same
                          settings and directory resumes where it stopped (see pipeline.rollout.resume)
@@ -63,7 +64,9 @@ class MeasureConfig(BaseModel):
     resamples: int = Field(default=1000, ge=1, description="Bootstrap resamples for intervals.")
     prices: PriceTable | None = Field(default=None, description="Model prices; None = cost not priced (0).")
     max_tasks: int | None = Field(default=None, ge=1, description="Use only the first N tasks (quick runs).")
-    user: str = Field(default="scripted", description="User simulator: scripted or llm:MODEL.")
+    user: str = Field(
+        default="scripted", description="User simulator: scripted, llm:MODEL or tau2-llm:MODEL[@BASE_URL][,...]."
+    )
     judge: str | None = Field(default=None, description="Optional judge: llm:MODEL (None: off).")
     executor: Literal["serial", "ray"] = Field(default="serial", description="Where trials run.")
     address: str | None = Field(default=None, description="Ray cluster address (None: a local Ray instance).")
@@ -188,9 +191,9 @@ def measure(
         "user": (user.name, sum((r.trajectory.user_usage for r in results), Usage())),
         "judge": (judge.name if judge else None, sum((judge_usage(r.verdict) for r in results), Usage())),
     }
-    atomic_write(
-        out_dir / "usage.json", json.dumps(_usage_report(usage, config.prices), indent=2, sort_keys=True) + "\n"
-    )
+    report = _usage_report(usage, config.prices)
+    report["user"]["settings"] = getattr(user, "settings", None) or {"spec": config.user}
+    atomic_write(out_dir / "usage.json", json.dumps(report, indent=2, sort_keys=True) + "\n")
     return summary
 
 

@@ -60,6 +60,9 @@ class MeasureSummary(_Strict):
     signatures: dict[str, float] = Field(description="Share of failed trials with this signature.")
     diff_categories: dict[str, Rate]
     looked_complete_share: float = Field(description="Share of failed trials that looked complete.")
+    user_simulator_failures: float = Field(
+        default=0.0, description="Share of failed trials the judge put down to the user simulator, not the agent."
+    )
     cost: CostSummary
 
 
@@ -131,5 +134,6 @@ def summarize(
         signatures={s: share(lambda r, s=s: r.analysis and s in r.analysis.signature) for s in SIGNATURES},
         diff_categories={d: _rate(records, lambda r, d=d: d in r.diff_kinds) for d in DIFF_KINDS},
         looked_complete_share=share(lambda r: r.analysis and r.analysis.looked_complete),
+        user_simulator_failures=share(lambda r: r.analysis and r.analysis.user_simulator),
         cost=_rounded(cost_summary(results, costs)),
     )

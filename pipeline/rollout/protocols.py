@@ -39,6 +39,7 @@ class UserReply:
     content: str
     stop: bool = False
     usage: Usage = field(default_factory=Usage)
+    termination: str | None = None  # with stop: user_stop (default), user_transfer or user_out_of_scope
 
 
 @runtime_checkable

@@ -117,7 +117,7 @@ def episode_steps(
             messages.append(Message(role="user", content=reply.content, usage=reply.usage))
             turns += 1
             if reply.stop:
-                termination = "user_stop"
+                termination = reply.termination or "user_stop"
                 break
             # -- the agent works until it speaks to the user
             steps = 0

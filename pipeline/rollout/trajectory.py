@@ -10,8 +10,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Termination = Literal["agent_stop", "user_stop", "turn_limit", "infra_error"]
+Termination = Literal["agent_stop", "user_stop", "user_transfer", "user_out_of_scope", "turn_limit", "infra_error"]
 STOP_TOKEN = "###STOP###"
+# τ²-bench's user stop signals and the termination each means here; all three are the user ending the chat
+# (τ²-bench records every one as USER_STOP), kept apart so that a run shows why its users left.
+USER_SIGNALS: dict[str, Termination] = {
+    STOP_TOKEN: "user_stop",
+    "###TRANSFER###": "user_transfer",
+    "###OUT-OF-SCOPE###": "user_out_of_scope",
+}
+USER_ENDED: tuple[str, ...] = tuple(USER_SIGNALS.values())
 
 
 class Strict(BaseModel):

@@ -4,6 +4,12 @@ scripted                                  the rule-based customer (default; no m
 llm:MODEL[,temperature=T,max_tokens=N]    a chat model on an OpenAI-compatible endpoint plays the customer
                                           (AGENTLOOP_USER_BASE_URL / AGENTLOOP_USER_API_KEY, else the
                                           agent's endpoint variables)
+tau2-llm:MODEL[@BASE_URL][,temperature=T,max_tokens=N,seed=S]
+                                          τ²-bench's user simulator conventions: a chat model plays the task's
+                                          scenario as written and ends with ###STOP### / ###TRANSFER### /
+                                          ###OUT-OF-SCOPE###; BASE_URL defaults to AGENTLOOP_USER_BASE_URL,
+                                          then the agent's endpoint variables; the key is AGENTLOOP_USER_API_KEY,
+                                          then the agent's
 """
 
 from __future__ import annotations
@@ -28,8 +34,46 @@ def user_endpoint():
     )
 
 
+def _settings(spec: str, rest: str, allowed: tuple[str, ...]) -> dict[str, float]:
+    settings: dict[str, float] = {}
+    for part in filter(None, rest.split(",")):
+        key, sep, value = part.partition("=")
+        if not sep or key.strip() not in allowed:
+            raise UnknownUserError(f"user {spec!r}: unknown setting {part!r} (settings: {', '.join(allowed)})")
+        try:
+            settings[key.strip()] = float(value)
+        except ValueError:
+            raise UnknownUserError(f"user {spec!r}: {key!r} must be a number") from None
+    return settings
+
+
+def make_tau2_user(spec: str, body: str) -> User:
+    from pipeline.agents.openai_client import EndpointConfig
+    from pipeline.users.tau2_llm import Tau2LLMUser
+
+    head, _, rest = body.partition(",")
+    model, _, base_url = head.partition("@")
+    if not model:
+        raise UnknownUserError(f"user {spec!r}: no model name (tau2-llm:MODEL[@BASE_URL])")
+    settings = _settings(spec, rest, ("temperature", "max_tokens", "seed"))
+    endpoint = EndpointConfig.from_env(
+        base_url=base_url or os.environ.get("AGENTLOOP_USER_BASE_URL"), api_key=os.environ.get("AGENTLOOP_USER_API_KEY")
+    )
+    return Tau2LLMUser(
+        model,
+        base_url=endpoint.base_url,
+        api_key=endpoint.api_key,
+        temperature=settings.get("temperature", 0.0),
+        timeout_s=endpoint.timeout_s,
+        max_retries=endpoint.max_retries,
+        **{k: int(v) for k, v in settings.items() if k != "temperature"},
+    )
+
+
 def make_user(spec: str) -> User:
     kind, _, body = spec.partition(":")
+    if kind == "tau2-llm":
+        return make_tau2_user(spec, body)
     if kind == "scripted" and not body:
         from pipeline.users.scripted import ScriptedUser
 
@@ -38,15 +82,7 @@ def make_user(spec: str) -> User:
         from pipeline.users.llm import LLMUser
 
         model, _, rest = body.partition(",")
-        settings: dict[str, float] = {}
-        for part in filter(None, rest.split(",")):
-            key, sep, value = part.partition("=")
-            if not sep or key.strip() not in ("temperature", "max_tokens", "max_turns", "seed"):
-                raise UnknownUserError(f"user {spec!r}: unknown setting {part!r}")
-            try:
-                settings[key.strip()] = float(value)
-            except ValueError:
-                raise UnknownUserError(f"user {spec!r}: {key!r} must be a number") from None
+        settings = _settings(spec, rest, ("temperature", "max_tokens", "max_turns", "seed"))
         ints = {k: int(v) for k, v in settings.items() if k != "temperature"}
         return LLMUser(model, client=user_endpoint(), temperature=settings.get("temperature", 0.0), **ints)
-    raise UnknownUserError(f"unknown user {spec!r}: expected scripted or llm:MODEL")
+    raise UnknownUserError(f"unknown user {spec!r}: expected scripted, llm:MODEL or tau2-llm:MODEL[@BASE_URL]")

@@ -106,7 +106,7 @@ def test_user_specs(monkeypatch):
     assert make_user("scripted").name == "scripted-user"
     with pytest.raises(UnknownUserError, match="unknown setting"):
         make_user("llm:gpt-x,colour=2")
-    with pytest.raises(UnknownUserError, match="expected scripted or llm:MODEL"):
+    with pytest.raises(UnknownUserError, match="expected scripted, llm:MODEL or tau2-llm:MODEL"):
         make_user("robot")
 
 

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pipeline.dataset.task import Action, KnownInfo, Provenance, Task, UserScript
+from pipeline.dataset.task import Action, Evaluation, KnownInfo, Provenance, Scenario, Task, UserScript
 from pipeline.world.tables import World, WorldLoadError
 
 log = logging.getLogger(__name__)
@@ -40,6 +40,14 @@ def _instructions(scenario: dict) -> tuple[str, str, str]:
     return ins["reason_for_call"], ins.get("known_info") or "", text
 
 
+def _scenario(scenario: dict) -> Scenario:
+    """The scenario as written, section by section (nothing dropped, nothing reworded)."""
+    ins = scenario.get("instructions")
+    if isinstance(ins, str):
+        return Scenario(persona=scenario.get("persona"), text=ins)
+    return Scenario(persona=scenario.get("persona"), **{key: ins.get(key) for _, key in _SECTIONS})
+
+
 def infer_customer(actions: list[dict], known: str, world: World) -> str | None:
     users, reservations = world.table("users"), world.table("reservations")
     found = [u for u in _USER_ID.findall(known) if u in users]
@@ -59,7 +67,8 @@ def convert_task(raw: dict, world: World, source: str = "tasks.json") -> Task:
     task_id = raw.get("id")
     if not isinstance(task_id, str):
         raise ValueError("field id: required text")
-    goal, known, text = _instructions(raw.get("user_scenario") or {})
+    scenario = raw.get("user_scenario") or {}
+    goal, known, text = _instructions(scenario)
     criteria = raw.get("evaluation_criteria") or {}
     actions = criteria.get("actions") or []
     customer = infer_customer(actions, known, world)
@@ -76,10 +85,25 @@ def convert_task(raw: dict, world: World, source: str = "tasks.json") -> Task:
                 last_name=names[0][1] if names else None,
             ),
             instructions=text,
+            scenario=_scenario(scenario),
         ),
-        gold_actions=[Action(name=a["name"], arguments=a.get("arguments") or {}) for a in actions],
+        gold_actions=[
+            Action(
+                name=a["name"],
+                arguments=a.get("arguments") or {},
+                requestor=a.get("requestor"),
+                compare_args=a.get("compare_args"),
+            )
+            for a in actions
+        ],
         rubric=list(criteria.get("nl_assertions") or []),
         provenance=Provenance(source="tau2"),
+        evaluation=Evaluation(
+            communicate_info=[str(x) for x in criteria.get("communicate_info") or []],
+            nl_assertions=list(criteria.get("nl_assertions") or []),
+            reward_basis=list(criteria.get("reward_basis") or []),
+        ),
+        initial_state=raw.get("initial_state"),
     )
 
 

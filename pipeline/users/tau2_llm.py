@@ -1,0 +1,182 @@
+"""A language-model customer with τ²-bench's conventions: it plays the task's scenario as written.
+
+τ²-bench gives its user simulator a set of general guidelines plus the task's scenario (persona, reason for call,
+known and unknown info, task instructions) and nothing of ours: no store persona, no hash-chosen tone, no request
+list. The simulator sees the agent's words as the other side of the chat (roles flipped; tool traffic hidden),
+opens after the agent's greeting, and ends the chat with one of three signals: ###STOP### (goal reached or given
+up), ###TRANSFER### (handed to a human), ###OUT-OF-SCOPE### (the scenario does not say what to do next). Each
+signal becomes its own termination reason (`USER_SIGNALS`).
+
+It talks to any OpenAI-compatible endpoint through the official `openai` SDK. The guideline text here is our
+own wording of those conventions. Settings (model, endpoint, sampling, a digest of the guidelines) are in
+`settings`, which the measure run records in usage.json.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from typing import Any
+
+from pipeline.dataset.task import Scenario, UserScript
+from pipeline.rollout.protocols import EpisodeInfo, InfrastructureError, UserReply
+from pipeline.rollout.trajectory import USER_SIGNALS, Message, Usage
+
+log = logging.getLogger(__name__)
+
+GREETING = "Hi! How can I help you today?"
+GUIDELINES = """You are the customer in a chat with a customer-service agent. Play the scenario below; you are
+never the agent.
+
+How to play:
+- Write one message at a time, as the customer would type it. No role labels, no narration.
+- Follow the scenario's instructions closely. What the scenario does not tell you, you do not know: never
+  invent names, ids, numbers or preferences; say you don't know or don't have it.
+- Put things in your own words; do not recite the scenario.
+- Give information a piece at a time, when the agent asks for it or when it is needed to move on.
+- Keep the persona the scenario gives you, if it gives one, all the way through.
+
+Ending the chat (write the signal at the end of your last message):
+- When what you wanted is done, or you accept that it cannot be done, write {stop}.
+- When the agent transfers you to a human or another agent, write {transfer}.
+- When the conversation reaches a point your scenario gives you no way to handle, write {out_of_scope}.
+"""
+SECTIONS = (
+    ("Persona", "persona"),
+    ("Domain", "domain"),
+    ("Reason for call", "reason_for_call"),
+    ("Known info", "known_info"),
+    ("Unknown info", "unknown_info"),
+    ("Task instructions", "task_instructions"),
+)
+
+
+def scenario_prompt(script: UserScript) -> str:
+    """The scenario as the task gives it: τ²-bench's sections, else its free text, else our user script as prose."""
+    sc: Scenario | None = script.scenario
+    if sc is not None:
+        parts = [f"{title}:\n{value}" for title, key in SECTIONS if (value := getattr(sc, key))]
+        if sc.text:
+            parts.append(f"Instructions:\n{sc.text}")
+        if parts:
+            return "\n\n".join(parts)
+    if script.instructions:
+        return script.instructions
+    from pipeline.users.llm import scenario_text
+
+    return scenario_text(script)
+
+
+def system_prompt(script: UserScript) -> str:
+    stop, transfer, out = USER_SIGNALS
+    guidelines = GUIDELINES.format(stop=stop, transfer=transfer, out_of_scope=out)
+    return f"{guidelines}\n<scenario>\n{scenario_prompt(script)}\n</scenario>"
+
+
+def flipped(system: str, messages: list[Message]) -> list[dict[str, Any]]:
+    """The chat from the customer's side: the agent's text as `user`, the customer's as `assistant`."""
+    out: list[dict[str, Any]] = [{"role": "system", "content": system}, {"role": "user", "content": GREETING}]
+    for m in messages:
+        if m.role == "user":
+            out.append({"role": "assistant", "content": m.content or ""})
+        elif m.role == "assistant" and not m.tool_calls and m.content and m.content.strip():
+            out.append({"role": "user", "content": m.content})
+    return out
+
+
+def signal_of(text: str) -> str | None:
+    """The termination the earliest stop signal in `text` means, or None."""
+    found = [(text.find(token), reason) for token, reason in USER_SIGNALS.items() if token in text]
+    return min(found)[1] if found else None
+
+
+class Tau2LLMUser:
+    """User protocol: a chat model plays τ²-bench scenarios through an OpenAI-compatible endpoint."""
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str,
+        api_key: str | None = None,
+        temperature: float = 0.0,
+        max_tokens: int = 512,
+        seed: int = 0,
+        timeout_s: float = 120.0,
+        max_retries: int = 5,
+    ) -> None:
+        self.model, self.base_url, self.api_key = model, base_url, api_key
+        self.temperature, self.max_tokens, self.seed = temperature, max_tokens, seed
+        self.timeout_s, self.max_retries = timeout_s, max_retries
+        self.name = f"tau2-llm:{model}"
+        self._client = None
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """What decides this user's behaviour, for the run's record (never the API key)."""
+        return {
+            "kind": "tau2-llm",
+            "model": self.model,
+            "base_url": self.base_url,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "seed": self.seed,
+            "guidelines_sha256": hashlib.sha256(GUIDELINES.encode()).hexdigest()[:16],
+        }
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_client": None}  # the HTTP client is rebuilt where the user is unpickled
+
+    @property
+    def client(self):
+        if self._client is None:
+            from openai import OpenAI
+
+            self._client = OpenAI(
+                base_url=self.base_url,
+                api_key=self.api_key or "unused",
+                timeout=self.timeout_s,
+                max_retries=self.max_retries,
+            )
+        return self._client
+
+    def start(self, info: EpisodeInfo) -> Tau2LLMUserEpisode:
+        return Tau2LLMUserEpisode(self, info)
+
+    def complete(self, messages: list[dict[str, Any]], seed: int) -> tuple[str, Usage]:
+        import openai
+
+        try:
+            response = self.client.chat.completions.create(
+                model=self.model,
+                messages=messages,
+                temperature=self.temperature,
+                max_tokens=self.max_tokens,
+                seed=seed,
+            )
+        except (openai.APIConnectionError, openai.APIStatusError) as exc:
+            raise InfrastructureError(f"user simulator {self.model} at {self.base_url}: {exc}") from None
+        if not response.choices:
+            raise InfrastructureError(f"user simulator {self.model} returned no choices")
+        text = (response.choices[0].message.content or "").strip()
+        u = response.usage
+        usage = Usage(prompt_tokens=u.prompt_tokens or 0, completion_tokens=u.completion_tokens or 0) if u else Usage()
+        return text, usage
+
+
+class Tau2LLMUserEpisode:
+    def __init__(self, user: Tau2LLMUser, info: EpisodeInfo) -> None:
+        self.user = user
+        self.system = system_prompt(info.task.user_script)
+        digest = hashlib.sha256(f"tau2-user:{user.seed}:{info.task.id}:{info.trial}".encode()).digest()
+        self.seed = int.from_bytes(digest[:4], "big") >> 1
+        self.turns = 0
+
+    def respond(self, messages: list[Message]) -> UserReply:
+        self.turns += 1
+        text, usage = self.user.complete(flipped(self.system, messages), (self.seed + self.turns) % 2**31)
+        if not text:
+            raise InfrastructureError(f"user simulator {self.user.model} returned an empty message")
+        reason = signal_of(text)
+        if reason:
+            log.debug("user simulator ended the chat: %s", reason)
+        return UserReply(content=text, stop=reason is not None, usage=usage, termination=reason)
