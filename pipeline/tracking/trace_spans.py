@@ -107,14 +107,18 @@ class _Clock:
 
 
 def trial_spans(traj: Trajectory, timing: dict[str, Any] | None = None, base_s: float = 0.0) -> list[SpanSpec]:
-    """Root span (the whole conversation in, the outcome out), then per message: a user turn, an agent turn
-    (token usage on it), or a tool call — a child of the agent turn that made it, arguments in, result out."""
+    """Root span (the customer's opening request in; the rest of the conversation and how it ended out, so the
+    trace list shows request and final answer and the chat view the whole conversation), then per message: a
+    user turn, an agent turn (token usage on it), or a tool call — a child of the agent turn that made it,
+    arguments in, result out."""
     clock = _Clock(traj, timing, base_s)
+    conversation = [openai_message(m) for m in traj.messages]
+    opening = next((i + 1 for i, m in enumerate(traj.messages) if m.role == "user"), 0)
     spans = [
         SpanSpec(
             name=f"{traj.task_id} #{traj.trial}",
             span_type="AGENT",
-            inputs={"messages": [openai_message(m) for m in traj.messages]},
+            inputs={"messages": conversation[:opening]},
             attributes={
                 "agentloop.agent": traj.agent,
                 "agentloop.user": traj.user,
@@ -178,8 +182,7 @@ def trial_spans(traj: Trajectory, timing: dict[str, Any] | None = None, base_s: 
                     error=m.error,
                 )
             )
-    final = next((m.content for m in reversed(traj.messages) if m.role == "assistant" and m.content), None)
-    spans[0].outputs = {"termination": traj.termination, "final_agent_message": final, "error": traj.error}
+    spans[0].outputs = {"messages": conversation[opening:], "termination": traj.termination, "error": traj.error}
     spans[0].end_ns = clock.end()
     for s in spans[1:]:  # a parent must not end before its children (agent turns end before their tools ran)
         if s.parent:
