@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pipeline.loop.params import Params, ParamsError, load_params
+from pipeline.loop.stage_times import StageTime, write_stage_time
 
 
 def run_stage(name: str, fn: Callable[[Params], Any]) -> Any:
@@ -20,7 +21,12 @@ def run_stage(name: str, fn: Callable[[Params], Any]) -> Any:
     except ParamsError as exc:
         print(f"stage {name}: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
-    t0 = time.perf_counter()
-    result = fn(params)
-    logging.getLogger("agentloop.stage").info("stage %s done in %.1f s", name, time.perf_counter() - t0)
+    start, status = time.time(), "FAILED"
+    try:
+        result = fn(params)
+        status = "FINISHED"
+    finally:
+        end = time.time()
+        write_stage_time(StageTime(stage=name, start=start, end=end, status=status))
+    logging.getLogger("agentloop.stage").info("stage %s done in %.1f s", name, end - start)
     return result

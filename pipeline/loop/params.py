@@ -131,6 +131,11 @@ class ReportParams(Strict):
 class PromoteParams(Strict):
     experiment: str = "agentloop"
     model_name: str = "agentloop-agent"
+    traces: bool = Field(
+        default=True,
+        description="Log every graded trial of measure and remeasure as an MLflow trace (conversation, tool calls,"
+        " verdict as feedback); false for stores that should not hold conversations.",
+    )
 
 
 class Params(Strict):

@@ -5,7 +5,9 @@ gate's outcome "promote" moves it; "block" and "inconclusive" are recorded (gate
 
 Each DVC stage runs in its own process, so tracking happens once, at the end, from the stages' outputs: one
 parent run per iteration (keyed by iteration and params, so a rerun with the same params resumes it) and a
-nested run per stage carrying that stage's params, metrics and artifacts.
+nested run per stage carrying that stage's params, metrics, artifacts, datasets and its own recorded start and
+end (pipeline.loop.stage_times). The measurements' trials become traces here, read back from their files, so
+the measure itself never waits on the store (`promote.traces: false` leaves them out).
 """
 
 from __future__ import annotations
@@ -13,12 +15,14 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 from pathlib import Path
 from typing import Any
 
 from pipeline.loop import paths
 from pipeline.loop.agentref import read_agent_spec
 from pipeline.loop.params import Params
+from pipeline.loop.track_inputs import LoopData, StageTimes, about
 from pipeline.rollout.resume import atomic_write
 
 log = logging.getLogger(__name__)
@@ -34,6 +38,42 @@ def _artifacts(run, *files: Path, artifact_path: str | None = None) -> None:
             run.log_artifact(f, artifact_path)
 
 
+TRACKED_STAGES = [
+    "eval_tasks",
+    "baseline",
+    "measure",
+    "target",
+    "synthesize",
+    "curate",
+    "train",
+    "remeasure",
+    "gate",
+    "report",
+]
+
+
+def _traces(p: Params, tracker, run, run_dir: Path, role: str, data: LoopData, times) -> None:
+    """The measurement's trials as traces under its stage run (off the hot path: read back from its files)."""
+    from pipeline.tracking.traces import log_trial_traces
+
+    if not p.promote.traces:
+        run.set_tags({"agentloop.traces": "off (promote.traces: false)"})
+        return
+    got = log_trial_traces(
+        tracker.config.tracking_uri,
+        tracker.client.get_run(run.run_id).info.experiment_id,
+        run.run_id,
+        run_dir,
+        role=role,
+        iteration=p.loop.iteration,
+        run_key=tracker.run_key,
+        templates=data.templates(),
+        base_s=times[0] if times else None,
+    )
+    run.log_metrics({"traces": got["traces"], "trace_log_seconds": got["seconds"]})
+    run.set_tags({"agentloop.traces": f"{got['traces']} traces (batch {got['batch']})"})
+
+
 def track_and_promote(p: Params, lock_path: Path = Path("dvc.lock")) -> dict[str, Any]:
     from pipeline.gate.decision import read_gate
     from pipeline.loop.stages import eval_tasks_file
@@ -46,47 +86,78 @@ def track_and_promote(p: Params, lock_path: Path = Path("dvc.lock")) -> dict[str
         promote,
         register_checkpoint,
     )
+    from pipeline.tracking.datasets import dataset_tags, log_datasets
 
+    began = time.time()
     config = TrackingConfig(experiment=p.promote.experiment, model_name=p.promote.model_name)
     sections = p.model_dump(mode="json")
     candidate = read_agent_spec(paths.CANDIDATE_MODEL)
     decision = read_gate(paths.GATE)
     baseline_summary = MeasureSummary.model_validate_json((paths.BASELINE_RUN / "metrics.json").read_text())
     candidate_summary = MeasureSummary.model_validate_json((paths.CANDIDATE_RUN / "metrics.json").read_text())
+    st = StageTimes.read(TRACKED_STAGES, until=began)
+    data = LoopData.read()
+    trained_on = data.training(p.train.method, p.train.use_curated)
     tracker = IterationTracker(
-        config, iteration=p.loop.iteration, agent=candidate, params=sections, stage_hashes=dvc_stage_hashes(lock_path)
+        config,
+        iteration=p.loop.iteration,
+        agent=candidate,
+        params=sections,
+        stage_hashes=dvc_stage_hashes(lock_path),
+        start_time=st.start() or began,
     )
+
+    def stage(name: str, **kw):
+        return tracker.stage(name, times=st.times(name), about=about(name), reused=st.reused(name), **kw)
+
     with tracker:
-        with tracker.stage("world", params=sections["world"]) as run:
+        client = tracker.client
+        log_datasets(
+            client,
+            tracker.run_id,
+            [(ds, "evaluation") for ds in [data.eval] if ds] + [(ds, "training") for ds in trained_on],
+        )
+        with stage("eval_tasks", params=sections["world"]) as run:
             run.log_metrics({"eval_tasks": sum(1 for _ in eval_tasks_file(p).open())})
-        with tracker.stage("baseline", role="baseline", params=sections["baseline"]) as run:
+            log_datasets(client, run.run_id, [(data.eval, "output")] if data.eval else [])
+        with stage("baseline", role="baseline", params=sections["baseline"]) as run:
             _artifacts(run, paths.BASELINE_MODEL / "agent.json")
             run.set_tags({"agentloop.agent": read_agent_spec(paths.BASELINE_MODEL)})
-        with tracker.stage("measure", role="baseline", params=sections["measure"]) as run:
+        with stage("measure", role="baseline", params=sections["measure"]) as run:
             run.log_summary(baseline_summary, prefix="baseline/")
             _artifacts(run, paths.BASELINE_RUN / "metrics.json", paths.BASELINE_RUN / "per_task.csv")
-        with tracker.stage("target", params=sections["target"]) as run:
+            log_datasets(client, run.run_id, [(data.eval, "evaluation")] if data.eval else [])
+            _traces(p, tracker, run, paths.BASELINE_RUN, "baseline", data, st.times("measure"))
+        with stage("target", params=sections["target"]) as run:
             _artifacts(run, paths.TARGETS)
-        with tracker.stage("synthesize", params=sections["synthesize"]) as run:
+        with stage("synthesize", params=sections["synthesize"]) as run:
             manifest = _json(paths.SYNTH_DIR / "manifest.json")
             run.log_metrics({"tasks": float(manifest.get("tasks", 0))})
             _artifacts(run, paths.SYNTH_DIR / "manifest.json")
-        with tracker.stage("curate", params=sections["curate"]) as run:
+            log_datasets(client, run.run_id, [(ds, "output") for ds in (data.pool, data.anchors) if ds])
+        with stage("curate", params=sections["curate"]) as run:
             _artifacts(run, paths.CURATED_DIR / "manifest.json")
-        with tracker.stage("train", role="candidate", params=sections["train"]) as run:
-            version = register_checkpoint(tracker, paths.CANDIDATE_MODEL)
-        with tracker.stage("remeasure", role="candidate", params=sections["measure"]) as run:
+            log_datasets(
+                client, run.run_id, [(ds, ctx) for ds, ctx in ((data.pool, "pool"), (data.curated, "output")) if ds]
+            )
+        with stage("train", role="candidate", params=sections["train"]) as run:
+            log_datasets(client, run.run_id, [(ds, "training") for ds in trained_on])
+            version = register_checkpoint(tracker, paths.CANDIDATE_MODEL, tags=dataset_tags(trained_on))
+        with stage("remeasure", role="candidate", params=sections["measure"]) as run:
             run.log_summary(candidate_summary, prefix="candidate/")
             _artifacts(run, paths.CANDIDATE_RUN / "metrics.json", paths.CANDIDATE_RUN / "per_task.csv")
-        with tracker.stage("gate", params=sections["gate"]) as run:
+            log_datasets(client, run.run_id, [(data.eval, "evaluation")] if data.eval else [])
+            _traces(p, tracker, run, paths.CANDIDATE_RUN, "candidate", data, st.times("remeasure"))
+        with stage("gate", params=sections["gate"]) as run:
             run.log_gate(decision.model_dump(mode="json"))
             _artifacts(run, paths.GATE)
-        with tracker.stage("report", params=sections["report"]) as run:
+            log_datasets(client, run.run_id, [(data.eval, "evaluation")] if data.eval else [])
+        with stage("report", params=sections["report"]) as run:
             _artifacts(run, paths.REPORT_DIR / "report.html")
             if (paths.REPORT_DIR / "plots").exists():
                 run.log_artifact(paths.REPORT_DIR / "plots", "plots")
         allowed = os.environ.get("AGENTLOOP_PROMOTE", "on") != "off"
-        with tracker.stage("promote", params=sections["promote"]) as run:
+        with tracker.stage("promote", params=sections["promote"], about=about("promote")) as run:
             if decision.promote and allowed:
                 promote(version, decision.model_dump(mode="json"), tracker=tracker)
             # What the registry says now, not what this process meant to do: a rerun after a kill that landed
@@ -94,6 +165,7 @@ def track_and_promote(p: Params, lock_path: Path = Path("dvc.lock")) -> dict[str
             champion = champion_version(config)
             moved = decision.promote and allowed and champion == version
             run.set_tags({"agentloop.champion_moved": str(moved).lower()})
+            run.log_metrics({"stage_seconds": time.time() - began})
         record = {
             "iteration": p.loop.iteration,
             "candidate": candidate,

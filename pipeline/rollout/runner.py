@@ -98,7 +98,7 @@ def episode_steps(
         world=world.name,
         domain=world.domain.name,
     )
-    timings = Timings()
+    timings = Timings(started_at=time.time())
     agent_usage, user_usage = Usage(), Usage()
     messages: list[Message] = traj.messages
     t_start = time.perf_counter()

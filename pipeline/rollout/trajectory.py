@@ -61,6 +61,7 @@ class Message(Strict):
 
 
 class Timings(Strict):
+    started_at: float | None = Field(default=None, description="Unix time the episode began (for trace timelines).")
     wall_s: float = 0.0
     agent_s: float = 0.0
     user_s: float = 0.0

@@ -50,8 +50,12 @@ def _ensure_model(client: MlflowClient, name: str) -> None:
         )
 
 
-def register_checkpoint(tracker: IterationTracker, checkpoint_dir: str | Path) -> str:
-    """Log ``checkpoint_dir`` under the tracker's active run and register it; alias `challenger` → the new version."""
+def register_checkpoint(
+    tracker: IterationTracker, checkpoint_dir: str | Path, tags: Mapping[str, str] | None = None
+) -> str:
+    """Log ``checkpoint_dir`` under the tracker's active run and register it; alias `challenger` → the new version.
+
+    ``tags`` go on the version beside the iteration's (e.g. the digests of the data that trained it)."""
     src = Path(checkpoint_dir)
     if not src.is_dir():
         raise NotADirectoryError(f"checkpoint {src} is not a directory")
@@ -77,6 +81,7 @@ def register_checkpoint(tracker: IterationTracker, checkpoint_dir: str | Path) -
             "agentloop.agent": tracker.agent,
             "agentloop.git_commit": tracker.commit or "",
             DIGEST_TAG: digest,
+            **(tags or {}),
         },
         description=f"{tracker.run_name}: candidate checkpoint",
     )

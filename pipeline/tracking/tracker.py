@@ -36,6 +36,10 @@ log = logging.getLogger(__name__)
 _BATCH = 100  # MLflow accepts at most 100 params / tags per log_batch call (1000 metrics)
 
 
+def _ms(t: float | None) -> int | None:
+    return None if t is None else int(t * 1000)
+
+
 def short_agent(agent: str, limit: int = 40) -> str:
     """A run-name-sized agent label: `hf:runs/train/ckpt-3` → `hf:ckpt-3`.
 
@@ -142,6 +146,7 @@ class IterationTracker(RunLogger):
         commit: str | None = None,
         run_key: str | None = None,
         note: str | None = None,
+        start_time: float | None = None,
     ):
         super().__init__(client=None, run_id="", parent=None)  # bound to a run in __enter__
         self.config = config or TrackingConfig()
@@ -156,6 +161,7 @@ class IterationTracker(RunLogger):
         self.commit, self.dirty = commit, dirty
         self.run_key = run_key or f"iter-{iteration:03d}/{params_digest(self.params)}"
         self.note = note
+        self.start_time = start_time
         self.resumed = False
         self._stack: list[RunLogger] = []
 
@@ -200,7 +206,10 @@ class IterationTracker(RunLogger):
             tags["mlflow.note.content"] = self.note
         if run_id is None:
             run = self.client.create_run(
-                experiment_id, run_name=self.run_name, tags={k: str(v) for k, v in tags.items()}
+                experiment_id,
+                run_name=self.run_name,
+                tags={k: str(v) for k, v in tags.items()},
+                start_time=_ms(self.start_time),
             )
             run_id = run.info.run_id
             log.info("MLflow: new iteration run %s (%s)", self.run_name, run_id)
@@ -232,9 +241,20 @@ class IterationTracker(RunLogger):
 
     @contextmanager
     def stage(
-        self, name: str, *, role: str | None = None, params: Mapping[str, Any] | None = None
+        self,
+        name: str,
+        *,
+        role: str | None = None,
+        params: Mapping[str, Any] | None = None,
+        times: tuple[float, float] | None = None,
+        about: str | None = None,
+        reused: bool = False,
     ) -> Iterator[RunLogger]:
-        """A nested run for one stage execution (a rerun of the stage is a new nested run under the same parent)."""
+        """A nested run for one stage execution (a rerun of the stage is a new nested run under the same parent).
+
+        ``times`` (unix seconds) are the stage's own start and end, when it recorded them: the run then spans
+        them, and `stage_seconds/<name>` lands on the parent too. Without them the run spans the logging itself.
+        ``reused`` marks a stage DVC skipped (its outputs, and times, are from an earlier run)."""
         run_name = f"iter-{self.iteration:03d} · {name}" + (f" · {role}" if role else "")
         tags = self._common_tags() | {
             "mlflow.parentRunId": self.run_id,
@@ -242,15 +262,22 @@ class IterationTracker(RunLogger):
             "agentloop.stage": name,
             "agentloop.role": role,
             "dvc.stage_hash": self.stage_hashes.get(name),
+            "agentloop.timing": "recorded by the stage" if times else "not recorded: the time of logging",
+            "agentloop.reused": str(reused).lower(),
+            "mlflow.note.content": about,
         }
         run = self.client.create_run(
             self.client.get_run(self.run_id).info.experiment_id,
             run_name=run_name,
             tags={k: str(v) for k, v in tags.items() if v is not None},
+            start_time=_ms(times[0]) if times else None,
         )
         logger = RunLogger(self.client, run.info.run_id, parent=self)
         if params:
             logger.log_params(params)
+        if times:
+            logger.log_metrics({"stage_seconds": times[1] - times[0]})
+            self.log_metrics({f"stage_seconds/{name}": times[1] - times[0]})
         self._stack.append(logger)
         status = "FAILED"
         try:
@@ -258,6 +285,6 @@ class IterationTracker(RunLogger):
             status = "FINISHED"
         finally:
             self._stack.pop()
-            self.client.set_terminated(logger.run_id, status=status)
+            self.client.set_terminated(logger.run_id, status=status, end_time=_ms(times[1]) if times else None)
             if status == "FAILED":
                 self.set_tags({"agentloop.failed_stage": name})

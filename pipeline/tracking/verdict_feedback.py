@@ -1,0 +1,102 @@
+"""Our verdict on a trial as MLflow feedback: pass / fail, the failure modes, the state-diff summary, the judge.
+
+Pure data, so the assessment names a user filters on in `mlflow ui` are fixed and tested here. The grader is
+code (source CODE, id `agentloop.grader`); the judge, where one ran, is an LLM judge.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pipeline.grading.failure_modes import FailureAnalysis
+from pipeline.grading.llm_judge import USAGE_NOTE
+from pipeline.grading.verdict import FieldDiff, Verdict
+
+GRADER = "agentloop.grader"
+DIFF_KINDS = ("wrong_value", "unrequested_change", "missing_change")
+MAX_DIFF_LINES = 20
+MAX_RATIONALE_CHARS = 4000
+
+
+class FeedbackSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    value: Any = None
+    rationale: str | None = None
+    metadata: dict[str, str] = Field(default_factory=dict)
+    source_type: Literal["CODE", "LLM_JUDGE"] = "CODE"
+    source_id: str = GRADER
+    error_code: str | None = Field(default=None, description="Set when no value could be given (infra error).")
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= MAX_RATIONALE_CHARS else text[: MAX_RATIONALE_CHARS - 1] + "…"
+
+
+def diff_line(d: FieldDiff) -> str:
+    """>>> diff_line(FieldDiff(kind="wrong_value", table="orders", key="#W1", path="status", expected="x", actual="y"))
+    "wrong_value orders[#W1].status: expected 'x', got 'y'"
+    """
+    return f"{d.kind} {d.table}[{d.key}].{d.path}: expected {d.expected!r}, got {d.actual!r}"
+
+
+def _judge(verdict: Verdict) -> FeedbackSpec | None:
+    c = verdict.component("judge")
+    if c is None or "no judge configured" in c.notes:
+        return None
+    said = [n for n in c.notes if not n.startswith(USAGE_NOTE)]
+    return FeedbackSpec(
+        name="judge",
+        value=c.passed,
+        rationale=_clip("\n".join(c.details + said) or "every rubric item met"),
+        source_type="LLM_JUDGE",
+        source_id="agentloop.judge",
+    )
+
+
+def verdict_feedback(verdict: Verdict, analysis: FailureAnalysis | None) -> list[FeedbackSpec]:
+    """`passed` for every trial; `failure_modes` and `dominant_failure_mode` for a failed one; `state_diff`
+    (counts by kind, the differing fields as rationale) for every graded one; `judge` where a judge ran."""
+    if verdict.infra_error:
+        return [
+            FeedbackSpec(
+                name="passed",
+                error_code="INFRA_ERROR",
+                rationale=_clip("; ".join(verdict.diagnostics) or "lost to an infrastructure error (not graded)"),
+            )
+        ]
+    failed = [c for c in verdict.components if c.required and not c.passed]
+    why = "\n".join(f"{c.name}: {'; '.join(c.details) or 'failed'}" for c in failed)
+    out = [FeedbackSpec(name="passed", value=verdict.passed, rationale=_clip(why or "every required check passed"))]
+    if not verdict.passed and analysis is not None and analysis.modes:
+        evidence = [f"{mode}: {line}" for mode, lines in analysis.evidence.items() for line in lines]
+        meta = {"looked_complete": str(analysis.looked_complete).lower(), "signature": ",".join(analysis.signature)}
+        out.append(
+            FeedbackSpec(
+                name="failure_modes",
+                value=list(analysis.modes),
+                rationale=_clip("\n".join(evidence)) or None,
+                metadata={"dominant": analysis.dominant or "", **meta},
+            )
+        )
+        if analysis.dominant:
+            out.append(FeedbackSpec(name="dominant_failure_mode", value=analysis.dominant, metadata=meta))
+    counts = Counter(d.kind for d in verdict.diffs)
+    lines = [diff_line(d) for d in verdict.diffs[:MAX_DIFF_LINES]]
+    if len(verdict.diffs) > MAX_DIFF_LINES:
+        lines.append(f"… and {len(verdict.diffs) - MAX_DIFF_LINES} more")
+    out.append(
+        FeedbackSpec(
+            name="state_diff",
+            value={kind: counts.get(kind, 0) for kind in DIFF_KINDS},
+            rationale=_clip("\n".join(lines)) if lines else "final state matches the expected state",
+            metadata={"final_hash": verdict.final_hash, "expected_hash": verdict.expected_hash},
+        )
+    )
+    if judged := _judge(verdict):
+        out.append(judged)
+    return out
