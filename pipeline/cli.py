@@ -20,6 +20,9 @@ app.add_typer(tasks_app, name="tasks")
 from pipeline.train.cli import train_app  # noqa: E402  (light: heavy imports happen inside the commands)
 
 app.add_typer(train_app, name="train")
+from pipeline.agents.model_cli import model_app  # noqa: E402
+
+app.add_typer(model_app, name="model")
 console = Console(stderr=True)
 
 
@@ -245,13 +248,16 @@ def serve_cmd(
     max_concurrency: int = typer.Option(1, min=1, help="Generations run at once (more queue)."),
     max_tokens: int = typer.Option(256, min=1, help="Reply length when a request sets none."),
     threads: int = typer.Option(1, min=0, help="Torch threads per generation (0: torch's default)."),
+    device: str = typer.Option(None, help="cpu, cuda, cuda:N, or auto (device_map over the GPUs)."),
+    dtype: str = typer.Option("auto", help="auto (the checkpoint's own), float32, bfloat16 or float16."),
+    chat_format: str = typer.Option(None, "--format", help="Chat format (default: recorded, or from the template)."),
 ) -> None:
     """Serve a local model over an OpenAI-compatible chat-completions API with tool calls."""
     from pipeline.agents.codec import CodecMismatchError
     from pipeline.serve import load_engine, serve
 
     try:
-        engine = load_engine(model, name)
+        engine = load_engine(model, name, device=device, dtype=dtype, chat_format=chat_format)
     except (FileNotFoundError, OSError, CodecMismatchError, ValueError) as exc:
         _fail(str(exc))
     console.print(f"serving {engine.name} on http://{host}:{port}/v1 (context {engine.context} tokens)")

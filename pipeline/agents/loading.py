@@ -16,9 +16,10 @@ from typing import Any, Literal
 
 import torch
 
-from pipeline.agents.codec import CodecConfig, codec_hash
+from pipeline.agents.codec import CodecConfig
 from pipeline.agents.formats import CODEC, ChatFormat, ChatFormatError, CodecFormat, detect_format, get_format
-from pipeline.train.model import META_FILE, CheckpointMeta, load_checkpoint, read_meta
+from pipeline.train.model import META_FILE, CheckpointMeta, read_meta, verify_codec
+from pipeline.train.tokenizer import load_tokenizer
 
 log = logging.getLogger(__name__)
 DType = Literal["auto", "float32", "bfloat16", "float16"]
@@ -100,6 +101,37 @@ def _placement(device: str | None, dtype: str) -> dict[str, Any]:
     return kwargs
 
 
+def resolve_format(
+    path: str | Path, chat_format: str | None = None, codec_config: CodecConfig | None = None, record: bool = True
+) -> tuple[ChatFormat, Any, CheckpointMeta, bool]:
+    """(format, tokenizer, meta, is an agentloop checkpoint) of a checkpoint directory, without its weights.
+
+    An outside checkpoint's metadata is written on this first use when `record` (a read-only directory only
+    logs a warning, and the format is detected again next time)."""
+    path = Path(path)
+    if not path.is_dir():
+        raise FileNotFoundError(f"{path}: no such model directory")
+    meta = read_meta(path) if (path / META_FILE).exists() else None
+    if meta is not None and meta.chat_format == CODEC and chat_format in (None, CODEC) and meta.model is not None:
+        config = verify_codec(path, meta, codec_config)  # raises CodecMismatchError naming agentloop.json
+        return CodecFormat(config), load_tokenizer(path), meta, True
+    described, fmt, tokenizer = describe(path, chat_format or (meta.chat_format if meta else None))
+    if meta is not None and meta.template_hash and meta.template_hash != described.template_hash and not chat_format:
+        raise ChatFormatError(
+            f"{path / META_FILE}: recorded for format {meta.chat_format!r} under another chat template; run"
+            f" `agentloop model import {path} --force` to record the current one"
+        )
+    if isinstance(fmt, CodecFormat) and meta is not None and meta.codec_config is not None:
+        fmt = CodecFormat(verify_codec(path, meta, codec_config))
+    if meta is None and record:
+        try:
+            (path / META_FILE).write_text(described.model_dump_json(indent=2) + "\n", encoding="utf-8")
+            log.info("%s: recorded chat format %r in %s", path, described.chat_format, META_FILE)
+        except OSError as exc:
+            log.warning("%s: could not record %s (%s); the format is detected on each load", path, META_FILE, exc)
+    return fmt, tokenizer, meta or described, False
+
+
 def load_model(
     path: str | Path,
     *,
@@ -109,39 +141,16 @@ def load_model(
     codec_config: CodecConfig | None = None,
     record: bool = True,
 ) -> LoadedModel:
-    """The model, tokenizer and format of a checkpoint directory (see the module docstring)."""
+    """The model (Auto classes: its own architecture), tokenizer and format of a checkpoint directory.
+
+    `device`: None or "cpu" (CPU), "cuda", "cuda:N", or "auto" (accelerate's device_map over the GPUs).
+    `dtype`: "auto" = the checkpoint's own, or float32 / bfloat16 / float16."""
     from transformers import AutoModelForCausalLM
 
-    path = Path(path)
-    if not path.is_dir():
-        raise FileNotFoundError(f"{path}: no such model directory")
-    meta = read_meta(path) if (path / META_FILE).exists() else None
-    if meta is not None and meta.chat_format == CODEC and chat_format in (None, CODEC) and meta.model is not None:
-        ckpt = load_checkpoint(path, codec_config)  # raises CodecMismatchError naming agentloop.json
-        model = ckpt.model
-        placement = _placement(device, dtype)  # validates dtype
-        if device not in (None, "auto", "cpu"):
-            model = model.to(device)
-        if dtype != "auto":
-            model = model.to(placement["dtype"])
-        fmt = CodecFormat(codec_config or ckpt.meta.codec_config)
-        return LoadedModel(model, ckpt.tokenizer, fmt, ckpt.meta, path)
-    described, fmt, tokenizer = describe(path, chat_format or (meta.chat_format if meta else None))
-    if meta is not None and meta.template_hash and meta.template_hash != described.template_hash and not chat_format:
-        raise ChatFormatError(
-            f"{path / META_FILE}: recorded for format {meta.chat_format!r} under another chat template; run"
-            f" `agentloop model import {path} --force` to record the current one"
-        )
-    if isinstance(fmt, CodecFormat) and meta is not None and meta.codec_config is not None:
-        if codec_hash(codec_config or meta.codec_config) != meta.codec_hash:
-            raise ChatFormatError(f"{path / META_FILE}: codec {meta.codec_hash} differs from the current codec")
-        fmt = CodecFormat(codec_config or meta.codec_config)
-    model = AutoModelForCausalLM.from_pretrained(str(path), local_files_only=True, **_placement(device, dtype)).eval()
-    if meta is None and record:
-        try:
-            (path / META_FILE).write_text(described.model_dump_json(indent=2) + "\n", encoding="utf-8")
-            log.info("%s: recorded chat format %r in %s", path, described.chat_format, META_FILE)
-        except OSError as exc:  # a read-only directory (a shared cache): detect again next time
-            log.warning("%s: could not record %s (%s); the format is detected on each load", path, META_FILE, exc)
+    fmt, tokenizer, meta, ours = resolve_format(path, chat_format, codec_config, record)
+    placement = _placement(device, dtype)
+    if ours and device is None and dtype == "auto":
+        placement = {}  # exactly as agentloop checkpoints always loaded
+    model = AutoModelForCausalLM.from_pretrained(str(path), local_files_only=True, **placement).eval()
     log.info("loaded %s as %s (%s) in format %r", path, type(model).__name__, _dtype_name(model.config), fmt.name)
-    return LoadedModel(model, tokenizer, fmt, meta or described, path)
+    return LoadedModel(model, tokenizer, fmt, meta, Path(path))

@@ -77,10 +77,13 @@ class TemplateFormat:
             {
                 "id": self._call_id(c.id),
                 "type": "function",
-                "function": {"name": c.name, "arguments": c.arguments if c.arguments is not None else c.raw_arguments or ""},
+                "function": {
+                    "name": c.name,
+                    "arguments": c.raw_arguments or "" if c.arguments is None else c.arguments,
+                },
             }
             for c in m.tool_calls
-        ]  # fmt: skip
+        ]
         base: dict[str, Any] = {"role": "assistant", "content": content}
         if self.thinking and m.raw is not None:
             reasoning, _ = split_thinking(m.raw)
@@ -153,7 +156,8 @@ class TemplateFormat:
             )
         if not self.stop_ids(tokenizer):
             raise ChatFormatError(
-                f"format {self.name!r}: the tokenizer has no end-of-turn token ({', '.join(self.stops)} or an eos_token)"
+                f"format {self.name!r}: the tokenizer has no end-of-turn token"
+                f" ({', '.join(self.stops)} or an eos_token)"
             )
 
     def template_hash(self, tokenizer: Any) -> str:
