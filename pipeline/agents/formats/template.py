@@ -49,12 +49,12 @@ class TemplateFormat:
         system = render_system(policy, tools, CodecConfig()) if self.tools_in_system else policy
         out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
         for m in messages:
-            if m.role == "tool" and self.tools_in_system:
-                text = f"<tool_response>\n{m.content or ''}\n</tool_response>"
-                if out and out[-1]["role"] == "user" and out[-1].get("tool_results"):
-                    out[-1]["content"] += "\n" + text
+            if m.role in ("tool", "user") and self.tools_in_system:  # such templates want user/model turns
+                text = f"<tool_response>\n{m.content or ''}\n</tool_response>" if m.role == "tool" else m.content
+                if len(out) > int(bool(system)) and out[-1]["role"] == "user":
+                    out[-1]["content"] += "\n" + (text or "")
                 else:
-                    out.append({"role": "user", "content": text, "tool_results": True})
+                    out.append({"role": "user", "content": text or ""})
             elif m.role == "tool":
                 out.append(
                     {"role": "tool", "tool_call_id": self._call_id(m.tool_call_id), "name": m.name or "",
@@ -64,8 +64,6 @@ class TemplateFormat:
                 out += self._assistant(m, format_tool_call)
             else:
                 out.append({"role": m.role, "content": m.content or ""})
-        for d in out:
-            d.pop("tool_results", None)
         return out
 
     def _assistant(self, m: Message, format_tool_call: Any) -> list[dict[str, Any]]:
