@@ -30,6 +30,9 @@ app.command("gate-aa")(gate_aa_cmd)
 from pipeline.tau2.cli import import_app  # noqa: E402
 
 app.add_typer(import_app, name="import")
+from pipeline.agents.model_cli import model_app  # noqa: E402
+
+app.add_typer(model_app, name="model")
 console = Console(stderr=True)
 
 
@@ -271,13 +274,16 @@ def serve_cmd(
         None, envvar="AGENTLOOP_SERVE_API_KEY", help="Demand `Authorization: Bearer KEY` (default: no key)."
     ),
     max_request_bytes: int = typer.Option(1_000_000, min=1, help="Largest request body; more is refused (413)."),
+    device: str = typer.Option(None, help="cpu, cuda, cuda:N, or auto (device_map over the GPUs)."),
+    dtype: str = typer.Option("auto", help="auto (the checkpoint's own), float32, bfloat16 or float16."),
+    chat_format: str = typer.Option(None, "--format", help="Chat format (default: recorded, or from the template)."),
 ) -> None:
     """Serve a local model over an OpenAI-compatible chat-completions API with tool calls."""
     from pipeline.agents.codec import CodecMismatchError
     from pipeline.serve import load_engine, serve
 
     try:
-        engine = load_engine(model, name)
+        engine = load_engine(model, name, device=device, dtype=dtype, chat_format=chat_format)
     except (FileNotFoundError, OSError, CodecMismatchError, ValueError) as exc:
         _fail(str(exc))
     console.print(f"serving {engine.name} on http://{host}:{port}/v1 (context {engine.context} tokens)")

@@ -1,7 +1,8 @@
-"""The `hf` agent backend: a local transformers checkpoint, run on CPU (or whatever device it sits on).
+"""The `hf` agent backend: a local transformers checkpoint, on CPU or the device asked for.
 
-It renders the conversation with the codec the checkpoint was trained with, samples until the end-of-turn
-token, and parses the text with the same codec. Sampling uses a private random stream seeded from the agent's
+It renders the conversation with the checkpoint's chat format (the codec it was trained with, or the model's own
+chat template: `pipeline.agents.formats`), samples until an end-of-turn token, and parses the text with the same
+format. Sampling uses a private random stream seeded from the agent's
 seed and the episode's seed, so the same episode seed always gives the same output, whatever ran before.
 """
 
@@ -16,11 +17,12 @@ from pathlib import Path
 import torch
 from transformers import DynamicCache
 
-from pipeline.agents.codec import ENDOFTEXT, IM_END, CodecConfig, decode_assistant, encode_conversation, parse_assistant
+from pipeline.agents.codec import CodecConfig
+from pipeline.agents.formats import CodecFormat
 from pipeline.agents.lean import LeanCache, LeanLlama
+from pipeline.agents.loading import load_model
 from pipeline.rollout.protocols import EpisodeInfo
 from pipeline.rollout.trajectory import Message, Usage
-from pipeline.train.model import load_checkpoint
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +115,10 @@ class PrefixCache:
             if isinstance(self.cache, LeanCache):
                 self.cache.crop(common)
             else:
-                self.cache.crop(common - len(self.ids))  # a negative count removes that many tokens from the end
+                try:
+                    self.cache.crop(common - len(self.ids))  # a negative count removes that many tokens from the end
+                except RuntimeError:  # a sliding-window layer (Gemma) has forgotten what it would roll back to
+                    self.cache, common = self._empty(), 0
         self.ids = self.ids[:common]
         return common
 
@@ -133,7 +138,7 @@ class PrefixCache:
 
 
 class HFAgent:
-    """Agent protocol over a checkpoint written by `pipeline.train.model.save_checkpoint`."""
+    """Agent protocol over a checkpoint directory: an agentloop checkpoint or any causal LM (`load_model`)."""
 
     def __init__(
         self,
@@ -146,16 +151,24 @@ class HFAgent:
         name: str | None = None,
         threads: int | None = 1,
         lean: bool = True,
+        device: str | None = None,
+        dtype: str = "auto",
+        chat_format: str | None = None,
     ) -> None:
         if threads is not None:  # one token at a time through a tiny model: more threads only add overhead
             torch.set_num_threads(threads)
-        ckpt = load_checkpoint(checkpoint_dir, codec_config)  # raises CodecMismatchError naming agentloop.json
-        self.model, self.tokenizer, self.meta = ckpt.model, ckpt.tokenizer, ckpt.meta
-        self.codec_config = codec_config or ckpt.meta.codec_config
+        loaded = load_model(
+            checkpoint_dir, device=device, dtype=dtype, chat_format=chat_format, codec_config=codec_config
+        )
+        self.model, self.tokenizer, self.meta, self.format = loaded.model, loaded.tokenizer, loaded.meta, loaded.format
+        self.codec_config = getattr(self.format, "config", None)  # the codec's, for a checkpoint in its format
         self.temperature, self.top_p = temperature, top_p
-        self.max_new_tokens, self.seed, self.lean = max_new_tokens, seed, lean
-        self.context = int(self.model.config.max_position_embeddings)
-        self.stop_ids = {self.tokenizer.convert_tokens_to_ids(t) for t in (IM_END, ENDOFTEXT)}
+        # LeanLlama is built for the embedded model's short prompts: on a 4.7k-token chat-template prompt its
+        # prefill took 5.3 s against transformers' 0.56 s (same tokens), so other formats use transformers.
+        self.max_new_tokens, self.seed = max_new_tokens, seed
+        self.lean = lean and isinstance(self.format, CodecFormat)
+        self.context = loaded.context
+        self.stop_ids = loaded.stop_ids
         self.name = name or f"hf:{Path(checkpoint_dir).resolve().name}"
 
     def start(self, info: EpisodeInfo) -> HFAgentEpisode:
@@ -180,9 +193,7 @@ class HFAgentEpisode:
     def prompt(self, messages: list[Message]) -> tuple[list[int], int]:
         """The prompt's ids and the room left for the reply (≤ 0: the context is full)."""
         a = self.agent
-        prompt = encode_conversation(
-            messages, self.info.tools, self.info.policy, a.tokenizer, a.codec_config, add_generation_prompt=True
-        ).ids
+        prompt = a.format.prompt_ids(messages, self.info.tools, self.info.policy, a.tokenizer)
         room = min(a.max_new_tokens, a.context - len(prompt))
         if room <= 0:
             log.warning("prompt of %d tokens fills the %d-token context; the agent stops", len(prompt), a.context)
@@ -209,8 +220,8 @@ class HFAgentEpisode:
     def reply(self, prompt: list[int], completion: list[int], compute_s: float) -> Message:
         """The assistant message a completion decodes to, with its usage."""
         a = self.agent
-        text = decode_assistant(a.tokenizer, [t for t in completion if t not in a.stop_ids])
-        message = parse_assistant(text, id_prefix=f"call_{self.turn}_")
+        text = a.format.decode(a.tokenizer, [t for t in completion if t not in a.stop_ids])
+        message = a.format.parse(text, id_prefix=f"call_{self.turn}_", tools=self.info.tools)
         self.turn += 1
         message.usage = Usage(prompt_tokens=len(prompt), completion_tokens=len(completion), compute_s=compute_s)
         return message

@@ -3,8 +3,10 @@
 oracle                                  the policy-following scripted agent
 flawed                                  oracle with planted failure modes (default rates)
 flawed:invention=0.3,misread=0.1,seed=2 explicit rates per mode (others 0)
-hf:PATH[,temperature=T,top_p=P,max_new_tokens=N,seed=S]
-                                        a local transformers checkpoint (the embedded default or any)
+hf:PATH[,temperature=T,top_p=P,max_new_tokens=N,seed=S,device=D,dtype=X,format=F]
+                                        a local transformers checkpoint (the embedded default or any causal LM);
+                                        device cpu|cuda|cuda:N|auto, dtype auto|float32|bfloat16|float16,
+                                        format: a chat format name (default: recorded, or read from the template)
 openai:MODEL[,temperature=T,top_p=P,max_tokens=N,seed=S]
                                         an OpenAI-compatible endpoint (AGENTLOOP_BASE_URL / OPENAI_BASE_URL,
                                         AGENTLOOP_API_KEY / OPENAI_API_KEY)
@@ -24,6 +26,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from pipeline.rollout.protocols import Agent
 
 DEFAULT_FLAW_RATE = 0.2
+_HF_WORDS = {"device": "device", "dtype": "dtype", "format": "chat_format"}
+"""hf settings that are words, not numbers (spec key → HFAgent argument)."""
 
 
 class UnknownAgentError(ValueError):
@@ -86,15 +90,22 @@ def make_agent(spec: str) -> Agent:
         from pipeline.agents.hf import HFAgent
 
         path, _, rest = body.partition(",")
-        settings = _settings(spec, rest)
+        words = {}
+        for part in filter(None, rest.split(",")):
+            key, sep, value = part.partition("=")
+            if sep and key.strip() in _HF_WORDS:
+                words[_HF_WORDS[key.strip()]] = value.strip()
+        numeric = ",".join(p for p in rest.split(",") if p.partition("=")[0].strip() not in _HF_WORDS)
+        settings = _settings(spec, numeric)
         unknown = sorted(set(settings) - set(HFSettings.model_fields))
         if unknown:
             raise UnknownAgentError(
-                f"agent {spec!r}: unknown setting(s) {unknown} (temperature, top_p, max_new_tokens, seed)"
+                f"agent {spec!r}: unknown setting(s) {unknown} (temperature, top_p, max_new_tokens, seed, device,"
+                " dtype, format)"
             )
         checked = _sampling(spec, HFSettings, settings)
         try:
-            return HFAgent(path, **checked.model_dump(exclude_unset=True))
+            return HFAgent(path, **checked.model_dump(exclude_unset=True), **words)
         except OSError as exc:  # FileNotFoundError included: no such checkpoint, or not one transformers reads
             raise UnknownAgentError(f"agent {spec!r}: {exc}") from None
     if kind in ("openai", "vllm") and body:

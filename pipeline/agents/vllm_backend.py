@@ -1,7 +1,8 @@
 """The `vllm` agent backend: a checkpoint in vLLM's offline engine, on a GPU machine (the `gpu` extra).
 
-The prompt is built as token ids by the codec (segment by segment, exactly as for training and the `hf`
-backend) and the completion is parsed by the codec, so the same checkpoint reads the same under both engines.
+The prompt is built as token ids by the checkpoint's chat format (the codec, segment by segment, for an
+agentloop checkpoint; the model's own chat template otherwise), exactly as for the `hf` backend, and the
+completion is parsed by the same format, so a checkpoint reads the same under both engines.
 vLLM is imported only when an agent is made, so nothing else in the project needs it.
 """
 
@@ -15,14 +16,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pipeline.agents.codec import (
-    ENDOFTEXT,
-    IM_END,
-    CodecConfig,
-    decode_assistant,
-    encode_conversation,
-    parse_assistant,
-)
 from pipeline.rollout.protocols import EpisodeInfo
 from pipeline.rollout.trajectory import Message, Usage
 
@@ -61,14 +54,12 @@ class VLLMAgent:
 
     def __init__(self, checkpoint_dir: str | Path, config: VLLMConfig | None = None, name: str | None = None) -> None:
         vllm = import_vllm()
-        from pipeline.train.model import META_FILE, read_meta, verify_codec
-        from pipeline.train.tokenizer import load_tokenizer
+        from pipeline.agents.loading import resolve_format
 
         path = Path(checkpoint_dir)
         self.config = config or VLLMConfig()
-        self.codec_config = verify_codec(path, read_meta(path)) if (path / META_FILE).exists() else CodecConfig()
-        self.tokenizer = load_tokenizer(path)
-        self.stop_ids = [self.tokenizer.convert_tokens_to_ids(t) for t in (IM_END, ENDOFTEXT)]
+        self.format, self.tokenizer, self.meta, _ = resolve_format(path)
+        self.stop_ids = sorted(self.format.stop_ids(self.tokenizer))
         self.llm = vllm.LLM(
             model=str(path),
             tokenizer=str(path),
@@ -110,12 +101,10 @@ class VLLMEpisode:
     def act(self, messages: list[Message]) -> Message:
         a = self.agent
         t0 = time.perf_counter()
-        prompt = encode_conversation(
-            messages, self.info.tools, self.info.policy, a.tokenizer, a.codec_config, add_generation_prompt=True
-        ).ids
+        prompt = a.format.prompt_ids(messages, self.info.tools, self.info.policy, a.tokenizer)
         completion = a.generate(prompt, (self.seed + self.turn) % (2**31))
-        text = decode_assistant(a.tokenizer, [t for t in completion if t not in a.stop_ids])
-        message = parse_assistant(text, id_prefix=f"call_{self.turn}_")
+        text = a.format.decode(a.tokenizer, [t for t in completion if t not in a.stop_ids])
+        message = a.format.parse(text, id_prefix=f"call_{self.turn}_", tools=self.info.tools)
         self.turn += 1
         message.usage = Usage(
             prompt_tokens=len(prompt), completion_tokens=len(completion), compute_s=time.perf_counter() - t0

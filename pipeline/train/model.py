@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field
-from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
 from pipeline.agents.codec import IM_END, CodecConfig, CodecMismatchError, codec_hash
 from pipeline.train.tokenizer import load_tokenizer
@@ -52,14 +52,41 @@ class CheckpointMeta(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     format: int = Field(default=1, description="Version of this file's layout.")
-    codec_hash: str = Field(description="codec_hash(codec_config) when the checkpoint was written.")
-    codec_config: CodecConfig = Field(description="The codec configuration the model was trained with.")
-    model: ModelConfig = Field(default_factory=ModelConfig, description="The model's shape.")
+    codec_hash: str | None = Field(
+        default=None, description="codec_hash(codec_config) when the checkpoint was written (format agentloop)."
+    )
+    codec_config: CodecConfig | None = Field(
+        default=None, description="The codec configuration the model was trained with (format agentloop)."
+    )
+    model: ModelConfig | None = Field(
+        default_factory=ModelConfig, description="The model's shape (the embedded family; None for another)."
+    )
     training: dict[str, Any] = Field(default_factory=dict, description="Training configuration (stage params).")
     data_manifest: dict[str, Any] = Field(
         default_factory=dict, description="Training data: files and their hashes, counts, sources."
     )
     parent: str | None = Field(default=None, description="Checkpoint this one was trained from, if any.")
+    chat_format: str = Field(
+        default="agentloop",
+        exclude_if=lambda v: v == "agentloop",
+        description="How prompts are rendered and outputs read (pipeline.agents.formats): 'agentloop' = the codec"
+        " above; any other name = the model's own chat template with that family's tool-call parser.",
+    )
+    template_hash: str | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="For a chat-template format: hash of the format and the tokenizer's template when recorded.",
+    )
+    architecture: str | None = Field(
+        default=None, exclude_if=lambda v: v is None, description="transformers class (e.g. Qwen2ForCausalLM)."
+    )
+    dtype: str | None = Field(default=None, exclude_if=lambda v: v is None, description="Weights' dtype on disk.")
+
+    @model_validator(mode="after")
+    def _codec_recorded(self) -> CheckpointMeta:
+        if self.chat_format == "agentloop" and (self.codec_hash is None or self.codec_config is None):
+            raise ValueError("a checkpoint in the agentloop format records codec_hash and codec_config")
+        return self
 
     @classmethod
     def for_codec(cls, codec_config: CodecConfig | None = None, **fields: Any) -> CheckpointMeta:
@@ -129,7 +156,10 @@ def read_meta(directory: str | Path) -> CheckpointMeta:
     meta_path = Path(directory) / META_FILE
     if not meta_path.exists():
         raise FileNotFoundError(f"{meta_path}: not an agentloop checkpoint (no {META_FILE})")
-    return CheckpointMeta.model_validate(json.loads(meta_path.read_text(encoding="utf-8")))
+    try:
+        return CheckpointMeta.model_validate(json.loads(meta_path.read_text(encoding="utf-8")))
+    except (json.JSONDecodeError, ValidationError) as exc:
+        raise ValueError(f"{meta_path}: not a valid {META_FILE}: {exc}") from None
 
 
 def verify_codec(directory: str | Path, meta: CheckpointMeta, codec_config: CodecConfig | None = None) -> CodecConfig:
@@ -148,8 +178,13 @@ def load_checkpoint(directory: str | Path, codec_config: CodecConfig | None = No
     """Load model, tokenizer and meta; refuses a checkpoint whose codec hash differs from the current codec."""
     path = Path(directory)
     meta = read_meta(path)
+    if meta.chat_format != "agentloop":
+        raise CodecMismatchError(
+            f"{path / META_FILE}: the model renders with its own chat template ({meta.chat_format!r}), not the"
+            " codec; training it is not supported yet (it measures and serves through hf:PATH)"
+        )
     verify_codec(path, meta, codec_config)
     tokenizer = load_tokenizer(path)
-    model = LlamaForCausalLM.from_pretrained(str(path), local_files_only=True)
+    model = AutoModelForCausalLM.from_pretrained(str(path), local_files_only=True)
     model.eval()
     return Checkpoint(model=model, tokenizer=tokenizer, meta=meta, path=path)

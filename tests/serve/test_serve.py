@@ -208,15 +208,19 @@ def test_measure_through_the_endpoint(world, server, tmp_path, monkeypatch):
 
 
 def test_any_transformers_checkpoint_is_served_through_the_codec(checkpoint, tmp_path):
+    """Without agentloop.json or a chat template, a tokenizer holding the codec's tokens is read in the codec's
+    format, and that is recorded on first use."""
     from fastapi.testclient import TestClient
 
-    from pipeline.serve import TransformersEngine, create_app, load_engine
+    from pipeline.agents.formats import CodecFormat
+    from pipeline.serve import CheckpointEngine, create_app, load_engine
 
     plain = tmp_path / "plain"
     shutil.copytree(checkpoint, plain)
     (plain / META_FILE).unlink()
     engine = load_engine(plain, name="plain")
-    assert isinstance(engine, TransformersEngine)
+    assert isinstance(engine, CheckpointEngine) and isinstance(engine.format, CodecFormat)
+    assert json.loads((plain / META_FILE).read_text())["architecture"] == "LlamaForCausalLM"
     with TestClient(create_app(engine)) as http:
         r = http.post(
             "/v1/chat/completions",
