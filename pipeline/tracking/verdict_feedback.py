@@ -38,7 +38,9 @@ def _clip(text: str) -> str:
 
 
 def diff_line(d: FieldDiff) -> str:
-    """>>> diff_line(FieldDiff(kind="wrong_value", table="orders", key="#W1", path="status", expected="x", actual="y"))
+    """One state difference as a line a person reads.
+
+    >>> diff_line(FieldDiff(kind="wrong_value", table="orders", key="#W1", path="status", expected="x", actual="y"))
     "wrong_value orders[#W1].status: expected 'x', got 'y'"
     """
     return f"{d.kind} {d.table}[{d.key}].{d.path}: expected {d.expected!r}, got {d.actual!r}"

@@ -121,6 +121,10 @@ def test_unclear_reply_goes_to_the_judge(tau2_world, tau2_tasks, settled):
     task = tau2_tasks["69"]
     rubric = json.dumps({"items": [{"item": i, "passed": True} for i in (1, 2, 3)]})
     replies = [completion(json.dumps({"confirmed": settled})), completion(rubric)]
+    if not settled:  # a failed trial: the judge also reviews the user simulator's part
+        from pipeline.grading.llm_judge import USER_SIM_ISSUES
+
+        replies.append(completion(json.dumps({issue: {"flag": False} for issue in USER_SIM_ISSUES})))
     with FakeOpenAI(replies) as fake:
         verdict = grade(
             tau2_world, task, record(tau2_world, task.id, steps("Hmm, I suppose.")), judge=fake_judge(fake.base_url)

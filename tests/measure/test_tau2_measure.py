@@ -84,6 +84,7 @@ def test_stage_measures_the_tasks_file_with_the_configured_user(tau2_dir, tasks_
         p = Params.model_validate(
             {
                 "world": {"eval_world": str(tau2_dir)},
+                "gate": {"k": 1},
                 "measure": {
                     "trials": 1,
                     "executor": "serial",

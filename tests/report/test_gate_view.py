@@ -54,10 +54,16 @@ def test_bad_gate_files(tmp_path):
         read_gate(tmp_path / "gate.json")
 
 
-def _inconclusive_gate(tmp_path):
+def _inconclusive_gate(tmp_path, runs=None):
     """The committed gate.json turned into an inconclusive decision, with what the gate could have seen."""
     raw = json.loads((Path(__file__).resolve().parents[2] / "gate" / "gate.json").read_text())
     raw["promote"], raw["outcome"] = False, "inconclusive"
+    if runs is not None:  # a decision about these runs, as `agentloop gate` would have recorded it
+        from pipeline.gate.load import sha256_file
+
+        raw["inputs"]["candidate"]["trajectories_sha256"] = sha256_file(runs.candidate / "trajectories.jsonl")
+        raw["inputs"]["champion"]["trajectories_sha256"] = sha256_file(runs.baseline / "trajectories.jsonl")
+        raw["inputs"]["tasks_sha256"] = sha256_file(runs.tasks)
     raw["pass_hat_k"].update(low=-0.05, high=0.4, se=0.09, mde=0.252, power=0.8, min_effect=0.1, tasks_needed=1270)
     raw["reasons"][0] = "inconclusive: the interval straddles the margin"
     path = tmp_path / "gate.json"
@@ -93,7 +99,7 @@ def test_report_shows_an_inconclusive_gate(runs, tmp_path):
         runs.candidate,
         runs.tasks,
         WORLD,
-        gate_json=_inconclusive_gate(tmp_path),
+        gate_json=_inconclusive_gate(tmp_path, runs),
         out=tmp_path / "r.html",
     )
     html = out.read_text()

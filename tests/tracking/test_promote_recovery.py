@@ -47,11 +47,16 @@ def loop_dir(tracking, tmp_path, monkeypatch):
     (repo / "gate").mkdir()
     shutil.copy(ROOT / "gate" / "gate.json", repo / "gate" / "gate.json")
     (repo / "data" / "eval").mkdir(parents=True)
-    (repo / "data" / "eval" / "tasks.jsonl").write_text("{}\n{}\n")
+    (repo / "data" / "eval" / "tasks.jsonl").write_text('{"id": "t1"}\n{"id": "t2"}\n')
     for run, passes in (("baseline", [True, False, True, False]), ("candidate", [True, True, True, False])):
         (repo / "runs" / run).mkdir(parents=True)
         summary = make_summary(f"hf:models/{run}", {"cancel-1": passes, "return-1": passes[::-1]})
         (repo / "runs" / run / "metrics.json").write_text(summary.model_dump_json())
+    import yaml
+
+    loop_params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    loop_params.setdefault("promote", {})["traces"] = False  # these runs hold no trajectories to trace
+    (repo / "params.yaml").write_text(yaml.safe_dump(loop_params))
     monkeypatch.setenv("MLFLOW_TRACKING_URI", tracking.tracking_uri)
     monkeypatch.delenv("AGENTLOOP_PROMOTE", raising=False)
     monkeypatch.chdir(repo)
@@ -75,8 +80,8 @@ def promotion(repo: Path) -> dict:
 
 
 @pytest.fixture
-def params():
-    return load_params(ROOT / "params.yaml")
+def params(loop_dir):
+    return load_params(loop_dir / "params.yaml")
 
 
 def test_a_rerun_registers_nothing_new_and_moves_nothing(loop_dir, tracking, params):
@@ -95,7 +100,7 @@ def test_a_kill_after_the_alias_moved_is_recovered_by_a_rerun(loop_dir, tracking
     track_and_promote(params)
     weights(loop_dir, "second")  # the next iteration's candidate
     killed = subprocess.run(
-        [sys.executable, "-c", KILL_AFTER_ALIAS_MOVE, str(ROOT / "params.yaml")],
+        [sys.executable, "-c", KILL_AFTER_ALIAS_MOVE, str(loop_dir / "params.yaml")],
         env={**__import__("os").environ, "PYTHONPATH": str(ROOT)},
         capture_output=True,
         text=True,
