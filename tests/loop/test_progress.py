@@ -60,7 +60,8 @@ def test_the_cli_off_a_terminal_prints_progress_lines(tmp_path):
     """`agentloop measure | tee` shows where it is: log lines, not a silent wait."""
     tasks = tmp_path / "tasks.jsonl"
     subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", "tasks", "generate", "--world", "gen-3", "--n", "5", "--out", str(tasks)],
+        [sys.executable, "-m", "pipeline.cli", "tasks", "generate", "--world", "gen-3", "--n", "5"]
+        + ["--out", str(tasks)],
         check=True,
         capture_output=True,
     )
