@@ -100,7 +100,7 @@ def test_second_iteration_starts_from_the_champion_and_shows_in_mlflow(repo):
     dvc(repo, "repro")
     env = loop_env(repo)
     subprocess.run(["git", "add", "-A"], cwd=repo, check=True, env=env)
-    subprocess.run(["git", "commit", "-qm", "iteration 1"], cwd=repo, check=True, env=env)
+    subprocess.run(["git", "commit", "-qm", "iteration 1", "--allow-empty"], cwd=repo, check=True, env=env)
     dvc(repo, "exp", "run", "-S", "loop.iteration=2", "-S", "baseline.source=champion")
     assert (repo / "models" / "baseline" / "agent.json").read_text().count('"oracle"') == 1  # the promoted champion
     client = MlflowClient(f"sqlite:///{repo / 'mlruns.db'}")
