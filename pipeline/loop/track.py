@@ -96,7 +96,7 @@ def track_and_promote(p: Params, lock_path: Path = Path("dvc.lock")) -> dict[str
     baseline_summary = MeasureSummary.model_validate_json((paths.BASELINE_RUN / "metrics.json").read_text())
     candidate_summary = MeasureSummary.model_validate_json((paths.CANDIDATE_RUN / "metrics.json").read_text())
     st = StageTimes.read(TRACKED_STAGES, until=began)
-    data = LoopData.read()
+    data = LoopData.read(eval_tasks_file(p))
     trained_on = data.training(p.train.method, p.train.use_curated)
     tracker = IterationTracker(
         config,

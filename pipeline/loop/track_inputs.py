@@ -80,7 +80,7 @@ class LoopData:
     anchors: PandasDataset | None
 
     @classmethod
-    def read(cls) -> LoopData:
+    def read(cls, eval_tasks: Path = paths.EVAL_TASKS) -> LoopData:
         from pipeline.tracking import datasets as d
 
         def get(spec: d.DataSpec) -> PandasDataset | None:
@@ -91,7 +91,7 @@ class LoopData:
             return ds if ds.profile and ds.profile.get("num_rows") else None
 
         return cls(
-            eval=get(d.eval_tasks(paths.EVAL_TASKS)),
+            eval=get(d.eval_tasks(eval_tasks)),
             pool=get(d.synth_pool(paths.SYNTH_DIR / "tasks.jsonl", paths.SYNTH_DIR / "trajectories.jsonl")),
             curated=get(d.curated(paths.CURATED_DIR / "selected.jsonl")),
             anchors=get(d.anchors(paths.ANCHORS)),
