@@ -77,18 +77,23 @@ def world_generate(
     products: int = typer.Option(50, min=1),
     users: int = typer.Option(500, min=1),
     orders: int = typer.Option(1000, min=1),
+    domain: str = typer.Option("retail", help="Domain whose generator makes the world (retail, or module:attribute)."),
 ) -> None:
-    """Generate a fresh seeded world of the retail schema."""
-    from pipeline.world.registry import generated_world_name
-    from pipeline.world.retail.generator import GeneratorConfig, generate_world
-    from pipeline.world.retail.policy import load_policy
+    """Generate a fresh seeded world with a domain's generator (retail's: products, users, orders)."""
+    from pipeline.world.domain import DomainCapabilityError
+    from pipeline.world.registry import UnknownDomainError, resolve_domain
+    from pipeline.world.tables import WorldLoadError
 
-    name = generated_world_name(seed, products, users, orders)
-    world = generate_world(GeneratorConfig(seed=seed, n_products=products, n_users=users, n_orders=orders, name=name))
+    try:
+        d = resolve_domain(domain)
+        generate = d.require("generator", "world generate")
+        world = generate(seed, dict(n_products=products, n_users=users, n_orders=orders))
+    except (UnknownDomainError, DomainCapabilityError, WorldLoadError) as exc:
+        _fail(str(exc))
     out.mkdir(parents=True, exist_ok=True)
     (out / "db.json").write_text(json.dumps(world.to_dict(), indent=1))
-    (out / "policy.md").write_text(load_policy())
-    console.print(f"world {name}: {products} products, {users} users, {orders} orders → {out}")
+    (out / "policy.md").write_text(d.policy())
+    console.print(f"world {world.name}: {products} products, {users} users, {orders} orders → {out}")
 
 
 @tasks_app.command("generate")
@@ -357,7 +362,7 @@ def gate_cmd(
     from pipeline.gate.render import OUTCOME_WORD, decision_table
     from pipeline.metrics.errors import MetricsInputError
     from pipeline.world.registry import load_world
-    from pipeline.world.retail.state import WorldLoadError
+    from pipeline.world.tables import WorldLoadError
 
     try:
         config = GateConfig(
@@ -433,7 +438,7 @@ def synthesize_cmd(
     from pipeline.synth.synthesize import EvalWorldError, SynthConfig, synthesize
     from pipeline.target import Targets
     from pipeline.world.registry import load_world
-    from pipeline.world.retail.state import WorldLoadError
+    from pipeline.world.tables import WorldLoadError
 
     try:
         data = _load_mapping(config) if config else {"seed": seed, "max_generations": generations}
@@ -482,7 +487,7 @@ def curate_cmd(
     from pipeline.agents.registry import UnknownAgentError
     from pipeline.curate import Bands, CurateConfig, curate
     from pipeline.dataset.io import TaskFileError
-    from pipeline.world.retail.state import WorldLoadError
+    from pipeline.world.tables import WorldLoadError
 
     try:
         bands = Bands(edges=[float(x) for x in edges.split(",")])

@@ -54,7 +54,7 @@ def gate_aa_cmd(
     from pipeline.gate.errors import GateInputError
     from pipeline.metrics.errors import MetricsInputError
     from pipeline.world.registry import load_world
-    from pipeline.world.retail.state import WorldLoadError
+    from pipeline.world.tables import WorldLoadError
 
     err = Console(stderr=True)
 

@@ -37,6 +37,13 @@ def test_world_generate(tmp_path):
     assert (out / "policy.md").read_text().startswith("#")
 
 
+def test_world_generate_names_a_domain_without_a_generator(tmp_path):
+    result = runner.invoke(app, ["world", "generate", "--domain", "airline", "--out", str(tmp_path / "w")])
+    assert result.exit_code == 2
+    assert "'airline' does not provide 'generator'" in result.output
+    assert not (tmp_path / "w").exists()
+
+
 def test_tasks_validate_reports_line_and_field(tmp_path):
     bad = tmp_path / "tasks.jsonl"
     bad.write_text('{"id": "x", "world": "gen-0", "user_script": {"goal": "g"}, "provenance": {"source": "nope"}}\n')

@@ -14,7 +14,7 @@ from pipeline.dataset.task import Task
 from pipeline.grading.grader import grade
 from pipeline.grading.verdict import Verdict
 from pipeline.rollout.runner import Limits
-from pipeline.world.retail.state import RetailWorld
+from pipeline.world.tables import World
 
 
 @dataclass
@@ -25,7 +25,7 @@ class Verified:
 
 
 def replay_verify(
-    world: RetailWorld, tasks: dict[str, Task], item: PoolItem, limits: Limits | None = None
+    world: World, tasks: dict[str, Task], item: PoolItem, limits: Limits | None = None
 ) -> Verified | PoolError:
     traj = item.trajectory
     task = tasks.get(traj.task_id)

@@ -22,7 +22,7 @@ from pipeline.gate.load import RunInputs, load_run, sha256_file
 from pipeline.gate.power import Outcome
 from pipeline.gate.stats import MetricTest, PassHatK, evaluate
 from pipeline.world.registry import load_world
-from pipeline.world.retail.state import RetailWorld
+from pipeline.world.tables import World
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ class AACheck(_Strict):
 
 
 def aa_check(
-    run_a: Path, run_b: Path, tasks_path: Path, world: RetailWorld | str, config: GateConfig | None = None
+    run_a: Path, run_b: Path, tasks_path: Path, world: World | str, config: GateConfig | None = None
 ) -> AACheck:
     """Re-grade both runs on the held-out tasks and gate each over the other; raises GateInputError on bad inputs."""
     config = config or GateConfig()

@@ -29,7 +29,7 @@ from pipeline.gate.load import RunInputs, load_run, sha256_file
 from pipeline.gate.power import Outcome
 from pipeline.gate.stats import MetricTest, PassHatK, evaluate
 from pipeline.world.registry import load_world
-from pipeline.world.retail.state import RetailWorld
+from pipeline.world.tables import World
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ def decide(
     candidate_dir: Path,
     champion_dir: Path | None,
     tasks_path: Path,
-    world: RetailWorld | str,
+    world: World | str,
     config: GateConfig | None = None,
 ) -> GateDecision:
     """Re-grade both runs on the held-out tasks and apply the gate's rule; raises GateInputError on bad inputs.

@@ -22,7 +22,7 @@ from pipeline.grading.grader import grade
 from pipeline.grading.tau2_reward import Tau2Config, VerdictName
 from pipeline.rollout.runner import Limits
 from pipeline.rollout.trajectory import Trajectory
-from pipeline.world.retail.state import RetailWorld
+from pipeline.world.tables import World
 
 log = logging.getLogger(__name__)
 TRAJECTORIES = "trajectories.jsonl"
@@ -110,7 +110,7 @@ def load_run(
     name: str,
     run_dir: Path,
     tasks: dict[str, Task],
-    world: RetailWorld,
+    world: World,
     limits: Limits,
     require_all: bool = True,
     verdict: VerdictName = "strict",

@@ -43,6 +43,8 @@ from pipeline.grading.utterances import claims_completion, order_ids, refuses
 from pipeline.grading.verdict import Verdict
 from pipeline.rollout.runner import MALFORMED
 from pipeline.rollout.trajectory import Strict, Trajectory
+from pipeline.world.registry import resolve_domain
+from pipeline.world.vocabulary import EMPTY, Vocabulary
 
 FailureMode = Literal["plan_adherence", "invention", "misread"]
 FAILURE_MODES: tuple[str, ...] = FailureMode.__args__  # type: ignore[attr-defined]
@@ -94,19 +96,25 @@ class FailureAnalysis(Strict):
     )
 
 
+def vocabulary_of(domain: str) -> Vocabulary:
+    """The failure-mode vocabulary of a trajectory's domain (`EMPTY` when the domain declares none)."""
+    return resolve_domain(domain).vocabulary() or EMPTY
+
+
 def analyze(task: Task, trajectory: Trajectory, verdict: Verdict) -> FailureAnalysis:
     """The failure analysis of one graded trial; empty when it passed or was lost to infrastructure."""
     if verdict.passed or verdict.infra_error:
         return FailureAnalysis()
     timeline = build_timeline(trajectory)
+    vocabulary = vocabulary_of(trajectory.domain)
     review = verdict.component("user_simulator")
     if review is not None and not review.passed:
         return FailureAnalysis(
-            signature=signatures(task, timeline, verdict),  # type: ignore[arg-type]
+            signature=signatures(task, timeline, verdict, vocabulary),  # type: ignore[arg-type]
             looked_complete=looked_complete(timeline),
             user_simulator=review.details or ["the judge found the user simulator at fault"],
         )
-    found = find_modes(timeline)
+    found = find_modes(timeline, vocabulary)
     modes = [m for m in FAILURE_MODES if any(f.mode == m for f in found)]
     evidence: dict[str, list[str]] = {}
     for f in found:
@@ -117,7 +125,7 @@ def analyze(task: Task, trajectory: Trajectory, verdict: Verdict) -> FailureAnal
         modes=modes,  # type: ignore[arg-type]
         dominant=dominant_mode(found),  # type: ignore[arg-type]
         evidence=evidence,
-        signature=signatures(task, timeline, verdict),  # type: ignore[arg-type]
+        signature=signatures(task, timeline, verdict, vocabulary),  # type: ignore[arg-type]
         looked_complete=looked_complete(timeline),
     )
 
@@ -139,7 +147,7 @@ def _whose(step) -> bool:
     )
 
 
-def signatures(task: Task, timeline: Timeline, verdict: Verdict) -> list[str]:
+def signatures(task: Task, timeline: Timeline, verdict: Verdict, vocabulary: Vocabulary = EMPTY) -> list[str]:
     steps = timeline.steps
     out: list[str] = []
     errors = [(i, s) for i, s in enumerate(steps) if not s.ok and not _empty_lookup(s) and not _whose(s)]
@@ -156,7 +164,7 @@ def signatures(task: Task, timeline: Timeline, verdict: Verdict) -> list[str]:
     failed = set(verdict.failed_components)
     if failed & {"static.policy_violation", "static.authorization", "static.after_transfer"}:
         out.append("policy_violation")
-    if timeline.termination in ("agent_stop", "turn_limit") or _unaddressed(task, timeline):
+    if timeline.termination in ("agent_stop", "turn_limit") or _unaddressed(task, timeline, vocabulary):
         out.append("gave_up")
     if any(s.ok and s.name == "transfer_to_human_agents" for s in steps):
         out.append("transferred")
@@ -169,7 +177,7 @@ def _empty_lookup(step) -> bool:
     return not step.ok and step.error_category == "not_found" and step.name in LOOKUP_GROUPS
 
 
-def _unaddressed(task: Task, timeline: Timeline) -> list[int]:
+def _unaddressed(task: Task, timeline: Timeline, vocabulary: Vocabulary) -> list[int]:
     """Requests the agent never looked into, acted on nor spoke about (the conversation ended with them open)."""
     texts = [s.text for s in timeline.said if s.role == "assistant"]
     steps = timeline.steps
@@ -179,7 +187,7 @@ def _unaddressed(task: Task, timeline: Timeline) -> list[int]:
             continue
         if req.order_id:
             done = any(s.arguments.get("order_id") == req.order_id for s in steps) or any(
-                req.order_id in order_ids(t) for t in texts
+                req.order_id in order_ids(t, vocabulary) for t in texts
             )
         else:
             done = any(TOOL_INTENT.get(s.name) == req.intent for s in steps) or any(

@@ -1,8 +1,10 @@
 """The evidence rules behind the failure modes, applied in one pass over a trial's timeline.
 
 The rules themselves are listed in `pipeline.grading.failure_modes`. The pass keeps what the agent had been
-shown so far (the value-provenance pool, each order's last shown status, each customer's payment methods)
-and where the conversation stands (confirmation asked and answered, writes since the last claim).
+shown so far (the value-provenance pool, each record's last shown status, each customer's payment methods)
+and where the conversation stands (confirmation asked and answered, writes since the last claim). Which
+arguments are enumerated choices, which statuses exist and how records are cited come from the domain's
+`Vocabulary` (pipeline.world.vocabulary).
 """
 
 from __future__ import annotations
@@ -20,16 +22,7 @@ from pipeline.grading.utterances import (
     status_compatible,
 )
 from pipeline.rollout.runner import MALFORMED
-from pipeline.world.retail.schema import CANCEL_REASONS
-
-REQUIRED_STATUS = {
-    "cancel_pending_order": "pending",
-    "modify_pending_order_address": "pending",
-    "modify_pending_order_payment": "pending",
-    "modify_pending_order_items": "pending",
-    "return_delivered_order_items": "delivered",
-    "exchange_delivered_order_items": "delivered",
-}
+from pipeline.world.vocabulary import EMPTY, Vocabulary
 
 
 @dataclass(frozen=True)
@@ -43,9 +36,10 @@ class Finding:
 
 @dataclass
 class _Pass:
+    vocabulary: Vocabulary = EMPTY
     pool: EvidencePool = field(default_factory=EvidencePool)
-    status: dict[str, str] = field(default_factory=dict)  # order id → status last shown
-    order_user: dict[str, str] = field(default_factory=dict)  # order id → owner, from order records
+    status: dict[str, str] = field(default_factory=dict)  # record (order) id → status last shown
+    order_user: dict[str, str] = field(default_factory=dict)  # record id → owner, from its record
     methods: dict[str, set[str]] = field(default_factory=dict)  # user id → payment method ids shown
     balances: dict[str, float] = field(default_factory=dict)  # gift card id → balance shown
     paid: dict[str, float] = field(default_factory=dict)  # order id → amount of its single payment, as shown
@@ -78,9 +72,9 @@ class _Pass:
         figures = unsupported_figures(s.text, self.pool)
         if figures:
             self.add(s.pos, "invention", f"states {', '.join(figures)}: in no earlier user message or tool output")
-        for order_id, claimed in status_claims(s.text):
+        for order_id, claimed in status_claims(s.text, self.vocabulary):
             shown = self.status.get(order_id)
-            if shown is not None and not status_compatible(claimed, shown):
+            if shown is not None and not status_compatible(claimed, shown, self.vocabulary):
                 self.add(s.pos, "misread", f"says order {order_id} is '{claimed}'; the tools showed '{shown}'")
         if claims_completion(s.text):
             self._claim(s)
@@ -91,7 +85,7 @@ class _Pass:
             self.question = None
 
     def _claim(self, s: Say) -> None:
-        mentioned = order_ids(s.text)
+        mentioned = order_ids(s.text, self.vocabulary)
         changed = any(o in self.touched for o in mentioned) if mentioned else self.since_claim > 0
         self.since_claim = 0
         if changed:
@@ -121,13 +115,14 @@ class _Pass:
         rec = step.record()
         if rec is None:
             return
-        if isinstance(rec.get("order_id"), str) and isinstance(rec.get("status"), str):
-            self.status[rec["order_id"]] = rec["status"]
+        key = self.vocabulary.record_key
+        if key is not None and isinstance(rec.get(key), str) and isinstance(rec.get("status"), str):
+            self.status[rec[key]] = rec["status"]
             if isinstance(rec.get("user_id"), str):
-                self.order_user[rec["order_id"]] = rec["user_id"]
+                self.order_user[rec[key]] = rec["user_id"]
             history = rec.get("payment_history")
             if isinstance(history, list) and len(history) == 1 and isinstance(history[0], dict):
-                self.paid[rec["order_id"]] = float(history[0].get("amount") or 0.0)
+                self.paid[rec[key]] = float(history[0].get("amount") or 0.0)
         if step.name == "get_user_details" and isinstance(rec.get("payment_methods"), dict):
             self.methods[str(rec.get("user_id"))] = set(rec["payment_methods"])
             for pid, m in rec["payment_methods"].items():
@@ -146,13 +141,15 @@ class _Pass:
         )
         if before_auth:
             self.add(step.pos, "plan_adherence", f"write before authenticating: {step.label()}")
-        skip = ["reason"] if args.get("reason") in CANCEL_REASONS else []
+        choices = self.vocabulary.choices
+        skip = [a for a, values in choices.items() if isinstance(args.get(a), str) and args[a] in values]
         invented = self.pool.ungrounded(args, skip)
         if invented:
             self.add(step.pos, "invention", f"{step.name}: {', '.join(invented)} appear in no earlier message")
             self.explained.add(id(step))
-        order_id = args.get("order_id")
-        need, shown = REQUIRED_STATUS.get(step.name), self.status.get(str(order_id))
+        key = self.vocabulary.record_key
+        order_id = args.get(key) if key is not None else None
+        need, shown = self.vocabulary.required_status.get(step.name), self.status.get(str(order_id))
         if need and shown is not None and shown != need:
             self.add(step.pos, "misread", f"{step.name} on order {order_id}, which the tools showed as '{shown}'")
             self.explained.add(id(step))
@@ -170,7 +167,7 @@ class _Pass:
         self.confirmed = False  # a 'yes' authorises one write attempt, refused or not
         if step.ok:
             self.since_claim += 1
-            self.touched.update(k for t, k in step.touched if t == "orders")
+            self.touched.update(k for _, k in step.touched)
             if order_id:
                 self.touched.add(str(order_id))
 
@@ -179,9 +176,10 @@ def _short(text: str, n: int = 80) -> str:
     return text if len(text) <= n else text[: n - 3] + "..."
 
 
-def find_modes(timeline: Timeline) -> list[Finding]:
-    """Every piece of failure-mode evidence in a trial, in conversation order."""
-    p = _Pass()
+def find_modes(timeline: Timeline, vocabulary: Vocabulary = EMPTY) -> list[Finding]:
+    """Every piece of failure-mode evidence in a trial, in conversation order, read with the domain's vocabulary
+    (`EMPTY`: no enumerated choices, no status claims, no record followed)."""
+    p = _Pass(vocabulary=vocabulary)
     for item in timeline.items:
         if isinstance(item, Step):
             p.tool(item)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from pipeline.world.retail.schema import ORDER_STATUSES
+from pipeline.world.vocabulary import Vocabulary
 
 _CLAIM = re.compile(
     r"\b(has|have) been (cancell?ed|modified|updated|changed|requested|returned|exchanged|refunded|submitted|placed)\b"
@@ -30,17 +30,6 @@ _PLEASE_CONFIRM = re.compile(r"\bplease confirm\b|\(yes/no\)", re.IGNORECASE)
 _ACTION_WORD = re.compile(r"\b(cancel|modify|change|return|exchange|update|refund|replace|switch)\w*\b", re.IGNORECASE)
 _CLOSING = re.compile(r"anything else|something else i can|else i can help", re.IGNORECASE)
 
-_STATUS_WORDS = sorted({*ORDER_STATUSES, "canceled", "shipped"}, key=len, reverse=True)
-_STATUS_ALT = "|".join(re.escape(s) for s in _STATUS_WORDS)
-# "order #W1 is 'processed'", "#W1 ... (status 'pending (item modified)')", "#W1 is already delivered"; not
-# "has been cancelled" or "is now ..." (those claim a change, a completion claim, not a reading of the status).
-_STATUS_CLAIM = re.compile(
-    rf"(#W\d+)[^.!?\n]{{0,60}}?\b(?:is|was|status(?: is)?|has (?:the )?status|shows as)\s+"
-    rf"(?:currently\s+|already\s+|still\s+|marked\s+as\s+|in\s+)?['\"]?({_STATUS_ALT})['\"]?",
-    re.IGNORECASE,
-)
-_ORDER_ID = re.compile(r"#W\d+")
-
 
 def claims_completion(text: str) -> bool:
     """Says an action was carried out ("has been cancelled", "all set", "I have updated"), and refuses nothing."""
@@ -58,24 +47,20 @@ def asks_confirmation(text: str) -> bool:
     return ("?" in text and bool(_ASK_CONFIRM.search(text))) or bool(_PLEASE_CONFIRM.search(text))
 
 
-def order_ids(text: str) -> list[str]:
-    return _ORDER_ID.findall(text)
+def order_ids(text: str, vocabulary: Vocabulary) -> list[str]:
+    """The record ids a message cites, in the domain's form (retail: order ids '#W…')."""
+    return vocabulary.ref_pattern.findall(text) if vocabulary.ref_pattern else []
 
 
-def _canonical(status: str) -> str:
-    s = status.lower()
-    return "cancelled" if s == "canceled" else s
+def status_claims(text: str, vocabulary: Vocabulary) -> list[tuple[str, str]]:
+    """(record id, status) for each record the message says is in some status."""
+    pattern = vocabulary.status_claim_pattern
+    if pattern is None:
+        return []
+    return [(m.group(1), vocabulary.canonical(m.group(2))) for m in pattern.finditer(text)]
 
 
-def status_claims(text: str) -> list[tuple[str, str]]:
-    """(order id, status) for each order the message says is in some status."""
-    return [(m.group(1), _canonical(m.group(2))) for m in _STATUS_CLAIM.finditer(text)]
-
-
-def status_compatible(claimed: str, shown: str) -> bool:
-    """Whether a stated status agrees with the one a tool showed ('shipped' covers every status after pending)."""
-    if claimed == shown:
-        return True
-    if claimed == "shipped":
-        return shown not in ("pending", "pending (item modified)", "cancelled")
-    return claimed == "pending" and shown == "pending (item modified)"
+def status_compatible(claimed: str, shown: str, vocabulary: Vocabulary) -> bool:
+    """Whether a stated status agrees with the one a tool showed (retail: 'shipped' covers every status after
+    pending)."""
+    return vocabulary.compatible(claimed, shown)

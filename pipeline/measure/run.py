@@ -43,7 +43,7 @@ from pipeline.rollout.runner import Limits
 from pipeline.rollout.trajectory import Usage
 from pipeline.users.registry import make_user
 from pipeline.world.registry import load_world
-from pipeline.world.retail.state import sha256_json
+from pipeline.world.tables import sha256_json
 
 log = logging.getLogger(__name__)
 

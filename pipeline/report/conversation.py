@@ -11,10 +11,9 @@ import json
 from typing import Any
 
 from pipeline.dataset.task import Task
-from pipeline.report.flips import CallRef, DecisiveCall, Flip, align_messages
+from pipeline.report.flips import CallRef, DecisiveCall, Flip, align_messages, write_tools
 from pipeline.report.html import Safe, esc, join, note, table, tag
 from pipeline.rollout.trajectory import Message, ToolCall
-from pipeline.world.retail.tools import WRITE_TOOLS
 
 MAX_TEXT = 2000
 KIND_TEXT = {
@@ -37,11 +36,11 @@ def _short(x: Any) -> str:
     return s if len(s) <= 300 else s[:300] + "…"
 
 
-def _message(m: Message, decisive: CallRef | None, side_label: str) -> Safe:
+def _message(m: Message, decisive: CallRef | None, side_label: str, writes: frozenset[str]) -> Safe:
     calls = []
     for j, c in enumerate(m.tool_calls):
         hit = decisive is not None and decisive.index == j
-        cls = "call" + (" write" if c.name in WRITE_TOOLS else "") + (" decisive" if hit else "")
+        cls = "call" + (" write" if c.name in writes else "") + (" decisive" if hit else "")
         marker = tag("span", f"◆ decisive call ({side_label})", cls="marker") if hit else ""
         calls.append(join([marker, tag("code", call_text(c), cls=cls)]))
     text = m.content or ""
@@ -61,6 +60,7 @@ def conversation_table(flip: Flip) -> Safe:
     before, after = flip.before, flip.after
     left_failing = flip.failing_side == "baseline"
     d_left, d_right = _side(flip.decisive, left_failing), _side(flip.decisive, not left_failing)
+    writes = (write_tools(before), write_tools(after))
     rows = []
     for i, j, same in align_messages(before, after):
         cells = []
@@ -73,7 +73,7 @@ def conversation_table(flip: Flip) -> Safe:
                 cells.append(tag("td", join([pointer, tag("span", "—", cls="empty")])))
                 continue
             ref = d if d is not None and d.message == idx else None
-            cell = join([pointer, _message(traj.messages[idx], ref, label)])
+            cell = join([pointer, _message(traj.messages[idx], ref, label, writes[pos])])
             cells.append(tag("td", cell, cls="decisive" if ref else None))
         rows.append(tag("tr", join(cells), cls="same" if same else "differs"))
     head = join(
@@ -137,7 +137,8 @@ def render_flip(flip: Flip, task: Task | None) -> Safe:
     title = f"{flip.task_id} — {arrow}: baseline {bc}/{bn} → candidate {cc}/{cn} passing trials"
     parts = [tag("h3", title)]
     if task is not None:
-        gold = [a for a in task.gold_actions if a.name in WRITE_TOOLS]
+        writes = write_tools(flip.failing)
+        gold = [a for a in task.gold_actions if a.name in writes]
         parts.append(tag("p", join([tag("strong", "Goal: "), task.user_script.goal])))
         if gold:
             parts.append(

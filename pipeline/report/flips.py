@@ -19,8 +19,8 @@ from typing import Any, Literal
 from pipeline.grading.verdict import Verdict
 from pipeline.report.inputs import RunData
 from pipeline.rollout.trajectory import Message, ToolCall, Trajectory
-from pipeline.world.retail.state import canonical_json
-from pipeline.world.retail.tools import WRITE_TOOLS
+from pipeline.world.registry import resolve_domain
+from pipeline.world.tables import canonical_json
 
 Direction = Literal["fixed", "regressed"]
 DecisiveKind = Literal["changed_arguments", "changed_tool", "extra_in_failing", "missing_in_failing", "context"]
@@ -28,15 +28,13 @@ DecisiveKind = Literal["changed_arguments", "changed_tool", "extra_in_failing", 
 
 @dataclass(frozen=True)
 class CallRef:
-    """A tool call located in its trajectory: message index, index among the message's calls, the call."""
+    """A tool call located in its trajectory: message index, index among the message's calls, the call, and
+    whether the trajectory's domain registers the tool as a write."""
 
     message: int
     index: int
     call: ToolCall
-
-    @property
-    def is_write(self) -> bool:
-        return self.call.name in WRITE_TOOLS
+    is_write: bool = False
 
 
 @dataclass
@@ -68,9 +66,15 @@ class Flip:
         return self.passing if self.failing_side == "baseline" else self.failing
 
 
+def write_tools(traj: Trajectory) -> frozenset[str]:
+    """The tools of kind 'write' in the domain the trajectory ran in."""
+    return resolve_domain(traj.domain).tools.of_kind("write")
+
+
 def tool_calls(traj: Trajectory) -> list[CallRef]:
+    writes = write_tools(traj)
     return [
-        CallRef(i, j, c)
+        CallRef(i, j, c, c.name in writes)
         for i, m in enumerate(traj.messages)
         if m.role == "assistant"
         for j, c in enumerate(m.tool_calls)

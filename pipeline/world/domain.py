@@ -4,8 +4,8 @@ A domain is one package behind the `Domain` interface below. The generic machine
 over named tables, the tool registry and log, state diff and hashing, the runner, executors, verdict, failure-mode
 analysis, metrics, target, curate, train, gate, report — reaches a domain only through this interface, and names
 none. Required pieces are abstract; optional capabilities (synthesis, an oracle, flaws, user phrasing, a τ²-bench
-importer) return None by default, and `require` turns a missing one into an error naming the domain and the
-capability.
+importer, the failure-mode vocabulary) return None by default, and `require` turns a missing one into an error
+naming the domain and the capability.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from pipeline.grading.verdict import ComponentResult
     from pipeline.world.tables import World
     from pipeline.world.tools import ToolRegistry
+    from pipeline.world.vocabulary import Vocabulary
 
 CAPABILITIES: dict[str, str] = {
     "tau2_importer": "load a τ²-bench domain directory (db.json, tasks.json, policy.md) into a world and tasks",
@@ -33,6 +34,7 @@ CAPABILITIES: dict[str, str] = {
     "oracle": "a scripted agent that follows the policy",
     "flaws": "a scripted agent that plants the failure modes",
     "user_phrasing": "how a scripted customer states requests and answers questions",
+    "vocabulary": "the words the failure-mode rules read: enumerated argument values, record statuses, record ids",
 }
 
 
@@ -132,6 +134,12 @@ class Domain(ABC):
         return None
 
     def user_phrasing(self) -> Any | None:
+        return None
+
+    def vocabulary(self) -> Vocabulary | None:
+        """The domain words the failure-mode rules read (see `pipeline.world.vocabulary.Vocabulary`): argument
+        values the policy enumerates, the statuses a record can be in, how a message cites a record, the status
+        each write needs. None: those rules read nothing domain-specific (no enumerated choice, no status claim)."""
         return None
 
     def tau2_quirks(self) -> Mapping[str, Callable[..., Any]]:

@@ -62,6 +62,11 @@ class AirlineDomain(Domain):
     def identity_fields(self) -> tuple[str, ...]:
         return ("user_id",)
 
+    def vocabulary(self):
+        from pipeline.domains.airline.vocabulary import VOCABULARY
+
+        return VOCABULARY
+
     def tau2_importer(self):
         from pipeline.domains.airline.tau2 import Tau2Airline
 

@@ -118,5 +118,10 @@ class RetailDomain(Domain):
 
         return ScriptedUser
 
+    def vocabulary(self):
+        from pipeline.world.retail.vocabulary import VOCABULARY
+
+        return VOCABULARY
+
 
 RETAIL = RetailDomain()

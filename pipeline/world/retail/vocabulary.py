@@ -1,0 +1,29 @@
+"""Retail's words for the failure-mode rules: the policy's cancellation reasons, the order statuses, order ids."""
+
+from __future__ import annotations
+
+from pipeline.world.retail.schema import CANCEL_REASONS, ORDER_STATUSES
+from pipeline.world.vocabulary import Vocabulary
+
+_NOT_SHIPPED = {"pending", "pending (item modified)", "cancelled"}
+
+VOCABULARY = Vocabulary(
+    choices={"reason": frozenset(CANCEL_REASONS)},
+    statuses=ORDER_STATUSES,
+    status_synonyms={"canceled": "cancelled"},
+    # 'shipped' is no status of its own: it agrees with every status after pending
+    status_covers={
+        "shipped": frozenset(s for s in ORDER_STATUSES if s not in _NOT_SHIPPED),
+        "pending": frozenset({"pending (item modified)"}),
+    },
+    record_key="order_id",
+    record_ref=r"#W\d+",
+    required_status={
+        "cancel_pending_order": "pending",
+        "modify_pending_order_address": "pending",
+        "modify_pending_order_payment": "pending",
+        "modify_pending_order_items": "pending",
+        "return_delivered_order_items": "delivered",
+        "exchange_delivered_order_items": "delivered",
+    },
+)
