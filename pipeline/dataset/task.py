@@ -101,7 +101,11 @@ class Evaluation(Strict):
 
     communicate_info: list[str] = Field(default_factory=list, description="Values the agent must tell the user.")
     nl_assertions: list[str] = Field(default_factory=list, description="Statements a judge checks.")
-    reward_basis: list[str] = Field(default_factory=list, description="Reward components multiplied: DB, ...")
+    reward_basis: list[str] | None = Field(
+        default=None,
+        description="Reward components multiplied: DB, ... (None: not given, τ²-bench's default DB and COMMUNICATE;"
+        " []: none, the reward is 1).",
+    )
 
 
 class UserScript(Strict):

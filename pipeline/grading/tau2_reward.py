@@ -1,27 +1,32 @@
 """The τ²-compatible reward: τ²-bench's own scoring rule, computed beside our strict verdict.
 
-Its semantics, as τ²-bench's evaluator defines them (reward = product over the task's `reward_basis`):
+Its semantics, as τ²-bench's evaluator defines them (reward = product over the task's `reward_basis`; a basis
+not given is DB and COMMUNICATE, an empty one, or a τ²-bench task without criteria, scores 1):
 
 - termination: a chat that neither the agent nor the user ended (max steps, too many errors, ...) scores 0 and
-  nothing else is evaluated;
-- DB: the trial's tool calls replayed on a fresh database and the gold actions replayed on another; the reward is
-  1 when the two end states are equal, 0 otherwise. There is no authorization rule: every call runs whoever the
-  conversation is about. A gold write that fails leaves the gold state incomplete: a match then certifies
+  nothing else is evaluated; the user's transfer and out-of-scope signals are stops like ###STOP###;
+- DB: the trial's writes replayed on a fresh database and the gold actions replayed on another; the reward is
+  1 when the two end states are equal, 0 otherwise. There is no authorization rule and no writes-after-transfer
+  rule: every call runs whoever the conversation is about. A replayed write whose outcome differs from the
+  conversation's tool message (a write our tools refused that τ²-bench's would run) is τ²-bench's strict replay
+  failing: the trial scores 0. A gold write that fails leaves the gold state incomplete: a match then certifies
   nothing and DB drops out of the product (a mismatch still scores 0);
-- ACTION: every gold action is matched by some tool call of the trial with the same name and the same values of
-  its `compare_args` (all the call's arguments when None);
+- ACTION: the share of gold actions matched by some tool call of the trial with the same name and the same
+  values of its `compare_args` (all the call's arguments when None; JSON-text values compared as JSON);
 - COMMUNICATE: each `communicate_info` string, lower-cased, occurs in some agent message's text, lower-cased with
   its commas removed (substring match, no judge);
 - NL_ASSERTION: the judge (when one is configured) checks the task's `nl_assertions` on the transcript; without
   a judge the component is left out of the product and listed in `unjudged`;
-- ENV_ASSERTION: our tasks carry no environment assertions, so it scores 1.
+- ENV_ASSERTION: our tasks carry no environment assertions (the importers refuse them), so it scores 1.
 
-`Tau2Config.upstream_tools` replays both sides with τ²-bench's tool behaviour where the domain names quirks of
-it (`Domain.tau2_quirks`; retail: `modify_pending_order_items`).
+Our own tasks (no τ²-bench criteria at all) are scored on DB and COMMUNICATE. `Tau2Config.upstream_tools` replays
+both sides with τ²-bench's tool behaviour where the domain names quirks of it (`Domain.tau2_quirks`; retail:
+`modify_pending_order_items`).
 """
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -32,15 +37,16 @@ from pydantic import BaseModel, ConfigDict, Field
 from pipeline.dataset.task import Task
 from pipeline.grading.judge import Judge, is_enabled
 from pipeline.grading.verdict import Tau2Check, Tau2Result
-from pipeline.rollout.trajectory import Trajectory
-from pipeline.world.tables import Session, World, sha256_json
+from pipeline.rollout.trajectory import USER_ENDED, Message, Trajectory
+from pipeline.tau2.criteria import DEFAULT_BASIS
+from pipeline.world.tables import Session, ToolEvent, World, sha256_json
 from pipeline.world.tools import execute
 
 VerdictName = Literal["strict", "tau2"]
 VERDICTS: tuple[str, ...] = VerdictName.__args__  # type: ignore[attr-defined]
 REWARD_TYPES = ("DB", "ENV_ASSERTION", "ACTION", "COMMUNICATE", "NL_ASSERTION")
-DEFAULT_BASIS = ("DB", "COMMUNICATE")  # τ²-bench's default when a task names none
-EVALUATED_TERMINATIONS = frozenset({"agent_stop", "user_stop"})
+EVALUATED_TERMINATIONS = frozenset({"agent_stop", *USER_ENDED})  # τ²-bench's AGENT_STOP and USER_STOP
+_INITIAL_STATE_FIELDS = ("initialization_data", "initialization_actions", "message_history")
 _CACHE_SIZE = 4096
 
 
@@ -54,20 +60,50 @@ class Tau2Config(BaseModel):
         description="Replay with τ²-bench's tool behaviour where it differs from ours (retail:"
         " modify_pending_order_items gives every replaced item the last new variant's price and options).",
     )
+    check_record: bool = Field(
+        default=True,
+        description="Score 0 when a replayed write's outcome differs from the conversation's tool message, as"
+        " τ²-bench's strict replay does. Off for imported τ²-bench runs, whose tool messages are our tools' replies"
+        " rather than the ones τ²-bench recorded.",
+    )
+
+
+def _run(session: Session, quirks: dict, name: str, arguments: Any) -> ToolEvent:
+    quirk = quirks.get(name)
+    if quirk is None:
+        return execute(session, name, arguments)
+    return quirk(session, arguments, lambda: execute(session, name, arguments))
 
 
 def replay_calls(world: World, calls: Iterable[tuple[str, Any]], upstream_tools: bool = False) -> Session:
     """Run (name, arguments) calls in order in a fresh session with no authorization rule."""
     session = world.session()
     session.authorize = False
-    quirks = world.domain.tau2_quirks() if upstream_tools else {}
+    quirks = dict(world.domain.tau2_quirks()) if upstream_tools else {}
     for name, arguments in calls:
-        quirk = quirks.get(name)
-        if quirk is None:
-            execute(session, name, arguments)
-        else:
-            quirk(session, arguments, lambda n=name, a=arguments: execute(session, n, a))
+        _run(session, quirks, name, arguments)
     return session
+
+
+def replay_trajectory(world: World, trajectory: Trajectory, upstream_tools: bool = False) -> tuple[Session, list[str]]:
+    """τ²-bench's predicted environment: the conversation's writes replayed in order with no authorization rule
+    (reads, unknown tools and unparsed calls change nothing and are skipped, as τ²-bench skips non-mutating
+    calls), and the writes whose replayed outcome differs from the conversation's tool message."""
+    session = world.session()
+    session.authorize = False
+    quirks = dict(world.domain.tau2_quirks()) if upstream_tools else {}
+    answers = {m.tool_call_id: m for m in trajectory.messages if m.role == "tool" and m.tool_call_id is not None}
+    diverged: list[str] = []
+    for call in trajectory.tool_calls():
+        spec = world.tools.tools.get(call.name)
+        if spec is None or spec.kind != "write" or call.arguments is None:
+            continue
+        event = _run(session, quirks, call.name, call.arguments)
+        answer: Message | None = answers.get(call.id)
+        if answer is not None and (event.ok == answer.error or (event.content or "") != (answer.content or "")):
+            said = "refused" if answer.error else "ran"
+            diverged.append(f"{call.name} (call {call.id}): the conversation's tool {said} it, the replay did not")
+    return session, diverged
 
 
 _gold: OrderedDict[tuple, tuple[dict, tuple[str, ...]]] = OrderedDict()
@@ -91,15 +127,15 @@ def gold_state(world: World, task: Task, upstream_tools: bool = False) -> tuple[
     return value
 
 
-def _db(world: World, task: Task, trajectory: Trajectory, config: Tau2Config) -> Tau2Check:
+def _db(world: World, task: Task, trajectory: Trajectory, config: Tau2Config) -> tuple[Tau2Check, list[str]]:
     expected, failed = gold_state(world, task, config.upstream_tools)
-    calls = ((c.name, c.arguments) for c in trajectory.tool_calls())
-    actual = replay_calls(world, calls, config.upstream_tools).changed()
+    session, diverged = replay_trajectory(world, trajectory, config.upstream_tools)
+    actual = session.changed()
     match = actual == expected
     details = [] if match else [f"end state differs from gold in {_differing(expected, actual)}"]
     if failed:
         details.append(f"gold replay incomplete ({'; '.join(failed)})" + ("; match not certified" if match else ""))
-    return Tau2Check(name="DB", reward=1.0 if match else 0.0, details=details)
+    return Tau2Check(name="DB", reward=1.0 if match else 0.0, details=details), diverged
 
 
 def _differing(expected: dict, actual: dict) -> str:
@@ -112,6 +148,20 @@ def _differing(expected: dict, actual: dict) -> str:
     return ", ".join(keys[:5]) + (f" and {len(keys) - 5} more" if len(keys) > 5 else "")
 
 
+def _as_json(value: Any) -> Any:
+    """A value with its JSON-text parts parsed, so that spacing and key order do not decide a match."""
+    if isinstance(value, str) and value.strip().startswith(("{", "[")):
+        try:
+            return _as_json(json.loads(value))
+        except json.JSONDecodeError:
+            return value
+    if isinstance(value, dict):
+        return {k: _as_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_as_json(v) for v in value]
+    return value
+
+
 def action_matches(name: str, arguments: dict, compare_args: list[str] | None, call_name: str, call_args: Any) -> bool:
     """τ²-bench's action match: same name, same values of the compared arguments."""
     if name != call_name:
@@ -120,7 +170,8 @@ def action_matches(name: str, arguments: dict, compare_args: list[str] | None, c
     keys = compare_args if compare_args is not None else list(call_args)
     if not keys:
         return True
-    return {k: v for k, v in call_args.items() if k in keys} == {k: v for k, v in arguments.items() if k in keys}
+    ours = {k: _as_json(v) for k, v in call_args.items() if k in keys}
+    return ours == {k: _as_json(v) for k, v in arguments.items() if k in keys}
 
 
 def _action(task: Task, trajectory: Trajectory) -> Tau2Check:
@@ -130,9 +181,8 @@ def _action(task: Task, trajectory: Trajectory) -> Tau2Check:
         for a in task.gold_actions
         if not any(action_matches(a.name, a.arguments, a.compare_args, c.name, c.arguments) for c in calls)
     ]
-    return Tau2Check(
-        name="ACTION", reward=0.0 if missing else 1.0, details=[f"no call matches gold {n}" for n in missing]
-    )
+    share = 1.0 - len(missing) / len(task.gold_actions) if task.gold_actions else 1.0
+    return Tau2Check(name="ACTION", reward=share, details=[f"no call matches gold {n}" for n in missing])
 
 
 def communicated(info: str, trajectory: Trajectory) -> bool:
@@ -164,10 +214,13 @@ def tau2_reward(
     """The τ²-compatible reward of one finished trajectory (see the module docstring for the rule)."""
     config = config or Tau2Config()
     ev = task.evaluation
-    basis = list(ev.reward_basis) if ev and ev.reward_basis else list(DEFAULT_BASIS)
+    basis = list(DEFAULT_BASIS) if ev is None or ev.reward_basis is None else list(ev.reward_basis)
     unknown = sorted(set(basis) - set(REWARD_TYPES))
     if unknown:
         raise ValueError(f"task {task.id}: evaluation.reward_basis: unknown reward type(s) {unknown}")
+    given = [f for f in _INITIAL_STATE_FIELDS if (task.initial_state or {}).get(f)]
+    if given:
+        raise ValueError(f"task {task.id}: initial_state.{given[0]}: not supported by the τ²-compatible reward")
     if trajectory.termination not in EVALUATED_TERMINATIONS:
         return Tau2Result(
             reward=0.0,
@@ -176,8 +229,18 @@ def tau2_reward(
             terminated_early=True,
             notes=[f"ended by {trajectory.termination}, neither the agent nor the user: not evaluated"],
         )
+    db, diverged = _db(world, task, trajectory, config)
+    if diverged and config.check_record:
+        return Tau2Result(
+            reward=0.0,
+            passed=False,
+            basis=basis,
+            checks=[db],
+            replay_diverged=True,
+            notes=[f"replay differs from the conversation: {d}; τ²-bench's strict replay fails: 0" for d in diverged],
+        )
     checks = [
-        _db(world, task, trajectory, config),
+        db,
         Tau2Check(name="ENV_ASSERTION", reward=1.0),
         _action(task, trajectory),
         _communicate(list(ev.communicate_info) if ev else [], trajectory),

@@ -53,6 +53,9 @@ class Tau2Result(Strict):
     basis: list[str] = Field(default_factory=list, description="The reward basis the product was taken over.")
     checks: list[Tau2Check] = Field(default_factory=list, description="Every component computed, in the basis or not.")
     terminated_early: bool = Field(default=False, description="Neither side ended the chat: scored 0 unevaluated.")
+    replay_diverged: bool = Field(
+        default=False, description="A replayed write's outcome differs from the conversation's tool message: 0."
+    )
     unjudged: list[str] = Field(
         default_factory=list, description="Basis components left out for want of a judge (NL_ASSERTION)."
     )
@@ -60,9 +63,12 @@ class Tau2Result(Strict):
 
     @property
     def failed(self) -> list[str]:
-        """Names of the basis components that scored below 1 (['termination'] for an early end)."""
+        """Names of the basis components that scored below 1 (['termination'] for an early end, ['replay'] for a
+        conversation τ²-bench's strict replay could not reproduce)."""
         if self.terminated_early:
             return ["termination"]
+        if self.replay_diverged:
+            return ["replay"]
         return [c.name for c in self.checks if c.name in self.basis and c.reward < 1.0]
 
 

@@ -11,6 +11,8 @@ from typing import Any
 
 from pipeline.dataset.task import Evaluation, Task
 
+DEFAULT_BASIS = ("DB", "COMMUNICATE")  # τ²-bench's reward basis when a task names none
+
 
 class Tau2CriteriaError(ValueError):
     """A τ²-bench task record whose evaluation criteria do not fit; the message names the task and field."""
@@ -24,13 +26,29 @@ def _strings(task_id: str, field: str, value: Any) -> list[str]:
     return [str(v) for v in value]
 
 
+def unsupported_criteria(task_id: str, criteria: dict) -> None:
+    """Refuse criteria whose τ²-bench reward ours would silently get wrong: environment assertions (ours carry
+    none), and a DB basis without gold actions (τ²-bench then scores DB 1 whatever the agent did; ours could not
+    tell missing actions from an empty list)."""
+    if criteria.get("env_assertions"):
+        raise Tau2CriteriaError(f"task {task_id}: evaluation_criteria.env_assertions: not supported")
+    basis = criteria.get("reward_basis")
+    basis = DEFAULT_BASIS if basis is None else basis
+    if criteria.get("actions") is None and ("DB" in basis or "ENV_ASSERTION" in basis):
+        raise Tau2CriteriaError(
+            f"task {task_id}: evaluation_criteria.actions: missing with {sorted(basis)} in the reward basis"
+            " (τ²-bench would score DB 1 unchecked); give the gold actions, [] for none"
+        )
+
+
 def with_criteria(task: Task, raw: dict) -> Task:
     """`task` with the evaluation criteria of the τ²-bench task record `raw` (same id)."""
     criteria = raw.get("evaluation_criteria")
-    if criteria is None:
-        return task
+    if criteria is None:  # τ²-bench scores a task without criteria 1: an empty basis
+        return task.model_copy(update={"evaluation": Evaluation(reward_basis=[])})
     if not isinstance(criteria, dict):
         raise Tau2CriteriaError(f"task {task.id}: evaluation_criteria: expected an object")
+    unsupported_criteria(task.id, criteria)
     actions = criteria.get("actions") or []
     if len(actions) != len(task.gold_actions):
         raise Tau2CriteriaError(
@@ -42,10 +60,11 @@ def with_criteria(task: Task, raw: dict) -> Task:
             raise Tau2CriteriaError(f"task {task.id}: evaluation_criteria.actions[{i}]: not the task's {ours.name}")
         requestor = theirs.get("requestor") or ours.requestor
         gold.append(ours.model_copy(update={"requestor": requestor, "compare_args": theirs.get("compare_args")}))
+    basis = criteria.get("reward_basis")
     evaluation = Evaluation(
         communicate_info=_strings(task.id, "communicate_info", criteria.get("communicate_info")),
         nl_assertions=_strings(task.id, "nl_assertions", criteria.get("nl_assertions")),
-        reward_basis=_strings(task.id, "reward_basis", criteria.get("reward_basis")),
+        reward_basis=None if basis is None else _strings(task.id, "reward_basis", basis),
     )
     return task.model_copy(update={"gold_actions": gold, "evaluation": evaluation})
 

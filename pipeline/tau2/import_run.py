@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pipeline.dataset.io import write_tasks
 from pipeline.dataset.task import Task
 from pipeline.grading.grader import grade
-from pipeline.grading.tau2_reward import EVALUATED_TERMINATIONS, Tau2Config, VerdictName
+from pipeline.grading.tau2_reward import Tau2Config, VerdictName
 from pipeline.rollout.executor import TrialResult
 from pipeline.rollout.resume import atomic_write
 from pipeline.rollout.runner import run_tool_call
@@ -35,6 +35,7 @@ from pipeline.world.tables import World
 
 log = logging.getLogger(__name__)
 NOT_EVALUABLE = frozenset({"infrastructure_error", "context_window_exceeded"})  # τ²-bench leaves these out too
+TAU2_STOPS = frozenset({"agent_stop", "user_stop"})  # τ²-bench's evaluated terminations (transfers are user_stop)
 
 
 class Tau2ImportError(ValueError):
@@ -106,7 +107,7 @@ def _names(info: dict | None) -> tuple[str, str]:
 def termination_of(reason: str) -> str:
     """Our termination for τ²-bench's: the stops carry over, errors that void a rollout are infrastructure, and
     everything else (max_steps, too_many_errors, agent_error, ...) ended the chat without either side: turn_limit."""
-    if reason in EVALUATED_TERMINATIONS:
+    if reason in TAU2_STOPS:
         return reason
     return "infra_error" if reason in NOT_EVALUABLE else "turn_limit"
 
@@ -185,6 +186,8 @@ def import_run(
     from pipeline.metrics.summary import summarize
 
     started = time.perf_counter()
+    # the tool messages are our tools' replies, not τ²-bench's record: its strict replay check does not apply
+    tau2 = (tau2 or Tau2Config()).model_copy(update={"check_record": False})
     results_path, domain_dir, out_dir = Path(results_path), Path(domain_dir), Path(out_dir)
     results = read_results(results_path)
     if not results.simulations:

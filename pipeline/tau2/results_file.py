@@ -11,7 +11,15 @@ from collections.abc import Iterable
 
 from pipeline.rollout.trajectory import Trajectory
 
-_TERMINATION = {"user_stop": "user_stop", "agent_stop": "agent_stop", "turn_limit": "max_steps"}
+# τ²-bench records the user's transfer and out-of-scope signals as user_stop
+_TERMINATION = {
+    "user_stop": "user_stop",
+    "user_transfer": "user_stop",
+    "user_out_of_scope": "user_stop",
+    "agent_stop": "agent_stop",
+    "turn_limit": "max_steps",
+    "infra_error": "infrastructure_error",
+}
 _STAMP = "2026-12-02T00:00:00"
 
 

@@ -147,7 +147,8 @@ class Session:
         self.world = world
         self.overlay: dict[str, dict[str, BaseModel]] = {t: {} for t in world.table_names}
         self.authenticated_user_id = authenticated_user_id
-        # False: the tools skip their who-may-touch-what rule (τ²-bench's tools have none; its reward replays so).
+        # False: the tools skip their who-may-touch-what rule and the no-writes-after-a-transfer rule (τ²-bench's
+        # tools have neither; its reward replays so).
         self.authorize = True
         self.log: list[ToolEvent] = []
         self.transferred = False  # set by a successful transfer call; later writes are refused (world.tools)

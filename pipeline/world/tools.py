@@ -159,7 +159,7 @@ def execute(s: Session, name: str, arguments: Any) -> ToolEvent:
     try:
         if spec is None:
             raise ToolError(f"unknown tool {name!r}; available tools: {', '.join(tools.tools)}", "invalid_arguments")
-        if kind == "write" and transferred:
+        if kind == "write" and transferred and s.authorize:
             raise ToolError(
                 f"cannot run {name}: this conversation was transferred to a human agent; no change can be made"
                 " after a transfer",

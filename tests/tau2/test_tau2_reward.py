@@ -125,7 +125,7 @@ def test_nl_assertions_go_to_the_judge_and_without_one_are_left_out(domain):
     assert tau2_reward(domain.world, task, traj, judge=FakeJudge(True)).passed
 
 
-def test_no_authorization_rule_a_write_without_identifying_the_customer_counts(domain):
+def test_a_write_our_tools_refused_but_tau2s_would_run_scores_0(domain):
     task = domain.task("69")
     no_auth = [
         a
@@ -134,7 +134,11 @@ def test_no_authorization_rule_a_write_without_identifying_the_customer_counts(d
     ]
     verdict = grade(domain.world, task, gold_conversation(domain.world, task, REPLY, actions=no_auth))
     assert not verdict.passed and "state" in verdict.failed_components  # our tools refused the writes
-    assert verdict.tau2.passed  # τ²-bench's do not ask who is calling
+    # τ²-bench's tools would have run them: its strict replay cannot reproduce the refusals the conversation shows
+    assert verdict.tau2.reward == 0.0 and verdict.tau2.failed == ["replay"] and verdict.tau2.replay_diverged
+    assert "the conversation's tool refused it" in verdict.tau2.notes[0]
+    traj = gold_conversation(domain.world, task, REPLY, actions=no_auth)
+    assert tau2_reward(domain.world, task, traj, Tau2Config(check_record=False)).passed  # replayed as τ²'s tools run
 
 
 def test_upstream_modify_items_makes_the_pair_order_matter(domain):

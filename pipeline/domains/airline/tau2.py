@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.dataset.task import Action, Evaluation, KnownInfo, Provenance, Scenario, Task, UserScript
+from pipeline.tau2.criteria import unsupported_criteria
 from pipeline.world.tables import World, WorldLoadError
 
 log = logging.getLogger(__name__)
@@ -69,7 +70,9 @@ def convert_task(raw: dict, world: World, source: str = "tasks.json") -> Task:
         raise ValueError("field id: required text")
     scenario = raw.get("user_scenario") or {}
     goal, known, text = _instructions(scenario)
-    criteria = raw.get("evaluation_criteria") or {}
+    criteria = raw.get("evaluation_criteria")
+    criteria = {"reward_basis": []} if criteria is None else criteria  # no criteria: τ²-bench scores it 1
+    unsupported_criteria(task_id, criteria)
     actions = criteria.get("actions") or []
     customer = infer_customer(actions, known, world)
     names = _NAME.findall(known)
@@ -101,7 +104,7 @@ def convert_task(raw: dict, world: World, source: str = "tasks.json") -> Task:
         evaluation=Evaluation(
             communicate_info=[str(x) for x in criteria.get("communicate_info") or []],
             nl_assertions=list(criteria.get("nl_assertions") or []),
-            reward_basis=list(criteria.get("reward_basis") or []),
+            reward_basis=None if criteria.get("reward_basis") is None else list(criteria["reward_basis"]),
         ),
         initial_state=raw.get("initial_state"),
     )

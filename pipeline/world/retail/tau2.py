@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pipeline.dataset.task import Action, Evaluation, KnownInfo, Messes, Provenance, Scenario, Task, UserScript
+from pipeline.tau2.criteria import unsupported_criteria
 from pipeline.world.retail.replay import replay_gold
 from pipeline.world.retail.state import RetailWorld, WorldLoadError
 
@@ -192,7 +193,8 @@ def convert_task(raw: dict | Tau2Task, world: RetailWorld | None = None, world_n
     customer = infer_customer(t, world)
     known, messes = known_info(t.user_scenario, customer, world)
     ins = t.user_scenario.instructions
-    criteria = t.evaluation_criteria or Tau2Criteria()
+    criteria = t.evaluation_criteria or Tau2Criteria(reward_basis=[])  # no criteria: τ²-bench scores it 1
+    unsupported_criteria(t.id, criteria.model_dump())
     return Task(
         id=t.id,
         world=world_name or (world.name if world else "tau2_retail"),
@@ -213,7 +215,7 @@ def convert_task(raw: dict | Tau2Task, world: RetailWorld | None = None, world_n
         evaluation=Evaluation(
             communicate_info=[str(x) for x in criteria.communicate_info or []],
             nl_assertions=list(criteria.nl_assertions or []),
-            reward_basis=list(criteria.reward_basis or []),
+            reward_basis=None if criteria.reward_basis is None else list(criteria.reward_basis),
         ),
         initial_state=t.initial_state,
     )
