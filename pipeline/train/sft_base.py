@@ -80,6 +80,11 @@ class TrainBase:
 def load_base(path: str | Path, train_dtype: torch.dtype = torch.float32) -> TrainBase:
     """The base checkpoint; an outside one loads in `train_dtype` (fp32, or bf16 for LoRA on a GPU)."""
     path = Path(path)
+    if not (path / META_FILE).exists() and not (path / "config.json").exists():
+        raise FileNotFoundError(
+            f"{path}: not a checkpoint: neither an agentloop checkpoint ({META_FILE}) nor a transformers model"
+            " directory (config.json)"
+        )
     if (path / META_FILE).exists() and read_meta(path).chat_format == CODEC:
         ckpt = load_checkpoint(path)  # exactly as agentloop checkpoints always loaded
         return TrainBase(ckpt.model, ckpt.tokenizer, ckpt.meta, path)
