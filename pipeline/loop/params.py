@@ -18,6 +18,7 @@ from pipeline.curate.bands import Bands
 from pipeline.gate.config import EVAL_TASKS, GateConfig
 from pipeline.synth.synthesize import SynthConfig
 from pipeline.target import TargetConfig
+from pipeline.train.lora import LoraSpec
 
 if TYPE_CHECKING:
     from pipeline.train.embedded import EmbeddedConfig
@@ -117,8 +118,25 @@ class TrainParams(Strict):
     )
     epochs: float = Field(default=2.0, gt=0)
     learning_rate: float = Field(default=1e-3, gt=0)
-    batch_size: int = Field(default=4, ge=1)
-    max_length: int = Field(default=2048, ge=16)
+    batch_size: int = Field(default=4, ge=1, description="Examples per optimizer step (per device).")
+    gradient_accumulation_steps: int = Field(
+        default=1, ge=1, description="Batches accumulated per optimizer step (the effective batch is the product)."
+    )
+    max_length: int = Field(default=2048, ge=16, description="Longest example in tokens (see `overlong`).")
+    overlong: Literal["auto", "drop", "truncate"] = Field(
+        default="auto",
+        description="Examples longer than max_length: 'drop' (counted, logged; an error if none is left) or"
+        " 'truncate' to their start. 'auto': truncate for the agentloop codec (the embedded default), drop for a"
+        " model's own chat template.",
+    )
+    lora: LoraSpec | None = Field(
+        default=None,
+        description="LoRA through peft ({rank, alpha, dropout, target_modules, save_adapter}), merged into the saved"
+        " weights; null = full fine-tuning.",
+    )
+    bf16: bool = Field(
+        default=False, description="bf16 mixed precision on a GPU (with LoRA the frozen base is held in bf16)."
+    )
     anchor_share: float = Field(default=0.25, ge=0, lt=1)
     use_curated: bool = Field(default=True, description="Train on synthesized + curated data (else synthesized only).")
     seed: int = 0

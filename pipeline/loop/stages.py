@@ -189,28 +189,33 @@ def train_candidate(p: Params) -> str:
         spec = method.removeprefix("agent:")
         write_agent_ref(out, spec, method=method)
         return spec
-    from pipeline.train.sft import SFTParams, run_sft
+    from pipeline.train.sft import LoraParams, SFTParams, run_sft
 
     base = read_agent_spec(paths.BASELINE_MODEL)
     if not base.startswith("hf:"):
         raise ValueError(f"train.method 'sft' needs a checkpoint baseline, but the baseline agent is {base!r}")
+    base_path, _, options = base.removeprefix("hf:").partition(",")  # the candidate keeps the baseline's options
     data = [paths.CURATED_DIR / "selected.jsonl"] if p.train.use_curated else []
     data.append(paths.SYNTH_DIR / "trajectories.jsonl")
     params = SFTParams(
-        base=Path(base.removeprefix("hf:")),
+        base=Path(base_path),
         data=data,
         tasks=[paths.SYNTH_DIR / "tasks.jsonl"],
         anchors=[paths.ANCHORS] if paths.ANCHORS.exists() else [],
         epochs=p.train.epochs,
         learning_rate=p.train.learning_rate,
         batch_size=p.train.batch_size,
+        grad_accum=p.train.gradient_accumulation_steps,
         max_length=p.train.max_length,
+        overlong=p.train.overlong,
+        lora=LoraParams.from_spec(p.train.lora),
+        bf16=p.train.bf16,
         anchor_share=p.train.anchor_share,
         seed=p.train.seed,
     )
     ckpt = out / "checkpoint"
     run_sft(params, ckpt)
-    spec = f"hf:{ckpt}"
+    spec = f"hf:{ckpt}" + (f",{options}" if options else "")
     write_agent_ref(out, spec, method=method)
     return spec
 

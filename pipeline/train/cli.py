@@ -97,15 +97,22 @@ def sft(
     lr: float = typer.Option(1e-3, help="Learning rate."),
     batch_size: int = typer.Option(4),
     grad_accum: int = typer.Option(1),
-    max_length: int = typer.Option(4096),
+    max_length: int = typer.Option(4096, help="Longest example in tokens."),
+    overlong: str = typer.Option(
+        "auto", help="Longer examples: drop | truncate | auto (truncate for the codec, drop for a chat template)."
+    ),
     max_steps: int = typer.Option(-1),
     lora: bool = typer.Option(False, help="Train a LoRA adapter (merged into the saved weights)."),
     lora_r: int = typer.Option(16),
     lora_alpha: int = typer.Option(32),
+    lora_dropout: float = typer.Option(0.0),
+    lora_targets: str = typer.Option(None, help="Comma-separated module names (default: attention and MLP)."),
+    save_adapter: bool = typer.Option(False, help="Also write the LoRA adapter (peft format) to OUT/adapter."),
     bf16: bool = typer.Option(False, help="bf16 mixed precision (GPU)."),
     seed: int = typer.Option(0),
 ) -> None:
-    """Supervised fine-tuning through TRL's SFTTrainer on codec-rendered, verified trajectories."""
+    """Supervised fine-tuning through TRL's SFTTrainer on verified trajectories, rendered as the base checkpoint
+    renders them (the codec, or an outside model's own chat template); loss on assistant tokens only."""
     from pipeline.agents.codec import CodecMismatchError
     from pipeline.train.sft import LoraParams, SFTParams, run_sft
 
@@ -121,10 +128,18 @@ def sft(
             batch_size=batch_size,
             grad_accum=grad_accum,
             max_length=max_length,
+            overlong=overlong,
             max_steps=max_steps,
             bf16=bf16,
             seed=seed,
-            lora=LoraParams(enabled=lora, r=lora_r, alpha=lora_alpha),
+            lora=LoraParams(
+                enabled=lora,
+                r=lora_r,
+                alpha=lora_alpha,
+                dropout=lora_dropout,
+                save_adapter=save_adapter,
+                **({"target_modules": [t.strip() for t in lora_targets.split(",")]} if lora_targets else {}),
+            ),
         )
         result = run_sft(params, out)
     except (ValidationError, CodecMismatchError, FileNotFoundError, ValueError) as exc:

@@ -25,10 +25,8 @@ saving, so the checkpoint stays a plain transformers directory (and is what vLLM
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
-import random
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,21 +35,26 @@ from typing import Any
 import torch
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from pipeline.agents.codec import CodecConfig, encode_conversation
-from pipeline.dataset.io import read_tasks
-from pipeline.dataset.task import Task
-from pipeline.grading.grader import grade
 from pipeline.loop.progress import track
 from pipeline.rollout.trajectory import Trajectory
-from pipeline.train.model import CheckpointMeta, load_checkpoint, save_checkpoint
+from pipeline.train.lora import LORA_TARGETS, LoraSpec
 from pipeline.train.progress_callback import TrackerCallback
-from pipeline.world.registry import load_world
-from pipeline.world.retail.policy import load_policy
-from pipeline.world.retail.state import WorldLoadError
-from pipeline.world.retail.tools import TOOLS
+from pipeline.train.sft_base import Overlong, encode_for_sft, fit_length, load_base
+from pipeline.train.sft_data import file_sha256, load_data, mix_anchors, read_trajectories, verify
 
+__all__ = [
+    "LoraParams",
+    "SFTParams",
+    "SFTResult",
+    "encode_for_sft",
+    "file_sha256",
+    "load_data",
+    "mix_anchors",
+    "read_trajectories",
+    "run_sft",
+    "verify",
+]
 log = logging.getLogger(__name__)
-LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
 class LoraParams(BaseModel):
@@ -63,7 +66,22 @@ class LoraParams(BaseModel):
     r: int = Field(default=16, ge=1, description="Adapter rank.")
     alpha: int = Field(default=32, ge=1, description="Adapter scaling numerator.")
     dropout: float = Field(default=0.0, ge=0, lt=1)
-    target_modules: list[str] = Field(default_factory=lambda: list(LORA_TARGETS))
+    target_modules: list[str] = Field(default_factory=lambda: list(LORA_TARGETS), min_length=1)
+    save_adapter: bool = Field(default=False, description="Also write the adapter (peft format) to OUT/adapter.")
+
+    @classmethod
+    def from_spec(cls, spec: LoraSpec | None) -> LoraParams:
+        """params.yaml's `train.lora` (None: full fine-tuning)."""
+        if spec is None:
+            return cls()
+        return cls(
+            enabled=True,
+            r=spec.rank,
+            alpha=spec.alpha,
+            dropout=spec.dropout,
+            target_modules=list(spec.target_modules),
+            save_adapter=spec.save_adapter,
+        )
 
     def peft_config(self) -> Any:
         """The peft LoraConfig these settings describe, or None when LoRA is off (SFT and GRPO share it)."""
@@ -115,7 +133,13 @@ class SFTParams(BaseModel):
         description="Project only the labelled positions through the LM head (`LabelledLossSFTTrainer`) instead "
         "of TRL's fused head, which scores every position off Triton devices. None: on CPU.",
     )
-    max_length: int = Field(default=4096, ge=16, description="Examples longer than this are cut.")
+    max_length: int = Field(default=4096, ge=16, description="Longest example in tokens (see `overlong`).")
+    overlong: Overlong = Field(
+        default="auto",
+        description="Examples longer than max_length: 'drop' them (counted and logged), or 'truncate' to their"
+        " start (TRL's cut). 'auto': truncate for agentloop-codec checkpoints (as the embedded default always"
+        " trained), drop for chat-template checkpoints.",
+    )
     weight_decay: float = Field(default=0.0, ge=0)
     lora: LoraParams = Field(default_factory=LoraParams)
     bf16: bool = Field(default=False, description="bf16 mixed precision (GPU).")
@@ -147,103 +171,6 @@ class SFTResult:
         return self.losses[-1] if self.losses else float("nan")
 
 
-# ---- data --------------------------------------------------------------------------------------------------
-def file_sha256(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
-def read_trajectories(path: Path) -> list[Trajectory]:
-    """Trajectories, one per line: bare, or wrapped under "trajectory" (a curated selection's rows)."""
-    out = []
-    with Path(path).open(encoding="utf-8") as fh:
-        for number, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-                out.append(Trajectory.model_validate(row.get("trajectory", row) if isinstance(row, dict) else row))
-            except ValueError as exc:
-                raise ValueError(f"{path}:{number}: not a trajectory: {str(exc).splitlines()[0]}") from None
-    return out
-
-
-def _policy(world_name: str) -> str:
-    try:
-        return load_world(world_name).policy
-    except (WorldLoadError, FileNotFoundError, ValueError):
-        return load_policy()
-
-
-def verify(trajectories: list[Trajectory], tasks: dict[str, Task]) -> tuple[list[Trajectory], dict[str, int]]:
-    """Keep trajectories whose task is known and whose re-graded verdict passes; unknown tasks are kept as given."""
-    kept, counts = [], {"verified": 0, "failed_verification": 0, "unverified": 0, "infra_error": 0}
-    for traj in trajectories:
-        if traj.infra_error:
-            counts["infra_error"] += 1
-            continue
-        task = tasks.get(traj.task_id)
-        if task is None:
-            counts["unverified"] += 1
-            kept.append(traj)
-            continue
-        try:
-            passed = grade(load_world(task.world), task, traj).passed
-        except (WorldLoadError, ValueError) as exc:
-            log.warning("cannot re-grade %s: %s", traj.task_id, exc)
-            passed = False
-        counts["verified" if passed else "failed_verification"] += 1
-        if passed:
-            kept.append(traj)
-    return kept, counts
-
-
-def encode_for_sft(trajectories: list[Trajectory], tokenizer: Any, codec: CodecConfig) -> dict[str, list]:
-    """Columns `input_ids` / `assistant_masks`, rendered by the codec (TRL builds labels from the mask)."""
-    ids, masks = [], []
-    policies: dict[str, str] = {}
-    for traj in trajectories:
-        policy = policies.setdefault(traj.world, _policy(traj.world))
-        enc = encode_conversation(traj.messages, TOOLS.schemas(), policy, tokenizer, codec)
-        if sum(enc.assistant_mask):
-            ids.append(enc.ids)
-            masks.append(enc.assistant_mask)
-    return {"input_ids": ids, "assistant_masks": masks}
-
-
-def mix_anchors(data: list[Trajectory], anchors: list[Trajectory], share: float, seed: int) -> list[Trajectory]:
-    """`data` plus anchors making up `share` of the result (sampled without replacement while they last)."""
-    if not anchors or share <= 0:
-        return list(data)
-    want = round(len(data) * share / (1 - share))
-    rng = random.Random(seed)
-    picked = rng.sample(anchors, min(want, len(anchors)))
-    while len(picked) < want:
-        picked.append(rng.choice(anchors))
-    mixed = data + picked
-    rng.shuffle(mixed)
-    return mixed
-
-
-def load_data(params: SFTParams) -> tuple[list[Trajectory], dict[str, Any]]:
-    tasks = {t.id: t for path in params.tasks for t in read_tasks(path)}
-    data: list[Trajectory] = [t for p in params.data for t in read_trajectories(p)]
-    anchors: list[Trajectory] = [t for p in params.anchors for t in read_trajectories(p)]
-    data, data_counts = verify(data, tasks)
-    anchors, anchor_counts = verify(anchors, tasks)
-    mixed = mix_anchors(data, anchors, params.anchor_share, params.seed)
-    manifest = {
-        "data": [{"path": str(p), "sha256": file_sha256(p)} for p in params.data],
-        "anchors": [{"path": str(p), "sha256": file_sha256(p)} for p in params.anchors],
-        "tasks": [{"path": str(p), "sha256": file_sha256(p)} for p in params.tasks],
-        "data_counts": data_counts,
-        "anchor_counts": anchor_counts,
-        "examples": len(mixed),
-        "anchor_examples": len(mixed) - len(data),
-    }
-    return mixed, manifest
-
-
-# ---- training -------------------------------------------------------------------------------------------------
 def _losses(log_history: list[dict]) -> list[float]:
     return [float(e["loss"]) for e in log_history if "loss" in e]
 
@@ -252,24 +179,28 @@ def run_sft(params: SFTParams, out: Path, trajectories: list[Trajectory] | None 
     """Fine-tune `params.base` and write the checkpoint to `out`; `trajectories` overrides reading `params.data`."""
     if params.threads:
         torch.set_num_threads(params.threads)
-    ckpt = load_checkpoint(params.base)  # fails fast (no TRL import) on a missing or foreign checkpoint
+    gpu = torch.cuda.is_available()
+    # LoRA on a GPU in bf16 keeps the frozen base in bf16 (half the memory); otherwise weights train in fp32
+    train_dtype = torch.bfloat16 if params.bf16 and gpu and params.lora.enabled else torch.float32
+    base = load_base(params.base, train_dtype)  # fails fast (no TRL import) on a missing or unreadable checkpoint
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
     from pipeline.train.labelled_loss import LabelledLossSFTTrainer, supports_labelled_loss
 
-    codec = ckpt.meta.codec_config
     if trajectories is None:
         trajectories, manifest = load_data(params)
     else:
         manifest = {"data": "in-memory", "examples": len(trajectories)}
     if not trajectories:
         raise ValueError("SFT: no training trajectories left after verification")
-    columns = encode_for_sft(trajectories, ckpt.tokenizer, codec)
+    columns = base.encode(trajectories)
+    if not columns["input_ids"]:
+        raise ValueError(f"SFT: none of the {len(trajectories)} trajectories has an assistant turn to train on")
+    columns, manifest["length"] = fit_length(columns, params.max_length, params.overlong, base.format is None)
     manifest["tokens"] = sum(len(x) for x in columns["input_ids"])
     manifest["assistant_tokens"] = sum(sum(m) for m in columns["assistant_masks"])
     dataset = Dataset.from_dict(columns)
-    gpu = torch.cuda.is_available()
     micro = params.micro_batch_size or (params.batch_size if gpu else 1)
     with tempfile.TemporaryDirectory(prefix="agentloop-sft-") as scratch:
         args = SFTConfig(
@@ -297,34 +228,37 @@ def run_sft(params: SFTParams, out: Path, trajectories: list[Trajectory] | None 
             disable_tqdm=True,
             dataset_num_proc=None,
         )
-        peft_config = params.lora.peft_config()
-        model = ckpt.model
+        model = base.model
         model.train()
         labelled = (not gpu) if params.labelled_loss is None else params.labelled_loss
         trainer_class = LabelledLossSFTTrainer if labelled and supports_labelled_loss(model) else SFTTrainer
         trainer = trainer_class(
-            model=model, args=args, train_dataset=dataset, processing_class=ckpt.tokenizer, peft_config=peft_config
+            model=model,
+            args=args,
+            train_dataset=dataset,
+            processing_class=base.tokenizer,
+            peft_config=params.lora.peft_config(),
         )
         with track("SFT", None, "steps") as progress:
             trainer.add_callback(TrackerCallback(progress))
             result = trainer.train()
         trained = trainer.model
         if params.lora.enabled:
+            if params.lora.save_adapter:
+                trained.save_pretrained(str(Path(out) / "adapter"))
             trained = trained.merge_and_unload()
-        trained = trained.to("cpu").float().eval()
         losses = _losses(trainer.state.log_history)
         steps = int(result.global_step)
-    meta = CheckpointMeta.for_codec(
-        codec,
-        model=ckpt.meta.model,
+    base.save(
+        Path(out),
+        trained,
         training={"kind": "sft", **json.loads(params.model_dump_json()), "steps": steps, "losses": losses},
         data_manifest=manifest,
         parent=str(params.base),
     )
-    save_checkpoint(out, trained, ckpt.tokenizer, meta)
     log.info(
         "SFT: %d examples, %d steps, loss %.4f -> %.4f, wrote %s",
-        len(trajectories),
+        len(columns["input_ids"]),
         steps,
         losses[0] if losses else float("nan"),
         losses[-1] if losses else float("nan"),

@@ -116,3 +116,37 @@ def test_gate_k_above_the_trials_fails_at_load(tmp_path):
         load_params(path)
     path.write_text("measure:\n  trials: 4\ngate:\n  k: 4\n")
     assert load_params(path).gate.k == 4
+
+
+@pytest.mark.parametrize(
+    ("lora", "message"),
+    [
+        ("{rank: 0}", r"train.lora.rank: Input should be greater than or equal to 1"),
+        ("{r: 8}", r"train.lora.r: Extra inputs are not permitted"),
+        ("{dropout: 1.0}", r"train.lora.dropout: Input should be less than 1"),
+        ("{alpha: 16.5}", r"train.lora.alpha: Input should be a valid integer"),
+        ("{target_modules: []}", r"train.lora.target_modules: List should have at least 1 item"),
+        ("{target_modules: [q_proj, q_proj]}", r"train.lora.target_modules: .*distinct, non-empty module names"),
+        ("true", r"train.lora: Input should be a valid dictionary"),
+    ],
+)
+def test_bad_lora_fields_fail_with_their_path(tmp_path, lora, message):
+    path = tmp_path / "params.yaml"
+    path.write_text(f"train:\n  lora: {lora}\n")
+    with pytest.raises(ParamsError, match=message):
+        load_params(path)
+
+
+def test_train_defaults_are_full_fp32_sft_and_lora_maps_onto_the_sft_params(tmp_path):
+    train = load_params(ROOT / "params.yaml").train
+    assert (train.lora, train.bf16, train.gradient_accumulation_steps, train.overlong) == (None, False, 1, "auto")
+    path = tmp_path / "params.yaml"
+    path.write_text("train:\n  bf16: true\n  gradient_accumulation_steps: 4\n  lora: {rank: 8, alpha: 16}\n")
+    train = load_params(path).train
+    assert train.lora.rank == 8 and train.lora.dropout == 0.0 and "down_proj" in train.lora.target_modules
+
+    from pipeline.train.sft import LoraParams
+
+    assert LoraParams.from_spec(None) == LoraParams()  # null: LoRA off, as the defaults always were
+    on = LoraParams.from_spec(train.lora)
+    assert on.enabled and (on.r, on.alpha) == (8, 16) and on.target_modules == train.lora.target_modules

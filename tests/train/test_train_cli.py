@@ -21,7 +21,22 @@ def test_sft_on_a_missing_checkpoint_fails_clearly(tmp_path):
     result = runner.invoke(
         app, ["train", "sft", "--base", str(tmp_path / "nope"), "--data", str(data), "--out", str(tmp_path / "o")]
     )
-    assert result.exit_code == 2 and "not an agentloop checkpoint" in result.output
+    assert result.exit_code == 2 and "not a checkpoint" in result.output and "config.json" in result.output
+
+
+def test_sft_cli_trains_an_outside_checkpoint_with_lora(tmp_path):
+    from tests.agents.tiny_families import FAMILIES, build_checkpoint, corpus
+
+    base = build_checkpoint(FAMILIES["qwen2"], tmp_path / "qwen2", corpus())
+    data = write_jsonl(tmp_path / "d.jsonl", gold()[:1])
+    out = tmp_path / "o"
+    args = ["train", "sft", "--base", str(base), "--data", str(data), "--out", str(out), "--max-steps", "1"]
+    lora = ["--lora", "--lora-r", "2", "--lora-targets", "q_proj,v_proj", "--max-length", "8192"]
+    result = runner.invoke(app, args + lora)
+    assert result.exit_code == 0, result.output
+    assert "SFT: 1 examples, 1 steps" in result.output and (out / "model.safetensors").exists()
+    result = runner.invoke(app, args + ["--max-length", "100"])
+    assert result.exit_code == 2 and "max_length=100" in result.output
 
 
 def test_baseline_rejects_unknown_settings(tmp_path):

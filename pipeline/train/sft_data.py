@@ -1,0 +1,106 @@
+"""SFT's data: trajectories read from jsonl, re-graded against their tasks, mixed with anchors, and the manifest
+of what was read (files, hashes, counts) that the checkpoint records."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import random
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pipeline.dataset.io import read_tasks
+from pipeline.dataset.task import Task
+from pipeline.grading.grader import grade
+from pipeline.rollout.trajectory import Trajectory
+from pipeline.world.registry import load_world
+from pipeline.world.retail.policy import load_policy
+from pipeline.world.retail.state import WorldLoadError
+
+if TYPE_CHECKING:
+    from pipeline.train.sft import SFTParams
+
+log = logging.getLogger(__name__)
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def read_trajectories(path: Path) -> list[Trajectory]:
+    """Trajectories, one per line: bare, or wrapped under "trajectory" (a curated selection's rows)."""
+    out = []
+    with Path(path).open(encoding="utf-8") as fh:
+        for number, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                out.append(Trajectory.model_validate(row.get("trajectory", row) if isinstance(row, dict) else row))
+            except ValueError as exc:
+                raise ValueError(f"{path}:{number}: not a trajectory: {str(exc).splitlines()[0]}") from None
+    return out
+
+
+def policy_text(world_name: str) -> str:
+    try:
+        return load_world(world_name).policy
+    except (WorldLoadError, FileNotFoundError, ValueError):
+        return load_policy()
+
+
+def verify(trajectories: list[Trajectory], tasks: dict[str, Task]) -> tuple[list[Trajectory], dict[str, int]]:
+    """Keep trajectories whose task is known and whose re-graded verdict passes; unknown tasks are kept as given."""
+    kept, counts = [], {"verified": 0, "failed_verification": 0, "unverified": 0, "infra_error": 0}
+    for traj in trajectories:
+        if traj.infra_error:
+            counts["infra_error"] += 1
+            continue
+        task = tasks.get(traj.task_id)
+        if task is None:
+            counts["unverified"] += 1
+            kept.append(traj)
+            continue
+        try:
+            passed = grade(load_world(task.world), task, traj).passed
+        except (WorldLoadError, ValueError) as exc:
+            log.warning("cannot re-grade %s: %s", traj.task_id, exc)
+            passed = False
+        counts["verified" if passed else "failed_verification"] += 1
+        if passed:
+            kept.append(traj)
+    return kept, counts
+
+
+def mix_anchors(data: list[Trajectory], anchors: list[Trajectory], share: float, seed: int) -> list[Trajectory]:
+    """`data` plus anchors making up `share` of the result (sampled without replacement while they last)."""
+    if not anchors or share <= 0:
+        return list(data)
+    want = round(len(data) * share / (1 - share))
+    rng = random.Random(seed)
+    picked = rng.sample(anchors, min(want, len(anchors)))
+    while len(picked) < want:
+        picked.append(rng.choice(anchors))
+    mixed = data + picked
+    rng.shuffle(mixed)
+    return mixed
+
+
+def load_data(params: SFTParams) -> tuple[list[Trajectory], dict[str, Any]]:
+    tasks = {t.id: t for path in params.tasks for t in read_tasks(path)}
+    data: list[Trajectory] = [t for p in params.data for t in read_trajectories(p)]
+    anchors: list[Trajectory] = [t for p in params.anchors for t in read_trajectories(p)]
+    data, data_counts = verify(data, tasks)
+    anchors, anchor_counts = verify(anchors, tasks)
+    mixed = mix_anchors(data, anchors, params.anchor_share, params.seed)
+    manifest = {
+        "data": [{"path": str(p), "sha256": file_sha256(p)} for p in params.data],
+        "anchors": [{"path": str(p), "sha256": file_sha256(p)} for p in params.anchors],
+        "tasks": [{"path": str(p), "sha256": file_sha256(p)} for p in params.tasks],
+        "data_counts": data_counts,
+        "anchor_counts": anchor_counts,
+        "examples": len(mixed),
+        "anchor_examples": len(mixed) - len(data),
+    }
+    return mixed, manifest
