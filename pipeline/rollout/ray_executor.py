@@ -150,6 +150,7 @@ class RayExecutor:
         n_workers, per_cpu = plan_workers(
             ray, len(items), self.workers, self.cpus_per_worker, self.gpus_per_worker, own=self.started_ray
         )
+        per_call = min(2 * self.batch, -(-len(items) // n_workers))  # a short run still reaches every worker
         remote = ray.remote(
             num_cpus=per_cpu,
             num_gpus=self.gpus_per_worker,
@@ -211,8 +212,8 @@ class RayExecutor:
                     chunk = [items.popleft()]
                     if chunk[0].losses or self.batch == 1:
                         ref = actor.run.remote(chunk[0].task, chunk[0].trial)
-                    else:  # 2 × batch trials a call: the worker keeps `batch` in flight, refilled as they end
-                        while items and not items[0].losses and len(chunk) < 2 * self.batch:
+                    else:  # 2 × batch trials a call (the worker keeps `batch` in flight), or a share per worker
+                        while items and not items[0].losses and len(chunk) < per_call:
                             chunk.append(items.popleft())
                         ref = actor.run_many.remote([(i.task, i.trial) for i in chunk], self.batch)
                     in_flight[ref] = (actor, chunk)
