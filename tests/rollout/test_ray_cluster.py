@@ -1,6 +1,6 @@
-"""`agentloop measure --executor ray --address` on a real two-node Ray cluster started on this host with
-`ray start` (a head and a second node, one CPU each): the serial run's verdicts, trials on both nodes (from
-timings.jsonl), and no process of that cluster left behind.
+"""`agentloop measure` and `agentloop curate` with `--executor ray --address` on a real two-node Ray cluster
+started on this host with `ray start` (a head and a second node, one CPU each): the serial run's verdicts,
+trials on both nodes (from timings.jsonl), and no process of that cluster left behind.
 
 Teardown kills the cluster's own processes (found by its temp dir), not every Ray process on the machine as
 `ray stop` would: other Ray instances on the host are not this test's to stop."""
@@ -58,7 +58,7 @@ def _ray_start(args: list[str], env: dict) -> None:
         pytest.fail(f"{' '.join(cmd)} failed:\n{done.stdout}\n{done.stderr}")
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def two_nodes():
     """(head address, environment) of a head and a second node on this host; killed in teardown, whatever
     happened (a failed start included)."""
@@ -107,3 +107,23 @@ def test_measure_on_a_two_node_cluster_gives_the_serial_verdicts_from_both_nodes
     assert len({t["node"] for t in timings}) == 2, "both nodes ran trials"
     assert all(t["node"] is None for t in rows("serial", "timings.jsonl"))
     assert not any({"node", "node_ip"} & set(t) for t in rows("cluster", "trajectories.jsonl"))
+
+
+def test_curate_probes_on_the_cluster_give_the_serial_selection(two_nodes, tmp_path):
+    from pipeline.curate import CurateConfig, curate
+    from tests.curate.test_curate import WORLD as POOL_WORLD
+    from tests.curate.test_curate import pool
+
+    address, env = two_nodes
+    tasks, trajectories = pool()
+    write_tasks(tmp_path / "tasks.jsonl", list(tasks))
+    (tmp_path / "pool.jsonl").write_text("".join(t.model_dump_json() + "\n" for t in trajectories))
+    args = dict(pool=[tmp_path / "pool.jsonl"], tasks=tmp_path / "tasks.jsonl", world=POOL_WORLD, agent=AGENT)
+    curate(CurateConfig(**args, probes=3), tmp_path / "serial")
+    cmd = [sys.executable, "-m", "pipeline.cli", "curate", "--pool", str(tmp_path / "pool.jsonl")]
+    cmd += ["--tasks", str(tmp_path / "tasks.jsonl"), "--world", POOL_WORLD, "--agent", AGENT, "--probes", "3"]
+    cmd += ["--out", str(tmp_path / "cluster"), "--executor", "ray", "--address", address]
+    done = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stdout + done.stderr
+    for name in ("selected.jsonl", "manifest.json"):
+        assert (tmp_path / "serial" / name).read_bytes() == (tmp_path / "cluster" / name).read_bytes(), name
