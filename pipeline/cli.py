@@ -199,8 +199,14 @@ def measure_cmd(
         None, help="Optional judge (soft rubric items; reviews the user simulator on failed trials): llm:MODEL."
     ),
     executor: str = typer.Option("serial", help="serial, or ray (tasks × trials fanned out to Ray workers)."),
-    address: str = typer.Option(None, help="With --executor ray: an existing cluster's address (default: local)."),
-    workers: int = typer.Option(None, min=1, help="With --executor ray: worker actors (default: one per CPU)."),
+    address: str = typer.Option(
+        None,
+        help="With --executor ray: an existing cluster to connect to, HOST:PORT, ray://HOST:PORT or auto"
+        " (default: $RAY_ADDRESS, else a local Ray instance).",
+    ),
+    workers: int = typer.Option(
+        None, min=1, help="With --executor ray: worker actors (default: one per CPU of the cluster, all nodes)."
+    ),
     concurrency: int = typer.Option(16, min=1, help="Episodes in flight per worker (same verdicts)."),
     domain: str = typer.Option(None, help="Domain: retail, airline or module:attribute (default: found from --world)."),
 ) -> None:
@@ -480,6 +486,10 @@ def curate_cmd(
     edges: str = typer.Option("0,0.08,0.40,0.70,0.90,1", help="Band edges, comma-separated."),
     max_items: int = typer.Option(None, min=1, help="Cap on selected tasks."),
     seed: int = typer.Option(0),
+    executor: str = typer.Option("serial", help="Where probes run: serial, or ray (as measure's --executor)."),
+    address: str = typer.Option(None, help="With --executor ray: a Ray cluster's address (as measure's)."),
+    workers: int = typer.Option(None, min=1, help="With --executor ray: worker actors (as measure's)."),
+    concurrency: int = typer.Option(16, min=1, help="Probes in flight per worker (same verdicts)."),
 ) -> None:
     """Replay-verify a pool, band its tasks by probing the agent (Jeffreys posterior), mix anchors and targets."""
     from pydantic import ValidationError
@@ -489,6 +499,8 @@ def curate_cmd(
     from pipeline.dataset.io import TaskFileError
     from pipeline.world.tables import WorldLoadError
 
+    if executor != "ray" and (address or workers):
+        _fail("--address and --workers need --executor ray")
     try:
         bands = Bands(edges=[float(x) for x in edges.split(",")])
         cfg = CurateConfig(
@@ -501,10 +513,16 @@ def curate_cmd(
             bands=bands,
             anchor_ratio=anchor_ratio,
             max_items=max_items,
+            executor=executor,
+            address=address,
+            workers=workers,
+            concurrency=concurrency,
         )
         with track(f"probe {agent}", None, "probes", console=console) as progress:
             m = curate(cfg, out, on_probe=lambda r: progress.advance(r.verdict.passed), on_total=progress.set_total)
     except (TaskFileError, UnknownAgentError, WorldLoadError, ValidationError, ValueError, OSError) as exc:
+        _fail(str(exc))  # OSError covers ConnectionError and TimeoutError (Ray: no cluster, workers unplaced)
+    except ImportError as exc:
         _fail(str(exc))
     table = Table(title=f"curated {m['selected']} of {m['pool']['trajectories']} pooled trajectories")
     table.add_column("band")

@@ -48,7 +48,12 @@ class CurateConfig(BaseModel):
     concurrency: int = Field(
         default=16, ge=1, description="Probe episodes in flight per worker (as measure.concurrency)."
     )
-    workers: int | None = Field(default=None, ge=1, description="Ray worker actors (None: one per CPU).")
+    workers: int | None = Field(
+        default=None, ge=1, description="Ray worker actors (None: one per CPU of the cluster, all its nodes)."
+    )
+    address: str | None = Field(
+        default=None, description="Ray cluster to connect to (as measure's; None: $RAY_ADDRESS, else local Ray)."
+    )
 
 
 def _executor(config: CurateConfig):
@@ -56,7 +61,7 @@ def _executor(config: CurateConfig):
     if config.executor == "ray":
         from pipeline.rollout.ray_executor import RayExecutor
 
-        return RayExecutor(workers=config.workers, batch=config.concurrency)
+        return RayExecutor(address=config.address, workers=config.workers, batch=config.concurrency)
     return SerialExecutor(batch=config.concurrency)
 
 

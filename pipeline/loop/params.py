@@ -58,6 +58,12 @@ class MeasureParams(Strict):
     seed: int = Field(default=0)
     resamples: int = Field(default=1000, ge=1)
     executor: Literal["serial", "ray"] = "serial"
+    ray_address: str | None = Field(
+        default=None,
+        description="With executor ray (measure, remeasure and curate's probes): an existing Ray cluster to connect"
+        " to, HOST:PORT (its head node's GCS port), ray://HOST:PORT or auto; the workers then fill the cluster's"
+        " CPUs over all its nodes. None: $RAY_ADDRESS if set, else a local Ray instance the stage starts.",
+    )
     concurrency: int = Field(
         default=16,
         ge=1,

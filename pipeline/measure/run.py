@@ -8,6 +8,7 @@ Outputs in the run directory:
     usage.json           tokens (and cost, where priced) of the agent, the user simulator and the judge, apart;
                          the user simulator's settings (model, endpoint, sampling) under user.settings
     timings.jsonl        the wall-clock figures of each trial (timings, agent compute seconds, message latencies)
+                         and the Ray node that ran it (node id and IP; null with the serial executor)
     journal.jsonl        every finished trial, fsynced as it finishes: a killed run started again with the same
                          settings and directory resumes where it stopped (see pipeline.rollout.resume)
 
@@ -69,8 +70,14 @@ class MeasureConfig(BaseModel):
     )
     judge: str | None = Field(default=None, description="Optional judge: llm:MODEL (None: off).")
     executor: Literal["serial", "ray"] = Field(default="serial", description="Where trials run.")
-    address: str | None = Field(default=None, description="Ray cluster address (None: a local Ray instance).")
-    workers: int | None = Field(default=None, ge=1, description="Ray worker actors (None: one per CPU).")
+    address: str | None = Field(
+        default=None,
+        description="Ray cluster to connect to: HOST:PORT, ray://HOST:PORT or auto (None: $RAY_ADDRESS, else a"
+        " local Ray instance this run starts).",
+    )
+    workers: int | None = Field(
+        default=None, ge=1, description="Ray worker actors (None: one per CPU of the cluster, all its nodes)."
+    )
     retries: int = Field(default=2, ge=0, description="Reruns of a trial lost to an infrastructure error.")
     concurrency: int = Field(
         default=16,
@@ -168,7 +175,7 @@ def measure(
         out_dir / "trajectories.jsonl",
         "".join(r.trajectory.without_timings().model_dump_json() + "\n" for r in results),
     )
-    atomic_write(out_dir / "timings.jsonl", "".join(json.dumps(_timings(r.trajectory)) + "\n" for r in results))
+    atomic_write(out_dir / "timings.jsonl", "".join(json.dumps(_timings(r)) + "\n" for r in results))
     atomic_write(
         out_dir / "verdicts.jsonl",
         "".join(
@@ -210,8 +217,10 @@ def _usage_report(usage: dict[str, tuple[str | None, Usage]], prices: PriceTable
     return out
 
 
-def _timings(traj) -> dict:
-    """One trial's wall-clock figures, apart from the trajectory so that the trajectory's bytes are reproducible."""
+def _timings(result: TrialResult) -> dict:
+    """One trial's wall-clock figures and the Ray node that ran it (null: the driver's process), apart from the
+    trajectory so that the trajectory's bytes are the same wherever and however fast it ran."""
+    traj = result.trajectory
     return {
         "task_id": traj.task_id,
         "trial": traj.trial,
@@ -219,6 +228,8 @@ def _timings(traj) -> dict:
         "agent_compute_s": traj.agent_usage.compute_s,
         "user_compute_s": traj.user_usage.compute_s,
         "latency_s": [m.latency_s for m in traj.messages if m.role == "assistant"],
+        "node": result.node,
+        "node_ip": result.node_ip,
     }
 
 

@@ -35,6 +35,8 @@ class TrialResult:
     trajectory: Trajectory
     verdict: Verdict
     attempts: int = 1
+    node: str | None = None  # the Ray node that ran the trial (None: this process); not part of the result
+    node_ip: str | None = None
 
 
 def run_trial(

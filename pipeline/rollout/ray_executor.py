@@ -16,7 +16,9 @@ fail within `start_timeout_s` with an error naming the resources, and a run wher
 for a fraction of a CPU) instead of waiting forever for cores that do not exist. Ctrl-C stops the actors and,
 when this executor started the local Ray instance, shuts it down, so no Ray process outlives the run.
 
-On an existing cluster (`address`), every node needs agentloop installed (the same version as the driver).
+On an existing cluster (`address`, or Ray's $RAY_ADDRESS; see `pipeline.rollout.ray_cluster`) every node needs
+agentloop importable (the same version as the driver); the run only connects, and never stops that cluster.
+Each result names the node that ran it, and the run's log counts the trials per node.
 """
 
 from __future__ import annotations
@@ -35,35 +37,40 @@ from pipeline.grading.grader import grade
 from pipeline.grading.judge import Judge
 from pipeline.rollout.executor import TrialResult, run_trial, trial_seed
 from pipeline.rollout.protocols import Agent, User
+from pipeline.rollout.ray_cluster import (
+    RayExecutorError,
+    connect,
+    here,
+    import_ray,
+    node_counts,
+    plan_workers,
+    wait_started,
+)
 from pipeline.rollout.runner import Limits
 from pipeline.rollout.trajectory import Trajectory
 from pipeline.world.retail.state import RetailWorld
 
 log = logging.getLogger(__name__)
-
-
-def import_ray() -> Any:
-    try:
-        import ray
-    except ImportError as exc:
-        raise ImportError("the ray executor needs Ray: pip install 'agentloop[ray]'") from exc
-    return ray
-
-
-class RayExecutorError(TimeoutError):
-    """Workers that cannot start, or trials that never finish: the run stops instead of waiting forever."""
+__all__ = ["RayExecutor", "RayExecutorError", "TrialWorker", "import_ray", "lost_result"]
 
 
 class TrialWorker:
-    """Holds the world, agent, user and judge for the life of the actor (one trial per `run` call)."""
+    """Holds the world, agent, user and judge for the life of the actor (one trial per `run` call).
+
+    Every result it hands back names the node it ran on (`TrialResult.node`, `node_ip`)."""
 
     def __init__(self, world, agent, user, judge, limits, seed: int, retries: int) -> None:
         self.world, self.agent, self.user, self.judge = world, agent, user, judge
         self.limits, self.seed, self.retries = limits, seed, retries
+        self.node, self.node_ip = here()
+
+    def _tag(self, result: TrialResult) -> TrialResult:
+        result.node, result.node_ip = self.node, self.node_ip
+        return result
 
     def run(self, task: Task, trial: int) -> TrialResult:
-        return run_trial(
-            self.world, task, self.agent, self.user, trial, self.seed, self.limits, self.judge, self.retries
+        return self._tag(
+            run_trial(self.world, task, self.agent, self.user, trial, self.seed, self.limits, self.judge, self.retries)
         )
 
     def run_many(self, jobs: list[tuple[Task, int]], width: int) -> list[TrialResult]:
@@ -71,7 +78,7 @@ class TrialWorker:
         from pipeline.rollout.batch import run_batched
 
         args = (self.world, jobs, self.agent, self.user, self.seed, self.limits, self.judge, self.retries)
-        by_key = {(r.task.id, r.trial): r for r in run_batched(*args, width=width)}
+        by_key = {(r.task.id, r.trial): self._tag(r) for r in run_batched(*args, width=width)}
         return [by_key[(task.id, trial)] for task, trial in jobs]
 
     def pid(self) -> int:
@@ -116,54 +123,9 @@ class RayExecutor:
         self.peak_in_flight = 0  # most calls outstanding at once in the last run (bounded by design)
 
     def _ray(self) -> Any:
-        ray = import_ray()
-        if not ray.is_initialized():
-            ray.init(address=self.address, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
-            self.started_ray = self.address in (None, "local")
+        ray, started = connect(self.address)
+        self.started_ray = self.started_ray or started
         return ray
-
-    def _plan(self, ray: Any, n_items: int) -> tuple[int, float]:
-        """(workers, CPUs per worker) that the cluster can place: more workers than CPUs share them."""
-        cluster = ray.cluster_resources()
-        cpus, gpus = float(cluster.get("CPU", 0)), float(cluster.get("GPU", 0))
-        per_cpu = self.cpus_per_worker
-        if self.workers:
-            n = max(1, min(self.workers, n_items))
-        else:
-            n = max(1, min(int(cpus // max(per_cpu, 1e-9)) or 1, n_items))
-        if self.gpus_per_worker > 0:
-            fit = int(gpus // self.gpus_per_worker)
-            if fit < 1:
-                raise RayExecutorError(
-                    f"each worker asks for {self.gpus_per_worker:g} GPU but the Ray cluster has {gpus:g}"
-                )
-            if n > fit:
-                log.warning("%d workers asked for, %g GPUs at %g each: running %d", n, gpus, self.gpus_per_worker, fit)
-                n = fit
-        if per_cpu > 0 and cpus > 0 and n * per_cpu > cpus:
-            shared = int(cpus / n * 10_000) / 10_000  # Ray's resource precision
-            if shared <= 0:
-                raise RayExecutorError(f"{n} workers cannot share {cpus:g} CPUs; ask for fewer workers")
-            log.warning("%d workers on %g CPUs: each gets %g CPU, not %g (sharing cores)", n, cpus, shared, per_cpu)
-            per_cpu = shared
-        return n, per_cpu
-
-    def _started(self, ray: Any, actors: list[Any], per_cpu: float) -> None:
-        """Wait (at most start_timeout_s) until every worker is up; the error names what the workers ask for."""
-        pending = {actor.pid.remote(): actor for actor in actors}
-        deadline = time.monotonic() + self.start_timeout_s
-        while pending:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise RayExecutorError(
-                    f"{len(pending)} of {len(actors)} Ray workers did not start within {self.start_timeout_s:g}s;"
-                    f" each asks for {per_cpu:g} CPU and {self.gpus_per_worker:g} GPU, the cluster has"
-                    f" {_resources(ray.cluster_resources())} ({_resources(ray.available_resources())} free)"
-                )
-            ready, _ = ray.wait(list(pending), num_returns=len(pending), timeout=min(1.0, left))
-            for ref in ready:
-                pending.pop(ref)
-                ray.get(ref)  # a worker that died while starting raises here
 
     def run(
         self,
@@ -185,7 +147,10 @@ class RayExecutor:
         from ray.exceptions import ObjectLostError, RayActorError, RayTaskError, WorkerCrashedError
 
         lost_errors = (RayActorError, WorkerCrashedError, ObjectLostError)
-        n_workers, per_cpu = self._plan(ray, len(items))
+        n_workers, per_cpu = plan_workers(
+            ray, len(items), self.workers, self.cpus_per_worker, self.gpus_per_worker, own=self.started_ray
+        )
+        per_call = min(2 * self.batch, -(-len(items) // n_workers))  # a short run still reaches every worker
         remote = ray.remote(
             num_cpus=per_cpu,
             num_gpus=self.gpus_per_worker,
@@ -202,7 +167,7 @@ class RayExecutor:
         load: dict[Any, int] = {}
         try:
             load.update({spawn(): 0 for _ in range(n_workers)})
-            self._started(ray, list(load), per_cpu)
+            wait_started(ray, list(load), self.start_timeout_s, per_cpu, self.gpus_per_worker)
         except BaseException as exc:
             self._stop(ray, interrupted=isinstance(exc, KeyboardInterrupt))
             raise
@@ -229,6 +194,7 @@ class RayExecutor:
 
         next_index = 0
         interrupted = False
+        ran_on: list[tuple[str | None, str | None]] = []  # (node id, node IP) of every trial a worker finished
         last_progress = time.monotonic()
         try:
             while items or in_flight:
@@ -246,8 +212,8 @@ class RayExecutor:
                     chunk = [items.popleft()]
                     if chunk[0].losses or self.batch == 1:
                         ref = actor.run.remote(chunk[0].task, chunk[0].trial)
-                    else:  # 2 × batch trials a call: the worker keeps `batch` in flight, refilled as they end
-                        while items and not items[0].losses and len(chunk) < 2 * self.batch:
+                    else:  # 2 × batch trials a call (the worker keeps `batch` in flight), or a share per worker
+                        while items and not items[0].losses and len(chunk) < per_call:
                             chunk.append(items.popleft())
                         ref = actor.run_many.remote([(i.task, i.trial) for i in chunk], self.batch)
                     in_flight[ref] = (actor, chunk)
@@ -268,8 +234,11 @@ class RayExecutor:
                     actor, chunk = in_flight.pop(ref)
                     try:
                         got = ray.get(ref)
-                        for item, result in zip(chunk, got if isinstance(got, list) else [got], strict=True):
+                        got = got if isinstance(got, list) else [got]
+                        for item, result in zip(chunk, got, strict=True):
                             done[item.index] = result
+                        ran_on.extend((r.node, r.node_ip) for r in got)
+                        log.debug("node %s (%s) ran %d trials", got[0].node_ip, got[0].node, len(got))
                         load[actor] -= 1
                         if chunk[0].losses:
                             alone.discard(actor)
@@ -293,6 +262,8 @@ class RayExecutor:
             raise
         finally:
             self._stop(ray, interrupted)
+            if ran_on:
+                log.info("trials per Ray node: %s", node_counts(ran_on))
 
     def _stop(self, ray: Any, interrupted: bool) -> None:
         self.close()
@@ -308,10 +279,6 @@ class RayExecutor:
             with contextlib.suppress(Exception):  # already dead
                 ray.kill(actor, no_restart=True)
         self.actors.clear()
-
-
-def _resources(resources: dict[str, float]) -> str:
-    return ", ".join(f"{resources.get(k, 0):g} {k}" for k in ("CPU", "GPU"))
 
 
 def lost_result(

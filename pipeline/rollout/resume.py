@@ -81,6 +81,8 @@ class TrialJournal:
                     trajectory=Trajectory.model_validate(entry["trajectory"]),
                     verdict=Verdict.model_validate(entry["verdict"]),
                     attempts=int(entry.get("attempts", 1)),
+                    node=entry.get("node"),
+                    node_ip=entry.get("node_ip"),
                 )
             except (ValueError, KeyError, TypeError) as exc:
                 log.warning("%s:%d: unreadable record skipped: %s", self.path, n, exc)
@@ -108,6 +110,8 @@ class TrialJournal:
                 "task_id": result.task.id,
                 "trial": result.trial,
                 "attempts": result.attempts,
+                "node": result.node,
+                "node_ip": result.node_ip,
                 "trajectory": result.trajectory.model_dump(mode="json"),
                 "verdict": result.verdict.model_dump(mode="json"),
             }

@@ -162,3 +162,33 @@ def test_cli_reads_a_rollout_file_with_its_verdicts(tmp_path):
     m = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert m["rejections"]["verdict_mismatch"] == 1
     assert m["rejections"]["too_easy"] == len(trajs) - 1 and m["selected"] == 0  # the oracle passes everything
+
+
+def test_probe_verdicts_are_the_same_one_at_a_time_or_batched(tmp_path):
+    """Probes go through the rollout executor as measured trials do: batching changes no verdict."""
+    _write_pool(tmp_path)
+    runs = {}
+    for concurrency in (1, 6):
+        cfg = CurateConfig(
+            pool=[tmp_path / "pool.jsonl"],
+            tasks=tmp_path / "tasks.jsonl",
+            world=WORLD,
+            agent=AGENT,
+            probes=4,
+            concurrency=concurrency,
+        )
+        seen = []
+        out = tmp_path / f"out{concurrency}"
+        curate(cfg, out, on_probe=lambda r, seen=seen: seen.append((r.task.id, r.trial, r.verdict.passed)))
+        runs[concurrency] = (sorted(seen), (out / "selected.jsonl").read_bytes(), (out / "manifest.json").read_bytes())
+    assert runs[1] == runs[6] and len(runs[1][0]) > 0
+    assert {passed for _, _, passed in runs[1][0]} == {True, False}  # the probes tell tasks apart
+
+
+def test_cli_ray_options_need_the_ray_executor(tmp_path):
+    result = CliRunner().invoke(
+        app,
+        ["curate", "--pool", "x", "--tasks", "x", "--world", WORLD, "--agent", "oracle", "--out", str(tmp_path)]
+        + ["--address", "127.0.0.1:6379"],
+    )
+    assert result.exit_code != 0 and "--address and --workers need --executor ray" in result.output

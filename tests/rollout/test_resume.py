@@ -57,6 +57,15 @@ def test_journal_survives_torn_lines_and_duplicates(world, tasks, tmp_path):
         TrialJournal(path, "fp2").load(tasks)
 
 
+def test_a_resumed_trial_keeps_the_node_that_ran_it(world, tasks, tmp_path):
+    result = next(SerialExecutor().run(world, tasks[:1], OracleAgent(), ScriptedUser(), trials=1))
+    result.node, result.node_ip = "f" * 56, "10.0.0.7"  # as a Ray worker tags it
+    with TrialJournal(tmp_path / "journal.jsonl", "fp") as journal:
+        journal.append(result)
+    (back,) = TrialJournal(tmp_path / "journal.jsonl", "fp").load(tasks)[0].values()
+    assert (back.node, back.node_ip) == ("f" * 56, "10.0.0.7")
+
+
 def test_trials_lost_to_infrastructure_are_offered_again(world, tasks, tmp_path):
     task = tasks[0]
     lost = lost_result(world, task, 0, 0, OracleAgent(), ScriptedUser(), "endpoint down")
