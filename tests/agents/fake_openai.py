@@ -70,7 +70,7 @@ class FakeOpenAI:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with fake._lock:
                     fake.requests.append(body)
-                    fake.headers.append(dict(self.headers))
+                    fake.headers.append({k.lower(): v for k, v in self.headers.items()})
                     reply = fake.replies.pop(0) if fake.replies else fake.default(body)
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
