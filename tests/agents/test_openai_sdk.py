@@ -168,3 +168,28 @@ def test_cached_and_reasoning_tokens_are_recorded_and_priced(world, task):
     per_turn = (200 * 2 + 800 * 0.5 + 300 * 8) / 1e6  # reasoning tokens are billed as completion tokens
     assert table.find("openai:gpt-x").cost(traj.agent_usage) == pytest.approx(per_turn * turns)
     assert table.find("openai:other") is None
+
+
+def test_measure_prices_an_openai_agent_by_its_model(world, task, tmp_path, monkeypatch):
+    from pipeline.dataset.io import write_tasks
+    from pipeline.measure import MeasureConfig, measure
+
+    write_tasks(tmp_path / "tasks.jsonl", [task])
+    reply = completion("Goodbye.", prompt_tokens=1000, completion_tokens=100, cached_tokens=500)
+    table = PriceTable(currency="EUR", models={"gpt-x": Price(prompt_per_million=2, cached_prompt_per_million=1)})
+    with FakeOpenAI(default=lambda body: reply) as fake:
+        monkeypatch.setenv("AGENTLOOP_BASE_URL", fake.base_url)
+        for agent, out in (("openai:gpt-x", "priced"), ("openai:unknown", "unpriced")):
+            cfg = MeasureConfig(
+                world="gen-3-8x20x40", tasks=tmp_path / "tasks.jsonl", agent=agent, trials=2, resamples=20, prices=table
+            )
+            measure(cfg, tmp_path / out)
+    priced = json.loads((tmp_path / "priced" / "metrics.json").read_text())["cost"]
+    usage = json.loads((tmp_path / "priced" / "usage.json").read_text())["agent"]
+    turns = usage["prompt_tokens"] // 1000
+    assert priced["priced"] and priced["currency"] == "EUR" and usage["cached_prompt_tokens"] == 500 * turns
+    assert priced["total_cost"] == pytest.approx(turns * (500 * 2 + 500 * 1) / 1e6)
+    assert usage["cost"] == pytest.approx(priced["total_cost"])
+    assert priced["total_tokens"] == turns * 1100
+    unpriced = json.loads((tmp_path / "unpriced" / "metrics.json").read_text())["cost"]
+    assert not unpriced["priced"] and unpriced["total_cost"] == 0 and unpriced["total_tokens"] == turns * 1100
