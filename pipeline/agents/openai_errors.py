@@ -78,7 +78,8 @@ def unsupported_setting(status: int, body: object, sent: Mapping[str, Any]) -> s
 def setting_message(model: str, setting: str, base_url: str, detail: str) -> str:
     return (
         f"{base_url}: model {model!r} does not accept `{setting}` ({detail.strip()[:300]}); leave it out with"
-        f" `{SETTING_HINTS[setting]}` in the spec, e.g. openai:{model},{SETTING_HINTS[setting]}"
+        f" `{SETTING_HINTS[setting]}` in the spec that names the model, e.g. openai:{model},{SETTING_HINTS[setting]}"
+        f" (an agent) or llm:{model},{SETTING_HINTS[setting]} (a user simulator or judge)"
     )
 
 

@@ -17,7 +17,7 @@ from pipeline.agents.registry import make_agent
 from pipeline.grading.grader import grade
 from pipeline.metrics.cost import Price, PriceTable
 from pipeline.rollout.executor import SerialExecutor
-from pipeline.rollout.protocols import InfrastructureError
+from pipeline.rollout.protocols import EpisodeInfo, InfrastructureError
 from pipeline.rollout.runner import Limits, run_episode
 from pipeline.rollout.trajectory import Usage
 from pipeline.synth.templates import generate_tasks
@@ -193,3 +193,28 @@ def test_measure_prices_an_openai_agent_by_its_model(world, task, tmp_path, monk
     assert priced["total_tokens"] == turns * 1100
     unpriced = json.loads((tmp_path / "unpriced" / "metrics.json").read_text())["cost"]
     assert not unpriced["priced"] and unpriced["total_cost"] == 0 and unpriced["total_tokens"] == turns * 1100
+
+
+def test_user_simulators_and_the_judge_take_temperature_none(world, task, monkeypatch):
+    from pipeline.grading.llm_judge import UnknownJudgeError, make_judge
+    from pipeline.users.registry import make_user
+
+    def answer(body: dict) -> Reply:
+        return completion('{"confirmed": true}' if body["model"] == "judge" else "Bye. ###STOP###")
+
+    with FakeOpenAI(default=answer) as fake:
+        monkeypatch.setenv("AGENTLOOP_BASE_URL", fake.base_url)
+        for spec in ("llm:sim,temperature=none", "tau2-llm:sim,temperature=none"):
+            user = make_user(spec)
+            reply = user.start(EpisodeInfo(task=task, trial=0, seed=1, policy="", tools=[])).respond([])
+            assert reply.stop and reply.usage.prompt_tokens == 11
+        judge = make_judge("llm:judge,temperature=none")
+        assert judge.confirms("Shall I cancel it?", "yes please")
+    assert [("temperature" in r, r["model"]) for r in fake.requests] == [
+        (False, "sim"),
+        (False, "sim"),
+        (False, "judge"),
+    ]
+    assert make_judge("llm:judge").sampling == {"temperature": 0.0}
+    with pytest.raises(UnknownJudgeError, match=r"llm:MODEL\[,temperature=none\]"):
+        make_judge("llm:judge,temperature=0.3")
