@@ -215,6 +215,7 @@ def measure_cmd(
     Every finished trial is journaled in --out; run the same command again after a crash to resume."""
     from pydantic import ValidationError
 
+    from pipeline.agents.openai_errors import UnsupportedSettingError
     from pipeline.agents.registry import UnknownAgentError
     from pipeline.dataset.io import TaskFileError, read_tasks
     from pipeline.grading.llm_judge import UnknownJudgeError
@@ -266,6 +267,7 @@ def measure_cmd(
         TimeoutError,
         DomainCapabilityError,
         UnknownDomainError,
+        UnsupportedSettingError,
     ) as exc:
         _fail(str(exc))
     Console().print(_summary_table(summary))

@@ -1,18 +1,21 @@
 """One client for every OpenAI-compatible chat-completions endpoint: the agent, the LLM user and the LLM judge.
 
-Transient failures (timeouts, connection errors, 5xx, 429) are retried with capped exponential backoff and
-jitter; when the retries run out, or the endpoint refuses the request for good (401, 404, ...), the call
-raises `InfrastructureError`, so the trial is retried or left out, never scored as the agent's failure.
+Requests go through the official `openai` SDK (`chat.completions.create`) with the SDK's own retries off
+(`max_retries=0`); the retry policy is ours, around each call: transient failures (timeouts, connection errors,
+408/409/425/429/5xx) are retried with capped exponential backoff and jitter, waiting at least what `Retry-After`
+asks (delta-seconds or an HTTP-date, capped). When the retries run out, or the endpoint refuses the request for
+good (401, 404, ...), the call raises `InfrastructureError`, so the trial is retried or left out, never scored as
+the agent's failure. Two refusals mean something else (see `openai_errors`): a prompt over the model's context
+raises `ContextLengthError` (the agent's episode ends there, as with a local model whose context is full), and a
+setting the model does not accept (`temperature` on a reasoning model) raises `UnsupportedSettingError`, which
+stops the run with the spec setting that fixes it.
 
-Both bounds are wall-clock deadlines, not httpx's per-read timeouts: `timeout_s` holds for one attempt as a
-whole (connecting, sending and every byte of the reply), so a server that trickles a byte a second cannot hold a
-call open, and `deadline_s` holds for the call with all its retries and back-off. Each thread has its own
-connection pool, so the deadline can cut one stuck request off (by closing that pool) without touching the
-requests of other threads.
-
-This stays a small hand-written client over httpx rather than the `openai` SDK: the SDK's timeouts are the same
-per-read httpx timeouts (a trickling server defeats them too), and its retry policy would replace ours (capped
-Retry-After, context-length detection, `InfrastructureError`) rather than add a deadline.
+Both bounds are wall-clock deadlines, which the SDK's timeouts (httpx per-read timeouts) are not: `timeout_s`
+holds for one attempt as a whole (connecting, sending and every byte of the reply), so a server that trickles a
+byte a second cannot hold a call open, and `deadline_s` holds for the call with all its retries and back-off.
+Each thread gives the SDK an HTTP client of its own (`http_client=`); a timer closes that client when the
+attempt's time is up, which ends a read that waits or trickles without touching other threads' requests, and the
+thread's next attempt builds a fresh one.
 
 Endpoint settings come from the environment: `AGENTLOOP_BASE_URL` / `AGENTLOOP_API_KEY` first, then the usual
 `OPENAI_BASE_URL` / `OPENAI_API_KEY`; `AGENTLOOP_TIMEOUT_S`, `AGENTLOOP_DEADLINE_S`, `AGENTLOOP_MAX_RETRIES`,
@@ -21,7 +24,7 @@ Endpoint settings come from the environment: `AGENTLOOP_BASE_URL` / `AGENTLOOP_A
 
 from __future__ import annotations
 
-import json
+import inspect
 import logging
 import os
 import random
@@ -31,19 +34,40 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
+import openai
+from openai.resources.chat.completions import Completions
 from pydantic import BaseModel, ConfigDict, Field
 
+from pipeline.agents.openai_errors import (
+    RETRY_STATUS,
+    ContextLengthError,
+    UnsupportedSettingError,
+    is_context_overflow,
+    retry_after,
+    setting_message,
+    unsupported_setting,
+)
 from pipeline.rollout.protocols import InfrastructureError
 from pipeline.rollout.trajectory import Usage
 
+__all__ = [
+    "RETRY_STATUS",
+    "ChatClient",
+    "Completion",
+    "ContextLengthError",
+    "EndpointConfig",
+    "UnsupportedSettingError",
+]
 log = logging.getLogger(__name__)
-RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
-
-
-class ContextLengthError(RuntimeError):
-    """The endpoint refused the prompt as longer than the model's context: the conversation, not the endpoint."""
+CREATE_ARGS = frozenset(inspect.signature(Completions.create).parameters) - {
+    "self",
+    "extra_headers",
+    "extra_query",
+    "extra_body",
+    "timeout",
+}
+"""Request fields `create` names; any other field of a body (a server's own extension) goes in `extra_body`."""
 
 
 class EndpointConfig(BaseModel):
@@ -97,17 +121,17 @@ class Completion:
 
 
 class _Deadline(Exception):
-    """The attempt ran out of time (raised in the calling thread, whatever the watchdog interrupted)."""
+    """The attempt ran out of time (raised in the calling thread, whatever the timer interrupted)."""
 
 
 class ChatClient:
-    """Thread-safe synchronous client; picklable (the HTTP connection pools are rebuilt after unpickling)."""
+    """Thread-safe synchronous client; picklable (the SDK clients are rebuilt after unpickling)."""
 
     def __init__(self, config: EndpointConfig | None = None, sleep: Callable[[float], None] = time.sleep) -> None:
         self.config = config or EndpointConfig.from_env()
         self.sleep = sleep
         self._local = threading.local()
-        self._pools: list[httpx.Client] = []
+        self._https: list[Any] = []
         self._lock = threading.Lock()
 
     def __getstate__(self) -> dict[str, Any]:
@@ -116,28 +140,33 @@ class ChatClient:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["config"], state["sleep"])
 
-    @property
-    def http(self) -> httpx.Client:
-        """This thread's connection pool (a new one after a deadline closed the last)."""
-        pool = getattr(self._local, "http", None)
-        if pool is None or pool.is_closed:
-            headers = {"Authorization": f"Bearer {self.config.api_key}"} if self.config.api_key else {}
-            pool = httpx.Client(
-                base_url=self.config.base_url.rstrip("/") + "/", headers=headers, timeout=self.config.timeout_s
+    def _sdk(self) -> tuple[Any, openai.OpenAI]:
+        """This thread's HTTP client and the SDK client over it (new ones after a deadline closed the last)."""
+        pair = getattr(self._local, "sdk", None)
+        if pair is None or pair[0].is_closed:
+            cfg = self.config
+            http = openai.DefaultHttpxClient(timeout=cfg.timeout_s)
+            sdk = openai.OpenAI(
+                base_url=cfg.base_url.rstrip("/"),
+                api_key=cfg.api_key or "none",  # the SDK insists on a key; without one the header is left out
+                max_retries=0,
+                timeout=cfg.timeout_s,
+                http_client=http,
             )
-            self._local.http = pool
+            pair = self._local.sdk = (http, sdk)
             with self._lock:
-                self._pools = [p for p in self._pools if not p.is_closed] + [pool]
-        return pool
+                self._https = [h for h in self._https if not h.is_closed] + [http]
+        return pair
 
     def close(self) -> None:
         with self._lock:
-            pools, self._pools = self._pools, []
-        for pool in pools:
-            pool.close()
+            https, self._https = self._https, []
+        for http in https:
+            http.close()
 
     def complete(self, body: dict[str, Any]) -> Completion:
-        """POST chat/completions with retries; the request `body` is sent as given (model, messages, tools...)."""
+        """One chat completion with retries; `body` is the request as the API documents it (model, messages,
+        tools, sampling settings; fields the SDK does not name are sent as they are)."""
         cfg = self.config
         t0 = time.perf_counter()
         call_deadline = time.monotonic() + cfg.deadline_s if cfg.deadline_s else None
@@ -154,27 +183,20 @@ class ChatClient:
             if budget <= 0:
                 break
             try:
-                status, content, headers = self._post(body, now + budget)
+                response = self._attempt(body, now + budget)
+                return self._parse(response, time.perf_counter() - t0, attempt + 1)
             except _Deadline:
                 last = f"timed out after {budget:g}s (no complete reply in time)"
-            except httpx.TimeoutException as exc:
-                last = f"timed out after {budget:g}s ({type(exc).__name__})"
-            except httpx.TransportError as exc:
-                last = f"transport error: {type(exc).__name__}: {exc}"
-            else:
-                if status == 200:
-                    try:
-                        return self._parse(json.loads(content), time.perf_counter() - t0, attempt + 1)
-                    except (ValueError, KeyError, IndexError, TypeError, RecursionError) as exc:
-                        last = f"malformed response body: {exc}"  # a half-written body from a dying server
-                else:
-                    text = content[:500].decode("utf-8", "replace")
-                    if status == 400 and "context" in text.lower() and "length" in text.lower():
-                        raise ContextLengthError(text)
-                    if status not in RETRY_STATUS:
-                        raise InfrastructureError(f"{cfg.base_url}: HTTP {status}: {text}")
-                    last = f"HTTP {status}: {text}"
-                    last_retry_after = _retry_after(headers)
+            except openai.APITimeoutError:
+                last = f"timed out after {budget:g}s (no reply)"
+            except openai.APIConnectionError as exc:
+                cause = exc.__cause__ or exc
+                last = f"transport error: {type(cause).__name__}: {cause}"
+            except openai.APIStatusError as exc:
+                last = self._refusal(body, exc)
+                last_retry_after = retry_after(exc.response.headers)
+            except (ValueError, KeyError, IndexError, TypeError, AttributeError, RecursionError) as exc:
+                last = f"malformed response body: {type(exc).__name__}: {exc}"  # a half-written body
             log.warning("chat completion attempt %d/%d failed: %s", attempt + 1, cfg.max_retries + 1, last)
         else:
             raise InfrastructureError(f"{cfg.base_url}: gave up after {cfg.max_retries + 1} attempts; last: {last}")
@@ -182,58 +204,77 @@ class ChatClient:
             f"{cfg.base_url}: gave up at the {cfg.deadline_s:g}s deadline after {attempt} attempt(s); last: {last}"
         )
 
-    def _post(self, body: dict[str, Any], deadline: float) -> tuple[int, bytes, httpx.Headers]:
-        """One attempt, done by `deadline` (monotonic seconds) or cut off: a watchdog closes this thread's pool,
-        which ends a read that waits or trickles, and the body is read chunk by chunk against the clock."""
-        http = self.http
+    def _refusal(self, body: dict[str, Any], exc: openai.APIStatusError) -> str:
+        """A retryable refusal's text; raises for one that no retry can change."""
+        status, text = exc.status_code, exc.response.text[:500]
+        if is_context_overflow(status, exc.body, text):
+            raise ContextLengthError(text)
+        setting = unsupported_setting(status, exc.body, body)
+        if setting:
+            raise UnsupportedSettingError(setting_message(str(body.get("model")), setting, self.config.base_url, text))
+        if status not in RETRY_STATUS:
+            raise InfrastructureError(f"{self.config.base_url}: HTTP {status}: {text}")
+        return f"HTTP {status}: {text}"
+
+    def _attempt(self, body: dict[str, Any], deadline: float) -> Any:
+        """One `create`, done by `deadline` (monotonic seconds) or cut off: a timer closes this thread's HTTP
+        client, which ends a read that waits or trickles."""
+        http, sdk = self._sdk()
         left = deadline - time.monotonic()
+        known = {k: v for k, v in body.items() if k in CREATE_ARGS}
+        extra = {k: v for k, v in body.items() if k not in CREATE_ARGS}
+        headers = None if self.config.api_key else {"Authorization": openai.Omit()}
         watchdog = threading.Timer(left, http.close)
         watchdog.daemon = True
         watchdog.start()
         try:
-            with http.stream("POST", "chat/completions", json=body, timeout=httpx.Timeout(left)) as response:
-                chunks = []
-                for chunk in response.iter_bytes():
-                    chunks.append(chunk)
-                    if time.monotonic() > deadline:
-                        raise _Deadline
-                return response.status_code, b"".join(chunks), response.headers
-        except Exception as exc:
-            if isinstance(exc, _Deadline) or time.monotonic() >= deadline or http.is_closed:
+            response = sdk.chat.completions.create(
+                **known, extra_body=extra or None, extra_headers=headers, timeout=left
+            )
+        except openai.APIStatusError:
+            raise
+        except Exception:
+            if time.monotonic() >= deadline or http.is_closed:
                 raise _Deadline from None
             raise
         finally:
             watchdog.cancel()
+        if time.monotonic() > deadline:
+            raise _Deadline
+        return response
 
-    def _delay(self, attempt: int, retry_after: float | None) -> float:
+    def _delay(self, attempt: int, retry_after_s: float | None) -> float:
         cfg = self.config
         delay = min(cfg.backoff_cap_s, cfg.backoff_s * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
-        if retry_after is not None:
-            delay = max(delay, min(retry_after, cfg.backoff_cap_s))
+        if retry_after_s is not None:
+            delay = max(delay, min(retry_after_s, cfg.backoff_cap_s))
         return delay
 
     @staticmethod
-    def _parse(data: dict[str, Any], latency_s: float, attempts: int) -> Completion:
+    def _parse(response: Any, latency_s: float, attempts: int) -> Completion:
+        data = response.to_dict()
         choice = data["choices"][0]
         message = choice["message"]
         if not isinstance(message, dict):
             raise TypeError("choices[0].message is not an object")
-        usage = data.get("usage") or {}
         return Completion(
             message=message,
             finish_reason=choice.get("finish_reason"),
-            usage=Usage(
-                prompt_tokens=int(usage.get("prompt_tokens") or 0),
-                completion_tokens=int(usage.get("completion_tokens") or 0),
-            ),
+            usage=usage_of(data.get("usage")),
             latency_s=latency_s,
             attempts=attempts,
             raw=data,
         )
 
 
-def _retry_after(headers: httpx.Headers) -> float | None:
-    try:
-        return float(headers["retry-after"])
-    except (KeyError, ValueError):
-        return None
+def usage_of(usage: dict[str, Any] | None) -> Usage:
+    """A response's `usage`, with the cached share of the prompt and the reasoning share of the completion."""
+    usage = usage or {}
+    prompt_details = usage.get("prompt_tokens_details") or {}
+    completion_details = usage.get("completion_tokens_details") or {}
+    return Usage(
+        prompt_tokens=int(usage.get("prompt_tokens") or 0),
+        completion_tokens=int(usage.get("completion_tokens") or 0),
+        cached_prompt_tokens=int(prompt_details.get("cached_tokens") or 0),
+        reasoning_tokens=int(completion_details.get("reasoning_tokens") or 0),
+    )

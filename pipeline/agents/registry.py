@@ -7,9 +7,11 @@ hf:PATH[,temperature=T,top_p=P,max_new_tokens=N,seed=S,device=D,dtype=X,format=F
                                         a local transformers checkpoint (the embedded default or any causal LM);
                                         device cpu|cuda|cuda:N|auto, dtype auto|float32|bfloat16|float16,
                                         format: a chat format name (default: recorded, or read from the template)
-openai:MODEL[,temperature=T,top_p=P,max_tokens=N,seed=S]
+openai:MODEL[,temperature=T,top_p=P,max_tokens=N,seed=S,send_seed=0|1]
                                         an OpenAI-compatible endpoint (AGENTLOOP_BASE_URL / OPENAI_BASE_URL,
-                                        AGENTLOOP_API_KEY / OPENAI_API_KEY)
+                                        AGENTLOOP_API_KEY / OPENAI_API_KEY); temperature=none (also top_p,
+                                        max_tokens) leaves the setting out of the request, for models that
+                                        accept only their default (reasoning models)
 vllm:PATH[,temperature=T,...]           a checkpoint in the offline vLLM engine (the `gpu` extra)
 scripted                                same as oracle
 """
@@ -26,6 +28,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from pipeline.rollout.protocols import Agent
 
 DEFAULT_FLAW_RATE = 0.2
+OMISSIBLE = frozenset({"temperature", "top_p", "max_tokens"})
+"""openai settings that `none` leaves out of the request (the endpoint's default then holds)."""
 _HF_WORDS = {"device": "device", "dtype": "dtype", "format": "chat_format"}
 """hf settings that are words, not numbers (spec key → HFAgent argument)."""
 
@@ -45,12 +49,16 @@ class HFSettings(BaseModel):
     seed: int = Field(default=0, ge=0)
 
 
-def _settings(spec: str, body: str) -> dict[str, float]:
-    out: dict[str, float] = {}
+def _settings(spec: str, body: str, omissible: frozenset[str] = frozenset()) -> dict[str, float | None]:
+    """key=number settings; a key in `omissible` may also be `none` (None: leave it out of the request)."""
+    out: dict[str, float | None] = {}
     for part in filter(None, body.split(",")):
         key, sep, value = part.partition("=")
         if not sep:
             raise UnknownAgentError(f"agent {spec!r}: setting {part!r} must look like key=value")
+        if key.strip() in omissible and value.strip().lower() == "none":
+            out[key.strip()] = None
+            continue
         try:
             number = float(value)
         except ValueError:
@@ -110,7 +118,7 @@ def make_agent(spec: str) -> Agent:
             raise UnknownAgentError(f"agent {spec!r}: {exc}") from None
     if kind in ("openai", "vllm") and body:
         target, _, rest = body.partition(",")
-        settings = _settings(spec, rest)
+        settings = _settings(spec, rest, OMISSIBLE if kind == "openai" else frozenset())
         if kind == "openai":
             from pipeline.agents.openai_backend import OpenAIAgent, SamplingConfig
 
@@ -154,11 +162,11 @@ def directory_digest(root: Path) -> str:
     return digest.hexdigest()
 
 
-def _sampling(spec: str, model: type, settings: dict[str, float]):
+def _sampling(spec: str, model: type, settings: dict[str, float | None]):
     """Settings as a pydantic config (integers where the field wants them); errors name the spec."""
     from pydantic import ValidationError
 
-    ints = {k: int(v) if v == int(v) else v for k, v in settings.items()}
+    ints = {k: int(v) if v is not None and v == int(v) else v for k, v in settings.items()}
     try:
         return model(**ints)
     except ValidationError as exc:

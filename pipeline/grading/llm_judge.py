@@ -111,8 +111,10 @@ class LLMJudge:
         rubric: tuple[str, ...] = DEFAULT_RUBRIC,
         attempts: int = 3,
         max_tokens: int = 600,
+        temperature: float | None = 0.0,
     ) -> None:
         self.model, self.rubric, self.attempts, self.max_tokens = model, rubric, attempts, max_tokens
+        self.sampling = {} if temperature is None else {"temperature": temperature}  # None: the model's default
         self.client = client or ChatClient(EndpointConfig.from_env())
         self.usage = Usage()
         self._lock = threading.Lock()
@@ -136,7 +138,7 @@ class LLMJudge:
                 {
                     "model": self.model,
                     "messages": [{"role": "system", "content": CONFIRM_SYSTEM}, {"role": "user", "content": prompt}],
-                    "temperature": 0.0,
+                    **self.sampling,
                     "max_tokens": 50,
                     "seed": attempt,
                 }
@@ -164,7 +166,7 @@ class LLMJudge:
                 {
                     "model": self.model,
                     "messages": [{"role": "system", "content": USER_SIM_SYSTEM}, {"role": "user", "content": prompt}],
-                    "temperature": 0.0,
+                    **self.sampling,
                     "max_tokens": self.max_tokens,
                     "seed": attempt,
                 }
@@ -198,7 +200,7 @@ class LLMJudge:
                 {
                     "model": self.model,
                     "messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}],
-                    "temperature": 0.0,
+                    **self.sampling,
                     "max_tokens": self.max_tokens,
                     "seed": attempt,
                 }
@@ -252,13 +254,15 @@ def parse_confirmation(text: str) -> bool:
 
 
 def make_judge(spec: str | None) -> LLMJudge | None:
-    """None / "none" → no judge; "llm:MODEL" → an LLM judge (AGENTLOOP_JUDGE_BASE_URL / _API_KEY, else the
-    shared endpoint variables)."""
+    """None / "none" → no judge; "llm:MODEL[,temperature=none]" → an LLM judge (AGENTLOOP_JUDGE_BASE_URL /
+    _API_KEY, else the shared endpoint variables); temperature=none sends none, for models that take only their
+    default."""
     if spec in (None, "", "none"):
         return None
-    kind, _, model = spec.partition(":")
-    if kind != "llm" or not model:
-        raise UnknownJudgeError(f"unknown judge {spec!r}: expected none or llm:MODEL")
+    kind, _, body = spec.partition(":")
+    model, _, rest = body.partition(",")
+    if kind != "llm" or not model or rest.replace(" ", "") not in ("", "temperature=none"):
+        raise UnknownJudgeError(f"unknown judge {spec!r}: expected none or llm:MODEL[,temperature=none]")
     import os
 
     client = ChatClient(
@@ -266,4 +270,4 @@ def make_judge(spec: str | None) -> LLMJudge | None:
             base_url=os.environ.get("AGENTLOOP_JUDGE_BASE_URL"), api_key=os.environ.get("AGENTLOOP_JUDGE_API_KEY")
         )
     )
-    return LLMJudge(model, client=client)
+    return LLMJudge(model, client=client, temperature=None if rest else 0.0)

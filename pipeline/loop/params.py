@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from pipeline.curate.bands import Bands
 from pipeline.gate.config import EVAL_TASKS, GateConfig
+from pipeline.metrics.cost import PriceTable
 from pipeline.synth.synthesize import SynthConfig
 from pipeline.target import TargetConfig
 from pipeline.train.lora import LoraSpec
@@ -89,6 +90,12 @@ class MeasureParams(Strict):
         " the same file.",
     )
     judge: str | None = Field(default=None, description="Optional judge of measure and remeasure: llm:MODEL.")
+    prices: PriceTable | None = Field(
+        default=None,
+        description="Prices of measure and remeasure ({currency, models: {MODEL: {prompt_per_million,"
+        " completion_per_million, cached_prompt_per_million, per_compute_second}}}), by agent name or by the model"
+        " of an openai: agent; an agent it does not name is unpriced (the report shows its tokens per success).",
+    )
 
 
 class TargetParams(Strict):

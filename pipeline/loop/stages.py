@@ -103,6 +103,7 @@ def _measure(p: Params, model_dir: Path, out: Path):
         verdict=p.gate.verdict,
         user=p.measure.user,
         judge=p.measure.judge,
+        prices=p.measure.prices,
     )
     if out.exists():
         shutil.rmtree(out)

@@ -63,7 +63,11 @@ class MeasureConfig(BaseModel):
     seed: int = Field(default=0, description="Run seed; each trial's seed derives from it, the task and the trial.")
     limits: Limits = Field(default_factory=Limits)
     resamples: int = Field(default=1000, ge=1, description="Bootstrap resamples for intervals.")
-    prices: PriceTable | None = Field(default=None, description="Model prices; None = cost not priced (0).")
+    prices: PriceTable | None = Field(
+        default=None,
+        description="Model prices by agent name or model (`gpt-x` prices openai:gpt-x); an agent the table does not"
+        " name, or no table, is unpriced: cost 0 with `cost.priced` false, and tokens per success in its place.",
+    )
     max_tasks: int | None = Field(default=None, ge=1, description="Use only the first N tasks (quick runs).")
     user: str = Field(
         default="scripted", description="User simulator: scripted, llm:MODEL or tau2-llm:MODEL[@BASE_URL][,...]."
@@ -102,7 +106,7 @@ class MeasureConfig(BaseModel):
 
 
 def _record(result: TrialResult, cost: float, verdict: VerdictName = "strict") -> TrialRecord:
-    v = result.verdict
+    v, usage = result.verdict, result.trajectory.agent_usage
     passed = None if v.infra_error else v.outcome(verdict)
     analysis = analyze(result.task, result.trajectory, v) if passed is False else None
     return TrialRecord(
@@ -114,6 +118,7 @@ def _record(result: TrialResult, cost: float, verdict: VerdictName = "strict") -
         diff_kinds=sorted({d.kind for d in v.diffs}),
         analysis=analysis,
         cost=cost,
+        tokens=usage.prompt_tokens + usage.completion_tokens,
     )
 
 
@@ -148,7 +153,9 @@ def measure(
     world = load_world(config.world, config.domain)
     check_tasks(world, tasks, str(config.tasks))  # a task the world cannot run would be scored as a failure
     agent, user, judge = make_agent(config.agent), make_user(config.user), make_judge(config.judge)
-    price = config.prices.price(agent.name) if config.prices else None
+    price = config.prices.find(agent.name) if config.prices else None
+    if config.prices and price is None:
+        log.warning("no price for %s in the price table: its cost is left unpriced (tokens per success)", agent.name)
     out_dir.mkdir(parents=True, exist_ok=True)
     journal = TrialJournal(out_dir / "journal.jsonl", config.fingerprint(tasks))
     finished, _ = journal.load(tasks)
@@ -190,7 +197,15 @@ def measure(
             for r, rec in zip(results, records, strict=True)
         ),
     )
-    summary = summarize(records, agent=agent.name, max_k=max_k, resamples=config.resamples, seed=config.seed)
+    summary = summarize(
+        records,
+        agent=agent.name,
+        max_k=max_k,
+        resamples=config.resamples,
+        seed=config.seed,
+        currency=config.prices.currency if config.prices else "USD",
+        priced=price is not None,
+    )
     atomic_write(out_dir / "metrics.json", json.dumps(summary.model_dump(mode="json"), indent=2, sort_keys=True) + "\n")
     _write_per_task(out_dir / "per_task.csv", records, max_k)
     usage = {
@@ -211,7 +226,7 @@ def _usage_report(usage: dict[str, tuple[str | None, Usage]], prices: PriceTable
     compute second, which is then as variable as the clock."""
     out = {}
     for role, (name, total) in usage.items():
-        price = prices.models.get(name) if prices and name else None
+        price = prices.find(name) if prices and name else None
         tokens = total.model_dump(exclude={"compute_s"})
         out[role] = {"name": name, **tokens, "cost": round(price.cost(total), 6) if price else None}
     return out

@@ -30,7 +30,16 @@ class Price(_Strict):
         default=0.0, ge=0, allow_inf_nan=False, description="Currency units per million prompt tokens."
     )
     completion_per_million: float = Field(
-        default=0.0, ge=0, allow_inf_nan=False, description="Currency units per million completion tokens."
+        default=0.0,
+        ge=0,
+        allow_inf_nan=False,
+        description="Currency units per million completion tokens (reasoning tokens are completion tokens).",
+    )
+    cached_prompt_per_million: float | None = Field(
+        default=None,
+        ge=0,
+        allow_inf_nan=False,
+        description="Currency units per million prompt tokens served from the prompt cache (None: the prompt price).",
     )
     per_compute_second: float = Field(
         default=0.0, ge=0, allow_inf_nan=False, description="Currency units per second of compute (local models)."
@@ -44,9 +53,17 @@ class Price(_Strict):
         0.0075
         >>> Price(per_compute_second=0.001).cost(Usage(compute_s=12.5))
         0.0125
+        >>> cached = Price(prompt_per_million=2, cached_prompt_per_million=0.5)
+        >>> cached.cost(Usage(prompt_tokens=3000, cached_prompt_tokens=2000))
+        0.003
         """
+        cached = min(usage.cached_prompt_tokens, usage.prompt_tokens)
+        cached_price = (
+            self.prompt_per_million if self.cached_prompt_per_million is None else self.cached_prompt_per_million
+        )
         return (
-            usage.prompt_tokens * self.prompt_per_million / 1e6
+            (usage.prompt_tokens - cached) * self.prompt_per_million / 1e6
+            + cached * cached_price / 1e6
             + usage.completion_tokens * self.completion_per_million / 1e6
             + usage.compute_s * self.per_compute_second
         )
@@ -66,10 +83,23 @@ class PriceTable(_Strict):
         ...
         pipeline.metrics.errors.MetricsInputError: no price for model 'gpt-y' (priced: ['gpt-x'])
         """
-        try:
-            return self.models[model]
-        except KeyError:
-            raise MetricsInputError(f"no price for model {model!r} (priced: {sorted(self.models)})") from None
+        found = self.find(model)
+        if found is None:
+            raise MetricsInputError(f"no price for model {model!r} (priced: {sorted(self.models)})")
+        return found
+
+    def find(self, name: str) -> Price | None:
+        """The price of an agent or model name: the name itself, else the model an `openai:MODEL[,...]` agent
+        names (so `gpt-x` prices `openai:gpt-x`); None when neither is in the table.
+
+        >>> PriceTable(models={"gpt-x": Price(prompt_per_million=1)}).find("openai:gpt-x").prompt_per_million
+        1.0
+        """
+        if name in self.models:
+            return self.models[name]
+        kind, _, rest = name.partition(":")
+        model = rest.partition(",")[0]
+        return self.models.get(model) if kind == "openai" and model else None
 
     def cost(self, model: str, usage: Usage) -> float:
         """Cost of ``usage`` at ``model``'s price."""
@@ -91,14 +121,31 @@ class CostSummary(_Strict):
     cost_per_all_k_task: float | None = Field(
         description="total_cost / all_pass_tasks; None when no task passed on all its trials."
     )
+    priced: bool = Field(
+        default=False, description="The agent's model had a price; unpriced, every cost is 0 and tokens tell the spend."
+    )
+    total_tokens: int = Field(default=0, description="The agent's prompt + completion tokens over the same trials.")
+    tokens_per_success: float | None = Field(
+        default=None, description="total_tokens / passing_trials; None with no passing trial (or none recorded)."
+    )
+    tokens_per_all_k_task: float | None = Field(
+        default=None, description="total_tokens / all_pass_tasks; None when no task passed on all its trials."
+    )
 
 
 def _ratio(num: float, den: int) -> float | None:
     return num / den if den else None
 
 
-def cost_summary(results: Results, costs: Mapping[str, Sequence[float]], currency: str = "USD") -> CostSummary:
-    """Cost per trial, per successful trial and per all-k task; ``costs`` parallels ``results`` trial by trial.
+def cost_summary(
+    results: Results,
+    costs: Mapping[str, Sequence[float]],
+    currency: str = "USD",
+    tokens: Mapping[str, Sequence[int]] | None = None,
+    priced: bool = False,
+) -> CostSummary:
+    """Cost per trial, per successful trial and per all-k task; ``costs`` (and ``tokens``, the agent's tokens of
+    each trial) parallel ``results`` trial by trial.
 
     >>> s = cost_summary({"a": [True, True], "b": [False, None]}, {"a": [0.5, 0.5], "b": [1.0, 2.0]})
     >>> s.total_cost, s.cost_per_success, s.cost_per_all_k_task, s.cost_per_trial
@@ -126,6 +173,7 @@ def cost_summary(results: Results, costs: Mapping[str, Sequence[float]], currenc
         trials += len(task_costs)
     passing = sum(c for c, _ in counts.values())
     all_pass = sum(1 for c, n in counts.values() if n > 0 and c == n)
+    total_tokens = sum(sum(t) for t in tokens.values()) if tokens else 0
     return CostSummary(
         currency=currency,
         total_cost=total,
@@ -137,4 +185,8 @@ def cost_summary(results: Results, costs: Mapping[str, Sequence[float]], currenc
         cost_per_trial=_ratio(total, trials),
         cost_per_success=_ratio(total, passing),
         cost_per_all_k_task=_ratio(total, all_pass),
+        priced=priced,
+        total_tokens=total_tokens,
+        tokens_per_success=_ratio(total_tokens, passing) if tokens else None,
+        tokens_per_all_k_task=_ratio(total_tokens, all_pass) if tokens else None,
     )

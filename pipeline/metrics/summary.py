@@ -37,6 +37,7 @@ class TrialRecord(_Strict):
     diff_kinds: list[str] = Field(default_factory=list, description="Distinct diff kinds in the verdict.")
     analysis: FailureAnalysis | None = None
     cost: float = 0.0
+    tokens: int = Field(default=0, ge=0, description="The agent's prompt + completion tokens in this trial.")
 
 
 class Rate(_Strict):
@@ -93,15 +94,20 @@ def summarize(
     resamples: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
+    currency: str = "USD",
+    priced: bool = False,
 ) -> MeasureSummary:
+    """The run's metrics; `priced` says the records' costs come from a price table (else they are 0)."""
     if not records:
         raise MetricsInputError("no trials to summarize: the task set is empty")
     results: dict[str, list[bool | None]] = defaultdict(list)
     costs: dict[str, list[float]] = defaultdict(list)
+    tokens: dict[str, list[int]] = defaultdict(list)
     templates: dict[str, str | None] = {}
     for r in sorted(records, key=lambda r: (r.task_id, r.trial)):
         results[r.task_id].append(r.passed)
         costs[r.task_id].append(r.cost)
+        tokens[r.task_id].append(r.tokens)
         templates[r.task_id] = r.template
     results, costs = dict(results), dict(costs)
     valid = [r for r in records if r.passed is not None]
@@ -135,5 +141,5 @@ def summarize(
         diff_categories={d: _rate(records, lambda r, d=d: d in r.diff_kinds) for d in DIFF_KINDS},
         looked_complete_share=share(lambda r: r.analysis and r.analysis.looked_complete),
         user_simulator_failures=share(lambda r: r.analysis and r.analysis.user_simulator),
-        cost=_rounded(cost_summary(results, costs)),
+        cost=_rounded(cost_summary(results, costs, currency, dict(tokens), priced)),
     )

@@ -16,10 +16,10 @@ from pathlib import Path
 from pipeline.dataset.io import read_tasks
 from pipeline.grading.failure_modes import FAILURE_MODES, SIGNATURES
 from pipeline.metrics.buckets import BUCKETS, bucket_of
-from pipeline.metrics.pareto import pareto_frontier
 from pipeline.metrics.summary import DIFF_KINDS, MeasureSummary
 from pipeline.report import plots
 from pipeline.report.conversation import render_flip
+from pipeline.report.cost_view import cost_section
 from pipeline.report.flips import Flip, find_flips
 from pipeline.report.gate_view import GateView, check_gate_matches, read_gate
 from pipeline.report.html import Safe, esc, img, join, note, num, page, pct, section, table, tag
@@ -124,44 +124,6 @@ def _failure_section(runs: dict[str, MeasureSummary], pl: _Plots) -> Safe:
         tag("h3", "Failure signatures (share of failed trials)"),
         table(["", "baseline", "candidate"], sig_rows),
     )
-
-
-def _cost_section(runs: dict[str, MeasureSummary], pl: _Plots) -> Safe:
-    k = min(s.trials_per_task for s in runs.values())
-    points = {label: (s.cost.cost_per_success, s.pass_hat_k.get(str(k), 0.0)) for label, s in runs.items()}
-    priced = {label: (cost, score) for label, (cost, score) in points.items() if cost is not None}
-    frontier = pareto_frontier(priced) if priced else []
-    currency = runs["candidate"].cost.currency
-    rows = [
-        [
-            label,
-            s.agent,
-            num(points[label][0]),
-            pct(points[label][1]),
-            "yes" if label in frontier else ("no passing trial" if label not in priced else "no"),
-        ]
-        for label, s in runs.items()
-    ]
-    body: list[object] = []
-    if priced:
-        body.append(
-            pl.add(
-                "cost_pareto",
-                plots.cost_pareto(priced, frontier, k, currency),
-                f"cost per success against pass^{k}, Pareto frontier",
-            )
-        )
-    else:
-        body.append(note("No agent has a passing trial, so no cost per success: nothing to plot."))
-    if priced and all(cost == 0 for cost, _ in priced.values()):
-        body.append(
-            note(
-                "All costs are zero: the runs were not priced (no price table), so the frontier is "
-                "decided by pass^k alone."
-            )
-        )
-    body.append(table(["", "agent", f"cost per success ({currency})", f"pass^{k}", "on frontier"], rows))
-    return section("cost", "Cost against reliability", *body)
 
 
 def _bucket_section(runs: dict[str, MeasureSummary], base: RunData, cand: RunData, pl: _Plots) -> Safe:
@@ -286,7 +248,7 @@ def build_report(
         section("overview", "Overview", _overview(runs, k)),
         _pass_section({k_: runs[k_] for k_ in ("baseline", "candidate")}, pl),
         _failure_section({k_: runs[k_] for k_ in ("baseline", "candidate")}, pl),
-        _cost_section(runs, pl),
+        cost_section(runs, pl),
         _bucket_section(runs, base, cand, pl),
         _gate_section(gate, pl),
         _flip_section(flips, base, cand, tasks, max_flips),

@@ -105,8 +105,11 @@ def bucket_bars(runs: Mapping[str, MeasureSummary]) -> Figure:
     return fig
 
 
-def cost_pareto(points: Mapping[str, tuple[float, float]], frontier: list[str], k: int, currency: str) -> Figure:
-    """Cost per success against pass^k; the Pareto frontier joins the non-dominated agents."""
+def cost_pareto(
+    points: Mapping[str, tuple[float, float]], frontier: list[str], k: int, currency: str, spend: str = "cost"
+) -> Figure:
+    """Cost (or, with `spend="tokens"`, the agent's tokens) per success against pass^k; the Pareto frontier joins
+    the non-dominated agents."""
     fig = Figure(figsize=(6.4, 3.8))
     ax = fig.add_subplot()
     for (label, (cost, score)), color in zip(points.items(), colors(len(points)), strict=True):
@@ -123,12 +126,12 @@ def cost_pareto(points: Mapping[str, tuple[float, float]], frontier: list[str], 
     if frontier:
         xs, ys = [points[n][0] for n in frontier], [points[n][1] for n in frontier]
         ax.step(xs, ys, where="post", color="black", lw=1, alpha=0.6, zorder=2)
-    ax.set_xlabel(f"cost per success ({currency})")
+    ax.set_xlabel(f"cost per success ({currency})" if spend == "cost" else "agent tokens per success")
     ax.set_ylabel(f"pass^{k}")
     ax.set_ylim(-0.02, 1.02)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
-    ax.set_title("cost against reliability")
+    ax.set_title(f"{'cost' if spend == 'cost' else 'tokens'} against reliability")
     return fig
 
 

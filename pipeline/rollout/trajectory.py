@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 Termination = Literal["agent_stop", "user_stop", "user_transfer", "user_out_of_scope", "turn_limit", "infra_error"]
 STOP_TOKEN = "###STOP###"
@@ -27,16 +27,35 @@ class Strict(BaseModel):
 
 
 class Usage(Strict):
+    """Tokens and compute of one message or a sum of them. The cached and reasoning counts are shares of the
+    prompt and completion counts (as the OpenAI API reports them); at 0 they are left out of the JSON, so records
+    of models that report neither keep their bytes."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
     compute_s: float = Field(default=0.0, description="Seconds spent producing this message (local models).")
+    cached_prompt_tokens: int = Field(default=0, ge=0, description="Prompt tokens served from the prompt cache.")
+    reasoning_tokens: int = Field(default=0, ge=0, description="Completion tokens spent on hidden reasoning.")
+
+    @model_serializer(mode="wrap")
+    def _leave_out_zero_details(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        out = handler(self)
+        for key in _USAGE_DETAILS:
+            if not out.get(key, 1):
+                del out[key]
+        return out
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
             compute_s=self.compute_s + other.compute_s,
+            cached_prompt_tokens=self.cached_prompt_tokens + other.cached_prompt_tokens,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
         )
+
+
+_USAGE_DETAILS = ("cached_prompt_tokens", "reasoning_tokens")
 
 
 class ToolCall(Strict):

@@ -14,7 +14,7 @@ import hashlib
 import logging
 from typing import Any
 
-from pipeline.agents.openai_client import ChatClient, EndpointConfig
+from pipeline.agents.openai_client import ChatClient, ContextLengthError, EndpointConfig
 from pipeline.agents.openai_format import text_of
 from pipeline.dataset.task import UserScript
 from pipeline.rollout.protocols import EpisodeInfo, InfrastructureError, UserReply
@@ -107,7 +107,7 @@ class LLMUser:
         self,
         model: str,
         client: ChatClient | None = None,
-        temperature: float = 0.0,
+        temperature: float | None = 0.0,
         max_tokens: int = 200,
         max_turns: int = 30,
         seed: int = 0,
@@ -139,11 +139,15 @@ class LLMUserEpisode:
         body = {
             "model": u.model,
             "messages": simulator_messages(self.system, messages),
-            "temperature": u.temperature,
             "max_tokens": u.max_tokens,
             "seed": (self.seed + self.turns) % 2**31,
         }
-        completion = u.client.complete(body)
+        if u.temperature is not None:
+            body["temperature"] = u.temperature
+        try:
+            completion = u.client.complete(body)
+        except ContextLengthError as exc:  # the simulator's trouble is never the agent's
+            raise InfrastructureError(f"user simulator {u.model}: prompt over its context: {exc}") from None
         text = (text_of(completion.message.get("content")) or "").strip()
         if not text:
             raise InfrastructureError(f"user simulator {u.model} returned an empty message")

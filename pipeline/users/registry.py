@@ -3,7 +3,8 @@
 scripted                                  the rule-based customer (default; no model)
 llm:MODEL[,temperature=T,max_tokens=N]    a chat model on an OpenAI-compatible endpoint plays the customer
                                           (AGENTLOOP_USER_BASE_URL / AGENTLOOP_USER_API_KEY, else the
-                                          agent's endpoint variables)
+                                          agent's endpoint variables); temperature=none (here and for
+                                          tau2-llm) leaves it out, for models that take only their default
 tau2-llm:MODEL[@BASE_URL][,temperature=T,max_tokens=N,seed=S]
                                           τ²-bench's user simulator conventions: a chat model plays the task's
                                           scenario as written and ends with ###STOP### / ###TRANSFER### /
@@ -35,11 +36,15 @@ def user_endpoint():
 
 
 def _settings(spec: str, rest: str, allowed: tuple[str, ...]) -> dict[str, float]:
+    """key=number settings; `temperature=none` is kept as None (the request then leaves it out)."""
     settings: dict[str, float] = {}
     for part in filter(None, rest.split(",")):
         key, sep, value = part.partition("=")
         if not sep or key.strip() not in allowed:
             raise UnknownUserError(f"user {spec!r}: unknown setting {part!r} (settings: {', '.join(allowed)})")
+        if key.strip() == "temperature" and value.strip().lower() == "none":
+            settings["temperature"] = None  # type: ignore[assignment]
+            continue
         try:
             settings[key.strip()] = float(value)
         except ValueError:

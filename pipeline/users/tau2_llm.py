@@ -18,6 +18,7 @@ import hashlib
 import logging
 from typing import Any
 
+from pipeline.agents.openai_format import text_of
 from pipeline.dataset.task import Scenario, UserScript
 from pipeline.rollout.protocols import EpisodeInfo, InfrastructureError, UserReply
 from pipeline.rollout.trajectory import USER_SIGNALS, Message, Usage
@@ -98,7 +99,7 @@ class Tau2LLMUser:
         model: str,
         base_url: str,
         api_key: str | None = None,
-        temperature: float = 0.0,
+        temperature: float | None = 0.0,
         max_tokens: int = 512,
         seed: int = 0,
         timeout_s: float = 120.0,
@@ -128,14 +129,17 @@ class Tau2LLMUser:
 
     @property
     def client(self):
+        """The shared endpoint client (`pipeline.agents.openai_client`): its deadlines and retry policy."""
         if self._client is None:
-            from openai import OpenAI
+            from pipeline.agents.openai_client import ChatClient, EndpointConfig
 
-            self._client = OpenAI(
-                base_url=self.base_url,
-                api_key=self.api_key or "unused",
-                timeout=self.timeout_s,
-                max_retries=self.max_retries,
+            self._client = ChatClient(
+                EndpointConfig(
+                    base_url=self.base_url,
+                    api_key=self.api_key,
+                    timeout_s=self.timeout_s,
+                    max_retries=self.max_retries,
+                )
             )
         return self._client
 
@@ -143,24 +147,17 @@ class Tau2LLMUser:
         return Tau2LLMUserEpisode(self, info)
 
     def complete(self, messages: list[dict[str, Any]], seed: int) -> tuple[str, Usage]:
-        import openai
+        from pipeline.agents.openai_errors import ContextLengthError
 
+        body: dict[str, Any] = {"model": self.model, "messages": messages, "max_tokens": self.max_tokens, "seed": seed}
+        if self.temperature is not None:
+            body["temperature"] = self.temperature
         try:
-            response = self.client.chat.completions.create(
-                model=self.model,
-                messages=messages,
-                temperature=self.temperature,
-                max_tokens=self.max_tokens,
-                seed=seed,
-            )
-        except (openai.APIConnectionError, openai.APIStatusError) as exc:
+            completion = self.client.complete(body)
+        except (InfrastructureError, ContextLengthError) as exc:  # the simulator's trouble is never the agent's
             raise InfrastructureError(f"user simulator {self.model} at {self.base_url}: {exc}") from None
-        if not response.choices:
-            raise InfrastructureError(f"user simulator {self.model} returned no choices")
-        text = (response.choices[0].message.content or "").strip()
-        u = response.usage
-        usage = Usage(prompt_tokens=u.prompt_tokens or 0, completion_tokens=u.completion_tokens or 0) if u else Usage()
-        return text, usage
+        text = (text_of(completion.message.get("content")) or "").strip()
+        return text, completion.usage
 
 
 class Tau2LLMUserEpisode:

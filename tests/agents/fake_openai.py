@@ -26,10 +26,21 @@ def completion(
     prompt_tokens: int = 11,
     completion_tokens: int = 7,
     finish_reason: str = "stop",
+    cached_tokens: int | None = None,
+    reasoning_tokens: int | None = None,
 ) -> Reply:
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if tool_calls is not None:
         message["tool_calls"] = tool_calls
+    usage: dict[str, Any] = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
+    if cached_tokens is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
+    if reasoning_tokens is not None:
+        usage["completion_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
     return Reply(
         body={
             "id": "chatcmpl-test",
@@ -37,11 +48,7 @@ def completion(
             "created": 0,
             "model": "fake",
             "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-            },
+            "usage": usage,
         }
     )
 
@@ -70,7 +77,7 @@ class FakeOpenAI:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with fake._lock:
                     fake.requests.append(body)
-                    fake.headers.append(dict(self.headers))
+                    fake.headers.append({k.lower(): v for k, v in self.headers.items()})
                     reply = fake.replies.pop(0) if fake.replies else fake.default(body)
                 if reply.delay_s:
                     time.sleep(reply.delay_s)

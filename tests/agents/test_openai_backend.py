@@ -113,7 +113,7 @@ def test_agent_sends_policy_tools_seed_and_records_usage(world, task):
     assert body["model"] == "m1" and body["messages"][0] == {"role": "system", "content": world.policy}
     assert body["tools"] == TOOLS.schemas() and body["temperature"] == 0.5 and body["max_tokens"] == 64
     assert body["seed"] != fake.requests[1]["seed"]  # per turn
-    assert fake.headers[0]["Authorization"] == "Bearer sk-test"
+    assert fake.headers[0]["authorization"] == "Bearer sk-test"
     assert first.tool_calls[0].arguments == {"email": "a@b.c"} and first.tool_calls[0].id == "call_x"
     assert (first.usage.prompt_tokens, first.usage.completion_tokens) == (120, 9) and first.latency_s > 0
     assert second.content == "How can I help?" and second.tool_calls == []

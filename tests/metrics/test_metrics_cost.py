@@ -74,3 +74,15 @@ def test_cost_summary_errors_name_the_task():
         cost_summary({"a": [True]}, {"a": [-0.5]})
     with pytest.raises(MetricsInputError, match="empty task set"):
         cost_summary({}, {})
+
+
+def test_tokens_per_success_and_per_all_k_task():
+    results = {"a": [True, True], "b": [True, False], "c": [None, False]}
+    tokens = {"a": [100, 300], "b": [200, 200], "c": [50, 150]}
+    costs = {t: [0.0] * 2 for t in results}
+    s = cost_summary(results, costs, tokens=tokens)
+    assert (s.priced, s.total_tokens, s.tokens_per_success, s.tokens_per_all_k_task) == (False, 1000, 1000 / 3, 1000)
+    assert cost_summary(results, costs, "EUR", tokens, priced=True).priced
+    assert cost_summary(results, costs).tokens_per_success is None  # not recorded: not a count of zero
+    with pytest.raises(ValidationError, match="cached_prompt_per_million"):
+        Price(cached_prompt_per_million=-0.5)
