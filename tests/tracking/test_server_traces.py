@@ -1,9 +1,13 @@
 """Graded trials logged as traces through a real `mlflow server`, by the promote stage's own trace step, and read
 back with `MlflowClient.search_traces`: one trace per trial, its tags, task sessions, verdict feedback, and the
-"failed trials of one mode" filter. Two iterations are logged, each with a measure and a remeasure stage run."""
+"failed trials of one mode" filter; then the UI's runs and traces pages in headless Chromium. Two iterations are
+logged, each with a measure and a remeasure stage run."""
 
 from __future__ import annotations
 
+import html
+import re
+import subprocess
 import time
 from collections import Counter
 from pathlib import Path
@@ -20,6 +24,7 @@ from pipeline.synth.templates import generate_tasks
 from pipeline.tracking import IterationTracker, TrackingConfig
 from pipeline.tracking.traces import read_trials
 from pipeline.world.registry import load_world
+from tests.needs import need_tool
 from tests.tracking.server import serve_mlflow
 
 pytestmark = pytest.mark.slow
@@ -180,3 +185,46 @@ def test_failed_trials_of_one_mode_are_exactly_what_the_filter_returns(served):
         assert keys(_all(client, exp, f"feedback.dominant_failure_mode = '{mode}'")) == want, mode
         in_two = _all(client, exp, f"feedback.dominant_failure_mode = '{mode}' AND tags.`agentloop.iteration` = '2'")
         assert keys(in_two) == {k for k in want if k[0] == "2"}, mode
+
+
+def _page(url: str, profile: Path) -> str:
+    """The page's DOM after its scripts ran (headless Chromium, virtual time so the API calls settle)."""
+    chromium = need_tool("chromium", "chromium-browser", install="apt-get install chromium")
+    done = subprocess.run(
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--window-size=1600,1000",
+            "--virtual-time-budget=25000",
+            f"--user-data-dir={profile}",
+            "--dump-dom",
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0 and done.stdout, done.stderr[-2000:]
+    return done.stdout
+
+
+def test_the_ui_shows_the_iterations_and_their_traces(served, tmp_path):
+    url, logged = served
+    exp = logged["experiment_id"]
+    client = MlflowClient(tracking_uri=url)
+    runs_page = _page(f"{url}/#/experiments/{exp}/runs", tmp_path / "profile")
+    for parent in client.search_runs([exp], filter_string="tags.`agentloop.kind` = 'iteration'"):
+        assert html.escape(parent.info.run_name, quote=False) in runs_page
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", runs_page))
+    assert re.search(r"\b6 matching runs", text)  # two iterations, each with its measure and remeasure stage run
+
+    traces_page = _page(f"{url}/#/experiments/{exp}/traces", tmp_path / "profile")
+    shown = set(re.findall(r"tr-[0-9a-f]{32}", traces_page))
+    stored = {t.info.trace_id for t in _all(client, exp)}
+    assert shown and shown <= stored
+    sessions = {t.info.trace_metadata["mlflow.trace.session"] for t in _all(client, exp)}
+    assert any(s in traces_page for s in sessions)  # the Session column
+    assert "agentloop.outcome" in traces_page and "dominant_failure_mode" in traces_page
