@@ -15,7 +15,7 @@ from pipeline.agents.codec import format_assistant
 from pipeline.agents.scripted import OracleAgent
 from pipeline.train.grpo import GRPOParams, build_trainer, run_grpo
 from pipeline.train.model import read_meta
-from pipeline.train.rollouts import PolicyAgent, PolicyEpisode
+from pipeline.train.rollouts import PolicyAgent, PolicyEpisode, score
 from tests.train.helpers import tasks, tiny_checkpoint
 
 pytestmark = pytest.mark.slow
@@ -25,16 +25,17 @@ LIMITS = {"max_turns": 40, "max_tool_calls": 12, "max_steps_per_turn": 3}
 class HalfOracle(PolicyAgent):
     """Even episodes: the oracle's messages as tokens (they pass); odd ones: sampled from the live model."""
 
-    def __init__(self, base: PolicyAgent) -> None:
+    def __init__(self, base: PolicyAgent, model) -> None:
         super().__init__(
             base.tokenizer,
-            base.codec,
+            base.format,
             base.generate,
             context=base.context,
             max_new_tokens=base.max_new_tokens,
+            stop_ids=base.stop_ids,
             seed=base.seed,
         )
-        self.model_generate = base.generate
+        self.model_generate, self.model = base.generate, model
         self.count = itertools.count()
 
     def start(self, info):
@@ -52,7 +53,7 @@ class _Half(PolicyEpisode):
         else:
             ids = self.agent.tokenizer.encode(format_assistant(self.oracle.act(messages)), add_special_tokens=False)
             ids.append(self.agent.end_id)
-            self.agent.generate = lambda prompt, room, gen: ids
+            self.agent.generate = lambda prompt, room, gen: (ids, score(self.agent.model, prompt, ids))
         return super().act(messages)
 
 
@@ -71,7 +72,7 @@ def test_grpo_takes_steps_on_cpu_with_a_varying_reward(tmp_path):
     )
     trainer, rollouts, ckpt = build_trainer(params, str(tmp_path / "scratch"), list(tasks()[:6]))
     make = rollouts.make_agent
-    rollouts.make_agent = lambda: HalfOracle(make())
+    rollouts.make_agent = lambda: HalfOracle(make(), trainer.accelerator.unwrap_model(trainer.model))
     before = [p.detach().clone() for p in trainer.model.parameters()]
     trainer.train()
     history = trainer.state.log_history

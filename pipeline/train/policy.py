@@ -1,0 +1,150 @@
+"""The policy GRPO trains, as an agent: it prompts in the checkpoint's chat format, samples with a `Generate`
+(the in-memory model, or TRL's vLLM engine) and keeps each episode's token stream with the sampling logprobs.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import torch
+
+from pipeline.agents.codec import IM_END, CodecConfig
+from pipeline.agents.formats import ChatFormat, CodecFormat
+from pipeline.agents.hf import episode_seed, sample
+from pipeline.rollout.protocols import EpisodeInfo, InfrastructureError
+from pipeline.rollout.trajectory import Message, Usage
+from pipeline.train.transcript import Transcript
+
+log = logging.getLogger(__name__)
+
+
+class PromptTooLongError(ValueError):
+    """A task's first prompt does not fit `max_prompt_length`: no episode of it can be trained on."""
+
+
+class Generate(Protocol):
+    """Token ids for one assistant turn (the stop token included when reached) and each one's sampling logprob."""
+
+    def __call__(
+        self, prompt_ids: list[int], max_new_tokens: int, generator: torch.Generator
+    ) -> tuple[list[int], list[float]]: ...
+
+
+def local_generate(model: torch.nn.Module, stop_ids: set[int], temperature: float, top_p: float = 1.0) -> Generate:
+    """Sampling with the in-memory model (CPU, or the training GPU without vLLM); same sampler as the hf agent.
+
+    The logprobs are those of the temperature-scaled distribution the tokens were drawn from."""
+
+    def generate(prompt_ids: list[int], max_new_tokens: int, generator: torch.Generator):
+        logprobs: list[float] = []
+        ids = sample(
+            model,
+            prompt_ids,
+            max_new_tokens=max_new_tokens,
+            stop_ids=stop_ids,
+            temperature=temperature,
+            top_p=top_p,
+            generator=generator,
+            logprobs=logprobs,
+        )
+        return ids, logprobs
+
+    return generate
+
+
+def vllm_generate(vllm_generation: Any) -> Generate:
+    """Sampling through TRL's vLLM engine (colocate or server mode); sampling settings come from GRPOConfig.
+
+    TRL asks vLLM for `logprobs=0` (the sampled token's, after temperature: `processed_logprobs`); one vLLM
+    reports as None becomes NaN, which TRL's correction leaves uncorrected."""
+
+    def generate(prompt_ids: list[int], max_new_tokens: int, generator: torch.Generator):
+        _, completion_ids, logprobs, *_ = vllm_generation.generate(prompts=[prompt_ids], images=None, num_generations=1)
+        ids = list(completion_ids[0])[:max_new_tokens]
+        if logprobs is None:
+            raise RuntimeError("vLLM returned no logprobs (TRL's generation must ask for logprobs=0)")
+        lps = [math.nan if lp is None or lp[0] is None else float(lp[0]) for lp in logprobs[0][: len(ids)]]
+        return ids, lps
+
+    return generate
+
+
+@torch.no_grad()
+def score(model: torch.nn.Module, prompt_ids: list[int], ids: Sequence[int], temperature: float = 1.0) -> list[float]:
+    """Logprobs of `ids` after `prompt_ids` under `model` (one forward pass): for tokens the model did not sample."""
+    if not ids:
+        return []
+    device = next(model.parameters()).device
+    seq = torch.tensor([list(prompt_ids) + list(ids)], device=device)
+    logits = model(input_ids=seq).logits[0, len(prompt_ids) - 1 : -1].float() / temperature
+    picked = torch.log_softmax(logits, dim=-1).gather(1, seq[0, len(prompt_ids) :, None])
+    return [float(x) for x in picked[:, 0]]
+
+
+class PolicyAgent:
+    """The agent being trained: renders with the checkpoint's chat format, samples with `generate`, parses back.
+
+    Unlike the `hf` backend it keeps each episode's token stream (`Transcript`): prompts, sampled ids, logprobs.
+    """
+
+    def __init__(
+        self,
+        tokenizer: Any,
+        fmt: ChatFormat | CodecConfig,
+        generate: Generate,
+        *,
+        context: int,
+        max_new_tokens: int = 256,
+        max_prompt_length: int | None = None,
+        stop_ids: set[int] | None = None,
+        seed: int = 0,
+        name: str = "policy",
+    ) -> None:
+        self.format = CodecFormat(fmt) if isinstance(fmt, CodecConfig) else fmt
+        self.tokenizer, self.generate = tokenizer, generate
+        self.context, self.max_new_tokens, self.seed, self.name = context, max_new_tokens, seed, name
+        self.max_prompt_length = max_prompt_length or max(1, context - max_new_tokens)
+        self.stop_ids = set(stop_ids) if stop_ids else self.format.stop_ids(tokenizer)
+        end = getattr(self.format, "stops", (IM_END,))[0]
+        self.end_id = tokenizer.convert_tokens_to_ids(end)
+
+    def start(self, info: EpisodeInfo) -> PolicyEpisode:
+        return PolicyEpisode(self, info)
+
+
+class PolicyEpisode:
+    def __init__(self, agent: PolicyAgent, info: EpisodeInfo) -> None:
+        self.agent, self.info = agent, info
+        self.generator = torch.Generator().manual_seed(episode_seed(agent.seed, info.seed))
+        self.transcript = Transcript(
+            agent.format, agent.tokenizer, info.tools, info.policy, agent.stop_ids, agent.end_id
+        )
+        self.ended: str | None = None  # prompt_too_long / context_full
+        self.turn = 0
+
+    def act(self, messages: list[Message]) -> Message:
+        a = self.agent
+        t0 = time.perf_counter()
+        prompt = self.transcript.prompt(messages)
+        room = min(a.max_new_tokens, a.context - len(prompt))
+        if self.turn == 0 and len(prompt) > a.max_prompt_length:
+            self.ended = "prompt_too_long"
+        elif room <= 0:
+            self.ended = "context_full"
+        if self.ended:  # an empty reply ends the episode (agent_stop)
+            log.info("episode %s: %s (%d prompt tokens)", self.info.task.id, self.ended, len(prompt))
+            return Message(role="assistant", content="", usage=Usage(prompt_tokens=len(prompt)))
+        try:
+            ids, logprobs = a.generate(prompt, room, self.generator)
+        except (RuntimeError, ConnectionError, TimeoutError) as exc:  # a crashed or unreachable generator
+            raise InfrastructureError(f"generation failed: {exc}") from exc
+        self.transcript.sampled(ids, logprobs, len(messages))
+        text = a.format.decode(a.tokenizer, [t for t in ids if t not in a.stop_ids])
+        message = a.format.parse(text, id_prefix=f"call_{self.turn}_", tools=self.info.tools)
+        self.turn += 1
+        message.usage = Usage(prompt_tokens=len(prompt), completion_tokens=len(ids), compute_s=time.perf_counter() - t0)
+        return message
