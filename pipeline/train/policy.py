@@ -129,12 +129,14 @@ class PolicyEpisode:
     def act(self, messages: list[Message]) -> Message:
         a = self.agent
         t0 = time.perf_counter()
+        before = len(self.transcript.ids)
         prompt = self.transcript.prompt(messages)
         room = min(a.max_new_tokens, a.context - len(prompt))
         if self.turn == 0 and len(prompt) > a.max_prompt_length:
             self.ended = "prompt_too_long"
         elif room <= 0:
             self.ended = "context_full"
+            self.transcript.drop_after(before)  # the sample stays within the context
         if self.ended:  # an empty reply ends the episode (agent_stop)
             log.info("episode %s: %s (%d prompt tokens)", self.info.task.id, self.ended, len(prompt))
             return Message(role="assistant", content="", usage=Usage(prompt_tokens=len(prompt)))

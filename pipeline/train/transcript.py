@@ -89,6 +89,12 @@ class Transcript:
             self._extend([self.end_id], [0], [0.0])
         self._said = message_index
 
+    def drop_after(self, length: int) -> None:
+        """Forget the stream past `length` tokens (a prompt that will not be answered: the episode ends there)."""
+        cut = max(length, self.prompt_len) - self.prompt_len
+        self.ids = self.ids[: max(length, self.prompt_len)]
+        self.mask, self.logprobs = self.mask[:cut], self.logprobs[:cut]
+
     def _extend(self, ids: list[int], mask: list[int], logprobs: list[float]) -> None:
         self.ids += ids
         self.mask += mask

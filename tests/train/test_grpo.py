@@ -103,3 +103,54 @@ def test_run_grpo_writes_a_checkpoint_that_records_the_rollouts(tmp_path):
     assert meta.data_manifest["rollouts"]["groups"] == 1
     # a random model fails everything: the group could not be replaced and was kept out of the loss
     assert result.stats["unreplaceable"] == 1 and result.rewards == [0.0]
+
+
+class _InProcessEngine:
+    """Where TRL would push the new weights into vLLM before a rollout: the policy here samples with the live
+    model itself, so there is nothing to push."""
+
+    def sync_weights(self) -> None:
+        pass
+
+
+class _Shifted(HalfOracle):
+    """The same policy reporting every sampling logprob `shift` lower than it was."""
+
+    shift = 0.0
+
+    def start(self, info):
+        episode = super().start(info)
+        record = episode.transcript.sampled
+        episode.transcript.sampled = lambda ids, lps, i: record(ids, [x - self.shift for x in lps], i)
+        return episode
+
+
+@pytest.mark.parametrize("shift", [0.0, 0.5])
+def test_importance_sampling_correction_reads_the_rollout_logprobs(tmp_path, shift):
+    """TRL applies its vLLM importance-sampling correction only with use_vllm; with the flag set on a CPU trainer
+    (and nothing to sync) it compares our logprobs with its own forward: equal (ratio 1) when they are the
+    sampler's, off by exactly the shift when they are not."""
+    base = tiny_checkpoint(tmp_path / "base")
+    params = GRPOParams(
+        base=base, tasks=[], steps=2 if shift == 0 else 1, num_generations=2, tasks_per_step=2,
+        max_new_tokens=12, learning_rate=5e-3, limits=LIMITS, threads=1,
+    )  # fmt: skip
+    trainer, rollouts, _ = build_trainer(params, str(tmp_path / "scratch"), list(tasks()[:6]))
+    assert trainer.args.vllm_importance_sampling_correction  # TRL's default
+    trainer.use_vllm, trainer.vllm_generation, trainer._last_loaded_step = True, _InProcessEngine(), -1
+    make = rollouts.make_agent
+    _Shifted.shift = shift
+
+    def agent():
+        return _Shifted(make(), trainer.accelerator.unwrap_model(trainer.model))
+
+    rollouts.make_agent = agent
+    trainer.train()
+    logs = [e for e in trainer.state.log_history if "sampling/sampling_logp_difference/mean" in e]
+    assert len(logs) == params.steps and trainer.state.global_step == params.steps
+    for e in logs:
+        assert abs(e["sampling/sampling_logp_difference/mean"] - shift) < 1e-3
+        if shift == 0:
+            assert e["sampling/sampling_logp_difference/max"] < 1e-3
+            for key in ("min", "mean", "max"):
+                assert abs(e[f"sampling/importance_sampling_ratio/{key}"] - 1.0) < 1e-3
