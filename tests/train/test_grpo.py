@@ -154,3 +154,22 @@ def test_importance_sampling_correction_reads_the_rollout_logprobs(tmp_path, shi
             assert e["sampling/sampling_logp_difference/max"] < 1e-3
             for key in ("min", "mean", "max"):
                 assert abs(e[f"sampling/importance_sampling_ratio/{key}"] - 1.0) < 1e-3
+
+
+def test_grpo_of_an_outside_checkpoint_saves_it_in_its_own_format(tmp_path):
+    """A random-weight tiny Qwen2 with its real chat template: episodes render with the template, and the result
+    is saved in its own class and dtype with its format recorded, so `hf:OUT` loads it as it loaded the base."""
+    from pipeline.agents.registry import make_agent
+    from tests.agents.tiny_families import FAMILIES, build_checkpoint, corpus
+
+    base = build_checkpoint(FAMILIES["qwen2"], tmp_path / "qwen2", corpus())
+    params = GRPOParams(
+        base=base, tasks=[], steps=1, num_generations=2, tasks_per_step=1, max_new_tokens=6, max_resamples=0,
+        limits={"max_turns": 6, "max_tool_calls": 2, "max_steps_per_turn": 1}, threads=1,
+    )  # fmt: skip
+    result = run_grpo(params, tmp_path / "grpo", tasks=list(tasks()[:2]))
+    meta = read_meta(tmp_path / "grpo")
+    assert result.steps == 1 and meta.chat_format == "hermes" and meta.dtype == "bfloat16"
+    assert meta.architecture == "Qwen2ForCausalLM" and meta.training["kind"] == "grpo"
+    agent = make_agent(f"hf:{tmp_path / 'grpo'}")
+    assert type(agent.model).__name__ == "Qwen2ForCausalLM" and agent.format.name == "hermes"
