@@ -64,6 +64,6 @@ def test_vllm_batches_episodes_in_flight_and_refuses_an_over_long_prompt_per_tri
     agent = VLLMAgent(ckpt, VLLMConfig(max_tokens=16, gpu_memory_utilization=0.2))
     results = list(run_batched(world(), jobs, agent, ScriptedUser(), limits=limits, width=8))
     assert len(results) == 8 and not any(r.verdict.infra_error for r in results)
-    short = VLLMAgent(ckpt, VLLMConfig(max_tokens=16, gpu_memory_utilization=0.2, max_model_len=64))
-    refused = list(run_batched(world(), jobs[:2], short, ScriptedUser(), limits=limits, width=2))
+    agent.context = 64  # as max_model_len=64 would set it, without a second engine in this process
+    refused = list(run_batched(world(), jobs[:2], agent, ScriptedUser(), limits=limits, width=2))
     assert all(r.verdict.infra_error and "max_model_len" in r.trajectory.error for r in refused)
