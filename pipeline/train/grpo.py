@@ -1,8 +1,8 @@
 """`agentloop train grpo`: TRL's GRPOTrainer, with our episode runner generating through `rollout_func`.
 
-TRL 1.16's GRPOTrainer accepts a `rollout_func(prompts, trainer)` that returns prompt ids, completion ids and
-extra fields; an `env_mask` among them marks which completion tokens the model produced (the rest are masked
-out of the loss). Each dataset row is a task id; `rollout_func` runs whole episodes (policy ↔ scripted user ↔
+TRL 1.16's GRPOTrainer accepts a `rollout_func(prompts, trainer)` that returns prompt ids, completion ids, the
+sampling logprob of each completion token (for TRL's importance-sampling correction) and extra fields; an
+`env_mask` among them marks which completion tokens the model produced (the rest are masked out of the loss). Each dataset row is a task id; `rollout_func` runs whole episodes (policy ↔ scripted user ↔
 tools) with `pipeline.train.rollouts`, and the reward function returns the grader's verdict carried in the
 extra fields. Dynamic sampling and infrastructure refills happen there (see that module).
 
