@@ -2,9 +2,10 @@
 
 TRL 1.16's GRPOTrainer accepts a `rollout_func(prompts, trainer)` that returns prompt ids, completion ids, the
 sampling logprob of each completion token (for TRL's importance-sampling correction) and extra fields; an
-`env_mask` among them marks which completion tokens the model produced (the rest are masked out of the loss). Each dataset row is a task id; `rollout_func` runs whole episodes (policy ↔ scripted user ↔
-tools) with `pipeline.train.rollouts`, and the reward function returns the grader's verdict carried in the
-extra fields. Dynamic sampling and infrastructure refills happen there (see that module).
+`env_mask` among them marks which completion tokens the model produced (the rest are masked out of the loss).
+Each dataset row is a task id; `rollout_func` runs whole episodes (policy ↔ scripted user ↔ tools) with
+`pipeline.train.rollouts`, and the reward function returns the grader's verdict carried in the extra fields.
+Dynamic sampling and infrastructure refills happen there (see that module).
 
 CPU smoke configuration (the default here): 2 tasks per step, 4 episodes per task, sampling at temperature 1,
 a few steps; it exercises the whole path in the slow test tier.
