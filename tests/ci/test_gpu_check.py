@@ -47,6 +47,7 @@ def test_every_agentloop_command_and_flag_it_calls_exists():
             assert re.search(rf"{re.escape(flag)}\b", plain), f"agentloop {' '.join(command)} has no {flag}"
 
 
+@pytest.mark.slow
 def test_the_fixture_builder_writes_a_qwen2_checkpoint_with_wide_heads(tmp_path):
     out = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "gpu_fixture.py"), "--out", str(tmp_path / "m"), "--hidden", "128",
