@@ -14,6 +14,7 @@ import torch
 
 from pipeline.agents.codec import IM_END, CodecConfig
 from pipeline.agents.formats import ChatFormat, CodecFormat
+from pipeline.agents.formats.base import single_token_id
 from pipeline.agents.hf import episode_seed, sample
 from pipeline.rollout.protocols import EpisodeInfo, InfrastructureError
 from pipeline.rollout.trajectory import Message, Usage
@@ -109,8 +110,9 @@ class PolicyAgent:
         self.context, self.max_new_tokens, self.seed, self.name = context, max_new_tokens, seed, name
         self.max_prompt_length = max_prompt_length or max(1, context - max_new_tokens)
         self.stop_ids = set(stop_ids) if stop_ids else self.format.stop_ids(tokenizer)
-        end = getattr(self.format, "stops", (IM_END,))[0]
-        self.end_id = tokenizer.convert_tokens_to_ids(end)
+        # what the format closes a turn with: its first end-of-turn token this tokenizer holds
+        ends = [single_token_id(tokenizer, t) for t in getattr(self.format, "stops", None) or (IM_END,)]
+        self.end_id = next((e for e in ends if e is not None), min(self.stop_ids))
 
     def start(self, info: EpisodeInfo) -> PolicyEpisode:
         return PolicyEpisode(self, info)
