@@ -65,7 +65,8 @@ import torch, trl, vllm
 assert torch.cuda.is_available(), "no CUDA GPU"
 print(f"torch={torch.__version__} trl={trl.__version__} vllm={vllm.__version__} gpu={torch.cuda.get_device_name(0)}")
 EOF
-result env ok "$(tail -n 1 "$WORK/env.log")"
+command -v vllm >>"$WORK/env.log" 2>&1 || fail env "$WORK/env.log"  # the `vllm serve` entry point
+result env ok "$(head -n 1 "$WORK/env.log")"
 
 # ---- 1 the checkpoint --------------------------------------------------------------------------------------
 step_start
@@ -84,7 +85,7 @@ result tasks ok "$NTASKS tasks of $WORLD; oracle $(metrics "$WORK/gold/metrics.j
 # ---- 3 vllm serve + the openai backend ---------------------------------------------------------------------
 step_start
 vllm serve "$CKPT" --served-model-name "$MODEL_NAME" --port "$PORT" --seed 0 --gpu-memory-utilization 0.25 \
-    --enable-auto-tool-choice --tool-call-parser hermes >"$WORK/serve.log" 2>&1 &
+    --enforce-eager --enable-auto-tool-choice --tool-call-parser hermes >"$WORK/serve.log" 2>&1 &
 SERVER_PID=$!
 for _ in $(seq 1 180); do
     if python -c "import urllib.request,sys; urllib.request.urlopen(sys.argv[1], timeout=2)" \
