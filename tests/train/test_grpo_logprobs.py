@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from pipeline.rollout.runner import Limits
-from pipeline.train.rollouts import EpisodeRollouts, PolicyAgent, PromptTooLongError, local_generate
+from pipeline.train.rollouts import EpisodeRollouts, PolicyAgent, PromptTooLongError, local_generate, vllm_generate
 from pipeline.train.sft_base import load_base
 from pipeline.users.scripted import ScriptedUser
 from tests.agents.tiny_families import FAMILIES, build_checkpoint, corpus
@@ -98,3 +98,22 @@ def test_a_full_context_ends_the_episode(bases):
     s = r.episode(agent, tasks()[0])
     assert r.stats["context_full"] == 1 and s.env_mask.count(1) > 0
     assert len(s.prompt_ids) + len(s.completion_ids) <= agent.context
+
+
+class _TRLGeneration:
+    """Test double for TRL's VLLMGeneration (vLLM is an optional GPU dependency): `generate` returns what TRL's
+    returns with logprobs=0, one top-1 list per token, vLLM's None for a logprob it could not compute."""
+
+    def __init__(self, ids, logprobs):
+        self.ids, self.logprobs, self.prompts = ids, logprobs, []
+
+    def generate(self, prompts, images, num_generations):
+        self.prompts.append(prompts)
+        return prompts, [self.ids], [[[x] for x in self.logprobs]], [[[t] for t in self.ids]]
+
+
+def test_vllm_generation_gives_one_logprob_per_kept_token():
+    engine = _TRLGeneration([5, 6, 7, 8], [-0.5, None, -1.5, -2.0])
+    ids, logprobs = vllm_generate(engine)([1, 2, 3], 3, torch.Generator())
+    assert engine.prompts == [[[1, 2, 3]]] and ids == [5, 6, 7]
+    assert logprobs[0] == -0.5 and math.isnan(logprobs[1]) and logprobs[2] == -1.5
