@@ -39,7 +39,15 @@ from pipeline.dataset.task import Task
 from pipeline.loop.progress import track
 from pipeline.rollout.runner import Limits
 from pipeline.train.progress_callback import TrackerCallback
-from pipeline.train.rollouts import EpisodeRollouts, PolicyAgent, grouped, local_generate, to_trl, vllm_generate
+from pipeline.train.rollouts import (
+    EpisodeRollouts,
+    PolicyAgent,
+    grouped,
+    local_generate,
+    to_trl,
+    vllm_generate,
+    vllm_generate_batch,
+)
 from pipeline.train.sft import LoraParams, file_sha256
 from pipeline.train.sft_base import TrainBase, load_base
 from pipeline.users.scripted import ScriptedUser
@@ -165,8 +173,10 @@ def build_trainer(params: GRPOParams, scratch: str, tasks: list[Task] | None = N
 
     def make_agent() -> PolicyAgent:
         trainer = trainer_ref["trainer"]
-        if params.vllm != "off":
+        generate_batch = None
+        if params.vllm != "off":  # the turns of a group's episodes go to vLLM together
             generate = vllm_generate(trainer.vllm_generation)
+            generate_batch = vllm_generate_batch(trainer.vllm_generation)
         else:
             live = trainer.accelerator.unwrap_model(trainer.model)
             generate = local_generate(live, stop_ids, params.temperature)
@@ -178,6 +188,7 @@ def build_trainer(params: GRPOParams, scratch: str, tasks: list[Task] | None = N
             max_new_tokens=params.max_new_tokens,
             max_prompt_length=params.max_prompt_length,
             stop_ids=stop_ids,
+            generate_batch=generate_batch,
             seed=params.seed,
             name="policy",
         )

@@ -57,19 +57,42 @@ def local_generate(model: torch.nn.Module, stop_ids: set[int], temperature: floa
     return generate
 
 
-def vllm_generate(vllm_generation: Any) -> Generate:
-    """Sampling through TRL's vLLM engine (colocate or server mode); sampling settings come from GRPOConfig.
+Request = tuple[list[int], int, torch.Generator]  # prompt ids, most new tokens, the episode's random stream
+
+
+class GenerateBatch(Protocol):
+    """`Generate` for many episodes' turns at once (one engine call), results in request order."""
+
+    def __call__(self, requests: list[Request]) -> list[tuple[list[int], list[float]]]: ...
+
+
+def vllm_generate_batch(vllm_generation: Any) -> GenerateBatch:
+    """Sampling through TRL's vLLM engine (colocate or server mode), every waiting turn in one call; sampling
+    settings come from GRPOConfig (vLLM draws from its own random state, not the episodes' streams).
 
     TRL asks vLLM for `logprobs=0` (the sampled token's, after temperature: `processed_logprobs`); one vLLM
     reports as None becomes NaN, which TRL's correction leaves uncorrected."""
 
-    def generate(prompt_ids: list[int], max_new_tokens: int, generator: torch.Generator):
-        _, completion_ids, logprobs, *_ = vllm_generation.generate(prompts=[prompt_ids], images=None, num_generations=1)
-        ids = list(completion_ids[0])[:max_new_tokens]
+    def generate(requests: list[Request]) -> list[tuple[list[int], list[float]]]:
+        prompts = [prompt for prompt, _, _ in requests]
+        _, completion_ids, logprobs, *_ = vllm_generation.generate(prompts=prompts, images=None, num_generations=1)
         if logprobs is None:
             raise RuntimeError("vLLM returned no logprobs (TRL's generation must ask for logprobs=0)")
-        lps = [math.nan if lp is None or lp[0] is None else float(lp[0]) for lp in logprobs[0][: len(ids)]]
-        return ids, lps
+        out = []
+        for (_, room, _), ids, lps in zip(requests, completion_ids, logprobs, strict=True):
+            ids = list(ids)[:room]
+            out.append((ids, [math.nan if lp is None or lp[0] is None else float(lp[0]) for lp in lps[: len(ids)]]))
+        return out
+
+    return generate
+
+
+def vllm_generate(vllm_generation: Any) -> Generate:
+    """One turn through TRL's vLLM engine (`vllm_generate_batch` with one request)."""
+    batch = vllm_generate_batch(vllm_generation)
+
+    def generate(prompt_ids: list[int], max_new_tokens: int, generator: torch.Generator):
+        return batch([(prompt_ids, max_new_tokens, generator)])[0]
 
     return generate
 
@@ -102,11 +125,12 @@ class PolicyAgent:
         max_new_tokens: int = 256,
         max_prompt_length: int | None = None,
         stop_ids: set[int] | None = None,
+        generate_batch: GenerateBatch | None = None,
         seed: int = 0,
         name: str = "policy",
     ) -> None:
         self.format = CodecFormat(fmt) if isinstance(fmt, CodecConfig) else fmt
-        self.tokenizer, self.generate = tokenizer, generate
+        self.tokenizer, self.generate, self.generate_batch = tokenizer, generate, generate_batch
         self.context, self.max_new_tokens, self.seed, self.name = context, max_new_tokens, seed, name
         self.max_prompt_length = max_prompt_length or max(1, context - max_new_tokens)
         self.stop_ids = set(stop_ids) if stop_ids else self.format.stop_ids(tokenizer)
@@ -116,6 +140,12 @@ class PolicyAgent:
 
     def start(self, info: EpisodeInfo) -> PolicyEpisode:
         return PolicyEpisode(self, info)
+
+    def decoder(self) -> Any:
+        """With `generate_batch`, the turns of all episodes in flight go to the engine together."""
+        from pipeline.rollout.batch import OneByOne
+
+        return PolicyDecoder(self) if self.generate_batch is not None else OneByOne(self)
 
 
 class PolicyEpisode:
@@ -128,9 +158,9 @@ class PolicyEpisode:
         self.ended: str | None = None  # prompt_too_long / context_full
         self.turn = 0
 
-    def act(self, messages: list[Message]) -> Message:
+    def prepare(self, messages: list[Message]) -> tuple[list[int], int] | Message:
+        """The next prompt and the room for its reply, or the empty reply that ends the episode."""
         a = self.agent
-        t0 = time.perf_counter()
         before = len(self.transcript.ids)
         prompt = self.transcript.prompt(messages)
         room = min(a.max_new_tokens, a.context - len(prompt))
@@ -142,13 +172,58 @@ class PolicyEpisode:
         if self.ended:  # an empty reply ends the episode (agent_stop)
             log.info("episode %s: %s (%d prompt tokens)", self.info.task.id, self.ended, len(prompt))
             return Message(role="assistant", content="", usage=Usage(prompt_tokens=len(prompt)))
-        try:
-            ids, logprobs = a.generate(prompt, room, self.generator)
-        except (RuntimeError, ConnectionError, TimeoutError) as exc:  # a crashed or unreachable generator
-            raise InfrastructureError(f"generation failed: {exc}") from exc
+        return prompt, room
+
+    def finish(self, messages: list[Message], prompt: list[int], ids: list[int], logprobs: list[float], t0: float):
+        """Record the sampled turn and parse it into the assistant message."""
+        a = self.agent
         self.transcript.sampled(ids, logprobs, len(messages))
         text = a.format.decode(a.tokenizer, [t for t in ids if t not in a.stop_ids])
         message = a.format.parse(text, id_prefix=f"call_{self.turn}_", tools=self.info.tools)
         self.turn += 1
         message.usage = Usage(prompt_tokens=len(prompt), completion_tokens=len(ids), compute_s=time.perf_counter() - t0)
         return message
+
+    def act(self, messages: list[Message]) -> Message:
+        t0 = time.perf_counter()
+        ready = self.prepare(messages)
+        if isinstance(ready, Message):
+            return ready
+        prompt, room = ready
+        try:
+            ids, logprobs = self.agent.generate(prompt, room, self.generator)
+        except (RuntimeError, ConnectionError, TimeoutError) as exc:  # a crashed or unreachable generator
+            raise InfrastructureError(f"generation failed: {exc}") from exc
+        return self.finish(messages, prompt, ids, logprobs, t0)
+
+
+class PolicyDecoder:
+    """The `TurnDecoder` of a policy with `generate_batch`: one engine call per step for every waiting turn."""
+
+    def __init__(self, agent: PolicyAgent) -> None:
+        self.agent = agent
+        self.pending: list[tuple[Any, PolicyEpisode, list[Message], list[int], int, float]] = []
+        self.done: list[tuple[Any, Message | InfrastructureError]] = []
+
+    def submit(self, key: Any, episode: PolicyEpisode, messages: list[Message]) -> None:
+        t0 = time.perf_counter()
+        ready = episode.prepare(messages)
+        if isinstance(ready, Message):
+            self.done.append((key, ready))
+        else:
+            self.pending.append((key, episode, messages, *ready, t0))
+
+    def step(self) -> list[tuple[Any, Message | InfrastructureError]]:
+        pending, self.pending = self.pending, []
+        done, self.done = self.done, []
+        if not pending:
+            return done
+        requests = [(prompt, room, episode.generator) for _, episode, _, prompt, room, _ in pending]
+        try:
+            outs = self.agent.generate_batch(requests)
+        except (RuntimeError, ConnectionError, TimeoutError) as exc:  # every turn in the call is lost
+            lost = InfrastructureError(f"generation failed: {exc}")
+            return done + [(key, lost) for key, *_ in pending]
+        for (key, episode, messages, prompt, _, t0), (ids, logprobs) in zip(pending, outs, strict=True):
+            done.append((key, episode.finish(messages, prompt, ids, logprobs, t0)))
+        return done

@@ -27,9 +27,11 @@ import random
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from pipeline.dataset.task import Task
 from pipeline.grading.grader import grade
+from pipeline.rollout.batch import run_batched
 from pipeline.rollout.executor import trial_seed
 from pipeline.rollout.protocols import EpisodeInfo, InfrastructureError, User
 from pipeline.rollout.runner import Limits, run_episode
@@ -42,6 +44,7 @@ from pipeline.train.policy import (  # noqa: F401  (re-exported: the rollouts' p
     local_generate,
     score,
     vllm_generate,
+    vllm_generate_batch,
 )
 from pipeline.train.transcript import Transcript
 from pipeline.world.retail.state import RetailWorld
@@ -101,7 +104,7 @@ class EpisodeRollouts:
         for attempt in range(self.max_infra_retries + 1):
             self._episode += 1
             trial = self._episode
-            episodes: list[PolicyEpisode] = []
+            episodes: dict[int, PolicyEpisode] = {}
             tracked = _Tracking(agent, episodes)
             traj = run_episode(
                 self.world,
@@ -113,12 +116,8 @@ class EpisodeRollouts:
                 limits=self.limits,
             )
             self.stats["episodes"] += 1
-            ep = episodes[0]
-            if ep.ended == "prompt_too_long":
-                raise PromptTooLongError(
-                    f"task {task.id}: the first prompt is {ep.transcript.prompt_len} tokens, over"
-                    f" max_prompt_length={agent.max_prompt_length}"
-                )
+            ep = episodes[trial]
+            _check_prompt(ep, task, agent)
             if ep.ended:
                 self.stats[ep.ended] += 1
             if not traj.infra_error:
@@ -130,7 +129,31 @@ class EpisodeRollouts:
         raise InfrastructureError(f"task {task.id}: episode failed {self.max_infra_retries + 1} times")
 
     def group(self, agent: PolicyAgent, task: Task, size: int) -> list[Sample]:
-        return [self.episode(agent, task) for _ in range(size)]
+        if agent.generate_batch is None:
+            return [self.episode(agent, task) for _ in range(size)]
+        return self._batched_group(agent, task, size)
+
+    def _batched_group(self, agent: PolicyAgent, task: Task, size: int) -> list[Sample]:
+        """The group's episodes in flight together, their turns sent to the engine in one call per step."""
+        trials = [self._episode + i + 1 for i in range(size)]
+        self._episode += size
+        episodes: dict[int, PolicyEpisode] = {}
+        tracked = _Tracking(agent, episodes)
+        jobs = [(task, trial) for trial in trials]
+        samples: dict[int, Sample] = {}
+        kw = {"seed": self.seed, "limits": self.limits, "retries": self.max_infra_retries, "width": size}
+        for r in run_batched(self.world, jobs, tracked, self.user, **kw):
+            self.stats["episodes"] += r.attempts
+            self.stats["infra_retries"] += r.attempts - 1
+            ep = episodes[r.trial]
+            _check_prompt(ep, task, agent)
+            if r.verdict.infra_error:
+                self.stats["infra_retries"] += 1
+                raise InfrastructureError(f"task {task.id}: episode failed {self.max_infra_retries + 1} times")
+            if ep.ended:
+                self.stats[ep.ended] += 1
+            samples[r.trial] = episode_sample(r.trajectory, ep.transcript, agent.end_id, float(r.verdict.passed))
+        return [samples[t] for t in trials]
 
     # ---- a generation batch ------------------------------------------------------------------------------------
     def fill(self, task_ids: Sequence[str], size: int) -> list[tuple[list[Sample], bool]]:
@@ -184,16 +207,27 @@ class EpisodeRollouts:
         return self.tasks[self.rng.choice(fresh or pool)]
 
 
-class _Tracking:
-    """Wraps the policy so the runner's episode object (with its sampled ids) can be read back."""
+def _check_prompt(episode: PolicyEpisode, task: Task, agent: PolicyAgent) -> None:
+    if episode.ended == "prompt_too_long":
+        raise PromptTooLongError(
+            f"task {task.id}: the first prompt is {episode.transcript.prompt_len} tokens, over"
+            f" max_prompt_length={agent.max_prompt_length}"
+        )
 
-    def __init__(self, agent: PolicyAgent, episodes: list[PolicyEpisode]) -> None:
+
+class _Tracking:
+    """Wraps the policy so the runner's episode objects (with their token streams) can be read back, by trial."""
+
+    def __init__(self, agent: PolicyAgent, episodes: dict[int, PolicyEpisode]) -> None:
         self.agent, self.episodes, self.name = agent, episodes, agent.name
 
     def start(self, info: EpisodeInfo) -> PolicyEpisode:
         ep = self.agent.start(info)
-        self.episodes.append(ep)
+        self.episodes[info.trial] = ep  # a retried trial's latest attempt
         return ep
+
+    def decoder(self) -> Any:
+        return self.agent.decoder()
 
 
 def grouped(prompts: Sequence[str], size: int) -> list[str]:

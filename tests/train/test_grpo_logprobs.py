@@ -9,6 +9,7 @@ import math
 import pytest
 import torch
 
+from pipeline.rollout.protocols import InfrastructureError
 from pipeline.rollout.runner import Limits
 from pipeline.train.rollouts import EpisodeRollouts, PolicyAgent, PromptTooLongError, local_generate, vllm_generate
 from pipeline.train.sft_base import load_base
@@ -117,3 +118,41 @@ def test_vllm_generation_gives_one_logprob_per_kept_token():
     ids, logprobs = vllm_generate(engine)([1, 2, 3], 3, torch.Generator())
     assert engine.prompts == [[[1, 2, 3]]] and ids == [5, 6, 7]
     assert logprobs[0] == -0.5 and math.isnan(logprobs[1]) and logprobs[2] == -1.5
+
+
+def test_a_group_in_flight_together_samples_as_one_at_a_time(bases):
+    """With a batch generator (as vLLM's, here the in-memory sampler over each request's own stream), a group's
+    episodes run together, their turns in one call per step, and give the same samples as one at a time."""
+    base = bases["codec"]
+    serial_agent = _agent(base, 1.0)
+    one = local_generate(base.model, serial_agent.stop_ids, 1.0)
+    sizes: list[int] = []
+
+    def many(requests):
+        sizes.append(len(requests))
+        return [one(prompt, room, generator) for prompt, room, generator in requests]
+
+    batched_agent = _agent(base, 1.0, generate_batch=many)
+    serial = _rollouts(serial_agent).group(serial_agent, tasks()[0], 3)
+    batched = _rollouts(batched_agent).group(batched_agent, tasks()[0], 3)
+    assert max(sizes) == 3
+    for a, b in zip(serial, batched, strict=True):
+        assert (a.prompt_ids, a.completion_ids, a.env_mask, a.reward) == (
+            b.prompt_ids,
+            b.completion_ids,
+            b.env_mask,
+            b.reward,
+        )
+        assert max(abs(x - y) for x, y in zip(a.logprobs, b.logprobs, strict=True)) < 1e-5
+
+
+def test_a_batch_generator_that_fails_is_an_infrastructure_error_of_the_group(bases):
+    def dead(requests):
+        raise ConnectionError("engine went away")
+
+    agent = _agent(bases["codec"], 1.0, generate_batch=dead)
+    r = _rollouts(agent)
+    r.max_infra_retries, r.max_resamples = 1, 1
+    with pytest.raises(InfrastructureError, match="no group could be completed"):
+        r.fill([tasks()[0].id], size=2)
+    assert r.stats["infra_refilled"] == 2 and r.stats["infra_retries"] >= 2
