@@ -18,7 +18,7 @@ GPU settings, with vLLM generating (pip install agentloop[gpu]):
     # or: trl vllm-serve --model sft/ on other GPUs, then --vllm server --vllm-host 127.0.0.1 --vllm-port 8000
 
 In both modes the weights are synced to vLLM after each optimizer step (TRL does it before calling
-`rollout_func`), and the episodes sample through `trainer.vllm_generation`.
+`rollout_func`), and a group's episodes sample together through `trainer.vllm_generation`, one call per step.
 """
 
 from __future__ import annotations
