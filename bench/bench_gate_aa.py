@@ -18,7 +18,7 @@ on a small generated world, each pair through `pipeline.gate.aa.aa_check`.
 Per row: the one-way false-promotion rate (A over B: what one gate run risks) and the either-way rate (what
 `gate-aa` flags), with 95% Wilson intervals, the outcome shares, the mean MDE and the median tasks_needed.
 
-    python bench/bench_gate_aa.py [--sims 300] [--tasks 200] [--pairs 10] [--workers 2]
+    python bench/bench_gate_aa.py [--sims 300] [--tasks 200] [--pairs 10] [--workers 2] [--first-sim 0] [--only NAME]
 """
 
 from __future__ import annotations
@@ -116,6 +116,7 @@ def simulate(args) -> dict:
     return {
         "outcome": ab.outcome,
         "either": ab.promote or ba.promote,
+        "reverse": ba.promote,
         "mde": ab.pass_hat_k.mde,
         "tasks_needed": ab.pass_hat_k.tasks_needed,
     }
@@ -128,10 +129,19 @@ def _wilson(x: int, n: int, z: float = 1.96) -> list[float]:
     return [round(max(0.0, centre - half), 4), round(min(1.0, centre + half), 4)]
 
 
+def _sign_test(x: int, n: int) -> float:
+    """Two-sided exact binomial p of x successes in n under p = 1/2: are the two directions exchangeable?"""
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(x, n - x) + 1)) / 2**n
+    return round(min(1.0, 2 * tail), 4)
+
+
 def _row(source: str, rows: list[dict], extra: dict) -> dict:
     n = len(rows)
     one = sum(r["outcome"] == "promote" for r in rows)
     either = sum(r["either"] for r in rows)
+    reverse = sum(r["reverse"] for r in rows)
     needed = [r["tasks_needed"] for r in rows if r["tasks_needed"] is not None]
     row = {
         "source": source,
@@ -141,6 +151,10 @@ def _row(source: str, rows: list[dict], extra: dict) -> dict:
         "false_promotion_one_way_95ci": _wilson(one, n),
         "false_promotion_either_way": round(either / n, 4),
         "false_promotion_either_way_95ci": _wilson(either, n),
+        # A over B and B over A count the same kind of event on exchangeable runs: equal in expectation.
+        "promotions_a_over_b": one,
+        "promotions_b_over_a": reverse,
+        "direction_sign_test_p": _sign_test(one, one + reverse),
         "outcomes": {
             o: round(sum(r["outcome"] == o for r in rows) / n, 4) for o in ("promote", "block", "inconclusive")
         },
@@ -150,6 +164,7 @@ def _row(source: str, rows: list[dict], extra: dict) -> dict:
     print(
         f"{source:>22}  one-way {row['false_promotion_one_way']:.1%} {row['false_promotion_one_way_95ci']}  "
         f"either-way {row['false_promotion_either_way']:.1%} {row['false_promotion_either_way_95ci']}  "
+        f"A>B {one} B>A {reverse} (p {row['direction_sign_test_p']})  "
         f"outcomes {row['outcomes']}  MDE {row['mean_mde']:+.3f}  tasks_needed {row['median_tasks_needed']}",
         flush=True,
     )
@@ -184,6 +199,7 @@ def real_pairs(pairs: int) -> dict:
                 {
                     "outcome": ab.outcome,
                     "either": check.false_promotion,
+                    "reverse": check.directions[1].promote,
                     "mde": ab.pass_hat_k.mde,
                     "tasks_needed": ab.pass_hat_k.tasks_needed,
                 }
@@ -196,6 +212,8 @@ def main() -> None:
     ap.add_argument("--sims", type=int, default=300, help="Simulated A/A pairs per population.")
     ap.add_argument("--tasks", type=int, default=200, help="Held-out tasks in the synthetic populations.")
     ap.add_argument("--pairs", type=int, default=10, help="Real measured A/A pairs (0: skip).")
+    ap.add_argument("--first-sim", type=int, default=0, help="Index of the first simulated pair (fresh seeds).")
+    ap.add_argument("--only", help="Run this synthetic population only (committed-champion, …).")
     ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "gate_aa.json")
     args = ap.parse_args()
@@ -222,18 +240,23 @@ def main() -> None:
     rows = []
     with Pool(args.workers) as pool:
         for name, pop in populations.items():
+            if args.only and name != args.only:
+                continue
             tasks = _tasks(args.tasks, pop["mu"], pop["sigma_task"], f"gate-aa-tasks:{name}")
             pop["realized"] = {
                 "pass@1": round(sum(p for _, p, _ in tasks) / len(tasks), 4),
                 f"pass^{K}": round(sum(p**K for _, p, _ in tasks) / len(tasks), 4),
             }
             pop["mu"], pop["sigma_task"] = round(pop["mu"], 4), round(pop["sigma_task"], 4)
-            sims = pool.map(simulate, [(name, tasks, i) for i in range(args.sims)], chunksize=4)
+            sims = pool.map(
+                simulate, [(name, tasks, i) for i in range(args.first_sim, args.first_sim + args.sims)], chunksize=4
+            )
             rows.append(_row(name, sims, {"population": pop, "n_tasks": args.tasks}))
     if args.pairs:
         rows.append(real_pairs(args.pairs))
     report = {
         "gate_config": CONFIG.model_dump(mode="json"),
+        "first_sim": args.first_sim,
         "rows": rows,
         "wall_s": round(time.perf_counter() - t0, 1),
         "machine": f"{platform.machine()} {os.cpu_count()} cpus, {args.workers} workers, "

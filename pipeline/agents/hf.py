@@ -49,8 +49,12 @@ def sample(
     top_p: float = 1.0,
     generator: torch.Generator | None = None,
     prefix: PrefixCache | None = None,
+    logprobs: list[float] | None = None,
 ) -> list[int]:
     """Generated ids (the stop token included when reached); greedy when temperature is 0.
+
+    With `logprobs`, the log-probability of each drawn token under the temperature-scaled distribution (top-p not
+    applied, as TRL scores it) is appended to it: what GRPO's importance-sampling correction needs.
 
     With `prefix`, the key/value cache of the longest common prefix with the previous call is reused and only
     the rest of the prompt is run (the codec makes turn t's prompt extend turn t-1's conversation), and the
@@ -63,8 +67,12 @@ def sample(
     prefix.ids = list(prompt_ids)
     out: list[int] = []
     for step in range(max_new_tokens):
-        token = pick(prefix.logits(new), temperature, top_p, generator)
+        logits = prefix.logits(new)
+        token = pick(logits, temperature, top_p, generator)
         out.append(token)
+        if logprobs is not None:
+            scaled = logits.float() / temperature if temperature > 0 else logits.float()
+            logprobs.append(float(torch.log_softmax(scaled, dim=-1)[token]))
         if token in stop_ids or step == max_new_tokens - 1:
             break
         new = [token]

@@ -1,10 +1,11 @@
 """`agentloop train grpo`: TRL's GRPOTrainer, with our episode runner generating through `rollout_func`.
 
-TRL 1.16's GRPOTrainer accepts a `rollout_func(prompts, trainer)` that returns prompt ids, completion ids and
-extra fields; an `env_mask` among them marks which completion tokens the model produced (the rest are masked
-out of the loss). Each dataset row is a task id; `rollout_func` runs whole episodes (policy ↔ scripted user ↔
-tools) with `pipeline.train.rollouts`, and the reward function returns the grader's verdict carried in the
-extra fields. Dynamic sampling and infrastructure refills happen there (see that module).
+TRL 1.16's GRPOTrainer accepts a `rollout_func(prompts, trainer)` that returns prompt ids, completion ids, the
+sampling logprob of each completion token (for TRL's importance-sampling correction) and extra fields; an
+`env_mask` among them marks which completion tokens the model produced (the rest are masked out of the loss).
+Each dataset row is a task id; `rollout_func` runs whole episodes (policy ↔ scripted user ↔ tools) with
+`pipeline.train.rollouts`, and the reward function returns the grader's verdict carried in the extra fields.
+Dynamic sampling and infrastructure refills happen there (see that module).
 
 CPU smoke configuration (the default here): 2 tasks per step, 4 episodes per task, sampling at temperature 1,
 a few steps; it exercises the whole path in the slow test tier.
@@ -17,7 +18,7 @@ GPU settings, with vLLM generating (pip install agentloop[gpu]):
     # or: trl vllm-serve --model sft/ on other GPUs, then --vllm server --vllm-host 127.0.0.1 --vllm-port 8000
 
 In both modes the weights are synced to vLLM after each optimizer step (TRL does it before calling
-`rollout_func`), and the episodes sample through `trainer.vllm_generation`.
+`rollout_func`), and a group's episodes sample together through `trainer.vllm_generation`, one call per step.
 """
 
 from __future__ import annotations
@@ -32,15 +33,23 @@ from typing import Any, Literal
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
-from pipeline.agents.codec import ENDOFTEXT, IM_END
+from pipeline.agents.formats import CodecFormat
 from pipeline.dataset.io import read_tasks
 from pipeline.dataset.task import Task
 from pipeline.loop.progress import track
 from pipeline.rollout.runner import Limits
-from pipeline.train.model import CheckpointMeta, load_checkpoint, save_checkpoint
 from pipeline.train.progress_callback import TrackerCallback
-from pipeline.train.rollouts import EpisodeRollouts, PolicyAgent, grouped, local_generate, to_trl, vllm_generate
+from pipeline.train.rollouts import (
+    EpisodeRollouts,
+    PolicyAgent,
+    grouped,
+    local_generate,
+    to_trl,
+    vllm_generate,
+    vllm_generate_batch,
+)
 from pipeline.train.sft import LoraParams, file_sha256
+from pipeline.train.sft_base import TrainBase, load_base
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
 
@@ -63,6 +72,9 @@ class GRPOParams(BaseModel):
     loss_type: str = Field(default="dapo", description="TRL loss; 'dapo' normalises by active tokens (see module).")
     temperature: float = Field(default=1.0, gt=0, description="Sampling temperature of the episodes.")
     max_new_tokens: int = Field(default=256, ge=1, description="Tokens per assistant turn.")
+    max_prompt_length: int | None = Field(
+        default=None, ge=1, description="Longest first prompt; a task over it is set aside. None: context - turn."
+    )
     max_resamples: int = Field(default=4, ge=0, description="Zero-variance replacements tried per group.")
     max_infra_retries: int = Field(default=2, ge=0, description="Retries of an episode lost to infrastructure.")
     limits: Limits = Field(default_factory=lambda: Limits(max_turns=40, max_tool_calls=20))
@@ -83,6 +95,15 @@ class GRPOResult:
     rewards: list[float] = field(default_factory=list)
     reward_std: list[float] = field(default_factory=list)
     stats: dict[str, int] = field(default_factory=dict)
+
+
+def stop_tokens(base: TrainBase) -> set[int]:
+    """The chat format's end-of-turn tokens and, for an outside model, its generation eos tokens."""
+    if base.format is None:
+        return CodecFormat(base.meta.codec_config).stop_ids(base.tokenizer)
+    stops = base.format.stop_ids(base.tokenizer)
+    eos = getattr(getattr(base.model, "generation_config", None), "eos_token_id", None)
+    return stops | {e for e in (eos if isinstance(eos, list) else [eos]) if isinstance(e, int)}
 
 
 def verdict_reward(prompts: list, completions: list, verdict_reward: list[float], **_: Any) -> list[float]:
@@ -109,12 +130,14 @@ def build_trainer(params: GRPOParams, scratch: str, tasks: list[Task] | None = N
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
-    ckpt = load_checkpoint(params.base)
+    gpu = torch.cuda.is_available()
+    base = load_base(params.base, torch.bfloat16 if params.bf16 and gpu and params.lora.enabled else torch.float32)
     tasks = tasks if tasks is not None else [t for p in params.tasks for t in read_tasks(p)]
     if not tasks:
         raise ValueError("GRPO: empty task pool")
     world = load_world(params.world or tasks[0].world)
-    gpu = torch.cuda.is_available()
+    fmt = base.format or CodecFormat(base.meta.codec_config)
+    stop_ids = stop_tokens(base)
     batch = params.num_generations * params.tasks_per_step
     args = GRPOConfig(
         output_dir=scratch,
@@ -139,28 +162,33 @@ def build_trainer(params: GRPOParams, scratch: str, tasks: list[Task] | None = N
         vllm_gpu_memory_utilization=params.vllm_gpu_memory,
         vllm_server_host=params.vllm_host,
         vllm_server_port=params.vllm_port,
+        generation_kwargs={"stop_token_ids": sorted(stop_ids)} if params.vllm != "off" else None,
         disable_tqdm=True,
         dataloader_num_workers=0,
     )
     by_id = {t.id: t for t in tasks}
-    model = ckpt.model
+    model = base.model
     context = int(model.config.max_position_embeddings)
     trainer_ref: dict[str, Any] = {}
 
     def make_agent() -> PolicyAgent:
         trainer = trainer_ref["trainer"]
-        if params.vllm != "off":
+        generate_batch = None
+        if params.vllm != "off":  # the turns of a group's episodes go to vLLM together
             generate = vllm_generate(trainer.vllm_generation)
+            generate_batch = vllm_generate_batch(trainer.vllm_generation)
         else:
             live = trainer.accelerator.unwrap_model(trainer.model)
-            stop = {ckpt.tokenizer.convert_tokens_to_ids(t) for t in (IM_END, ENDOFTEXT)}
-            generate = local_generate(live, stop, params.temperature)
+            generate = local_generate(live, stop_ids, params.temperature)
         return PolicyAgent(
-            ckpt.tokenizer,
-            ckpt.meta.codec_config,
+            base.tokenizer,
+            fmt,
             generate,
             context=context,
             max_new_tokens=params.max_new_tokens,
+            max_prompt_length=params.max_prompt_length,
+            stop_ids=stop_ids,
+            generate_batch=generate_batch,
             seed=params.seed,
             name="policy",
         )
@@ -182,12 +210,12 @@ def build_trainer(params: GRPOParams, scratch: str, tasks: list[Task] | None = N
         reward_funcs=[verdict_reward],
         args=args,
         train_dataset=dataset,
-        processing_class=ckpt.tokenizer,
+        processing_class=base.tokenizer,
         rollout_func=make_rollout_func(rollouts, params.num_generations),
         peft_config=peft_config,
     )
     trainer_ref["trainer"] = trainer
-    return trainer, rollouts, ckpt
+    return trainer, rollouts, base
 
 
 def run_grpo(params: GRPOParams, out: Path, tasks: list[Task] | None = None) -> GRPOResult:
@@ -195,26 +223,24 @@ def run_grpo(params: GRPOParams, out: Path, tasks: list[Task] | None = None) -> 
     if params.threads:
         torch.set_num_threads(params.threads)
     with tempfile.TemporaryDirectory(prefix="agentloop-grpo-") as scratch:
-        trainer, rollouts, ckpt = build_trainer(params, scratch, tasks)
+        trainer, rollouts, base = build_trainer(params, scratch, tasks)
         with track("GRPO", None, "steps") as progress:
             trainer.add_callback(TrackerCallback(progress))
             result = trainer.train()
         model = trainer.model
         if params.lora.enabled:
             model = model.merge_and_unload()
-        model = model.to("cpu").float().eval()
         history = trainer.state.log_history
     rewards = [float(e["reward"]) for e in history if "reward" in e]
     stds = [float(e["reward_std"]) for e in history if "reward_std" in e]
     stats = dict(rollouts.stats)
     manifest = {"tasks": [{"path": str(p), "sha256": file_sha256(p)} for p in params.tasks], "rollouts": stats}
-    meta = CheckpointMeta.for_codec(
-        ckpt.meta.codec_config,
-        model=ckpt.meta.model,
+    base.save(
+        Path(out),
+        model,
         training={"kind": "grpo", **json.loads(params.model_dump_json()), "rewards": rewards},
         data_manifest=manifest,
         parent=str(params.base),
     )
-    save_checkpoint(out, model, ckpt.tokenizer, meta)
     log.info("GRPO: %d steps, rewards %s, rollouts %s", result.global_step, rewards, stats)
     return GRPOResult(out=Path(out), steps=int(result.global_step), rewards=rewards, reward_std=stds, stats=stats)

@@ -1,15 +1,19 @@
 """Episodes as GRPO samples: our own runner, the scripted user and the grader behind TRL's `rollout_func`.
 
-One GRPO sample is a whole episode. Its prompt is the system prompt and the customer's first message (up to the
-assistant header); its completion is everything after, rendered by the codec with the tokens the policy actually
-sampled in place of each assistant message; `env_mask` is 1 on those sampled tokens and 0 on user and tool
-tokens (and on an end-of-turn token the codec added where the policy did not stop by itself). The reward is the
-verdict: 1.0 if the grader passes the trial, else 0.0.
+One GRPO sample is a whole episode, kept token in, token out (`pipeline.train.transcript`): its prompt is the
+system prompt and the customer's first message up to the assistant header, in the checkpoint's chat format; its
+completion is everything after, with the ids the policy sampled in place. `env_mask` is 1 on those sampled tokens
+and 0 on user and tool tokens (and on an end-of-turn token added where the policy did not stop by itself);
+`logprobs` holds, per completion token, the sampling logprob of a sampled token (0.0 elsewhere), which TRL's
+importance-sampling correction compares with the trainer's own. The reward is the verdict: 1.0 if the grader
+passes the trial, else 0.0.
 
 Groups (the `num_generations` episodes of one task) are filled with care:
 
 - an episode lost to an infrastructure error (`InfrastructureError`, a crashed generator) is retried; a group
   that still cannot be completed is refilled with another task from the pool, never scored 0;
+- a task whose first prompt is longer than `max_prompt_length` is set aside for the run (counted in
+  `prompt_too_long`) and its group refilled; an episode whose context fills up ends there (`context_full`);
 - dynamic sampling: a group whose rewards have no variance carries no GRPO signal, so it is replaced by a group
   of another task from the pool (up to `max_resamples` tries); a group that cannot be replaced is kept with its
   `env_mask` zeroed, so it stays out of the loss and out of its normaliser (TRL's default `dapo` loss divides by
@@ -20,161 +24,58 @@ from __future__ import annotations
 
 import logging
 import random
-import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-import torch
-
-from pipeline.agents.codec import (
-    ENDOFTEXT,
-    IM_END,
-    CodecConfig,
-    decode_assistant,
-    encode_conversation,
-    parse_assistant,
-)
-from pipeline.agents.hf import episode_seed, sample
 from pipeline.dataset.task import Task
 from pipeline.grading.grader import grade
+from pipeline.rollout.batch import run_batched
 from pipeline.rollout.executor import trial_seed
 from pipeline.rollout.protocols import EpisodeInfo, InfrastructureError, User
 from pipeline.rollout.runner import Limits, run_episode
-from pipeline.rollout.trajectory import Message, Trajectory, Usage
+from pipeline.rollout.trajectory import Trajectory
+from pipeline.train.policy import (  # noqa: F401  (re-exported: the rollouts' public names)
+    Generate,
+    PolicyAgent,
+    PolicyEpisode,
+    PromptTooLongError,
+    local_generate,
+    score,
+    vllm_generate,
+    vllm_generate_batch,
+)
+from pipeline.train.transcript import Transcript
 from pipeline.world.retail.state import RetailWorld
-from pipeline.world.retail.tools import TOOLS
 
 log = logging.getLogger(__name__)
 
 
-class Generate(Protocol):
-    """Token ids for one assistant turn (the stop token included when reached)."""
-
-    def __call__(self, prompt_ids: list[int], max_new_tokens: int, generator: torch.Generator) -> list[int]: ...
-
-
-def local_generate(model: torch.nn.Module, stop_ids: set[int], temperature: float, top_p: float = 1.0) -> Generate:
-    """Sampling with the in-memory model (CPU, or the training GPU without vLLM); same sampler as the hf agent."""
-
-    def generate(prompt_ids: list[int], max_new_tokens: int, generator: torch.Generator) -> list[int]:
-        return sample(
-            model,
-            prompt_ids,
-            max_new_tokens=max_new_tokens,
-            stop_ids=stop_ids,
-            temperature=temperature,
-            top_p=top_p,
-            generator=generator,
-        )
-
-    return generate
-
-
-def vllm_generate(vllm_generation: Any) -> Generate:
-    """Sampling through TRL's vLLM engine (colocate or server mode); sampling settings come from GRPOConfig."""
-
-    def generate(prompt_ids: list[int], max_new_tokens: int, generator: torch.Generator) -> list[int]:
-        _, completion_ids, *_ = vllm_generation.generate(prompts=[prompt_ids], images=None, num_generations=1)
-        return list(completion_ids[0])[:max_new_tokens]
-
-    return generate
-
-
-class PolicyAgent:
-    """The agent being trained: renders with the codec, samples with `generate`, parses with the codec.
-
-    Unlike the `hf` backend it keeps, per episode, the exact ids it sampled for each assistant message.
-    """
-
-    def __init__(
-        self,
-        tokenizer: Any,
-        codec: CodecConfig,
-        generate: Generate,
-        *,
-        context: int,
-        max_new_tokens: int = 256,
-        seed: int = 0,
-        name: str = "policy",
-    ) -> None:
-        self.tokenizer, self.codec, self.generate = tokenizer, codec, generate
-        self.context, self.max_new_tokens, self.seed, self.name = context, max_new_tokens, seed, name
-        self.stop_ids = {tokenizer.convert_tokens_to_ids(t) for t in (IM_END, ENDOFTEXT)}
-        self.end_id = tokenizer.convert_tokens_to_ids(IM_END)
-
-    def start(self, info: EpisodeInfo) -> PolicyEpisode:
-        return PolicyEpisode(self, info)
-
-
-class PolicyEpisode:
-    def __init__(self, agent: PolicyAgent, info: EpisodeInfo) -> None:
-        self.agent, self.info = agent, info
-        self.generator = torch.Generator().manual_seed(episode_seed(agent.seed, info.seed))
-        self.sampled: list[list[int]] = []  # per assistant message, in order
-        self.turn = 0
-
-    def act(self, messages: list[Message]) -> Message:
-        a = self.agent
-        t0 = time.perf_counter()
-        prompt = encode_conversation(
-            messages, self.info.tools, self.info.policy, a.tokenizer, a.codec, add_generation_prompt=True
-        ).ids
-        room = min(a.max_new_tokens, a.context - len(prompt))
-        try:
-            ids = a.generate(prompt, room, self.generator) if room > 0 else []
-        except (RuntimeError, ConnectionError, TimeoutError) as exc:  # a crashed or unreachable generator
-            raise InfrastructureError(f"generation failed: {exc}") from exc
-        self.sampled.append(list(ids))
-        text = decode_assistant(a.tokenizer, [t for t in ids if t not in a.stop_ids])
-        message = parse_assistant(text, id_prefix=f"call_{self.turn}_")
-        self.turn += 1
-        message.usage = Usage(prompt_tokens=len(prompt), completion_tokens=len(ids), compute_s=time.perf_counter() - t0)
-        return message
-
-
 @dataclass
 class Sample:
-    """One finished episode as a GRPO sample."""
+    """One finished episode as a GRPO sample (`completion_ids`, `env_mask` and `logprobs` align)."""
 
     task_id: str
     prompt_ids: list[int]
     completion_ids: list[int]
     env_mask: list[int]
+    logprobs: list[float]
     reward: float
     trajectory: Trajectory
 
 
-def episode_sample(
-    traj: Trajectory, sampled: Sequence[Sequence[int]], policy: str, agent: PolicyAgent, reward: float
-) -> Sample:
-    """Split the codec rendering of an episode into prompt / completion, with the sampled ids and the env mask."""
-    assistant = [i for i, m in enumerate(traj.messages) if m.role == "assistant"]
-    completions = {}
-    for index, ids in zip(assistant, sampled, strict=True):
-        completions[index] = [t for t in ids if t not in agent.stop_ids]
-    enc = encode_conversation(
-        traj.messages, TOOLS.schemas(), policy, agent.tokenizer, agent.codec, completions=completions
-    )
-    mask = list(enc.assistant_mask)
-    # an end-of-turn token the codec added where the policy hit its token limit was not sampled: no loss on it
-    spans = enc.assistant_spans()
-    for (_, end), ids in zip(spans, sampled, strict=True):
-        if not ids or ids[-1] != agent.end_id:
-            mask[end - 1] = 0
-    first = next((i for i, m in enumerate(traj.messages) if m.role == "user"), 0)
-    head = encode_conversation(
-        traj.messages[: first + 1], TOOLS.schemas(), policy, agent.tokenizer, agent.codec, add_generation_prompt=True
-    ).ids
-    if enc.ids[: len(head)] != head:  # the codec guarantees prefix-stable rendering; never silently mis-split
-        raise AssertionError("episode rendering does not extend its prompt")
-    n = len(head)
-    return Sample(traj.task_id, head, enc.ids[n:], mask[n:], reward, traj)
+def episode_sample(traj: Trajectory, transcript: Transcript, end_id: int, reward: float) -> Sample:
+    """The episode's stream split into prompt and completion (never empty: TRL reads its last token)."""
+    completion, mask, logprobs = transcript.completion, list(transcript.mask), list(transcript.logprobs)
+    if not completion:
+        completion, mask, logprobs = [end_id], [0], [0.0]
+    return Sample(traj.task_id, transcript.ids[: transcript.prompt_len], completion, mask, logprobs, reward, traj)
 
 
 class RolloutStats(Counter):
-    """groups, episodes, zero_variance_replaced, unreplaceable, infra_retries, infra_refilled."""
+    """groups, episodes, zero_variance(_replaced), unreplaceable, infra_retries, infra_refilled, prompt_too_long,
+    context_full."""
 
 
 @dataclass
@@ -190,6 +91,7 @@ class EpisodeRollouts:
     max_infra_retries: int = 2
     seed: int = 0
     stats: RolloutStats = field(default_factory=RolloutStats)
+    too_long: set[str] = field(default_factory=set)  # tasks whose first prompt does not fit
     _episode: int = 0
 
     def __post_init__(self) -> None:
@@ -197,11 +99,12 @@ class EpisodeRollouts:
 
     # ---- one episode, one group -----------------------------------------------------------------------------
     def episode(self, agent: PolicyAgent, task: Task) -> Sample:
-        """One graded episode; raises InfrastructureError when it stays broken after the retries."""
+        """One graded episode; raises InfrastructureError when it stays broken after the retries, and
+        PromptTooLongError when the task's first prompt does not fit."""
         for attempt in range(self.max_infra_retries + 1):
             self._episode += 1
             trial = self._episode
-            episodes: list[PolicyEpisode] = []
+            episodes: dict[int, PolicyEpisode] = {}
             tracked = _Tracking(agent, episodes)
             traj = run_episode(
                 self.world,
@@ -213,16 +116,44 @@ class EpisodeRollouts:
                 limits=self.limits,
             )
             self.stats["episodes"] += 1
+            ep = episodes[trial]
+            _check_prompt(ep, task, agent)
+            if ep.ended:
+                self.stats[ep.ended] += 1
             if not traj.infra_error:
                 verdict = grade(self.world, task, traj, limits=self.limits)
                 if not verdict.infra_error:
-                    return episode_sample(traj, episodes[0].sampled, self.world.policy, agent, float(verdict.passed))
+                    return episode_sample(traj, ep.transcript, agent.end_id, float(verdict.passed))
             self.stats["infra_retries"] += 1
             log.warning("task %s: infrastructure error (attempt %d): %s", task.id, attempt + 1, traj.error)
         raise InfrastructureError(f"task {task.id}: episode failed {self.max_infra_retries + 1} times")
 
     def group(self, agent: PolicyAgent, task: Task, size: int) -> list[Sample]:
-        return [self.episode(agent, task) for _ in range(size)]
+        if agent.generate_batch is None:
+            return [self.episode(agent, task) for _ in range(size)]
+        return self._batched_group(agent, task, size)
+
+    def _batched_group(self, agent: PolicyAgent, task: Task, size: int) -> list[Sample]:
+        """The group's episodes in flight together, their turns sent to the engine in one call per step."""
+        trials = [self._episode + i + 1 for i in range(size)]
+        self._episode += size
+        episodes: dict[int, PolicyEpisode] = {}
+        tracked = _Tracking(agent, episodes)
+        jobs = [(task, trial) for trial in trials]
+        samples: dict[int, Sample] = {}
+        kw = {"seed": self.seed, "limits": self.limits, "retries": self.max_infra_retries, "width": size}
+        for r in run_batched(self.world, jobs, tracked, self.user, **kw):
+            self.stats["episodes"] += r.attempts
+            self.stats["infra_retries"] += r.attempts - 1
+            ep = episodes[r.trial]
+            _check_prompt(ep, task, agent)
+            if r.verdict.infra_error:
+                self.stats["infra_retries"] += 1
+                raise InfrastructureError(f"task {task.id}: episode failed {self.max_infra_retries + 1} times")
+            if ep.ended:
+                self.stats[ep.ended] += 1
+            samples[r.trial] = episode_sample(r.trajectory, ep.transcript, agent.end_id, float(r.verdict.passed))
+        return [samples[t] for t in trials]
 
     # ---- a generation batch ------------------------------------------------------------------------------------
     def fill(self, task_ids: Sequence[str], size: int) -> list[tuple[list[Sample], bool]]:
@@ -231,13 +162,9 @@ class EpisodeRollouts:
         used = set(task_ids)
         out = []
         for task_id in task_ids:
-            task, samples, tries = self.tasks[task_id], None, 0
+            task, tries = self.tasks[task_id], 0
             while True:
-                try:
-                    samples = self.group(agent, task, size)
-                except InfrastructureError:
-                    self.stats["infra_refilled"] += 1
-                    samples = None
+                samples = self._try_group(agent, task, size)
                 if samples is not None and len({s.reward for s in samples}) > 1:
                     out.append((samples, True))
                     break
@@ -250,28 +177,57 @@ class EpisodeRollouts:
                     out.append((samples, False))
                     break
                 tries += 1
-                task = self._draw(used)
+                task = self._draw(used, agent)
                 used.add(task.id)
                 if samples is not None:
                     self.stats["zero_variance_replaced"] += 1
             self.stats["groups"] += 1
         return out
 
-    def _draw(self, used: set[str]) -> Task:
-        fresh = [t for t in self.tasks if t not in used]
-        return self.tasks[self.rng.choice(fresh or list(self.tasks))]
+    def _try_group(self, agent: PolicyAgent, task: Task, size: int) -> list[Sample] | None:
+        if task.id in self.too_long:
+            return None
+        try:
+            return self.group(agent, task, size)
+        except PromptTooLongError as exc:
+            self.too_long.add(task.id)
+            self.stats["prompt_too_long"] += 1
+            log.warning("%s; the task is set aside for this run", exc)
+        except InfrastructureError:
+            self.stats["infra_refilled"] += 1
+        return None
+
+    def _draw(self, used: set[str], agent: PolicyAgent) -> Task:
+        pool = [t for t in self.tasks if t not in self.too_long]
+        if not pool:
+            raise PromptTooLongError(
+                f"GRPO: every task's first prompt is over max_prompt_length={agent.max_prompt_length} tokens"
+            )
+        fresh = [t for t in pool if t not in used]
+        return self.tasks[self.rng.choice(fresh or pool)]
+
+
+def _check_prompt(episode: PolicyEpisode, task: Task, agent: PolicyAgent) -> None:
+    if episode.ended == "prompt_too_long":
+        raise PromptTooLongError(
+            f"task {task.id}: the first prompt is {episode.transcript.prompt_len} tokens, over"
+            f" max_prompt_length={agent.max_prompt_length}"
+        )
 
 
 class _Tracking:
-    """Wraps the policy so the runner's episode object (with its sampled ids) can be read back."""
+    """Wraps the policy so the runner's episode objects (with their token streams) can be read back, by trial."""
 
-    def __init__(self, agent: PolicyAgent, episodes: list[PolicyEpisode]) -> None:
+    def __init__(self, agent: PolicyAgent, episodes: dict[int, PolicyEpisode]) -> None:
         self.agent, self.episodes, self.name = agent, episodes, agent.name
 
     def start(self, info: EpisodeInfo) -> PolicyEpisode:
         ep = self.agent.start(info)
-        self.episodes.append(ep)
+        self.episodes[info.trial] = ep  # a retried trial's latest attempt
         return ep
+
+    def decoder(self) -> Any:
+        return self.agent.decoder()
 
 
 def grouped(prompts: Sequence[str], size: int) -> list[str]:
@@ -290,7 +246,7 @@ def to_trl(groups: list[tuple[list[Sample], bool]]) -> dict[str, list]:
     out: dict[str, list] = {
         "prompt_ids": [],
         "completion_ids": [],
-        "logprobs": None,
+        "logprobs": [],
         "env_mask": [],
         "verdict_reward": [],
         "rollout_task_id": [],
@@ -301,6 +257,7 @@ def to_trl(groups: list[tuple[list[Sample], bool]]) -> dict[str, list]:
             out["prompt_ids"].append(s.prompt_ids)
             out["completion_ids"].append(s.completion_ids)
             out["env_mask"].append(s.env_mask if trainable else [0] * len(s.env_mask))
+            out["logprobs"].append(s.logprobs)
             out["verdict_reward"].append(s.reward)
             out["rollout_task_id"].append(s.task_id)
             out["trainable"].append(trainable)

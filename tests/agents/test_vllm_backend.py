@@ -44,3 +44,26 @@ def test_vllm_matches_the_hf_backend_greedy(tmp_path):
     ref = HFAgent(tmp_path, max_new_tokens=16).start(info).act(messages)
     assert ours.usage.prompt_tokens == ref.usage.prompt_tokens
     assert ours.raw == ref.raw
+
+
+@pytest.mark.gpu
+def test_vllm_batches_episodes_in_flight_and_refuses_an_over_long_prompt_per_trial(tmp_path):
+    pytest.importorskip("vllm")
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU")
+    from pipeline.agents.vllm_backend import VLLMAgent, VLLMConfig
+    from pipeline.rollout.batch import run_batched
+    from pipeline.rollout.runner import Limits
+    from pipeline.users.scripted import ScriptedUser
+    from tests.train.helpers import tasks, tiny_checkpoint, world
+
+    ckpt = tiny_checkpoint(tmp_path / "ckpt")
+    limits = Limits(max_turns=6, max_tool_calls=4, max_steps_per_turn=2)
+    jobs = [(t, 0) for t in tasks()[:8]]
+    agent = VLLMAgent(ckpt, VLLMConfig(max_tokens=16, gpu_memory_utilization=0.2))
+    results = list(run_batched(world(), jobs, agent, ScriptedUser(), limits=limits, width=8))
+    assert len(results) == 8 and not any(r.verdict.infra_error for r in results)
+    agent.context = 64  # as max_model_len=64 would set it, without a second engine in this process
+    refused = list(run_batched(world(), jobs[:2], agent, ScriptedUser(), limits=limits, width=2))
+    assert all(r.verdict.infra_error and "max_model_len" in r.trajectory.error for r in refused)

@@ -32,25 +32,25 @@ def template(name: str) -> str:
 def _qwen2(**kw: Any):
     from transformers import Qwen2Config
 
-    return Qwen2Config(**SHAPE, tie_word_embeddings=True, **kw)
+    return Qwen2Config(**{**SHAPE, "tie_word_embeddings": True, **kw})
 
 
 def _qwen3(**kw: Any):
     from transformers import Qwen3Config
 
-    return Qwen3Config(**SHAPE, head_dim=8, tie_word_embeddings=True, **kw)
+    return Qwen3Config(**{**SHAPE, "head_dim": 8, "tie_word_embeddings": True, **kw})
 
 
 def _llama(**kw: Any):
     from transformers import LlamaConfig
 
-    return LlamaConfig(**SHAPE, tie_word_embeddings=False, **kw)
+    return LlamaConfig(**{**SHAPE, "tie_word_embeddings": False, **kw})
 
 
 def _gemma3(**kw: Any):
     from transformers import Gemma3TextConfig
 
-    return Gemma3TextConfig(**SHAPE, head_dim=8, sliding_window=64, **kw)
+    return Gemma3TextConfig(**{**SHAPE, "head_dim": 8, "sliding_window": 64, **kw})
 
 
 @dataclass(frozen=True)
@@ -119,8 +119,11 @@ def build_tokenizer(family: Family, corpus: list[str], vocab_size: int = 2000) -
     )
 
 
-def build_checkpoint(family: Family, path: Path, corpus: list[str], seed: int = 0) -> Path:
-    """A random-weight checkpoint of `family` saved with save_pretrained (no agentloop.json)."""
+def build_checkpoint(
+    family: Family, path: Path, corpus: list[str], seed: int = 0, shape: dict[str, int] | None = None
+) -> Path:
+    """A random-weight checkpoint of `family` saved with save_pretrained (no agentloop.json); `shape` overrides
+    `SHAPE` (a GPU engine wants wider heads than the CPU tests need)."""
     from transformers import AutoModelForCausalLM
 
     tokenizer = build_tokenizer(family, corpus)
@@ -130,6 +133,7 @@ def build_checkpoint(family: Family, path: Path, corpus: list[str], seed: int = 
         eos_token_id=ids[family.eos],
         pad_token_id=ids[family.pad],
         bos_token_id=ids.get(family.bos) if family.bos else None,
+        **(shape or {}),
     )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)

@@ -3,13 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import signal
-import socket
-import subprocess
-import sys
-import time
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
@@ -24,69 +17,15 @@ from pipeline.tracking import (
     register_checkpoint,
 )
 from tests.tracking.conftest import make_summary
+from tests.tracking.server import serve_mlflow
 
 pytestmark = pytest.mark.slow
-
-STARTUP_S = 90
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
 def mlflow_server(tmp_path, mlflow_template) -> Iterator[str]:
-    """`mlflow server --workers 1` on a copy of the migrated store, in its own process group (killed as a group)."""
-    db = tmp_path / "server.db"
-    shutil.copy(mlflow_template, db)
-    port = _free_port()
-    env = dict(os.environ, MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false", MLFLOW_DISABLE_TELEMETRY="true")
-    log_path = tmp_path / "server.log"
-    cmd = [
-        sys.executable,
-        "-m",
-        "mlflow",
-        "server",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--workers",
-        "1",
-        "--backend-store-uri",
-        f"sqlite:///{db}",
-        "--artifacts-destination",
-        str(tmp_path / "served-artifacts"),
-    ]
-    with log_path.open("w") as log:
-        proc = subprocess.Popen(
-            cmd, env=env, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + STARTUP_S
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"mlflow server exited with {proc.returncode}:\n{log_path.read_text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"mlflow server not up after {STARTUP_S} s:\n{log_path.read_text()[-3000:]}")
-            time.sleep(0.2)
+    with serve_mlflow(tmp_path, mlflow_template) as url:
         yield url
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=15)
 
 
 def _get(url: str, path: str, **query) -> dict:

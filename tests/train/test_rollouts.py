@@ -44,7 +44,7 @@ class _ScriptedEpisode(PolicyEpisode):
             return super().act(messages)
         msg = self.oracle.act(messages) if self.plan == "pass" else Message(role="assistant", content=phrases.GOODBYE)
         ids = self.agent.tokenizer.encode(format_assistant(msg), add_special_tokens=False) + [self.agent.end_id]
-        self.agent.generate = lambda prompt, room, gen: ids
+        self.agent.generate = lambda prompt, room, gen: (ids, [-1.0] * len(ids))  # stand-in logprobs
         return super().act(messages)
 
 
