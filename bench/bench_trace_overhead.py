@@ -11,7 +11,6 @@ function the promote stage calls, into a fresh sqlite store, once per round; rou
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -19,6 +18,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from machine import write_results
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -75,8 +76,7 @@ def main() -> None:
         "store": "sqlite (fresh per round; the first trace search also runs the store's setup)",
         "machine": f"{platform.machine()} {os.cpu_count()} cpus, python {platform.python_version()}",
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    write_results(args.out, report)
     print(f"trace logging / measure = {report['trace_log_over_measure']} ({report['ms_per_trace']} ms per trace)")
     print(f"→ {args.out}")
 

@@ -19,12 +19,16 @@ def test_missing_vllm_is_a_clear_error(tmp_path):
         make_agent(f"vllm:{tmp_path}")
 
 
-@pytest.mark.gpu
-def test_vllm_matches_the_hf_backend_greedy(tmp_path):
+def _need_vllm_and_a_gpu() -> None:
     pytest.importorskip("vllm")
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("no CUDA GPU")
+
+
+@pytest.mark.gpu
+def test_vllm_matches_the_hf_backend_greedy(tmp_path):
+    _need_vllm_and_a_gpu()
     from pipeline.agents.hf import HFAgent
     from pipeline.agents.vllm_backend import VLLMAgent, VLLMConfig
     from pipeline.rollout.protocols import EpisodeInfo
@@ -48,10 +52,7 @@ def test_vllm_matches_the_hf_backend_greedy(tmp_path):
 
 @pytest.mark.gpu
 def test_vllm_batches_episodes_in_flight_and_refuses_an_over_long_prompt_per_trial(tmp_path):
-    pytest.importorskip("vllm")
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA GPU")
+    _need_vllm_and_a_gpu()
     from pipeline.agents.vllm_backend import VLLMAgent, VLLMConfig
     from pipeline.rollout.batch import run_batched
     from pipeline.rollout.runner import Limits
