@@ -3,9 +3,8 @@
 Each trial becomes one trace (pipeline.tracking.trace_spans), tagged with task, trial, template, iteration and
 run, linked to the stage run that measured it, grouped by task into a session (`mlflow.trace.session` =
 `iter-001/baseline/<task>`), with the verdict as feedback (pipeline.tracking.verdict_feedback). A batch is
-keyed by what it was made from, so a rerun of `promote` over the same files adds no duplicates.
-
-MLflow's tracing writes through its global tracking URI; it is set for the duration of a batch and restored.
+keyed by what it was made from, so a rerun of `promote` over the same files adds no duplicates. The traces go
+to the store in bulk (pipeline.tracking.trace_writer), not through MLflow's live-tracing client.
 """
 
 from __future__ import annotations
@@ -13,10 +12,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import time
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +22,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from pipeline.grading.failure_modes import FailureAnalysis
 from pipeline.grading.verdict import Verdict
 from pipeline.rollout.trajectory import Trajectory
-from pipeline.tracking.trace_spans import SpanSpec, trial_spans
-from pipeline.tracking.verdict_feedback import FeedbackSpec, verdict_feedback
+from pipeline.tracking.trace_spans import trial_spans
+from pipeline.tracking.trace_writer import TRACES_PER_CALL, BuiltTrace, build_trace, bulk_writes, write_traces
+from pipeline.tracking.verdict_feedback import verdict_feedback
 
 log = logging.getLogger(__name__)
 
@@ -34,13 +32,6 @@ SESSION = "mlflow.trace.session"
 USER = "mlflow.trace.user"
 SOURCE_RUN = "mlflow.sourceRun"
 BATCH_TAG = "agentloop.trace_batch"
-SPAN_BATCH = 512
-FLUSH_EVERY = 100  # traces; ~16 spans each stays below MLflow's span queue (2048) and write queue (1000)
-EXPORT_ENV = {
-    "MLFLOW_ENABLE_ASYNC_TRACE_LOGGING": "true",
-    "MLFLOW_USE_BATCH_SPAN_PROCESSOR": "true",
-    "MLFLOW_ASYNC_TRACE_LOGGING_MAX_SPAN_BATCH_SIZE": str(SPAN_BATCH),
-}
 
 
 class TraceInputError(ValueError):
@@ -112,30 +103,6 @@ def batch_key(run_dir: str | Path, role: str, run_key: str) -> str:
     return h.hexdigest()[:16]
 
 
-@contextmanager
-def tracking_uri(uri: str) -> Iterator[None]:
-    """MLflow's global tracking URI (which tracing exports to) set to ``uri`` for the block, then restored.
-
-    Inside, spans are exported in batches of `SPAN_BATCH` by MLflow's background writer (one store call per
-    batch instead of one per span); `log_trial_traces` drains the queues every `FLUSH_EVERY` traces, since
-    MLflow drops what overflows them."""
-    import mlflow
-
-    before = {k: os.environ.get(k) for k in ("MLFLOW_TRACKING_URI", *EXPORT_ENV)}
-    os.environ.update(EXPORT_ENV)
-    mlflow.set_tracking_uri(uri)  # also rebuilds the tracer provider, which reads EXPORT_ENV
-    try:
-        yield
-    finally:
-        mlflow.flush_trace_async_logging()
-        for k in EXPORT_ENV:
-            if before[k] is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = before[k]
-        mlflow.set_tracking_uri(before["MLFLOW_TRACKING_URI"])  # None unsets it again
-
-
 def trace_tags(trial: Trial, *, template: str | None, iteration: int, role: str, batch: str) -> dict[str, str]:
     a, v = trial.analysis, trial.verdict
     outcome = "infra_error" if v.infra_error else ("pass" if v.passed else "fail")
@@ -153,66 +120,11 @@ def trace_tags(trial: Trial, *, template: str | None, iteration: int, role: str,
     return {k: v for k, v in tags.items() if v != ""}
 
 
-def _start(spec: SpanSpec, parent, **kw):
-    import mlflow
-    from mlflow.entities import SpanStatusCode
-
-    span = mlflow.start_span_no_context(
-        spec.name,
-        span_type=spec.span_type,
-        parent_span=parent,
-        inputs=spec.inputs,
-        attributes={k: v for k, v in spec.attributes.items() if v is not None},
-        start_time_ns=spec.start_ns,
-        **kw,
-    )
-    if spec.outputs is not None:
-        span.set_outputs(spec.outputs)
-    return span, (SpanStatusCode.ERROR if spec.error else SpanStatusCode.OK)
-
-
-def _log_trace(
-    specs: list[SpanSpec], feedback: list[FeedbackSpec], tags: dict[str, str], metadata: dict[str, str], exp: str
-) -> str:
-    """Spans, then the feedback while the root is the active span: MLflow then keeps the assessments with the
-    trace and writes them in the same store call as the trace itself (not one call each)."""
-    from mlflow.tracing.provider import safe_set_span_in_context
-
-    root, root_status = _start(specs[0], None, tags=tags, metadata=metadata, experiment_id=exp)
-    live = [root]
-    for spec in specs[1:]:
-        span, status = _start(spec, live[spec.parent or 0])
-        live.append(span)
-        span.end(status=status, end_time_ns=spec.end_ns)
-    with safe_set_span_in_context(root):
-        for fb in feedback:
-            _log_feedback(root.trace_id, fb)
-    root.end(status=root_status, end_time_ns=specs[0].end_ns)
-    return root.trace_id
-
-
-def _log_feedback(trace_id: str, fb: FeedbackSpec) -> None:
-    import mlflow
-    from mlflow.entities import AssessmentError, AssessmentSource
-
-    mlflow.log_feedback(
-        trace_id=trace_id,
-        name=fb.name,
-        value=fb.value,
-        source=AssessmentSource(source_type=fb.source_type, source_id=fb.source_id),
-        error=AssessmentError(error_code=fb.error_code, error_message=fb.rationale) if fb.error_code else None,
-        rationale=None if fb.error_code else fb.rationale,
-        metadata=fb.metadata or None,
-    )
-
-
-def batch_trace_ids(experiment_id: str, batch: str) -> list[str]:
-    """The ids of the traces already logged for ``batch`` (under the global tracking URI)."""
-    from mlflow import MlflowClient
-
+def batch_trace_ids(client, experiment_id: str, batch: str) -> list[str]:
+    """The ids of the traces already logged for ``batch``."""
     ids, token = [], None
     while True:
-        page = MlflowClient().search_traces(
+        page = client.search_traces(
             locations=[experiment_id],
             filter_string=f"tags.`{BATCH_TAG}` = '{batch}'",
             max_results=500,
@@ -242,18 +154,21 @@ def log_trial_traces(
     trials = read_trials(run_dir)
     batch = batch_key(run_dir, role, run_key)
     templates = templates or {}
-    with tracking_uri(uri):
-        import mlflow
+    from mlflow import MlflowClient
+    from mlflow.tracking._tracking_service.utils import _get_store
 
-        already = batch_trace_ids(experiment_id, batch)
-        if len(already) >= len(trials):
-            log.info("traces of %s (%s) already logged: %d", run_dir, role, len(already))
-            return {"traces": len(already), "logged": 0, "seconds": time.perf_counter() - t0, "batch": batch}
-        if already:  # a batch cut short earlier: replaced whole, so no trial is there twice
-            log.warning("traces of %s: %d of %d there from before; logging again", run_dir, len(already), len(trials))
-            mlflow.MlflowClient().delete_traces(experiment_id, trace_ids=already)
-        now = base_s if base_s is not None else time.time()
-        for i, trial in enumerate(trials, start=1):
+    client, store = MlflowClient(uri), _get_store(uri)
+    already = batch_trace_ids(client, experiment_id, batch)
+    if len(already) >= len(trials):
+        log.info("traces of %s (%s) already logged: %d", run_dir, role, len(already))
+        return {"traces": len(already), "logged": 0, "seconds": time.perf_counter() - t0, "batch": batch}
+    if already:  # a batch cut short earlier: replaced whole, so no trial is there twice
+        log.warning("traces of %s: %d of %d there from before; logging again", run_dir, len(already), len(trials))
+        client.delete_traces(experiment_id, trace_ids=already)
+    now = base_s if base_s is not None else time.time()
+    chunk: list[BuiltTrace] = []
+    with bulk_writes(store):
+        for i, trial in enumerate(trials):
             traj = trial.trajectory
             tags = trace_tags(trial, template=templates.get(traj.task_id), iteration=iteration, role=role, batch=batch)
             metadata = {
@@ -261,12 +176,15 @@ def log_trial_traces(
                 USER: f"{traj.user}:{traj.persona}" if traj.persona else traj.user,
                 SOURCE_RUN: run_id,
             }
+            specs = trial_spans(traj, trial.timing, now)
             feedback = verdict_feedback(trial.verdict, trial.analysis)
-            _log_trace(trial_spans(traj, trial.timing, now), feedback, tags, metadata, experiment_id)
-            if i % FLUSH_EVERY == 0:
-                mlflow.flush_trace_async_logging()
-        mlflow.flush_trace_async_logging()
-        logged = len(batch_trace_ids(experiment_id, batch))
+            chunk.append(
+                build_trace(f"{batch}/{i}", specs, feedback, experiment_id=experiment_id, tags=tags, metadata=metadata)
+            )
+            if len(chunk) == TRACES_PER_CALL or i == len(trials) - 1:
+                write_traces(store, experiment_id, chunk)
+                chunk = []
+    logged = len(batch_trace_ids(client, experiment_id, batch))
     seconds = time.perf_counter() - t0
     if logged < len(trials):
         raise RuntimeError(f"traces of {run_dir}: only {logged} of {len(trials)} reached the store")

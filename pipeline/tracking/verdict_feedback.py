@@ -6,17 +6,16 @@ code (source CODE, id `agentloop.grader`); the judge, where one ran, is an LLM j
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.grading.failure_modes import FailureAnalysis
 from pipeline.grading.llm_judge import USAGE_NOTE
+from pipeline.grading.state_diff import count_by_kind
 from pipeline.grading.verdict import FieldDiff, Verdict
 
 GRADER = "agentloop.grader"
-DIFF_KINDS = ("wrong_value", "unrequested_change", "missing_change")
 MAX_DIFF_LINES = 20
 MAX_RATIONALE_CHARS = 4000
 
@@ -46,6 +45,15 @@ def diff_line(d: FieldDiff) -> str:
     return f"{d.kind} {d.table}[{d.key}].{d.path}: expected {d.expected!r}, got {d.actual!r}"
 
 
+def diff_summary(counts: dict[str, int]) -> str:
+    """The state diff as one short text the trace table can show (a mapping would show as an object there).
+
+    >>> diff_summary({"wrong_value": 2, "unrequested_change": 0, "missing_change": 1})
+    '2 wrong_value, 1 missing_change'
+    """
+    return ", ".join(f"{n} {kind}" for kind, n in counts.items() if n) or "no difference"
+
+
 def _judge(verdict: Verdict) -> FeedbackSpec | None:
     c = verdict.component("judge")
     if c is None or "no judge configured" in c.notes:
@@ -62,7 +70,8 @@ def _judge(verdict: Verdict) -> FeedbackSpec | None:
 
 def verdict_feedback(verdict: Verdict, analysis: FailureAnalysis | None) -> list[FeedbackSpec]:
     """`passed` for every trial; `failure_modes` and `dominant_failure_mode` for a failed one; `state_diff`
-    (counts by kind, the differing fields as rationale) for every graded one; `judge` where a judge ran."""
+    (a one-line summary, counts by kind in metadata, the differing fields as rationale) for every graded one;
+    `judge` where a judge ran."""
     if verdict.infra_error:
         return [
             FeedbackSpec(
@@ -87,16 +96,20 @@ def verdict_feedback(verdict: Verdict, analysis: FailureAnalysis | None) -> list
         )
         if analysis.dominant:
             out.append(FeedbackSpec(name="dominant_failure_mode", value=analysis.dominant, metadata=meta))
-    counts = Counter(d.kind for d in verdict.diffs)
+    counts = count_by_kind(verdict.diffs)
     lines = [diff_line(d) for d in verdict.diffs[:MAX_DIFF_LINES]]
     if len(verdict.diffs) > MAX_DIFF_LINES:
         lines.append(f"… and {len(verdict.diffs) - MAX_DIFF_LINES} more")
     out.append(
         FeedbackSpec(
             name="state_diff",
-            value={kind: counts.get(kind, 0) for kind in DIFF_KINDS},
+            value=diff_summary(counts),
             rationale=_clip("\n".join(lines)) if lines else "final state matches the expected state",
-            metadata={"final_hash": verdict.final_hash, "expected_hash": verdict.expected_hash},
+            metadata={
+                **{kind: str(n) for kind, n in counts.items()},
+                "final_hash": verdict.final_hash,
+                "expected_hash": verdict.expected_hash,
+            },
         )
     )
     if judged := _judge(verdict):

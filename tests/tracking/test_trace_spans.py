@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pipeline.grading.failure_modes import FailureAnalysis
+from pipeline.grading.state_diff import DIFF_KINDS
 from pipeline.grading.verdict import ComponentResult, FieldDiff, Verdict
 from pipeline.rollout.trajectory import Message, ToolCall, Trajectory, Usage
 from pipeline.tracking.trace_spans import trial_spans
@@ -82,7 +83,12 @@ def test_feedback_of_a_failed_passed_and_lost_trial():
     assert list(fb) == ["passed", "failure_modes", "dominant_failure_mode", "state_diff", "judge"]
     assert fb["passed"].value is False and fb["passed"].rationale == "state: 1 field differs"
     assert fb["failure_modes"].value == ["invention", "misread"] and fb["failure_modes"].rationale == "invention: m 3"
-    assert fb["state_diff"].value == {"wrong_value": 1, "unrequested_change": 0, "missing_change": 0}
+    assert fb["state_diff"].value == "1 wrong_value"
+    assert {k: fb["state_diff"].metadata[k] for k in DIFF_KINDS} == {
+        "wrong_value": "1",
+        "unrequested_change": "0",
+        "missing_change": "0",
+    }
     assert fb["state_diff"].rationale == "wrong_value orders[#W1].status: expected 'cancelled', got 'pending'"
     assert (fb["judge"].value, fb["judge"].source_type, fb["judge"].rationale) == (False, "LLM_JUDGE", "tone: curt")
 

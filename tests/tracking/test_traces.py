@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 
 import mlflow
 import pytest
@@ -12,7 +13,8 @@ import pytest
 from pipeline.dataset.io import read_tasks, write_tasks
 from pipeline.measure import MeasureConfig, measure
 from pipeline.synth.templates import generate_tasks
-from pipeline.tracking.traces import TraceInputError, batch_trace_ids, log_trial_traces, read_trials, tracking_uri
+from pipeline.tracking.trace_spans import trial_spans
+from pipeline.tracking.traces import TraceInputError, batch_trace_ids, log_trial_traces, read_trials
 from pipeline.world.registry import load_world
 
 WORLD = "gen-11-12x40x80"
@@ -94,8 +96,12 @@ def test_each_trial_is_a_trace_with_spans_tags_session_and_verdict(tracking, mea
         feedback = {a.name: a for a in trace.info.assessments}
         assert feedback["passed"].value is trial.verdict.passed
         assert feedback["passed"].source.source_id == "agentloop.grader"
-        assert set(feedback["state_diff"].value) == {"wrong_value", "unrequested_change", "missing_change"}
-        assert sum(feedback["state_diff"].value.values()) == len(trial.verdict.diffs)
+        diff = feedback["state_diff"]
+        assert isinstance(diff.value, str)  # a mapping shows as [object Object] in the trace table
+        counts = {k: int(diff.metadata[k]) for k in ("wrong_value", "unrequested_change", "missing_change")}
+        assert sum(counts.values()) == len(trial.verdict.diffs)
+        assert (diff.value == "no difference") == (not trial.verdict.diffs)
+        assert all(f"{n} {k}" in diff.value for k, n in counts.items() if n)
         if not trial.verdict.passed and trial.analysis and trial.analysis.modes:
             assert feedback["failure_modes"].value == trial.analysis.modes
             assert feedback["dominant_failure_mode"].value == trial.analysis.dominant
@@ -137,11 +143,27 @@ def test_a_rerun_adds_nothing_and_a_cut_short_batch_is_replaced_whole(tracking, 
     first = _log(tracking, exp, run_id, run_dir)
     again = _log(tracking, exp, run_id, run_dir)
     assert (again["traces"], again["logged"], again["batch"]) == (16, 0, first["batch"])
-    with tracking_uri(tracking.tracking_uri):
-        ids = batch_trace_ids(exp, first["batch"])
-        client.delete_traces(exp, trace_ids=ids[:5])
+    ids = batch_trace_ids(client, exp, first["batch"])
+    client.delete_traces(exp, trace_ids=ids[:5])
     redo = _log(tracking, exp, run_id, run_dir)
     assert redo["logged"] == 16 and len(client.search_traces(locations=[exp], max_results=100)) == 16
+    assert sorted(batch_trace_ids(client, exp, first["batch"])) == sorted(ids)  # ids follow from the files
+
+
+def test_every_span_reaches_the_store_and_sqlite_is_left_in_wal_mode(tracking, measured):
+    run_dir, _ = measured
+    client, exp, run_id = _store(tracking)
+    _log(tracking, exp, run_id, run_dir)
+    expected = {
+        (t.trajectory.task_id, t.trajectory.trial): len(trial_spans(t.trajectory)) for t in read_trials(run_dir)
+    }
+    traces = client.search_traces(locations=[exp], max_results=100)
+    got = {(t.info.tags["agentloop.task"], int(t.info.tags["agentloop.trial"])): len(t.data.spans) for t in traces}
+    assert got == expected
+    assert all(t.info.request_preview and t.info.state.value in ("OK", "ERROR") for t in traces)
+    db = tracking.tracking_uri.removeprefix("sqlite:///")
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
 def test_unreadable_measurement_files_name_file_and_line(tmp_path, measured):
