@@ -24,7 +24,7 @@ from pipeline.synth.templates import generate_tasks
 from pipeline.tracking import IterationTracker, TrackingConfig
 from pipeline.tracking.traces import read_trials
 from pipeline.world.registry import load_world
-from tests.needs import need_tool
+from tests.needs import need_module, need_tool
 from tests.tracking.server import serve_mlflow
 
 pytestmark = pytest.mark.slow
@@ -228,3 +228,57 @@ def test_the_ui_shows_the_iterations_and_their_traces(served, tmp_path):
     sessions = {t.info.trace_metadata["mlflow.trace.session"] for t in _all(client, exp)}
     assert any(s in traces_page for s in sessions)  # the Session column
     assert "agentloop.outcome" in traces_page and "dominant_failure_mode" in traces_page
+
+
+def test_in_the_ui_a_user_filters_failed_trials_of_one_mode_and_reads_one(served, tmp_path):
+    """Clicked through in a real browser, as a user would: Filters → Feedback → dominant_failure_mode = <mode>,
+    then open a trace; the rows are exactly the trials the verdict files give, the trace shows the conversation
+    and tool calls, and the state-diff feedback reads as text."""
+    url, logged = served
+    exp = logged["experiment_id"]
+    chromium = need_tool("chromium", "chromium-browser", install="apt-get install chromium")
+    sync_api = need_module("playwright.sync_api", install="pip install playwright")
+    dominant: dict[str, list] = {}
+    for run_dir in logged["runs"].values():
+        for trial in read_trials(run_dir):
+            if not trial.verdict.passed and trial.analysis and trial.analysis.dominant:
+                dominant.setdefault(trial.analysis.dominant, []).append(trial)
+    mode, trials = max(dominant.items(), key=lambda kv: len(kv[1]))
+    assert len(trials) <= 25, "the check reads one page of the table"
+    client = MlflowClient(tracking_uri=url)
+    want = {t.info.trace_id for t in _all(client, exp, f"feedback.dominant_failure_mode = '{mode}'")}
+    assert len(want) == len(trials)
+
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-dev-shm-usage"])
+        try:
+            page = browser.new_page(viewport={"width": 1600, "height": 1000})
+            page.set_default_timeout(60_000)
+            page.goto(f"{url}/#/experiments/{exp}/traces")
+            page.locator("input[aria-label^='Select trace tr-']").first.wait_for()
+            try:  # a first-visit tip that holds the focus
+                page.get_by_role("button", name="Got it").click(timeout=10_000)
+            except sync_api.TimeoutError:
+                pass
+            page.get_by_role("button", name="Filters").click()
+            page.get_by_role("combobox", name="Filter field").click()
+            page.get_by_role("option", name="Feedback", exact=True).click()
+            page.get_by_role("combobox", name="Filter key").click()
+            page.get_by_role("option", name="dominant_failure_mode", exact=True).click()
+            page.get_by_label("Filter value").fill(mode)
+            page.get_by_role("button", name="Apply filters").click()
+            page.get_by_text(f"{len(want)} of ").wait_for()  # the table's count line
+            boxes = page.locator("input[aria-label^='Select trace tr-']")
+            shown = {b.get_attribute("aria-label").removeprefix("Select trace ") for b in boxes.all()}
+            assert shown == want
+            page.screenshot(path=str(tmp_path / "filtered.png"))
+
+            first = sorted(trials, key=lambda t: (t.trajectory.task_id, t.trajectory.trial))[0].trajectory
+            opening = next(m.content for m in first.messages if m.role == "user")
+            page.get_by_text(opening[:40]).first.click()
+            page.get_by_text(f"{first.task_id} #{first.trial}").first.wait_for()
+            text = page.locator("body").inner_text()
+            assert all(c.name in text for c in first.tool_calls())  # the tool-call spans and the chat view
+            assert "[object Object]" not in text
+        finally:
+            browser.close()
