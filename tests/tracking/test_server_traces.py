@@ -5,6 +5,7 @@ logged, each with a measure and a remeasure stage run."""
 
 from __future__ import annotations
 
+import contextlib
 import html
 import re
 import subprocess
@@ -256,10 +257,8 @@ def test_in_the_ui_a_user_filters_failed_trials_of_one_mode_and_reads_one(served
             page.set_default_timeout(60_000)
             page.goto(f"{url}/#/experiments/{exp}/traces")
             page.locator("input[aria-label^='Select trace tr-']").first.wait_for()
-            try:  # a first-visit tip that holds the focus
+            with contextlib.suppress(sync_api.TimeoutError):  # a first-visit tip that holds the focus
                 page.get_by_role("button", name="Got it").click(timeout=10_000)
-            except sync_api.TimeoutError:
-                pass
             page.get_by_role("button", name="Filters").click()
             page.get_by_role("combobox", name="Filter field").click()
             page.get_by_role("option", name="Feedback", exact=True).click()
