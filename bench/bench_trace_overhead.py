@@ -1,11 +1,13 @@
 """Trace-logging overhead: the time `promote` spends logging a measurement's trials as MLflow traces, against the
 time of the measure itself, on the same 800-trial run (200 tasks × 4 trials, the loop's default shape).
 
-The measure runs a scripted flawed agent (no model: the cheapest measure there is, so the ratio is an upper
-bound on what the traces add to a loop with a model). The traces then go through `log_trial_traces`, the
-function the promote stage calls, into a fresh sqlite store, once per round; rounds take turns with a measure.
+By default the measure runs a scripted flawed agent (no model: the cheapest measure there is, so the ratio is
+an upper bound on what the traces add); `--agent hf:models/embedded,temperature=0.7 --world gen-101` measures
+the loop's own baseline (the embedded model on the held-out world). The traces then go through
+`log_trial_traces`, the function the promote stage calls, into a fresh sqlite store, once per round; rounds
+take turns with a measure.
 
-    python bench/bench_trace_overhead.py [--tasks 200] [--trials 4] [--rounds 2]
+    python bench/bench_trace_overhead.py [--tasks 200] [--trials 4] [--rounds 2] [--agent SPEC] [--world REF]
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ def main() -> None:
     ap.add_argument("--tasks", type=int, default=200)
     ap.add_argument("--trials", type=int, default=4)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--agent", default=AGENT, help="agent spec to measure (default: a scripted flawed agent)")
+    ap.add_argument("--world", default=WORLD, help="world reference the tasks come from")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "trace_overhead.json")
     args = ap.parse_args()
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
@@ -47,11 +51,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         tasks = root / "tasks.jsonl"
-        write_tasks(tasks, generate_tasks(load_world(WORLD), args.tasks, seed=0))
+        write_tasks(tasks, generate_tasks(load_world(args.world), args.tasks, seed=0))
         for r in range(args.rounds):
             run_dir = root / f"run{r}"
             t0 = time.perf_counter()
-            measure(MeasureConfig(world=WORLD, tasks=tasks, agent=AGENT, trials=args.trials, resamples=200), run_dir)
+            config = MeasureConfig(world=args.world, tasks=tasks, agent=args.agent, trials=args.trials, resamples=200)
+            measure(config, run_dir)
             measures.append(time.perf_counter() - t0)
             config = TrackingConfig(tracking_uri=f"sqlite:///{root / f'store{r}.db'}")
             client = config.client()
@@ -65,8 +70,8 @@ def main() -> None:
     m, t = statistics.median(measures), statistics.median(traces)
     report = {
         "trials": args.tasks * args.trials,
-        "world": WORLD,
-        "agent": AGENT,
+        "world": args.world,
+        "agent": args.agent,
         "measure_s": [round(x, 3) for x in measures],
         "trace_log_s": [round(x, 3) for x in traces],
         "median_measure_s": round(m, 3),
