@@ -27,7 +27,7 @@ TOPICS = {
     "update_baggages": ["payment_method"],
 }
 VERBS = {
-    "book": "book a reservation",
+    "book": "book a reservation and update your profile with it",
     "cancel": "cancel reservation",
     "update_flights": "change the flights of reservation",
     "update_baggages": "update the checked bags of reservation",

@@ -89,7 +89,7 @@ def book(ctx: Ctx, user: User, rng: random.Random, exclude: set[str]) -> Draft |
         + f", in {cabin.replace('_', ' ')}, {who}.",
         details={
             "bags": f"{bags} checked bag{'' if bags == 1 else 's'} in total.",
-            "insurance": "Yes, I'd like travel insurance." if insurance == "yes" else "No insurance, thanks.",
+            "insurance": "I would like travel insurance." if insurance == "yes" else "No insurance, thanks.",
             "payment_method": _pay_said(user, method),
         },
     )
@@ -217,7 +217,7 @@ def add_bags(ctx: Ctx, user: User, rng: random.Random, exclude: set[str]) -> Dra
         reads.append(act("calculate", expression=f"{total} - {ctx.allowance(user, res.cabin, n)}"))
     if fee:
         reads.append(act("calculate", expression=f"{BAG_FEE} * {nonfree - res.nonfree_baggages}"))
-    bags = "a checked bag" if k == 1 else "2 checked bags"
+    bags = f"{k} checked bag{'s' if k > 1 else ''}"
     req = Request(
         intent="update_baggages",
         utterance=f"I'd like to add {bags} to my reservation {rid}.",
