@@ -76,6 +76,16 @@ def _whole(spec: str, key: str, value: float) -> int:
     return int(value)
 
 
+class FromDomain:
+    """Builds a domain's scripted agent from one of its capabilities (a plain object, so it pickles for Ray)."""
+
+    def __init__(self, capability: str, needed_for: str, *args, **kwargs) -> None:
+        self.capability, self.needed_for, self.args, self.kwargs = capability, needed_for, args, kwargs
+
+    def __call__(self, domain) -> Agent:
+        return domain.require(self.capability, needed_for=self.needed_for)(*self.args, **self.kwargs)
+
+
 class ByDomain:
     """A scripted agent (the oracle, a flawed agent) that plays each episode with its world's domain's own
     (`Domain.oracle` / `Domain.flaws`); `default` is the one built for the default domain, whose name and
@@ -105,7 +115,7 @@ def make_agent(spec: str) -> Agent:
     if kind in ("oracle", "scripted") and not body:
         from pipeline.agents.scripted import OracleAgent
 
-        return ByDomain(OracleAgent(), lambda d: d.require("oracle", needed_for=f"agent {spec!r}")())
+        return ByDomain(OracleAgent(), FromDomain("oracle", f"agent {spec!r}"))
     if kind == "flawed":
         from pydantic import ValidationError
 
@@ -116,7 +126,7 @@ def make_agent(spec: str) -> Agent:
         rates = settings or {m: DEFAULT_FLAW_RATE for m in ("plan_adherence", "invention", "misread")}
         try:
             flawed = FlawedAgent(FlawConfig(rates=rates, seed=seed))
-            return ByDomain(flawed, lambda d: d.require("flaws", needed_for=f"agent {spec!r}")(rates, seed=seed))
+            return ByDomain(flawed, FromDomain("flaws", f"agent {spec!r}", rates, seed=seed))
         except ValidationError as exc:
             raise UnknownAgentError(f"agent {spec!r}: {exc.errors()[0]['msg']}") from None
     if kind == "hf" and body:
