@@ -1,14 +1,18 @@
 """Proof against planted truth: does the failure-mode classifier recover the flaws a flawed agent planted?
 
-A seeded generated world (default size: 50 products, 500 users, 1000 orders), `--tasks` template tasks, each
-run `--trials` times by the flawed scripted agent with every mode planted at `--rate`. Each trial is graded
-and analysed (`pipeline.grading.failure_modes.analyze`, which sees only the trajectory, its world log and the
-verdict); the modes it names are then compared with the modes the agent planted (`FlawedAgent.planted`).
+A domain's world (`--domain retail`, the default: a seeded generated world of 50 products, 500 users, 1000 orders;
+`--domain airline`: τ²-bench airline's database, ../shared/tau2_airline), `--tasks` of the domain's generated
+evaluation tasks (its `tasks` capability), each run `--trials` times by the domain's flawed scripted agent (its
+`flaws` capability) with every mode planted at `--rate`, against the scripted customer in the domain's phrasing.
+Each trial is graded and analysed (`pipeline.grading.failure_modes.analyze`, which sees only the trajectory, its
+world log and the verdict); the modes it names are then compared with the modes the agent planted (`planted`).
 Reported: per-mode precision and recall, the planted-vs-detected confusion matrix (every pair per trial,
 'none' for an empty side), dominant-mode accuracy, per-variant recall, how many failed trials had no mode
-evidence, signatures and the looked-complete share. Written to bench/results/failure_modes.json.
+evidence, signatures and the looked-complete share, and how many tasks the domain's oracle passes (one trial each).
+Written to bench/results/failure_modes.json (retail) or failure_modes_<domain>.json.
 
-    python bench/bench_failure_modes.py [--tasks 240] [--trials 4] [--rate 0.25] [--seed 0]
+    python bench/bench_failure_modes.py [--domain retail] [--world REF] [--tasks 240] [--trials 4] [--rate 0.25]
+                                        [--seed 0]
 """
 
 from __future__ import annotations
@@ -19,17 +23,16 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from pipeline.agents.flawed import FlawConfig, FlawedAgent
 from pipeline.grading.failure_modes import FAILURE_MODES, SIGNATURES, analyze
 from pipeline.grading.grader import grade
 from pipeline.grading.mode_recovery import format_report, score
 from pipeline.rollout.runner import run_episode
-from pipeline.synth import generate_tasks
 from pipeline.users.scripted import ScriptedUser
-from pipeline.world.retail.generator import GeneratorConfig, generate_world
+from pipeline.world.registry import load_world, resolve_domain
 
 ROOT = Path(__file__).resolve().parents[1]
 MIN_SCORE = 0.9
+DEFAULT_WORLDS = {"retail": "gen-{seed}", "airline": str(ROOT.parent / "shared" / "tau2_airline")}
 
 
 def main() -> None:
@@ -38,12 +41,22 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=4)
     parser.add_argument("--rate", type=float, default=0.25, help="Planting rate of every mode.")
     parser.add_argument("--seed", type=int, default=0, help="World, task and planting seed.")
-    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "failure_modes.json")
+    parser.add_argument("--domain", default="retail", help="retail, airline or module:attribute.")
+    parser.add_argument("--world", default=None, help="World reference (default: the domain's, see above).")
+    parser.add_argument("--out", type=Path, default=None, help="Default: bench/results/failure_modes[_DOMAIN].json.")
     args = parser.parse_args()
 
-    world = generate_world(GeneratorConfig(seed=args.seed))
-    tasks = generate_tasks(world, args.tasks, seed=args.seed)
-    agent = FlawedAgent(FlawConfig(rates=dict.fromkeys(FAILURE_MODES, args.rate), seed=args.seed))
+    domain = resolve_domain(args.domain)
+    ref = args.world or DEFAULT_WORLDS.get(domain.name, "").format(seed=args.seed)
+    if not ref:
+        raise SystemExit(f"domain {domain.name!r} has no default world: give --world")
+    suffix = "" if domain.name == "retail" else f"_{domain.name}"
+    out = args.out or ROOT / "bench" / "results" / f"failure_modes{suffix}.json"
+    world = load_world(ref, args.domain)
+    need = "the failure-mode proof"
+    tasks = domain.require("tasks", needed_for=need)(world, args.tasks, seed=args.seed)
+    agent = domain.require("flaws", needed_for=need)(dict.fromkeys(FAILURE_MODES, args.rate), seed=args.seed)
+    oracle = domain.require("oracle", needed_for=need)()
     rows, signatures, variants = [], Counter(), defaultdict(lambda: [0, 0])
     looked_complete = planted_but_passed = 0
     run_s = analyze_s = 0.0
@@ -66,6 +79,7 @@ def main() -> None:
                 variants[variant][0] += 1
                 variants[variant][1] += mode in analysis.modes
 
+    oracle_failed = [t.id for t in tasks if not grade(world, t, run_episode(world, t, oracle, ScriptedUser())).passed]
     report = score(rows, FAILURE_MODES)
     failed = report.failed_trials
     result = {
@@ -81,7 +95,10 @@ def main() -> None:
         "planted_but_passed": planted_but_passed,
         "signatures": {s: signatures[s] for s in SIGNATURES},
         "looked_complete_share_of_failed": round(looked_complete / failed, 4) if failed else 0.0,
+        "oracle_passed": len(tasks) - len(oracle_failed),
+        "oracle_failed": oracle_failed,
         "episode_and_grade_s": round(run_s, 2),
+        "ms_per_trial": round(1000 * run_s / max(1, len(rows)), 3),
         "analyze_ms_per_trial": round(1000 * analyze_s / max(1, len(rows)), 3),
     }
     print(f"{len(tasks)} tasks x {args.trials} trials on {world.name}, every mode planted at {args.rate}\n")
@@ -89,10 +106,11 @@ def main() -> None:
     print("\nper variant: " + ", ".join(f"{v} {d}/{n}" for v, (n, d) in sorted(variants.items())))
     print(f"planted trials the verdict passed anyway: {planted_but_passed}")
     print(f"signatures of failed trials: {dict(signatures)}; looked complete {looked_complete}/{failed}")
-    print(f"analyze: {result['analyze_ms_per_trial']} ms per trial")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    print(f"oracle passed {result['oracle_passed']}/{len(tasks)} tasks")
+    print(f"episode and grade: {result['ms_per_trial']} ms per trial; analyze: {result['analyze_ms_per_trial']} ms")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {out}")
     weak = [m for m, s in report.per_mode.items() if min(s.precision, s.recall) < MIN_SCORE]
     if weak:
         raise SystemExit(f"precision or recall below {MIN_SCORE} for: {', '.join(weak)}")

@@ -102,13 +102,19 @@ def tasks_generate(
     n: int = typer.Option(100, min=1, help="Number of tasks."),
     seed: int = typer.Option(0),
     out: Path = typer.Option(..., help="Output tasks.jsonl."),
+    domain: str = typer.Option(None, help="Domain: retail, airline or module:attribute (default: from the world)."),
 ) -> None:
-    """Generate verified tasks (gold end state reachable) grounded in a world."""
+    """Generate verified tasks (gold end state reachable) grounded in a world, with its domain's task generator."""
     from pipeline.dataset.io import write_tasks
-    from pipeline.synth.templates import generate_tasks
+    from pipeline.world.domain import DomainCapabilityError
     from pipeline.world.registry import load_world
 
-    tasks = generate_tasks(load_world(world), n, seed=seed)
+    loaded = load_world(world, domain)
+    try:
+        generate_tasks = loaded.domain.require("tasks", needed_for="agentloop tasks generate")
+    except DomainCapabilityError as exc:
+        _fail(str(exc))
+    tasks = generate_tasks(loaded, n, seed=seed)
     write_tasks(out, tasks)
     console.print(f"{len(tasks)} tasks → {out}")
 
@@ -576,15 +582,18 @@ def _summary_table(summary) -> Table:
 
 
 def _scripted_agent(name: str, flaw_rate: float, seed: int):
+    """The oracle or a flawed agent; each episode is played by its world's domain's own (`ByDomain`)."""
+    from pipeline.agents.registry import ByDomain, FromDomain
     from pipeline.agents.scripted import OracleAgent
 
     if name == "oracle":
-        return OracleAgent()
+        return ByDomain(OracleAgent(), FromDomain("oracle", "the oracle agent"))
     if name == "flawed":
         from pipeline.agents.flawed import FlawConfig, FlawedAgent
 
         rates = {m: flaw_rate for m in ("plan_adherence", "invention", "misread")}
-        return FlawedAgent(FlawConfig(rates=rates, seed=seed))
+        flawed = FlawedAgent(FlawConfig(rates=rates, seed=seed))
+        return ByDomain(flawed, FromDomain("flaws", "the flawed agent", rates, seed=seed))
     _fail(f"unknown agent {name!r}: choose 'oracle' or 'flawed'")
 
 

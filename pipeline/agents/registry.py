@@ -76,12 +76,46 @@ def _whole(spec: str, key: str, value: float) -> int:
     return int(value)
 
 
+class FromDomain:
+    """Builds a domain's scripted agent from one of its capabilities (a plain object, so it pickles for Ray)."""
+
+    def __init__(self, capability: str, needed_for: str, *args, **kwargs) -> None:
+        self.capability, self.needed_for, self.args, self.kwargs = capability, needed_for, args, kwargs
+
+    def __call__(self, domain) -> Agent:
+        return domain.require(self.capability, needed_for=self.needed_for)(*self.args, **self.kwargs)
+
+
+class ByDomain:
+    """A scripted agent (the oracle, a flawed agent) that plays each episode with its world's domain's own
+    (`Domain.oracle` / `Domain.flaws`); `default` is the one built for the default domain, whose name and
+    attributes (`planted`, ...) it shows."""
+
+    def __init__(self, default: Agent, make) -> None:
+        self.default, self._make, self._agents = default, make, {}
+        self.name = default.name
+
+    def start(self, info):
+        if info.domain is None:
+            return self.default.start(info)
+        if info.domain not in self._agents:
+            from pipeline.world.registry import resolve_domain
+
+            self._agents[info.domain] = self._make(resolve_domain(info.domain))
+        return self._agents[info.domain].start(info)
+
+    def __getattr__(self, name: str):
+        if name.startswith("_") or name == "default":
+            raise AttributeError(name)
+        return getattr(self.default, name)
+
+
 def make_agent(spec: str) -> Agent:
     kind, _, body = spec.partition(":")
     if kind in ("oracle", "scripted") and not body:
         from pipeline.agents.scripted import OracleAgent
 
-        return OracleAgent()
+        return ByDomain(OracleAgent(), FromDomain("oracle", f"agent {spec!r}"))
     if kind == "flawed":
         from pydantic import ValidationError
 
@@ -91,7 +125,8 @@ def make_agent(spec: str) -> Agent:
         seed = _whole(spec, "seed", settings.pop("seed", 0))
         rates = settings or {m: DEFAULT_FLAW_RATE for m in ("plan_adherence", "invention", "misread")}
         try:
-            return FlawedAgent(FlawConfig(rates=rates, seed=seed))
+            flawed = FlawedAgent(FlawConfig(rates=rates, seed=seed))
+            return ByDomain(flawed, FromDomain("flaws", f"agent {spec!r}", rates, seed=seed))
         except ValidationError as exc:
             raise UnknownAgentError(f"agent {spec!r}: {exc.errors()[0]['msg']}") from None
     if kind == "hf" and body:

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 Persona = Literal["terse", "chatty", "formal", "anxious"]
 PERSONAS: tuple[str, ...] = Persona.__args__  # type: ignore[attr-defined]
+# Retail's request intents (pipeline.world.retail); a request's intent is any domain's word, e.g. airline 'book'.
 Intent = Literal[
     "cancel",
     "modify_address",
@@ -58,12 +59,17 @@ class KnownInfo(Strict):
 class Request(Strict):
     """One thing the customer wants done, in the order they bring it up."""
 
-    intent: Intent = Field(description="What kind of request this is.")
+    intent: str = Field(description="What kind of request this is, in the domain's words (retail: `Intent`).")
     utterance: str = Field(description="How the customer first states the request (persona-neutral).")
     vague_utterance: str | None = Field(
         default=None, description="A vaguer way to state it, used when the 'vague_item' mess is on."
     )
     order_id: str | None = Field(default=None, description="The order the request is about, if any.")
+    record_id: str | None = Field(
+        default=None,
+        description="The record the request is about in a domain without orders (airline: a reservation id);"
+        " left out of the JSON when unset.",
+    )
     details: dict[str, str] = Field(
         default_factory=dict,
         description="Answers to the agent's questions, by topic: reason, payment_method, items, address, ...",
@@ -71,6 +77,18 @@ class Request(Strict):
     expect: Literal["done", "refused"] = Field(
         default="done", description="'refused' when policy requires the agent to say no."
     )
+
+    @property
+    def about(self) -> str | None:
+        """The record the request names, whatever the domain calls it."""
+        return self.order_id or self.record_id
+
+    @model_serializer(mode="wrap")
+    def _drop_unset_record(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        if isinstance(data, dict) and data.get("record_id") is None:
+            data.pop("record_id", None)
+        return data
 
 
 class Messes(Strict):

@@ -58,25 +58,6 @@ Signature = Literal[
 ]
 SIGNATURES: tuple[str, ...] = Signature.__args__  # type: ignore[attr-defined]
 PRIORITY: tuple[str, ...] = ("invention", "misread", "plan_adherence")
-LOOKUP_GROUPS = {
-    "find_user_id_by_email": "user",
-    "find_user_id_by_name_zip": "user",
-    "get_user_details": "user",
-    "get_order_details": "order",
-    "get_product_details": "product",
-    "get_item_details": "product",
-    "list_all_product_types": "product",
-}
-TOOL_INTENT = {
-    "cancel_pending_order": "cancel",
-    "modify_pending_order_address": "modify_address",
-    "modify_pending_order_payment": "modify_payment",
-    "modify_pending_order_items": "modify_items",
-    "return_delivered_order_items": "return",
-    "exchange_delivered_order_items": "exchange",
-    "modify_user_address": "modify_user_address",
-}
-
 
 class FailureAnalysis(Strict):
     """The diagnosis of one trial (empty for a passing trial)."""
@@ -150,15 +131,14 @@ def _whose(step) -> bool:
 def signatures(task: Task, timeline: Timeline, verdict: Verdict, vocabulary: Vocabulary = EMPTY) -> list[str]:
     steps = timeline.steps
     out: list[str] = []
-    errors = [(i, s) for i, s in enumerate(steps) if not s.ok and not _empty_lookup(s) and not _whose(s)]
+    groups = vocabulary.lookup_groups
+    errors = [(i, s) for i, s in enumerate(steps) if not s.ok and not _empty_lookup(s, groups) and not _whose(s)]
     if errors:
         i, last = errors[-1]
         if not any(s.ok and s.name == last.name for s in steps[i + 1 :]):
             out.append("tool_error_unrecovered")
     for i, s in enumerate(steps):
-        if _empty_lookup(s) and not any(
-            t.ok and LOOKUP_GROUPS.get(t.name) == LOOKUP_GROUPS[s.name] for t in steps[i + 1 :]
-        ):
+        if _empty_lookup(s, groups) and not any(t.ok and groups.get(t.name) == groups[s.name] for t in steps[i + 1 :]):
             out.append("empty_lookup_unrecovered")
             break
     failed = set(verdict.failed_components)
@@ -173,8 +153,8 @@ def signatures(task: Task, timeline: Timeline, verdict: Verdict, vocabulary: Voc
     return out
 
 
-def _empty_lookup(step) -> bool:
-    return not step.ok and step.error_category == "not_found" and step.name in LOOKUP_GROUPS
+def _empty_lookup(step, groups) -> bool:
+    return not step.ok and step.error_category == "not_found" and step.name in groups
 
 
 def _unaddressed(task: Task, timeline: Timeline, vocabulary: Vocabulary) -> list[int]:
@@ -185,12 +165,13 @@ def _unaddressed(task: Task, timeline: Timeline, vocabulary: Vocabulary) -> list
     for i, req in enumerate(task.user_script.requests):
         if req.intent in ("info", "transfer"):
             continue
-        if req.order_id:
-            done = any(s.arguments.get("order_id") == req.order_id for s in steps) or any(
-                req.order_id in order_ids(t, vocabulary) for t in texts
+        if req.about:
+            key = vocabulary.record_key or "order_id"
+            done = any(s.arguments.get(key) == req.about for s in steps) or any(
+                req.about in order_ids(t, vocabulary) for t in texts
             )
         else:
-            done = any(TOOL_INTENT.get(s.name) == req.intent for s in steps) or any(
+            done = any(vocabulary.write_intents.get(s.name) == req.intent for s in steps) or any(
                 claims_completion(t) or refuses(t) for t in texts
             )
         if not done:

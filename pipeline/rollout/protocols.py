@@ -32,6 +32,8 @@ class EpisodeInfo:
     tools: list[dict]
     persona: str | None = None
     extra: dict = field(default_factory=dict)
+    domain: str | None = None
+    """The world's domain name, so a scripted participant can take its domain's phrasing and rules."""
 
 
 @dataclass

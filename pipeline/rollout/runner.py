@@ -86,7 +86,13 @@ def episode_steps(
     session = session or world.session()
     persona = persona_for(task, trial)
     info = EpisodeInfo(
-        task=task, trial=trial, seed=seed, policy=world.policy, tools=world.tools.schemas(), persona=persona
+        task=task,
+        trial=trial,
+        seed=seed,
+        policy=world.policy,
+        tools=world.tools.schemas(),
+        persona=persona,
+        domain=world.domain.name,
     )
     traj = Trajectory(
         task_id=task.id,

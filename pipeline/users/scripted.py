@@ -11,6 +11,8 @@ from __future__ import annotations
 import hashlib
 import random
 import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 from pipeline.dataset.task import Request, Task
 from pipeline.rollout.protocols import EpisodeInfo, UserReply
@@ -77,22 +79,65 @@ TOPICS = {
 }
 
 
+
+
+@dataclass(frozen=True)
+class Phrasing:
+    """A domain's side of the scripted customer (`Domain.user_phrasing`): which questions ask for which detail,
+    how the customer names the record a request is about, and how they identify themselves. The defaults are
+    the retail customer's (email, or name and zip; orders)."""
+
+    topics: Mapping[str, re.Pattern[str]] = field(default_factory=lambda: dict(TOPICS))
+    """Detail topic → the question that asks for it; the answer is the request's `details[topic]`."""
+    record_topic: str = "order_id"
+    """The topic that asks which record a request is about; answered with `record_answer`."""
+    record_answer: str = "It's order {x}."
+    identity: Callable[[ScriptedUserEpisode, str], UserReply | None] | None = None
+    """(episode, the agent's message in lower case) → the reply to an identity question, or None when it asks
+    none; None: the retail rules (email, or name and zip when the email is forgotten)."""
+
+
+DEFAULT_PHRASING = Phrasing()
+
+
+def phrasing_of(domain: str | None) -> Phrasing:
+    """The phrasing a domain declares (`DEFAULT_PHRASING` for none, or when the domain is not known here)."""
+    if domain is None:
+        return DEFAULT_PHRASING
+    from pipeline.world.registry import resolve_domain
+
+    found = resolve_domain(domain).user_phrasing()
+    return found if isinstance(found, Phrasing) else DEFAULT_PHRASING
+
+
 class ScriptedUser:
-    """Factory of scripted customers; `max_unproductive` bounds turns that move nothing forward."""
+    """Factory of scripted customers; `max_unproductive` bounds turns that move nothing forward. The phrasing is
+    the episode's domain's (`Domain.user_phrasing`) unless one is given."""
 
     name = "scripted-user"
 
-    def __init__(self, max_unproductive: int = 3, max_turns: int = 30) -> None:
+    def __init__(self, max_unproductive: int = 3, max_turns: int = 30, phrasing: Phrasing | None = None) -> None:
         self.max_unproductive = max_unproductive
         self.max_turns = max_turns
+        self.phrasing = phrasing
 
     def start(self, info: EpisodeInfo) -> ScriptedUserEpisode:
         persona = info.persona or persona_for(info.task, info.trial)
-        return ScriptedUserEpisode(info.task, info.trial, persona, self.max_unproductive, self.max_turns)
+        phrasing = self.phrasing or phrasing_of(info.domain)
+        return ScriptedUserEpisode(info.task, info.trial, persona, self.max_unproductive, self.max_turns, phrasing)
 
 
 class ScriptedUserEpisode:
-    def __init__(self, task: Task, trial: int, persona: str, max_unproductive: int, max_turns: int) -> None:
+    def __init__(
+        self,
+        task: Task,
+        trial: int,
+        persona: str,
+        max_unproductive: int,
+        max_turns: int,
+        phrasing: Phrasing = DEFAULT_PHRASING,
+    ) -> None:
+        self.phrasing = phrasing
         self.script = task.user_script
         self.requests: list[Request] = list(self.script.requests)
         self.persona = persona
@@ -151,10 +196,14 @@ class ScriptedUserEpisode:
         identity = self._identity(t)
         if identity is not None:
             return identity
-        topics = [k for k, rx in TOPICS.items() if rx.search(t)] if "?" in t else []
+        ph = self.phrasing
+        topics = [k for k, rx in ph.topics.items() if rx.search(t)] if "?" in t else []
         if topics and req is not None:
-            answers = [req.order_id if k == "order_id" else req.details.get(k) for k in topics]
-            answers = [f"It's order {a}." if k == "order_id" and a else a for k, a in zip(topics, answers, strict=True)]
+            answers = [req.about if k == ph.record_topic else req.details.get(k) for k in topics]
+            answers = [
+                ph.record_answer.format(x=a) if k == ph.record_topic and a else a
+                for k, a in zip(topics, answers, strict=True)
+            ]
             known = [a for a in answers if a]
             if known:
                 return self._reply(self._wrap(ANSWER, " ".join(known)))
@@ -163,6 +212,8 @@ class ScriptedUserEpisode:
         return self._reply(CONFUSED.format(x=self._utterance(req)) if req else "Could you say that again?", False)
 
     def _identity(self, t: str) -> UserReply | None:
+        if self.phrasing.identity is not None:
+            return self.phrasing.identity(self, t)
         known = self.script.known
         name_zip = NAME_ZIP.format(first=known.first_name, last=known.last_name, zip=known.zip)
         wants_name = "name" in t and "zip" in t
@@ -181,8 +232,8 @@ class ScriptedUserEpisode:
 
     def _matches(self, req: Request, text: str) -> bool:
         """A confirmation is about the current request if it names its order (or the new zip code)."""
-        if req.order_id:
-            return req.order_id in text
+        if req.about:
+            return req.about in text
         zip_ = _ZIP.search(req.details.get("address", ""))
         return zip_ is None or zip_.group(1) in text
 

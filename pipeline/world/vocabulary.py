@@ -50,8 +50,17 @@ class Vocabulary:
     """Write tool → the status its record must be shown in (retail: cancel_pending_order needs 'pending'); a write
     on a record the tools showed otherwise is a misread."""
 
+    lookup_groups: Mapping[str, str] = field(default_factory=dict)
+    """Look-up tool → what it looks up (retail: 'user', 'order', 'product'). A look-up that found nothing counts as
+    recovered when a later look-up of the same group succeeded (the failure signature empty_lookup_unrecovered)."""
+
+    write_intents: Mapping[str, str] = field(default_factory=dict)
+    """Write tool → the request intent it serves (retail: cancel_pending_order → 'cancel'): a request with no
+    record named counts as addressed once a write of its intent was called."""
+
     def __post_init__(self) -> None:
-        for name in ("choices", "status_synonyms", "status_covers", "required_status"):
+        mappings = ("choices", "status_synonyms", "status_covers", "required_status", "lookup_groups", "write_intents")
+        for name in mappings:
             object.__setattr__(self, name, _frozen(getattr(self, name)))
         if self.record_ref is not None:
             try:

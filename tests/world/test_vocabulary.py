@@ -43,12 +43,13 @@ def test_retail_status_agreement(claimed, shown, agrees):
     assert status_compatible(claimed, shown, resolve_domain("retail").require("vocabulary")) is agrees
 
 
-def test_airline_declares_its_statuses_and_no_choices():
-    from pipeline.domains.airline.schema import FlightStatus
+def test_airline_declares_its_statuses_and_its_enumerated_picks():
+    from pipeline.domains.airline.schema import CABINS, FlightStatus
 
     v = resolve_domain("airline").require("vocabulary")
     assert set(v.statuses) == set(FlightStatus.__args__) | {"cancelled"}
-    assert v.choices == {} and v.record_key == "reservation_id"
+    assert set(v.choices) == {"cabin", "flight_type", "insurance"} and v.choices["cabin"] == set(CABINS)
+    assert v.record_key == "reservation_id" and v.write_intents["book_reservation"] == "book"
     assert status_claims("Reservation ZFA04Y is cancelled and HAT001 is delayed.", v) == []
 
 

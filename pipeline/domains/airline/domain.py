@@ -67,6 +67,30 @@ class AirlineDomain(Domain):
 
         return VOCABULARY
 
+    def tasks(self):
+        from pipeline.domains.airline.tasks import generate_tasks
+
+        return generate_tasks
+
+    def oracle(self):
+        from pipeline.domains.airline.oracle import AirlineOracle
+
+        return AirlineOracle
+
+    def flaws(self):
+        def make(rates: dict[str, float], seed: int = 0):
+            from pipeline.agents.flawed import FlawConfig
+            from pipeline.domains.airline.flawed import AirlineFlawedAgent
+
+            return AirlineFlawedAgent(FlawConfig(rates=rates, seed=seed))
+
+        return make
+
+    def user_phrasing(self):
+        from pipeline.domains.airline.user import PHRASING
+
+        return PHRASING
+
     def tau2_importer(self):
         from pipeline.domains.airline.tau2 import Tau2Airline
 

@@ -114,9 +114,9 @@ class RetailDomain(Domain):
         return make
 
     def user_phrasing(self):
-        from pipeline.users.scripted import ScriptedUser
+        from pipeline.users.scripted import DEFAULT_PHRASING
 
-        return ScriptedUser
+        return DEFAULT_PHRASING
 
     def vocabulary(self):
         from pipeline.world.retail.vocabulary import VOCABULARY
