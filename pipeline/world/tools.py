@@ -9,6 +9,8 @@ conversation belongs to a human agent: every later write is refused (category "t
 
 from __future__ import annotations
 
+import copy
+import functools
 import inspect
 import re
 from collections.abc import Callable
@@ -49,8 +51,12 @@ class ToolSpec:
     args_model: type[BaseModel]
 
     def json_schema(self) -> dict:
-        """OpenAI-style function schema."""
-        params = self.args_model.model_json_schema()
+        """OpenAI-style function schema (a fresh copy: every episode hands the schemas to its agent)."""
+        return copy.deepcopy(self._schema)
+
+    @functools.cached_property
+    def _schema(self) -> dict:
+        params = self.args_model.model_json_schema()  # milliseconds per tool: built once per tool
         params.pop("title", None)
         params.setdefault("required", [])  # always present, even for a tool without parameters
         for prop in params.get("properties", {}).values():
