@@ -102,13 +102,18 @@ def tasks_generate(
     n: int = typer.Option(100, min=1, help="Number of tasks."),
     seed: int = typer.Option(0),
     out: Path = typer.Option(..., help="Output tasks.jsonl."),
+    domain: str = typer.Option(None, help="Domain: retail, airline or module:attribute (default: from the world)."),
 ) -> None:
     """Generate verified tasks (gold end state reachable) grounded in a world."""
     from pipeline.dataset.io import write_tasks
-    from pipeline.synth.templates import generate_tasks
     from pipeline.world.registry import load_world
 
-    tasks = generate_tasks(load_world(world), n, seed=seed)
+    w = load_world(world, domain)
+    try:
+        generate_tasks = w.domain.require("tasks", needed_for="agentloop tasks generate")
+    except LookupError as exc:
+        _fail(str(exc))
+    tasks = generate_tasks(w, n, seed=seed)
     write_tasks(out, tasks)
     console.print(f"{len(tasks)} tasks → {out}")
 
@@ -404,6 +409,9 @@ def target_cmd(
     config: Path = typer.Option(None, help="TargetConfig as JSON or YAML (weights, floor, rate, dials)."),
     verdicts: Path = typer.Option(None, help="The measure run's verdicts.jsonl: also record where each mode failed."),
     tasks: Path = typer.Option(None, help="The measured tasks.jsonl (with --verdicts)."),
+    domain: str = typer.Option(
+        None, help="The tasks' domain: retail, airline or module:attribute (default: the run's trajectories')."
+    ),
 ) -> None:
     """Split a synthesis budget across failure modes (rate × weight, floor per mode), with difficulty dials;
     with --verdicts and --tasks, also the cells (template × dial × outcome) each mode failed in."""
@@ -413,8 +421,8 @@ def target_cmd(
 
     try:
         cfg = TargetConfig.model_validate(_load_mapping(config)) if config else TargetConfig()
-        targets = make_targets(metrics, budget, cfg, verdicts, tasks)
-    except (MetricsReadError, ValidationError, ValueError, OSError) as exc:
+        targets = make_targets(metrics, budget, cfg, verdicts, tasks, domain=domain)
+    except (MetricsReadError, ValidationError, ValueError, LookupError, OSError) as exc:
         _fail(str(exc))
     targets.write(out)
     table = Table(title=f"targets: {budget} tasks from {metrics}")
@@ -439,6 +447,7 @@ def synthesize_cmd(
     config: Path = typer.Option(None, help="SynthConfig as JSON or YAML (overrides --seed/--generations)."),
     judge_url: str = typer.Option(None, help="OpenAI-compatible base URL for the optional judge cascade."),
     judge_model: str = typer.Option(None, help="Model name for the judge cascade."),
+    domain: str = typer.Option(None, help="Domain: retail, airline or module:attribute (default: from the world)."),
 ) -> None:
     """Targeted, evolved, verified tasks grounded in a generated world, with the oracle's gold trajectories."""
     from pydantic import ValidationError
@@ -454,11 +463,11 @@ def synthesize_cmd(
             data["judge"] = {"base_url": judge_url, "model": judge_model or "judge"}
         cfg = SynthConfig.model_validate(data)
         the_targets = Targets.read(targets)
-        w = load_world(world)
+        w = load_world(world, domain)
         total = sum(t.count for t in the_targets.modes.values())
         with track("synthesize", total, "tasks", console=console) as progress:
             result = synthesize(w, the_targets, out, cfg, on_task=lambda _: progress.advance())
-    except (EvalWorldError, WorldLoadError, ValidationError, ValueError, OSError) as exc:
+    except (EvalWorldError, WorldLoadError, ValidationError, ValueError, LookupError, OSError) as exc:
         _fail(str(exc))
     m = result.manifest
     table = Table(title=f"synthesized {m['tasks']} tasks in {w.name} ({m['generations']} generations)")

@@ -123,6 +123,8 @@ class Domain(ABC):
         return None
 
     def synthesis(self) -> Any | None:
+        """The synthesis kit (`pipeline.synth.kit.SynthesisKit`): atomic templates with their preconditions and
+        refusals, their taxonomy, and the customer's wording, from which synthesis grows tasks."""
         return None
 
     def oracle(self) -> Callable[[], Any] | None:
