@@ -367,6 +367,7 @@ def gate_cmd(
         False, "--check", help="Exit 0 when promoted, 1 when blocked, 3 when inconclusive (for CI)."
     ),
     verdict: str = typer.Option("strict", help="Which verdict counts a pass: strict or tau2 (τ²-bench's reward)."),
+    domain: str = typer.Option(None, help="Domain: retail, airline or module:attribute (default: from --world)."),
 ) -> None:
     """Promote or block: paired bootstrap of the pass^k gain over held-out tasks, Holm tests for regressions."""
     from pydantic import ValidationError
@@ -389,7 +390,7 @@ def gate_cmd(
             min_effect=min_effect,
             verdict=verdict,
         )
-        decision = decide(candidate, champion, tasks, load_world(world), config)
+        decision = decide(candidate, champion, tasks, load_world(world, domain), config)
     except ValidationError as exc:
         _fail("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()))
     except (GateInputError, MetricsInputError, WorldLoadError) as exc:
@@ -490,6 +491,7 @@ def curate_cmd(
     pool: list[Path] = typer.Option(..., help="Trajectory file or run directory; repeat for more."),
     tasks: Path = typer.Option(..., help="tasks.jsonl with every pooled trajectory's task."),
     world: str = typer.Option(..., help="World reference the pool ran in."),
+    domain: str = typer.Option(None, help="Domain: retail, airline or module:attribute (default: from the world)."),
     agent: str = typer.Option(..., help="Current agent spec to probe (oracle, flawed:..., hf:PATH, ...)."),
     probes: int = typer.Option(8, min=1, help="Probe episodes per task."),
     out: Path = typer.Option(..., help="Output directory: selected.jsonl, manifest.json."),
@@ -518,6 +520,7 @@ def curate_cmd(
             pool=pool,
             tasks=tasks,
             world=world,
+            domain=domain,
             agent=agent,
             probes=probes,
             seed=seed,

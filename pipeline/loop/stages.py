@@ -169,6 +169,7 @@ def curate(p: Params) -> dict:
         pool=[paths.SYNTH_DIR / "trajectories.jsonl"],
         tasks=paths.SYNTH_DIR / "tasks.jsonl",
         world=p.world.train_world,
+        domain=p.world.domain,
         agent=sampled(read_agent_spec(paths.BASELINE_MODEL), p.measure.temperature),
         probes=p.curate.probes,
         executor=p.curate.executor,
@@ -233,8 +234,10 @@ def train_candidate(p: Params) -> str:
 def gate(p: Params):
     """Candidate against the baseline it was trained from (the champion, or the embedded default at first)."""
     from pipeline.gate.decision import decide, write_gate
+    from pipeline.world.registry import load_world
 
-    decision = decide(paths.CANDIDATE_RUN, paths.BASELINE_RUN, eval_tasks_file(p), p.world.eval_world, p.gate)
+    world = load_world(p.world.eval_world, p.world.domain)
+    decision = decide(paths.CANDIDATE_RUN, paths.BASELINE_RUN, eval_tasks_file(p), world, p.gate)
     write_gate(decision, paths.GATE)
     return decision
 
