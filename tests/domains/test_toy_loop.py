@@ -4,6 +4,7 @@ measure, target, synthesize, curate and gate by the public commands alone: nothi
 from __future__ import annotations
 
 import json
+import pickle
 import time
 
 import pytest
@@ -15,7 +16,7 @@ from pipeline.synth.kit import SynthesisKitError, check_kit
 from pipeline.synth.synthesize import SynthConfig, Synthesizer
 from pipeline.target import Targets, split_budget
 from pipeline.world.domain import DomainCapabilityError
-from pipeline.world.registry import resolve_domain
+from pipeline.world.registry import domain_spec, resolve_domain
 from pipeline.world.tables import World
 from tests.domains.toy.synthesis import KIT, StudioKit
 
@@ -87,3 +88,11 @@ def test_a_domain_without_synthesis_says_so():
 def _generated(domain):
     """An empty world of the domain under a generated world's name (synthesis refuses any other)."""
     return World({t: {} for t in domain.tables}, domain.policy(), "gen-1", domain)
+
+
+def test_a_world_travels_with_its_domain_by_spec():
+    """Pickled to a Ray worker, the world's domain comes back as the registered one, and names itself the same."""
+    world = resolve_domain(SPEC).load("gen-3")
+    again = pickle.loads(pickle.dumps(world))
+    assert again.domain is resolve_domain(SPEC) and domain_spec(again.domain) == SPEC
+    assert resolve_domain("studio") is resolve_domain(SPEC)  # its name, once resolved, resolves too
