@@ -96,3 +96,32 @@ def test_a_world_travels_with_its_domain_by_spec():
     again = pickle.loads(pickle.dumps(world))
     assert again.domain is resolve_domain(SPEC) and domain_spec(again.domain) == SPEC
     assert resolve_domain("studio") is resolve_domain(SPEC)  # its name, once resolved, resolves too
+
+
+def test_the_dvc_stages_run_on_it_named_in_params(tmp_path, monkeypatch):
+    """The stage functions dvc.yaml runs, with `world.domain` a module:attribute and scripted agents for models."""
+    from pipeline.loop import paths, stages
+    from pipeline.loop.params import Params
+
+    monkeypatch.chdir(tmp_path)
+    p = Params.model_validate(
+        {
+            "world": {"eval_tasks": 16, "domain": SPEC},
+            "baseline": {"source": f"agent:{BASELINE}"},
+            "measure": {"trials": 2, "executor": "serial", "resamples": 200},
+            "target": {"budget": 12},
+            "synthesize": {"config": {"max_generations": 3}, "anchors": 4},
+            "curate": {"probes": 1, "executor": "serial"},
+            "train": {"method": "agent:oracle"},
+            "gate": {"k": 2, "resamples": 300},
+        }
+    )
+    assert stages.make_eval_tasks(p) == 16
+    stages.build_baseline(p)
+    stages.measure_baseline(p)
+    assert stages.make_targets(p).cells  # cells in the studio's taxonomy
+    assert len(stages.synthesize(p).tasks) >= 12 and len(paths.ANCHORS.read_text().splitlines()) == 4
+    assert stages.curate(p)["pool"]["verified"] >= 12
+    stages.train_candidate(p)
+    stages.remeasure_candidate(p)
+    assert stages.gate(p).promote
