@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 from pipeline.gate import GateConfig, TaskOutcome, evaluate  # noqa: E402
 from pipeline.grading.failure_modes import FAILURE_MODES  # noqa: E402
-from pipeline.synth.templates import DEFAULT_CYCLE  # noqa: E402
+from pipeline.world.retail.synthesis import RETAIL_CYCLE as DEFAULT_CYCLE  # noqa: E402
 
 K = 4
 SIGMA_TEMPLATE = 0.75

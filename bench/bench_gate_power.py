@@ -38,7 +38,7 @@ from pathlib import Path
 
 from pipeline.gate import EVAL_TASKS, GateConfig, TaskOutcome, evaluate
 from pipeline.grading.failure_modes import FAILURE_MODES
-from pipeline.synth.templates import DEFAULT_CYCLE
+from pipeline.world.retail.synthesis import RETAIL_CYCLE as DEFAULT_CYCLE
 
 ROOT = Path(__file__).resolve().parents[1]
 K = 4

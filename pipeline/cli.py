@@ -368,6 +368,7 @@ def gate_cmd(
         False, "--check", help="Exit 0 when promoted, 1 when blocked, 3 when inconclusive (for CI)."
     ),
     verdict: str = typer.Option("strict", help="Which verdict counts a pass: strict or tau2 (τ²-bench's reward)."),
+    domain: str = typer.Option(None, help="Domain: retail, airline or module:attribute (default: from --world)."),
 ) -> None:
     """Promote or block: paired bootstrap of the pass^k gain over held-out tasks, Holm tests for regressions."""
     from pydantic import ValidationError
@@ -390,7 +391,7 @@ def gate_cmd(
             min_effect=min_effect,
             verdict=verdict,
         )
-        decision = decide(candidate, champion, tasks, load_world(world), config)
+        decision = decide(candidate, champion, tasks, load_world(world, domain), config)
     except ValidationError as exc:
         _fail("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()))
     except (GateInputError, MetricsInputError, WorldLoadError) as exc:
@@ -410,6 +411,9 @@ def target_cmd(
     config: Path = typer.Option(None, help="TargetConfig as JSON or YAML (weights, floor, rate, dials)."),
     verdicts: Path = typer.Option(None, help="The measure run's verdicts.jsonl: also record where each mode failed."),
     tasks: Path = typer.Option(None, help="The measured tasks.jsonl (with --verdicts)."),
+    domain: str = typer.Option(
+        None, help="The tasks' domain: retail, airline or module:attribute (default: the run's trajectories')."
+    ),
 ) -> None:
     """Split a synthesis budget across failure modes (rate × weight, floor per mode), with difficulty dials;
     with --verdicts and --tasks, also the cells (template × dial × outcome) each mode failed in."""
@@ -419,8 +423,8 @@ def target_cmd(
 
     try:
         cfg = TargetConfig.model_validate(_load_mapping(config)) if config else TargetConfig()
-        targets = make_targets(metrics, budget, cfg, verdicts, tasks)
-    except (MetricsReadError, ValidationError, ValueError, OSError) as exc:
+        targets = make_targets(metrics, budget, cfg, verdicts, tasks, domain=domain)
+    except (MetricsReadError, ValidationError, ValueError, LookupError, OSError) as exc:
         _fail(str(exc))
     targets.write(out)
     table = Table(title=f"targets: {budget} tasks from {metrics}")
@@ -445,6 +449,7 @@ def synthesize_cmd(
     config: Path = typer.Option(None, help="SynthConfig as JSON or YAML (overrides --seed/--generations)."),
     judge_url: str = typer.Option(None, help="OpenAI-compatible base URL for the optional judge cascade."),
     judge_model: str = typer.Option(None, help="Model name for the judge cascade."),
+    domain: str = typer.Option(None, help="Domain: retail, airline or module:attribute (default: from the world)."),
 ) -> None:
     """Targeted, evolved, verified tasks grounded in a generated world, with the oracle's gold trajectories."""
     from pydantic import ValidationError
@@ -460,11 +465,11 @@ def synthesize_cmd(
             data["judge"] = {"base_url": judge_url, "model": judge_model or "judge"}
         cfg = SynthConfig.model_validate(data)
         the_targets = Targets.read(targets)
-        w = load_world(world)
+        w = load_world(world, domain)
         total = sum(t.count for t in the_targets.modes.values())
         with track("synthesize", total, "tasks", console=console) as progress:
             result = synthesize(w, the_targets, out, cfg, on_task=lambda _: progress.advance())
-    except (EvalWorldError, WorldLoadError, ValidationError, ValueError, OSError) as exc:
+    except (EvalWorldError, WorldLoadError, ValidationError, ValueError, LookupError, OSError) as exc:
         _fail(str(exc))
     m = result.manifest
     table = Table(title=f"synthesized {m['tasks']} tasks in {w.name} ({m['generations']} generations)")
@@ -487,6 +492,7 @@ def curate_cmd(
     pool: list[Path] = typer.Option(..., help="Trajectory file or run directory; repeat for more."),
     tasks: Path = typer.Option(..., help="tasks.jsonl with every pooled trajectory's task."),
     world: str = typer.Option(..., help="World reference the pool ran in."),
+    domain: str = typer.Option(None, help="Domain: retail, airline or module:attribute (default: from the world)."),
     agent: str = typer.Option(..., help="Current agent spec to probe (oracle, flawed:..., hf:PATH, ...)."),
     probes: int = typer.Option(8, min=1, help="Probe episodes per task."),
     out: Path = typer.Option(..., help="Output directory: selected.jsonl, manifest.json."),
@@ -515,6 +521,7 @@ def curate_cmd(
             pool=pool,
             tasks=tasks,
             world=world,
+            domain=domain,
             agent=agent,
             probes=probes,
             seed=seed,

@@ -1,7 +1,7 @@
 """Agent specs on the command line and in params: one string names a backend and its settings.
 
-oracle                                  the policy-following scripted agent
-flawed                                  oracle with planted failure modes (default rates)
+oracle                                  the policy-following scripted agent (the domain's, given one)
+flawed                                  oracle with planted failure modes (default rates; the domain's)
 flawed:invention=0.3,misread=0.1,seed=2 explicit rates per mode (others 0)
 hf:PATH[,temperature=T,top_p=P,max_new_tokens=N,seed=S,device=D,dtype=X,format=F]
                                         a local transformers checkpoint (the embedded default or any causal LM);
@@ -22,10 +22,14 @@ import hashlib
 import math
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.rollout.protocols import Agent
+
+if TYPE_CHECKING:
+    from pipeline.world.domain import Domain
 
 DEFAULT_FLAW_RATE = 0.2
 OMISSIBLE = frozenset({"temperature", "top_p", "max_tokens"})
@@ -110,23 +114,34 @@ class ByDomain:
         return getattr(self.default, name)
 
 
-def make_agent(spec: str) -> Agent:
+def make_agent(spec: str, domain: Domain | None = None) -> Agent:
+    """The agent a spec names. The scripted ones (oracle, flawed) are `domain`'s (its `oracle` and `flaws`
+    capabilities) when a domain is given; without one they play each episode with its world's domain's own."""
     kind, _, body = spec.partition(":")
     if kind in ("oracle", "scripted") and not body:
+        if domain is not None:
+            return domain.require("oracle", needed_for=f"agent {spec!r}")()
         from pipeline.agents.scripted import OracleAgent
 
         return ByDomain(OracleAgent(), FromDomain("oracle", f"agent {spec!r}"))
     if kind == "flawed":
         from pydantic import ValidationError
 
-        from pipeline.agents.flawed import FlawConfig, FlawedAgent
-
         settings = _settings(spec, body)
         seed = _whole(spec, "seed", settings.pop("seed", 0))
         rates = settings or {m: DEFAULT_FLAW_RATE for m in ("plan_adherence", "invention", "misread")}
+        if domain is not None:
+            make = domain.require("flaws", needed_for=f"agent {spec!r}")
+        else:
+            from pipeline.agents.flawed import FlawConfig, FlawedAgent
+
+            def make(rates, seed):
+                return FlawedAgent(FlawConfig(rates=rates, seed=seed))
+
         try:
-            flawed = FlawedAgent(FlawConfig(rates=rates, seed=seed))
-            return ByDomain(flawed, FromDomain("flaws", f"agent {spec!r}", rates, seed=seed))
+            if domain is not None:
+                return make(rates, seed=seed)
+            return ByDomain(make(rates, seed=seed), FromDomain("flaws", f"agent {spec!r}", rates, seed=seed))
         except ValidationError as exc:
             raise UnknownAgentError(f"agent {spec!r}: {exc.errors()[0]['msg']}") from None
     if kind == "hf" and body:

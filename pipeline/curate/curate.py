@@ -37,6 +37,9 @@ class CurateConfig(BaseModel):
     pool: list[Path] = Field(description="Trajectory files or run directories (with trajectories.jsonl).")
     tasks: Path = Field(description="tasks.jsonl holding every pooled trajectory's task.")
     world: str = Field(description="World reference the pool was produced in.")
+    domain: str | None = Field(
+        default=None, description="Domain name or module:attribute (None: found from the world reference)."
+    )
     agent: str = Field(description="The current agent (spec) to probe.")
     probes: int = Field(default=8, ge=1, description="Probe episodes per task.")
     seed: int = Field(default=0)
@@ -73,7 +76,7 @@ def curate(
 ) -> dict:
     """Verify the pool, probe each task `config.probes` times, keep the bands; `on_total` hears the probe count
     once it is known (after verification), `on_probe` every finished probe."""
-    world = load_world(config.world)
+    world = load_world(config.world, config.domain)
     tasks = {t.id: t for t in read_tasks(config.tasks)}
     items, errors = read_pool(list(config.pool))
     rejected: list[PoolError] = list(errors)
@@ -103,7 +106,7 @@ def curate(
             rejected.append(PoolError(item.source, "duplicate_task", f"same task as {first}"))
             continue
         demos[got.task.id] = got
-    agent = make_agent(config.agent)
+    agent = make_agent(config.agent, world.domain)
     if on_total:
         on_total(len(demos) * config.probes)
     tally: dict[str, list[int]] = {task_id: [0, 0] for task_id in demos}  # valid probes, passes

@@ -124,7 +124,14 @@ def make_targets(p: Params):
     from pipeline.target import make_targets as split
 
     run = paths.BASELINE_RUN
-    targets = split(run / "metrics.json", p.target.budget, p.target.config, run / "verdicts.jsonl", eval_tasks_file(p))
+    targets = split(
+        run / "metrics.json",
+        p.target.budget,
+        p.target.config,
+        run / "verdicts.jsonl",
+        eval_tasks_file(p),
+        domain=p.world.domain,
+    )
     targets.write(paths.TARGETS)
     return targets
 
@@ -144,12 +151,12 @@ def synthesize(p: Params):
 
 def write_anchors(world, n: int, seed: int) -> int:
     """Gold trajectories of plain generated tasks (the default template mix), verified by the grader."""
-    from pipeline.agents.scripted import OracleAgent
     from pipeline.synth.templates import generate_tasks
     from pipeline.train.corpus import run_corpus
 
     tasks = generate_tasks(world, n, seed=10_000 + seed) if n else []
-    gold = run_corpus(world, tasks, OracleAgent(), trials=1, seed=seed, passing_only=True)
+    oracle = world.domain.require("oracle", needed_for="the anchors (stage synthesize)")
+    gold = run_corpus(world, tasks, oracle(), trials=1, seed=seed, passing_only=True)
     paths.ANCHORS.write_text("".join(t.without_timings().model_dump_json() + "\n" for t in gold))
     return len(gold)
 
@@ -162,6 +169,7 @@ def curate(p: Params) -> dict:
         pool=[paths.SYNTH_DIR / "trajectories.jsonl"],
         tasks=paths.SYNTH_DIR / "tasks.jsonl",
         world=p.world.train_world,
+        domain=p.world.domain,
         agent=sampled(read_agent_spec(paths.BASELINE_MODEL), p.measure.temperature),
         probes=p.curate.probes,
         executor=p.curate.executor,
@@ -226,8 +234,10 @@ def train_candidate(p: Params) -> str:
 def gate(p: Params):
     """Candidate against the baseline it was trained from (the champion, or the embedded default at first)."""
     from pipeline.gate.decision import decide, write_gate
+    from pipeline.world.registry import load_world
 
-    decision = decide(paths.CANDIDATE_RUN, paths.BASELINE_RUN, eval_tasks_file(p), p.world.eval_world, p.gate)
+    world = load_world(p.world.eval_world, p.world.domain)
+    decision = decide(paths.CANDIDATE_RUN, paths.BASELINE_RUN, eval_tasks_file(p), world, p.gate)
     write_gate(decision, paths.GATE)
     return decision
 

@@ -152,7 +152,7 @@ def measure(
         tasks = tasks[: config.max_tasks]
     world = load_world(config.world, config.domain)
     check_tasks(world, tasks, str(config.tasks))  # a task the world cannot run would be scored as a failure
-    agent, user, judge = make_agent(config.agent), make_user(config.user), make_judge(config.judge)
+    agent, user, judge = make_agent(config.agent, world.domain), make_user(config.user), make_judge(config.judge)
     price = config.prices.find(agent.name) if config.prices else None
     if config.prices and price is None:
         log.warning("no price for %s in the price table: its cost is left unpriced (tokens per success)", agent.name)

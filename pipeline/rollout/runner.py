@@ -14,6 +14,7 @@ from pipeline.dataset.task import Task
 from pipeline.rollout.protocols import Agent, AgentEpisode, EpisodeInfo, InfrastructureError, User
 from pipeline.rollout.trajectory import Message, Strict, Timings, ToolCall, Trajectory, Usage
 from pipeline.users.persona import persona_for
+from pipeline.world.registry import domain_spec
 from pipeline.world.tables import Session, ToolEvent, World
 from pipeline.world.tools import execute
 
@@ -102,7 +103,7 @@ def episode_steps(
         user=user.name,
         persona=persona,
         world=world.name,
-        domain=world.domain.name,
+        domain=domain_spec(world.domain),
     )
     timings = Timings(started_at=time.time())
     agent_usage, user_usage = Usage(), Usage()

@@ -8,63 +8,37 @@ must be refused at its point in the conversation.
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from pipeline.dataset.task import (
     Action,
-    KnownInfo,
     Messes,
     NoWritesCheck,
-    OrderStatusCheck,
     Provenance,
     Request,
     Task,
     TaskCheck,
     UserScript,
 )
-from pipeline.synth.drafts import Ctx, Draft, act
-from pipeline.world.retail.replay import replay_actions
-from pipeline.world.retail.schema import User
-from pipeline.world.retail.state import RetailWorld
-from pipeline.world.retail.tools import execute
-
-NOTES = {
-    "forgot_email": "You do not remember your email address; you can give your name and zip code.",
-    "vague_item": "At first you describe the items only vaguely.",
-    "also_request": "You bring up your last request only after the others are done.",
-    "pushback": "When the agent refuses, you push back once.",
-    "underspecified": "At first you do not say which order you mean; you give the order id when asked.",
-}
+from pipeline.synth.drafts import Draft
+from pipeline.synth.kit import Grounding, SynthesisKit, authenticate
+from pipeline.world.replay import replay_actions
+from pipeline.world.tables import World
+from pipeline.world.tools import execute
 
 
-def random_messes(ctx: Ctx, user: User, requests: list[Request], rng: random.Random) -> Messes:
+def random_messes(ctx: Grounding, customer: Any, requests: list[Request], rng: random.Random) -> Messes:
     """The messes of a plain generated task: each one that fits, on at a fixed rate."""
     return Messes(
-        forgot_email=ctx.unique_name_zip(user) and rng.random() < 0.3,
+        forgot_email=ctx.identifiable_without_email(customer) and rng.random() < 0.3,
         vague_item=any(r.vague_utterance for r in requests) and rng.random() < 0.5,
         also_request=len(requests) > 1 and rng.random() < 0.5,
         pushback=any(r.expect == "refused" for r in requests) and rng.random() < 0.5,
     )
 
 
-def unspecify(req: Request) -> Request | None:
-    """The request stated without its order id (the agent must ask which order); None if it cannot be."""
-    said = f"my order {req.order_id}"
-    if not req.order_id or said not in req.utterance:
-        return None
-    vague = req.vague_utterance.replace(said, "one of my orders") if req.vague_utterance else None
-    return req.model_copy(
-        update={"utterance": req.utterance.replace(said, "one of my orders"), "vague_utterance": vague}
-    )
-
-
-def gold_actions(user: User, drafts: list[Draft], by_name_zip: bool) -> list[Action]:
+def gold_actions(auth: Action, drafts: list[Draft]) -> list[Action]:
     """Authentication, then per request its reads (not repeated until a write changes the state) and write."""
-    first, last, zip_ = user.name.first_name, user.name.last_name, user.address.zip
-    auth = (
-        act("find_user_id_by_name_zip", first_name=first, last_name=last, zip=zip_)
-        if by_name_zip
-        else act("find_user_id_by_email", email=user.email)
-    )
     gold, seen = [auth], set()
     for i, d in enumerate(drafts):
         for read in d.reads:
@@ -79,8 +53,10 @@ def gold_actions(user: User, drafts: list[Draft], by_name_zip: bool) -> list[Act
 
 
 def assemble(
-    world: RetailWorld,
-    user: User,
+    kit: SynthesisKit,
+    world: World,
+    user_id: str,
+    customer: Any,
     drafts: list[Draft],
     template: str,
     messes: Messes,
@@ -90,22 +66,18 @@ def assemble(
     provenance: dict | None = None,
 ) -> Task:
     """The task for these drafts and messes; `provenance` adds or overrides provenance fields."""
-    first, last, zip_ = user.name.first_name, user.name.last_name, user.address.zip
+    known = kit.known(customer)
     requests = [d.request for d in drafts]
     if underspecified:
-        requests = [unspecify(r) or r for r in requests]
-    gold = gold_actions(user, drafts, messes.forgot_email)
+        requests = [kit.unspecify(r) or r for r in requests]
+    gold = gold_actions(authenticate(world.domain.tools, known, messes.forgot_email), drafts)
     session = replay_actions(world, gold)
-    checks: list[TaskCheck] = [
-        OrderStatusCheck(order_id=d.request.order_id, status=session.order(d.request.order_id).status)
-        for d in drafts
-        if d.write is not None and d.request.order_id and session.order(d.request.order_id) is not None
-    ]
+    checks: list[TaskCheck] = kit.checks(session, drafts)
     if not any(d.write for d in drafts):
         checks = [NoWritesCheck()]
     on = {**messes.model_dump(), "underspecified": underspecified}
-    notes = " ".join(NOTES[k] for k, v in on.items() if v)
-    goal = f"You are {first} {last}. " + " Then: ".join(d.goal for d in drafts) + " " + notes
+    notes = " ".join(kit.notes[k] for k, v in on.items() if v)
+    goal = f"You are {known.first_name} {known.last_name}. " + " Then: ".join(d.goal for d in drafts) + " " + notes
     dials: dict[str, int | bool | str] = {
         **on,
         "requests": len(drafts),
@@ -120,20 +92,15 @@ def assemble(
     return Task(
         id=task_id,
         world=world.name,
-        customer_user_id=user.user_id,
-        user_script=UserScript(
-            goal=goal.strip(),
-            known=KnownInfo(email=user.email, first_name=first, last_name=last, zip=zip_),
-            requests=requests,
-            messes=messes,
-        ),
+        customer_user_id=user_id,
+        user_script=UserScript(goal=goal.strip(), known=known, requests=requests, messes=messes),
         gold_actions=gold,
         checks=checks,
         provenance=Provenance(source="synthesized", template=template, dials=dials, **extra),
     )
 
 
-def gold_problems(world: RetailWorld, task: Task, drafts: list[Draft]) -> list[tuple[str, str]]:
+def gold_problems(world: World, task: Task, drafts: list[Draft]) -> list[tuple[str, str]]:
     """(kind, detail) for each way the gold actions fail: 'gold_refused' or 'forbidden_allowed'."""
     session = replay_actions(world, task.gold_actions)
     problems = [("gold_refused", f"{e.name}: {e.error}") for e in session.log if not e.ok]

@@ -2,8 +2,8 @@
 
 The spec says what to make (the templates of its requests, the dials on, the failure mode it targets,
 where it came from in the evolution); `build` finds a customer it fits and drafts every request from
-that customer's real orders. Regrounding is building again with the next attempt number, which reshuffles
-the customers and skips those already tried.
+that customer's real records, through the domain's synthesis kit. Regrounding is building again with the
+next attempt number, which reshuffles the customers and skips those already tried.
 """
 
 from __future__ import annotations
@@ -12,17 +12,17 @@ import random
 from dataclasses import dataclass, field, replace
 
 from pipeline.dataset.task import Messes, Task
-from pipeline.synth.assemble import assemble, unspecify
-from pipeline.synth.atomic import TEMPLATES
-from pipeline.synth.drafts import Ctx, Draft, Want
-from pipeline.synth.taxonomy import TAXONOMY
+from pipeline.synth.assemble import assemble
+from pipeline.synth.drafts import Draft, Want
+from pipeline.synth.kit import Grounding, SynthesisKit
+from pipeline.synth.taxonomy import Taxonomy
 
 MAX_USERS_TRIED = 300
 
 
 @dataclass(frozen=True)
 class Spec:
-    """What to make: requests (templates, in order), dials on (in the order they were added), target mode."""
+    """What to make: requests (templates, in sequence), dials on (as they were added), target mode."""
 
     parts: tuple[str, ...]
     mode: str
@@ -49,14 +49,14 @@ class Spec:
             return replace(self, parts=self.parts[:-1])
         return None
 
-    def realizable(self) -> bool:
+    def realizable(self, taxonomy: Taxonomy) -> bool:
         """Whether every dial on can apply to these templates at all."""
-        specs = [TAXONOMY[p] for p in self.parts]
+        specs = [taxonomy[p] for p in self.parts]
         need = {
             "vague_item": any(s.items for s in specs),
             "pushback": any(s.outcome == "refused" for s in specs),
             "also_request": len(specs) > 1,
-            "underspecified": any(s.order and s.refusal != "another_customer" for s in specs),
+            "underspecified": any(s.record and s.omissible for s in specs),
         }
         return all(need.get(d, True) for d in self.dials) and (self.items is None or specs[0].items)
 
@@ -75,7 +75,8 @@ class Candidate:
 
 
 def build(
-    ctx: Ctx,
+    kit: SynthesisKit,
+    ctx: Grounding,
     spec: Spec,
     task_id: str,
     seed: int,
@@ -86,27 +87,28 @@ def build(
     """Ground `spec` in the first fitting customer; `candidate.task` is None when no customer fits."""
     tried = set(tried or ())
     rng = random.Random(f"{ctx.world.name}:{seed}:{task_id}:{attempt}")
-    users = list(ctx.users)
+    customers = ctx.customers
+    users = list(customers)
     rng.shuffle(users)
-    if spec.user_hint in ctx.user_records and spec.user_hint not in tried:
+    if spec.user_hint in customers and spec.user_hint not in tried:
         users.insert(0, spec.user_hint)
     for uid in [u for u in users if u not in tried][:MAX_USERS_TRIED]:
-        user = ctx.user_records[uid]
-        if "forgot_email" in spec.dials and not ctx.unique_name_zip(user):
+        user = ctx.customer(uid)
+        if "forgot_email" in spec.dials and not ctx.identifiable_without_email(user):
             continue
         drafts: list[Draft] = []
         exclude: set[str] = set()
         for i, name in enumerate(spec.parts):
             want = Want(items=spec.items if i == 0 else None)
-            d = TEMPLATES[name](ctx, user, rng, exclude, want)
+            d = kit.templates[name](ctx, user, rng, exclude, want)
             if d is None:
                 break
             drafts.append(d)
-            exclude |= set(d.orders)
+            exclude |= set(d.records)
         if len(drafts) < len(spec.parts):
             continue
         under = "underspecified" in spec.dials
-        if under and not any(unspecify(d.request) for d in drafts):
+        if under and not any(kit.unspecify(d.request) for d in drafts):
             continue
         on = set(spec.dials)
         messes = Messes(
@@ -117,6 +119,8 @@ def build(
         )
         extra = {"failure_mode": spec.mode, "depth": spec.depth, "parent": spec.parent, **(provenance or {})}
         extra["dials"] = {"parts": "+".join(spec.parts), **extra.get("dials", {})}
-        task = assemble(ctx.world, user, drafts, spec.template, messes, task_id, underspecified=under, provenance=extra)
+        task = assemble(
+            kit, ctx.world, uid, user, drafts, spec.template, messes, task_id, underspecified=under, provenance=extra
+        )
         return Candidate(spec, task_id, attempt, task, drafts, tried | {uid}, dict(provenance or {}))
     return Candidate(spec, task_id, attempt, None, [], tried, dict(provenance or {}))

@@ -12,8 +12,8 @@ from collections import Counter
 from collections.abc import Collection, Mapping
 
 from pipeline.dataset.task import Task
-from pipeline.synth.taxonomy import PLAIN, TAXONOMY, cells
-from pipeline.world.retail.tools import WRITE_TOOLS
+from pipeline.synth.kit import SynthesisKit
+from pipeline.synth.taxonomy import PLAIN
 
 Cell = tuple[str, str, str]
 
@@ -23,26 +23,28 @@ def parts_of(task: Task) -> list[str]:
     return parts.split("+") if parts else []
 
 
-def task_cells(task: Task) -> set[Cell]:
-    """The cells one task covers."""
+def task_cells(kit: SynthesisKit, task: Task) -> set[Cell]:
+    """The cells one task covers, in the taxonomy of the domain's kit (none for a template it lacks)."""
     d, m, reqs = task.provenance.dials, task.user_script.messes, task.user_script.requests
+    writes, items = kit.taxonomy.writes(), kit.items_argument
     out: set[Cell] = set()
     for i, name in enumerate(parts_of(task)):
-        spec = TAXONOMY.get(name)
+        spec = kit.taxonomy.get(name)
         if spec is None or i >= len(reqs):
             continue
         req = reqs[i]
-        write = next((a for a in task.gold_actions if a.request == i and a.name in WRITE_TOOLS), None)
+        record = kit.record_of(req)
+        write = next((a for a in task.gold_actions if a.request == i and a.name in writes), None)
         on = {
             "forgot_email": m.forgot_email,
             "also_request": m.also_request,
             "vague_item": m.vague_item and bool(req.vague_utterance),
-            "underspecified": bool(d.get("underspecified") and req.order_id and req.order_id not in req.utterance),
+            "underspecified": bool(d.get("underspecified") and record and record not in req.utterance),
             "pushback": m.pushback and req.expect == "refused",
             "chained": int(d.get("writes", 0)) >= 2 and req.expect == "done",
             "refusal": int(d.get("refusals", 0)) >= 1 and req.expect == "done",
             "with_write": int(d.get("writes", 0)) >= 1 and req.expect == "refused",
-            "multi_item": write is not None and len(write.arguments.get("item_ids", [])) >= 2,
+            "multi_item": write is not None and items is not None and len(write.arguments.get(items, [])) >= 2,
         }
         active = [k for k in spec.dials() if on.get(k)]
         out.update((name, k, req.expect) for k in active)
@@ -54,16 +56,17 @@ def task_cells(task: Task) -> set[Cell]:
 class CoverageTracker:
     """Counts of tasks per cell; `pick` chooses the next cell to aim a new task at."""
 
-    def __init__(self) -> None:
-        self.counts: Counter[Cell] = Counter({c: 0 for c in cells()})
+    def __init__(self, kit: SynthesisKit) -> None:
+        self.kit = kit
+        self.counts: Counter[Cell] = Counter({c: 0 for c in kit.taxonomy.cells()})
 
     def record(self, task: Task) -> set[Cell]:
-        got = task_cells(task)
+        got = task_cells(self.kit, task)
         self.counts.update(got)
         return got
 
     def uncovered(self, mode: str | None = None) -> list[Cell]:
-        return [c for c in cells(mode) if self.counts[c] == 0]
+        return [c for c in self.kit.taxonomy.cells(mode) if self.counts[c] == 0]
 
     def pick(
         self,
@@ -78,7 +81,8 @@ class CoverageTracker:
         make the dials a failure mode is most sensitive to come up first; `allowed` (None = all) limits the
         dials aimed at.
         """
-        pool = [c for c in cells(mode) if c[1] != PLAIN and (allowed is None or c[1] in allowed)] or cells(mode)
+        cells = self.kit.taxonomy.cells(mode)
+        pool = [c for c in cells if c[1] != PLAIN and (allowed is None or c[1] in allowed)] or cells
         least = min(self.counts[c] for c in pool)
         todo = [c for c in pool if self.counts[c] == least]
         w = [0.1 + (weights or {}).get(c[1], 0.0) for c in todo]

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 from pipeline.dataset.task import Task
 from pipeline.synth.candidate import Spec
-from pipeline.synth.taxonomy import MESS_DIALS, TAXONOMY, templates_for
+from pipeline.synth.taxonomy import MESS_DIALS, Taxonomy
 
 
 @dataclass
@@ -27,32 +27,36 @@ class Lineage:
     generation: int
 
 
-def _add_part(spec: Spec, outcome: str, mode: str, rng: random.Random, max_parts: int) -> Spec | None:
+def _add_part(
+    taxonomy: Taxonomy, spec: Spec, outcome: str, mode: str, rng: random.Random, max_parts: int
+) -> Spec | None:
     if len(spec.parts) >= max_parts:
         return None
-    pool = [t for t in templates_for(mode, outcome) if not (t == "modify_user_address" and t in spec.parts)]
-    pool = pool or [n for n, s in TAXONOMY.items() if s.outcome == outcome]
+    # a request about the account itself (no record) comes up at most once per task
+    pool = [t for t in taxonomy.templates_for(mode, outcome) if taxonomy[t].record or t not in spec.parts]
+    pool = pool or [n for n, s in taxonomy.items() if s.outcome == outcome]
     return replace(spec, parts=(*spec.parts, rng.choice(pool)))
 
 
-def apply_dial(spec: Spec, dial: str, mode: str, rng: random.Random, max_parts: int) -> Spec | None:
+def apply_dial(taxonomy: Taxonomy, spec: Spec, dial: str, mode: str, rng: random.Random, max_parts: int) -> Spec | None:
     """`spec` with `dial` on; None when it cannot be (too many requests already, or it does not apply)."""
     if dial in ("chained", "refusal", "with_write"):
-        if dial == "with_write" and TAXONOMY[spec.template].outcome != "refused":
+        if dial == "with_write" and taxonomy[spec.template].outcome != "refused":
             return None
-        return _add_part(spec, "refused" if dial == "refusal" else "done", mode, rng, max_parts)
+        return _add_part(taxonomy, spec, "refused" if dial == "refusal" else "done", mode, rng, max_parts)
     if dial == "multi_item":
-        return replace(spec, items=2) if TAXONOMY[spec.template].items else None
+        return replace(spec, items=2) if taxonomy[spec.template].items else None
     if dial == "also_request" and len(spec.parts) < 2:
-        grown = _add_part(spec, rng.choice(["done", "refused"]), mode, rng, max_parts)
+        grown = _add_part(taxonomy, spec, rng.choice(["done", "refused"]), mode, rng, max_parts)
         return grown.with_dial(dial) if grown else None
     if dial in MESS_DIALS:
         out = spec.with_dial(dial)
-        return out if out.realizable() else None
+        return out if out.realizable(taxonomy) else None
     raise ValueError(f"unknown dial {dial!r}")
 
 
 def descendant(
+    taxonomy: Taxonomy,
     parent: Spec,
     cell_dial: str,
     mode: str,
@@ -65,13 +69,13 @@ def descendant(
 ) -> Spec | None:
     """A child of `parent` with the cell's dial on, plus the mode's other dials at their probabilities."""
     child = replace(parent, mode=mode, depth=parent.depth + 1, parent=parent_id, user_hint=user_hint)
-    child = apply_dial(child, cell_dial, mode, rng, max_parts)
+    child = apply_dial(taxonomy, child, cell_dial, mode, rng, max_parts)
     if child is None:
         return None
     for dial, p in sorted(dials.items()):
         if dial != cell_dial and rng.random() < p:
-            child = apply_dial(child, dial, mode, rng, max_parts) or child
-    return child if child.realizable() else None
+            child = apply_dial(taxonomy, child, dial, mode, rng, max_parts) or child
+    return child if child.realizable(taxonomy) else None
 
 
 def parents_for(lineages: list[Lineage], template: str, max_depth: int, rng: random.Random) -> list[Lineage]:

@@ -1,6 +1,6 @@
 """An optional judge cascade over synthesized tasks, through any OpenAI-compatible chat endpoint.
 
-Three questions in order, each asked only if the previous one passed: is the task executable with the
+Three questions in turn, each asked only if the previous one passed: is the task executable with the
 tools, is it valid (the customer's script and the gold actions agree), and is its gold outcome within the
 policy. The world has already verified the task; the judge can only reject it, never add to it. Off by
 default; a plain HTTP client (urllib), so no SDK is needed. An unreachable or garbled endpoint raises
@@ -20,18 +20,18 @@ from pydantic import BaseModel, ConfigDict, Field
 from pipeline.dataset.task import Task
 from pipeline.rollout.protocols import InfrastructureError
 
+INTRO = "You check synthetic customer-service tasks for {business}."
 STAGES: dict[str, str] = {
     "executability": (
-        "You check synthetic customer-service tasks for a retail store. Could an agent carry out the gold "
-        "actions using only what the customer says and what the tools return?"
+        "Could an agent carry out the gold actions using only what the customer says and what the tools return?"
     ),
     "validity": (
-        "You check synthetic customer-service tasks for a retail store. Do the customer's goal and requests "
-        "agree with the gold actions (same orders, items, values), with nothing contradictory?"
+        "Do the customer's goal and requests agree with the gold actions (same records, items, values), with "
+        "nothing contradictory?"
     ),
     "policy": (
-        "You check synthetic customer-service tasks for a retail store against its policy (below). Does the "
-        "gold outcome follow the policy, including refusing what the policy forbids?"
+        "Check the task against the policy (below). Does the gold outcome follow the policy, including refusing "
+        "what the policy forbids?"
     ),
 }
 ANSWER = 'Answer with JSON only: {"verdict": "pass" or "fail", "reason": "<one sentence>"}.'
@@ -43,7 +43,7 @@ class JudgeConfig(BaseModel):
     base_url: str = Field(description="Endpoint base, e.g. http://localhost:8000/v1 (POSTs to /chat/completions).")
     model: str = Field(description="Model name sent with each request.")
     api_key_env: str | None = Field(default="OPENAI_API_KEY", description="Environment variable holding the key.")
-    stages: list[str] = Field(default_factory=lambda: list(STAGES), description="Stages, in order.")
+    stages: list[str] = Field(default_factory=lambda: list(STAGES), description="Stages, in sequence.")
     timeout_s: float = Field(default=30.0, gt=0)
 
 
@@ -57,14 +57,17 @@ def describe(task: Task) -> str:
 
 
 class JudgeCascade:
-    def __init__(self, config: JudgeConfig) -> None:
+    """The stages in sequence; `business` names the domain's business in the prompts (the kit's `business`)."""
+
+    def __init__(self, config: JudgeConfig, business: str = "a customer-service desk") -> None:
         unknown = sorted(set(config.stages) - set(STAGES))
         if unknown:
             raise ValueError(f"unknown judge stage(s) {unknown}; known: {list(STAGES)}")
-        self.config = config
+        self.config, self.business = config, business
 
     def ask(self, stage: str, task: Task, policy: str) -> tuple[bool, str]:
-        system = STAGES[stage] + (f"\n\nPolicy:\n{policy}" if stage == "policy" else "") + "\n" + ANSWER
+        intro = INTRO.format(business=self.business)
+        system = f"{intro} {STAGES[stage]}" + (f"\n\nPolicy:\n{policy}" if stage == "policy" else "") + "\n" + ANSWER
         body = {
             "model": self.config.model,
             "temperature": 0,

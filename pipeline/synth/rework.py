@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 
 from pipeline.synth.candidate import Candidate, build
-from pipeline.synth.drafts import Ctx
+from pipeline.synth.kit import Grounding, SynthesisKit
 from pipeline.synth.verify import Verification, Verifier
 
 log = logging.getLogger(__name__)
@@ -50,8 +50,10 @@ class TemplateStats:
 
 
 class Reworker:
-    def __init__(self, ctx: Ctx, verifier: Verifier, seed: int = 0, max_rework: int = 3) -> None:
-        self.ctx, self.verify, self.seed, self.max_rework = ctx, verifier, seed, max_rework
+    def __init__(
+        self, kit: SynthesisKit, ctx: Grounding, verifier: Verifier, seed: int = 0, max_rework: int = 3
+    ) -> None:
+        self.kit, self.ctx, self.verify, self.seed, self.max_rework = kit, ctx, verifier, seed, max_rework
         self.stats: dict[str, TemplateStats] = {}
 
     def process(self, cand: Candidate) -> Outcome:
@@ -81,6 +83,7 @@ class Reworker:
             if relaxed is not None:
                 hint = cand.task.customer_user_id if cand.task else spec.user_hint
                 nxt = build(
+                    self.kit,
                     self.ctx,
                     replace(relaxed, user_hint=hint),
                     cand.task_id,
@@ -90,6 +93,7 @@ class Reworker:
                 )
                 return f"relax:{_removed(spec, relaxed)}", nxt
         nxt = build(
+            self.kit,
             self.ctx,
             spec,
             cand.task_id,

@@ -29,14 +29,14 @@ from pipeline.grading.failure_modes import FAILURE_MODES
 from pipeline.rollout.trajectory import Trajectory
 from pipeline.synth.candidate import Spec, build
 from pipeline.synth.coverage import CoverageTracker
-from pipeline.synth.drafts import Ctx
 from pipeline.synth.evolve import Lineage, apply_dial, descendant, parents_for
 from pipeline.synth.judge import JudgeCascade, JudgeConfig
+from pipeline.synth.kit import kit_of
 from pipeline.synth.rework import Outcome, Reworker
-from pipeline.synth.taxonomy import DIALS, PLAIN, TAXONOMY, twin
+from pipeline.synth.taxonomy import DIALS, PLAIN
 from pipeline.synth.verify import Verifier, VerifyConfig
 from pipeline.target.split import Targets
-from pipeline.world.retail.state import RetailWorld
+from pipeline.world.tables import World
 
 log = logging.getLogger(__name__)
 _GENERATED = re.compile(r"^gen-\d+(-\d+x\d+x\d+)?$")
@@ -46,7 +46,7 @@ class EvalWorldError(ValueError):
     """Synthesis asked to ground tasks in a world that is not a generated one (e.g. the τ² evaluation world)."""
 
 
-def ensure_generated(world: RetailWorld) -> None:
+def ensure_generated(world: World) -> None:
     if not _GENERATED.match(world.name) or "tau2" in world.name.lower():
         raise EvalWorldError(
             f"refusing to synthesize from world {world.name!r}: training data must be grounded in a generated "
@@ -78,7 +78,7 @@ class SynthConfig(BaseModel):
         ge=0,
         le=1,
         description="Share of the descendants aimed at a measured refusal cell made instead as its twin (the same"
-        " write where the policy allows it, same dial; `taxonomy.twin`), so that training on refusals does not"
+        " write where the policy allows it, same dial; `Taxonomy.twin`), so that training on refusals does not"
         " teach refusing whatever looks alike.",
     )
     dials: list[str] | None = Field(
@@ -106,18 +106,20 @@ class SynthesisResult:
 
 
 class Synthesizer:
-    def __init__(self, world: RetailWorld, targets: Targets, config: SynthConfig | None = None) -> None:
+    def __init__(self, world: World, targets: Targets, config: SynthConfig | None = None) -> None:
         ensure_generated(world)
+        self.kit = kit_of(world.domain, needed_for="synthesize")
+        self.taxonomy = self.kit.taxonomy
         unknown = sorted(set(targets.modes) - set(FAILURE_MODES))
         if unknown:
             raise ValueError(f"targets name unknown failure mode(s) {unknown}; known: {list(FAILURE_MODES)}")
         self.world, self.targets, self.config = world, targets, config or SynthConfig()
         cfg = self.config
-        self.ctx = Ctx(world)
-        judge = JudgeCascade(cfg.judge) if cfg.judge else None
+        self.ctx = self.kit.ground(world)
+        judge = JudgeCascade(cfg.judge, self.kit.business) if cfg.judge else None
         self.verifier = Verifier(world, cfg.verify, judge)
-        self.reworker = Reworker(self.ctx, self.verifier, cfg.seed, cfg.max_rework)
-        self.coverage = CoverageTracker()
+        self.reworker = Reworker(self.kit, self.ctx, self.verifier, cfg.seed, cfg.max_rework)
+        self.coverage = CoverageTracker(self.kit)
         self.rng = random.Random(f"synth:{world.name}:{cfg.seed}")
         self.lineages: list[Lineage] = []
         self.result = SynthesisResult()
@@ -132,7 +134,7 @@ class Synthesizer:
 
     def run(self, on_task: Callable[[Task], None] | None = None) -> SynthesisResult:
         modes = [m for m, t in self.targets.modes.items() if t.count > 0]
-        for name, spec in TAXONOMY.items():  # generation 0: every atomic action
+        for name, spec in self.taxonomy.items():  # generation 0: every atomic action
             tagged = [m for m in spec.modes if m in modes] or list(spec.modes)
             mode = max(tagged, key=lambda m: (self.need(m) if m in self.targets.modes else -1, -tagged.index(m)))
             self._try(Spec(parts=(name,), mode=mode, items=1 if spec.items else None), on_task)
@@ -157,15 +159,15 @@ class Synthesizer:
         measured = {
             c: w
             for c, w in self.targets.cells.get(mode, {}).items()
-            if c.split("/")[0] in TAXONOMY and (allowed is None or c.split("/")[1] in (*allowed, PLAIN))
+            if c.split("/")[0] in self.taxonomy and (allowed is None or c.split("/")[1] in (*allowed, PLAIN))
         }
         if measured and self.rng.random() < self.config.measured_share:
             for _ in range(8):
                 template, dial, _ = self.rng.choices(list(measured), weights=list(measured.values()), k=1)[0].split("/")
-                aim, other = "measured", twin(template)
+                aim, other = "measured", self.taxonomy.twin(template)
                 if other and self.config.twin_share and self.rng.random() < self.config.twin_share:
                     template, aim = other, "twin"
-                    dial = dial if dial in TAXONOMY[template].dials() else PLAIN
+                    dial = dial if dial in self.taxonomy[template].dials() else PLAIN
                 child = self._measured_child(template, dial, mode)
                 if child is not None:
                     self._aim = aim
@@ -176,6 +178,7 @@ class Synthesizer:
             for parent in [*parents_for(self.lineages, template, self.config.max_depth, self.rng)[:4], None]:
                 base = parent.spec if parent else Spec(parts=(template,), mode=mode, depth=0)
                 child = descendant(
+                    self.taxonomy,
                     base,
                     dial,
                     mode,
@@ -197,11 +200,11 @@ class Synthesizer:
         and new customers keep coming.
         """
         atomic = next((x for x in self.lineages if x.spec.parts == (template,) and x.spec.depth == 0), None)
-        items = 1 if TAXONOMY[template].items else None
+        items = 1 if self.taxonomy[template].items else None
         base = Spec(parts=(template,), mode=mode, items=items, depth=1, parent=atomic.task.id if atomic else None)
         if dial == PLAIN:
             return base
-        return apply_dial(base, dial, mode, self.rng, self.config.max_parts)
+        return apply_dial(self.taxonomy, base, dial, mode, self.rng, self.config.max_parts)
 
     def _try(self, spec: Spec | None, on_task: Callable[[Task], None] | None) -> None:
         if spec is None:
@@ -209,7 +212,7 @@ class Synthesizer:
         task_id = f"{self.world.name}-syn{self.config.seed}-g{self.generation}-{self._n:04d}-{spec.template}"
         self._n += 1
         dials = {"generation": self.generation, "aim": self._aim if self.generation else "atomic"}
-        cand = build(self.ctx, spec, task_id, self.config.seed, provenance={"dials": dials})
+        cand = build(self.kit, self.ctx, spec, task_id, self.config.seed, provenance={"dials": dials})
         out = self.reworker.process(cand)
         self.outcomes.append(out)
         if out.status == "dropped":
@@ -248,7 +251,7 @@ class Synthesizer:
                 "by_aim": _count(t.provenance.dials.get("aim") for t in tasks),
                 "by_outcome": _count(_outcome(t) for t in tasks),
                 "by_requests": _count(str(t.provenance.dials.get("requests")) for t in tasks),
-                "by_dial": {d: sum(1 for t in tasks if _dial_on(t, d)) for d in DIALS},
+                "by_dial": {d: sum(1 for t in tasks if _dial_on(t, d, self.kit.items_argument)) for d in DIALS},
             },
             "coverage": self.coverage.summary(),
             "rework": {
@@ -269,19 +272,19 @@ def _outcome(task: Task) -> str:
     return "mixed" if len(expects) > 1 else expects.pop() if expects else "none"
 
 
-def _dial_on(task: Task, dial: str) -> bool:
+def _dial_on(task: Task, dial: str, items: str | None) -> bool:
     d = task.provenance.dials
     if dial == "chained":
         return int(d.get("writes", 0)) >= 2
     if dial in ("refusal", "with_write"):
         return int(d.get("refusals", 0)) >= 1 and int(d.get("writes", 0)) >= 1
     if dial == "multi_item":
-        return any(len(a.arguments.get("item_ids", [])) >= 2 for a in task.gold_actions)
+        return items is not None and any(len(a.arguments.get(items, [])) >= 2 for a in task.gold_actions)
     return bool(d.get(dial))
 
 
 def synthesize(
-    world: RetailWorld,
+    world: World,
     targets: Targets,
     out_dir: Path,
     config: SynthConfig | None = None,

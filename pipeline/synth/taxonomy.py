@@ -1,19 +1,16 @@
 """The template taxonomy: what each atomic template writes or refuses, and which failure modes it exercises.
 
-Every retail write has a template that carries it out, and every refusal the policy requires (wrong status,
-another customer's order, a bad cancellation reason, a gift card that falls short, a second item
-modification) has one whose right answer is "no". A template's failure-mode tags say which mistakes a task
-built on it can catch: an order-status read can be misread, a written value can be invented, a confirmed
-write can be skipped.
+A domain's synthesis kit declares one `TemplateSpec` per atomic template: every write of the domain has a
+template that carries it out, and every refusal its policy requires has one whose right answer is "no". A
+template's failure-mode tags say which mistakes a task built on it can catch: a status read can be misread, a
+written value can be invented, a confirmed write can be skipped. The dials and cells are the same for every
+domain.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-
-from pipeline.grading.failure_modes import FAILURE_MODES
-from pipeline.synth.atomic import TEMPLATES
-from pipeline.world.retail.tools import WRITE_TOOLS
 
 # Difficulty dials a task can turn on. Messes change how the customer talks; the rest change the task's shape.
 MESS_DIALS: tuple[str, ...] = ("forgot_email", "vague_item", "also_request", "pushback", "underspecified")
@@ -30,14 +27,15 @@ class TemplateSpec:
     modes: tuple[str, ...]  # failure modes a task on this template exercises
     refusal: str | None = None  # why the policy says no
     items: bool = False  # the customer names items (vague descriptions, one or two items)
-    order: bool = True  # the request is about one order (so it can be stated without its id)
+    record: bool = True  # the request is about one record (not the customer's account)
+    omissible: bool = True  # that record's id can be left unsaid (the agent asks); not for another's record
 
     def dials(self) -> tuple[str, ...]:
         """The dials that make sense for this template (its coverage cells, besides 'plain')."""
         out = ["forgot_email", "also_request"]
         if self.items:
             out.append("vague_item")
-        if self.order and self.refusal != "another_customer":
+        if self.record and self.omissible:
             out.append("underspecified")
         if self.outcome == "refused":
             out += ["pushback", "with_write"]
@@ -48,60 +46,43 @@ class TemplateSpec:
         return tuple(d for d in DIALS if d in out)
 
 
-ALL = tuple(FAILURE_MODES)
-_WRITES = ("plan_adherence", "invention")
-TAXONOMY: dict[str, TemplateSpec] = {
-    s.name: s
-    for s in (
-        TemplateSpec("cancel", "cancel_pending_order", "done", ALL),
-        TemplateSpec("modify_address", "modify_pending_order_address", "done", ALL),
-        TemplateSpec("modify_payment", "modify_pending_order_payment", "done", ALL),
-        TemplateSpec("modify_items", "modify_pending_order_items", "done", ALL, items=True),
-        TemplateSpec("return", "return_delivered_order_items", "done", ALL, items=True),
-        TemplateSpec("exchange", "exchange_delivered_order_items", "done", ALL, items=True),
-        TemplateSpec("modify_user_address", "modify_user_address", "done", _WRITES, order=False),
-        TemplateSpec("cancel_wrong_status", "cancel_pending_order", "refused", ("misread",), "wrong_status"),
-        TemplateSpec("modify_wrong_status", "modify_pending_order_address", "refused", ("misread",), "wrong_status"),
-        TemplateSpec(
-            "return_wrong_status", "return_delivered_order_items", "refused", ("misread",), "wrong_status", items=True
-        ),
-        TemplateSpec(
-            "other_customer", "cancel_pending_order", "refused", ("plan_adherence", "misread"), "another_customer"
-        ),
-        TemplateSpec("bad_cancel_reason", "cancel_pending_order", "refused", ("invention",), "bad_cancel_reason"),
-        TemplateSpec("gift_card_short", "modify_pending_order_payment", "refused", ("misread",), "gift_card_short"),
-        TemplateSpec(
-            "second_modification",
-            "modify_pending_order_items",
-            "refused",
-            ("misread",),
-            "second_modification",
-            items=True,
-        ),
-    )
-}
-assert set(TAXONOMY) == set(TEMPLATES), "every atomic template needs a taxonomy entry"
-assert {s.tool for s in TAXONOMY.values() if s.outcome == "done"} == set(WRITE_TOOLS), "every write needs a template"
+class Taxonomy(Mapping[str, TemplateSpec]):
+    """A domain's template specs by name, in the domain's sequence, and the questions synthesis asks of them."""
 
+    def __init__(self, specs: tuple[TemplateSpec, ...] | list[TemplateSpec]) -> None:
+        self._specs = {s.name: s for s in specs}
+        if len(self._specs) != len(specs):
+            raise ValueError("taxonomy: template names must be unique")
 
-def twin(template: str) -> str | None:
-    """A refusal's twin: the template making the same write where the policy allows it (None for a write).
+    def __getitem__(self, name: str) -> TemplateSpec:
+        return self._specs[name]
 
-    Trained beside the refusal, it shows what makes the refusal right (the status, the balance, the owner), so
-    a model taught to refuse does not refuse every request that looks alike."""
-    spec = TAXONOMY[template]
-    if spec.outcome != "refused":
-        return None
-    return next(n for n, s in TAXONOMY.items() if s.outcome == "done" and s.tool == spec.tool)
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._specs)
 
+    def __len__(self) -> int:
+        return len(self._specs)
 
-def templates_for(mode: str, outcome: str | None = None) -> list[str]:
-    """Templates tagged with `mode` (and of `outcome`, if given), in taxonomy order."""
-    return [n for n, s in TAXONOMY.items() if mode in s.modes and (outcome is None or s.outcome == outcome)]
+    def twin(self, template: str) -> str | None:
+        """A refusal's twin: the template making the same write where the policy allows it (None for a write).
 
+        Trained beside the refusal, it shows what makes the refusal right (the status, the balance, the owner),
+        so a model taught to refuse does not refuse every request that looks alike."""
+        spec = self[template]
+        if spec.outcome != "refused":
+            return None
+        return next(n for n, s in self.items() if s.outcome == "done" and s.tool == spec.tool)
 
-def cells(mode: str | None = None) -> list[tuple[str, str, str]]:
-    """Every (template, dial, outcome) coverage cell, optionally only of templates tagged `mode`."""
-    return [
-        (n, d, s.outcome) for n, s in TAXONOMY.items() if mode is None or mode in s.modes for d in (PLAIN, *s.dials())
-    ]
+    def templates_for(self, mode: str, outcome: str | None = None) -> list[str]:
+        """Templates tagged with `mode` (and of `outcome`, if given), in taxonomy sequence."""
+        return [n for n, s in self.items() if mode in s.modes and (outcome is None or s.outcome == outcome)]
+
+    def cells(self, mode: str | None = None) -> list[tuple[str, str, str]]:
+        """Every (template, dial, outcome) coverage cell, optionally only of templates tagged `mode`."""
+        return [
+            (n, d, s.outcome) for n, s in self.items() if mode is None or mode in s.modes for d in (PLAIN, *s.dials())
+        ]
+
+    def writes(self) -> frozenset[str]:
+        """The tools the templates write (or ask for and get refused)."""
+        return frozenset(s.tool for s in self.values())

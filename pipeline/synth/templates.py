@@ -1,9 +1,9 @@
 """Plain task generation: every template in a cycle, grounded only in one world's data, gold verified.
 
-`generate_tasks` combines drafts of the atomic templates (`pipeline.synth.atomic`) into tasks (one
-request, or two of the same customer), turns on messes at fixed rates, and keeps a task only if replaying
-its gold actions in the world succeeds and each forbidden write is refused at its point in the
-conversation. Targeted, evolved and oracle-verified data is `pipeline.synth.synthesize`'s job.
+`generate_tasks` combines drafts of the atomic templates of the world's domain (its synthesis kit) into tasks
+(one request, or two of the same customer), turns on messes at fixed rates, and keeps a task only if replaying
+its gold actions in the world succeeds and each forbidden write is refused at its point in the conversation.
+Targeted, evolved and oracle-verified data is `pipeline.synth.synthesize`'s job.
 """
 
 from __future__ import annotations
@@ -15,25 +15,26 @@ from dataclasses import dataclass, field
 
 from pipeline.dataset.task import Task
 from pipeline.synth.assemble import assemble, gold_problems, random_messes
-from pipeline.synth.atomic import TEMPLATES, Template
-from pipeline.synth.drafts import Ctx, Draft
-from pipeline.world.retail.state import RetailWorld
+from pipeline.synth.drafts import Draft
+from pipeline.synth.kit import Grounding, SynthesisKit, kit_of
+from pipeline.world.tables import World
 
 log = logging.getLogger(__name__)
 
 PAIR = "two_requests"
-ALL_TEMPLATES: tuple[str, ...] = (*TEMPLATES, PAIR)
+EVERY = "*"
+"""In a cycle: every atomic template of the domain once, in taxonomy sequence."""
 # The default cycle: every template once, and two-request tasks a fifth of the time.
-DEFAULT_CYCLE: tuple[str, ...] = (*TEMPLATES, PAIR, PAIR, PAIR)
+DEFAULT_CYCLE: tuple[str, ...] = (EVERY, PAIR, PAIR, PAIR)
 
 __all__ = [
-    "ALL_TEMPLATES",
     "DEFAULT_CYCLE",
+    "EVERY",
     "PAIR",
-    "TEMPLATES",
     "Draft",
     "GenerationResult",
-    "Template",
+    "all_templates",
+    "expand_cycle",
     "generate",
     "generate_tasks",
 ]
@@ -45,7 +46,21 @@ class GenerationResult:
     skipped: Counter = field(default_factory=Counter)  # template → tasks dropped (no fit, or replay failed)
 
 
-def generate_tasks(world: RetailWorld, n: int, seed: int = 0, templates: list[str] | None = None) -> list[Task]:
+def all_templates(kit: SynthesisKit) -> tuple[str, ...]:
+    """Every name a cycle may hold for this kit: its templates and the two-request pair."""
+    return (*kit.templates, PAIR)
+
+
+def expand_cycle(kit: SynthesisKit, templates: list[str] | tuple[str, ...] | None = None) -> list[str]:
+    """The cycle with `EVERY` spelled out as the kit's templates (default: `DEFAULT_CYCLE`)."""
+    names = [n for t in (templates or DEFAULT_CYCLE) for n in (kit.templates if t == EVERY else (t,))]
+    unknown = sorted(set(names) - set(all_templates(kit)))
+    if unknown:
+        raise ValueError(f"unknown template(s) {unknown}; known: {list(all_templates(kit))}")
+    return names
+
+
+def generate_tasks(world: World, n: int, seed: int = 0, templates: list[str] | None = None) -> list[Task]:
     """`n` tasks cycling over `templates` (default `DEFAULT_CYCLE`); same world and seed, same tasks.
 
     A template that fits no customer, or a candidate whose gold replay fails, is skipped and counted
@@ -54,19 +69,17 @@ def generate_tasks(world: RetailWorld, n: int, seed: int = 0, templates: list[st
     return generate(world, n, seed, templates).tasks
 
 
-def generate(world: RetailWorld, n: int, seed: int = 0, templates: list[str] | None = None) -> GenerationResult:
+def generate(world: World, n: int, seed: int = 0, templates: list[str] | None = None) -> GenerationResult:
     """Like `generate_tasks`, also counting per template the candidates dropped and why."""
-    names = list(templates or DEFAULT_CYCLE)
-    unknown = sorted(set(names) - set(ALL_TEMPLATES))
-    if unknown:
-        raise ValueError(f"unknown template(s) {unknown}; known: {list(ALL_TEMPLATES)}")
-    ctx = Ctx(world)
+    kit = kit_of(world.domain, needed_for="generate tasks")
+    names = expand_cycle(kit, templates)
+    ctx = kit.ground(world)
     result = GenerationResult(tasks=[])
     attempt = 0
     while len(result.tasks) < n and attempt < 4 * n + len(names):
         name = names[attempt % len(names)]
         rng = random.Random(f"{world.name}:{seed}:{attempt}")
-        task, why = _make_task(ctx, name, rng, f"{world.name}-s{seed}-{len(result.tasks):04d}-{name}")
+        task, why = _make_task(kit, ctx, name, rng, f"{world.name}-s{seed}-{len(result.tasks):04d}-{name}")
         if task is None:
             result.skipped[f"{name}:{why}"] += 1
         else:
@@ -77,24 +90,27 @@ def generate(world: RetailWorld, n: int, seed: int = 0, templates: list[str] | N
     return result
 
 
-def _make_task(ctx: Ctx, name: str, rng: random.Random, task_id: str) -> tuple[Task | None, str]:
-    users = list(ctx.users)
+def _make_task(
+    kit: SynthesisKit, ctx: Grounding, name: str, rng: random.Random, task_id: str
+) -> tuple[Task | None, str]:
+    users = list(ctx.customers)
     rng.shuffle(users)
-    pair = rng.sample(sorted(TEMPLATES), 2) if name == PAIR else None
+    templates = kit.templates
+    pair = rng.sample(sorted(templates), 2) if name == PAIR else None
     replay_failed = False
     for uid in users[:200]:
-        user = ctx.user_records[uid]
+        user = ctx.customer(uid)
         if pair:
-            first = TEMPLATES[pair[0]](ctx, user, rng, set())
-            second = TEMPLATES[pair[1]](ctx, user, rng, set(first.orders)) if first else None
+            first = templates[pair[0]](ctx, user, rng, set())
+            second = templates[pair[1]](ctx, user, rng, set(first.records)) if first else None
             drafts = [first, second] if second else None
         else:
-            one = TEMPLATES[name](ctx, user, rng, set())
+            one = templates[name](ctx, user, rng, set())
             drafts = [one] if one else None
         if drafts is None:
             continue
         messes = random_messes(ctx, user, [d.request for d in drafts], rng)
-        task = assemble(ctx.world, user, drafts, name, messes, task_id, provenance={"depth": 0})
+        task = assemble(kit, ctx.world, uid, user, drafts, name, messes, task_id, provenance={"depth": 0})
         problems = gold_problems(ctx.world, task, drafts)
         if not problems:
             return task, ""

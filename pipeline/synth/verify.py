@@ -2,10 +2,10 @@
 
 0. new: not identical to a task already accepted;
 1. gold replay: every gold action succeeds and every forbidden write is refused where it is asked for;
-2. policy: the gold end state keeps the static rules (legal status changes, refund and gift-card
-   ceilings, authorization, no policy-refused writes, tool budget);
-3. solvable: the oracle agent solves it against the scripted user (run_episode + grade) on each trial;
-4. discriminative (when the targeted mode can be planted): the flawed agent with that mode fails it;
+2. policy: the gold end state keeps the static rules (legal status changes, money ceilings,
+   authorization, no policy-refused writes, tool budget);
+3. solvable: the domain's oracle agent solves it against the scripted user (run_episode + grade) on each trial;
+4. discriminative (when the targeted mode can be planted): the domain's flawed agent with that mode fails it;
 5. optionally, the judge cascade (executability, validity, policy).
 The first failing step is the diagnosis, which tells the rework what to change.
 """
@@ -18,8 +18,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pipeline.agents.flawed import FlawConfig, FlawedAgent
-from pipeline.agents.scripted import OracleAgent
 from pipeline.curate.select import task_key
 from pipeline.dataset.task import Task
 from pipeline.grading.grader import grade
@@ -36,8 +34,8 @@ from pipeline.synth.assemble import gold_problems
 from pipeline.synth.candidate import Candidate
 from pipeline.synth.judge import JudgeCascade
 from pipeline.users.scripted import ScriptedUser
-from pipeline.world.retail.replay import replay_actions
-from pipeline.world.retail.state import RetailWorld
+from pipeline.world.replay import replay_actions
+from pipeline.world.tables import World
 
 log = logging.getLogger(__name__)
 Kind = Literal[
@@ -82,12 +80,17 @@ class Verification:
 
 
 class Verifier:
-    def __init__(self, world: RetailWorld, config: VerifyConfig | None = None, judge: JudgeCascade | None = None):
+    """Runs the checks above with the world's domain's scripted agents (its `oracle` and `flaws` capabilities)
+    and its scripted customer (`user_phrasing`, else the generic scripted user)."""
+
+    def __init__(self, world: World, config: VerifyConfig | None = None, judge: JudgeCascade | None = None):
         self.world = world
         self.config = config or VerifyConfig()
         self.judge = judge
-        self.oracle = OracleAgent()
-        self.user = ScriptedUser()
+        domain = world.domain
+        self.oracle = domain.require("oracle", needed_for="verifying synthesized tasks")()
+        self.flaws = domain.require("flaws", needed_for="the flaw check") if self.config.flaw_check else None
+        self.user = (domain.user_phrasing() or ScriptedUser)()
         self.accepted: set[str] = set()  # content keys of tasks already accepted (see `accept`)
 
     def accept(self, task: Task) -> None:
@@ -139,7 +142,7 @@ class Verifier:
     def _flaw(self, cand: Candidate) -> str:
         if not self.config.flaw_check:
             return "off"
-        agent = FlawedAgent(FlawConfig(rates={cand.spec.mode: 1.0}, seed=self.config.flaw_seed))
+        agent = self.flaws({cand.spec.mode: 1.0}, seed=self.config.flaw_seed)
         if not agent.planted(cand.task, 0):
             return "not_plantable"
         t = run_episode(self.world, cand.task, agent, self.user, trial=0, limits=self.config.limits)

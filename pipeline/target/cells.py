@@ -1,9 +1,10 @@
 """Where the measured failures happened: each mode's failed trials spread over the coverage cells of their tasks.
 
 A mode's rate says how much to synthesize for it; its cells say what to synthesize. A cell is a template,
-a dial and an outcome (`pipeline.synth.coverage`), so the synthesizer can aim new tasks, on its own
-generated world, at the shapes the agent failed in: a plain cancel it keeps getting wrong, a forgotten email
-on a return, a refusal after pushback. Only shapes cross over, never the held-out tasks' entities.
+a dial and an outcome (`pipeline.synth.coverage`, in the taxonomy of the domain's synthesis kit), so the
+synthesizer can aim new tasks, on its own generated world, at the shapes the agent failed in: a plain write it
+keeps getting wrong, a forgotten email, a refusal after pushback. Only shapes cross over, never the held-out
+tasks' entities. A domain without a synthesis kit has no cells.
 
 Each failed trial adds weight 1 to its task's cells of every mode the analyzer named (split evenly across
 those cells); a failed trial the analyzer named no mode for adds 1 split across the modes the task's cells
@@ -19,24 +20,46 @@ from pathlib import Path
 from pipeline.dataset.io import read_tasks
 from pipeline.dataset.task import Task
 from pipeline.synth.coverage import task_cells
-from pipeline.synth.taxonomy import TAXONOMY
+from pipeline.synth.kit import SynthesisKit, kit_of
+from pipeline.world.domain import Domain
+from pipeline.world.registry import resolve_domain
 
 
 class VerdictsReadError(ValueError):
     """A verdicts file that cannot be read, or names a task the tasks file lacks; the message names both."""
 
 
-def _cells_by_mode(task: Task) -> dict[str, list[str]]:
+def _cells_by_mode(kit: SynthesisKit, task: Task) -> dict[str, list[str]]:
     out: dict[str, list[str]] = defaultdict(list)
-    for cell in sorted(task_cells(task)):
-        for mode in TAXONOMY[cell[0]].modes:
+    for cell in sorted(task_cells(kit, task)):
+        for mode in kit.taxonomy[cell[0]].modes:
             out[mode].append("/".join(cell))
     return out
 
 
-def failure_cells(verdicts: Path, tasks: Path) -> dict[str, dict[str, float]]:
-    """Mode → cell ("template/dial/outcome") → share of that mode's measured failure weight."""
+def _run_domain(verdicts: Path) -> str:
+    """The domain a measure run's trajectories record (the trajectories.jsonl beside its verdicts)."""
+    path = Path(verdicts).parent / "trajectories.jsonl"
+    try:
+        with path.open(encoding="utf-8") as fh:
+            return str(json.loads(fh.readline())["domain"])
+    except (OSError, ValueError, KeyError, TypeError):
+        raise VerdictsReadError(
+            f"{verdicts}: failure cells need the tasks' domain: name it, or keep the run's trajectories beside it"
+            f" ({path} records none)"
+        ) from None
+
+
+def failure_cells(verdicts: Path, tasks: Path, domain: str | Domain | None = None) -> dict[str, dict[str, float]]:
+    """Mode → cell ("template/dial/outcome") → share of that mode's measured failure weight.
+
+    `domain` (a name, `module:attribute`, or a Domain) is the one the tasks belong to; None: the domain the run's
+    trajectories (beside `verdicts`) record. Without a synthesis kit it has no cells, and the result is empty."""
     by_id = {t.id: t for t in read_tasks(tasks)}
+    d = resolve_domain(domain or _run_domain(verdicts)) if not isinstance(domain, Domain) else domain
+    if not d.provides("synthesis"):
+        return {}
+    kit = kit_of(d, needed_for="failure cells")
     weight: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     try:
         lines = Path(verdicts).read_text().splitlines()
@@ -56,7 +79,7 @@ def failure_cells(verdicts: Path, tasks: Path) -> dict[str, dict[str, float]]:
         task = by_id.get(task_id)
         if task is None:
             raise VerdictsReadError(f"{verdicts}:{lineno}: task {task_id!r} is not in {tasks}")
-        cells = _cells_by_mode(task)
+        cells = _cells_by_mode(kit, task)
         named = [m for m in (row.get("analysis") or {}).get("modes", []) if m in cells]
         modes = named or list(cells)
         for mode in modes:

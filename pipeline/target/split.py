@@ -149,8 +149,12 @@ def make_targets(
     config: TargetConfig | None = None,
     verdicts: Path | None = None,
     tasks: Path | None = None,
+    domain: str | None = None,
 ) -> Targets:
-    """The split from a measure run's metrics; with its `verdicts` and `tasks` also where each mode failed."""
+    """The split from a measure run's metrics; with its `verdicts` and `tasks` also where each mode failed.
+
+    `domain` names the tasks' domain (its synthesis kit's taxonomy defines the cells); None: the domain the run's
+    trajectories (beside `verdicts`) record."""
     from pipeline.target.cells import failure_cells
 
     cfg = config or TargetConfig()
@@ -158,6 +162,6 @@ def make_targets(
     modes = split_budget(rates, budget, cfg, pass_at_1)
     if (verdicts is None) != (tasks is None):
         raise ValueError("failure cells need both the measure run's verdicts and its tasks file")
-    cells = failure_cells(verdicts, tasks) if verdicts is not None else {}
+    cells = failure_cells(verdicts, tasks, domain) if verdicts is not None else {}
     cells = {m: c for m, c in cells.items() if m in modes}
     return Targets(budget=budget, agent=agent, source=str(metrics), pass_at_1=pass_at_1, modes=modes, cells=cells)

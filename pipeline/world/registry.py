@@ -25,6 +25,10 @@ BUILTIN_DOMAINS: dict[str, str] = {
 }
 
 
+_RESOLVED: dict[str, str] = {}
+"""A domain resolved from `module:attribute`: its name → that spec, so its name resolves too (trajectories)."""
+
+
 class UnknownDomainError(ValueError):
     """A domain name or `module:attribute` that does not resolve to a Domain."""
 
@@ -37,8 +41,8 @@ def generated_world_name(seed: int, n_products: int, n_users: int, n_orders: int
 
 @lru_cache(maxsize=32)
 def resolve_domain(spec: str) -> Domain:
-    """The Domain a name or `module:attribute` spec names."""
-    target = BUILTIN_DOMAINS.get(spec, spec)
+    """The Domain a name or `module:attribute` spec names (or the name of one resolved so before)."""
+    target = BUILTIN_DOMAINS.get(spec) or _RESOLVED.get(spec) or spec
     module_name, sep, attr = target.partition(":")
     if not sep or not module_name or not attr:
         raise UnknownDomainError(
@@ -58,7 +62,15 @@ def resolve_domain(spec: str) -> Domain:
         raise UnknownDomainError(
             f"domain {spec!r}: {target} is a {type(obj).__name__}, not a pipeline.world.domain.Domain"
         )
+    if obj.name not in BUILTIN_DOMAINS:
+        _RESOLVED.setdefault(obj.name, target)
     return obj
+
+
+def domain_spec(domain: Domain) -> str:
+    """What names `domain` in any process: its name for a built-in, else the `module:attribute` it was resolved by
+    (its name when it was never resolved through this registry)."""
+    return domain.name if domain.name in BUILTIN_DOMAINS else _RESOLVED.get(domain.name, domain.name)
 
 
 def domain_of_directory(path: Path) -> Domain:

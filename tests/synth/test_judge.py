@@ -27,7 +27,7 @@ class Stub:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 stub.requests.append((self.path, body, self.headers.get("Authorization")))
                 system = body["messages"][0]["content"]
-                stage = next(s for s, q in STAGES.items() if system.startswith(q))
+                stage = next(s for s, q in STAGES.items() if q in system)
                 verdict = stub.verdicts.get(stage, "pass")
                 if verdict == "rejectcancel":
                     verdict = "fail" if "cancel_pending_order" in body["messages"][1]["content"] else "pass"

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from pipeline.rollout.runner import Limits
 from pipeline.synth.candidate import Spec, build
-from pipeline.synth.drafts import Ctx
 from pipeline.synth.rework import Reworker
 from pipeline.synth.verify import Verifier, VerifyConfig
 from pipeline.world.retail.replay import replay_actions
+from pipeline.world.retail.synthesis import RETAIL_KIT, Ctx
 from pipeline.world.retail.tools import WRITE_TOOLS
 from tests.agents.scripted_helpers import small_world
 
 
 def _planted(ctx: Ctx, template: str = "cancel"):
     """A sound candidate whose write then gets an order id the customer does not have (a grounding error)."""
-    cand = build(ctx, Spec(parts=(template,), mode="invention"), "planted-0001", seed=0)
+    cand = build(RETAIL_KIT, ctx, Spec(parts=(template,), mode="invention"), "planted-0001", seed=0)
     assert cand.task is not None
     gold = list(cand.task.gold_actions)
     k = next(i for i, a in enumerate(gold) if a.name in WRITE_TOOLS)
@@ -31,7 +31,7 @@ def test_rework_repairs_a_planted_grounding_error():
     bad_user = cand.task.customer_user_id
     verifier = Verifier(world)
     assert verifier(cand).kind == "gold_refused"
-    rw = Reworker(ctx, verifier, seed=0)
+    rw = Reworker(RETAIL_KIT, ctx, verifier, seed=0)
     out = rw.process(cand)
     assert out.status == "reworked"
     assert out.history[0] == ("gold_refused", "reground")
@@ -47,7 +47,7 @@ def test_rework_repairs_a_planted_grounding_error():
 def test_unrepaired_candidate_is_dropped_and_counted_not_lost():
     world = small_world()
     ctx = Ctx(world)
-    rw = Reworker(ctx, Verifier(world), seed=0, max_rework=0)
+    rw = Reworker(RETAIL_KIT, ctx, Verifier(world), seed=0, max_rework=0)
     out = rw.process(_planted(ctx, "modify_address"))
     assert out.status == "dropped" and out.failures == ["gold_refused"]
     st = rw.stats["modify_address"]
@@ -58,10 +58,10 @@ def test_an_unsolvable_task_is_relaxed_until_the_oracle_solves_it():
     world = small_world()
     ctx = Ctx(world)
     spec = Spec(parts=("cancel", "modify_address"), mode="plan_adherence", dials=("also_request", "underspecified"))
-    cand = build(ctx, spec, "long-0001", seed=0)
+    cand = build(RETAIL_KIT, ctx, spec, "long-0001", seed=0)
     verifier = Verifier(world, VerifyConfig(limits=Limits(max_turns=16)))  # too few turns for two requests
     assert verifier(cand).kind == "oracle_failed"
-    out = Reworker(ctx, verifier, seed=0, max_rework=4).process(cand)
+    out = Reworker(RETAIL_KIT, ctx, verifier, seed=0, max_rework=4).process(cand)
     assert out.status == "reworked", out.history
     assert all(kind == "oracle_failed" and repair.startswith("relax:") for kind, repair in out.history)
     assert [r for _, r in out.history][:2] == ["relax:underspecified", "relax:also_request"]
@@ -74,7 +74,7 @@ def test_a_spec_no_customer_fits_is_relaxed():
     ctx = Ctx(world)
     # more requests than any customer has orders for: no fit, so the last added request is dropped
     spec = Spec(parts=("cancel", "cancel", "cancel", "cancel", "cancel", "cancel"), mode="plan_adherence")
-    cand = build(ctx, spec, "nofit-0001", seed=0)
+    cand = build(RETAIL_KIT, ctx, spec, "nofit-0001", seed=0)
     assert cand.task is None
-    out = Reworker(ctx, Verifier(world, VerifyConfig(flaw_check=False)), seed=0, max_rework=6).process(cand)
+    out = Reworker(RETAIL_KIT, ctx, Verifier(world, VerifyConfig(flaw_check=False)), seed=0, max_rework=6).process(cand)
     assert out.history[0] == ("no_fit", "relax:part:cancel")

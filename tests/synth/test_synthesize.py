@@ -15,9 +15,9 @@ from pipeline.rollout.runner import run_episode
 from pipeline.rollout.trajectory import Trajectory
 from pipeline.synth.coverage import task_cells
 from pipeline.synth.synthesize import EvalWorldError, SynthConfig, Synthesizer, synthesize
-from pipeline.synth.taxonomy import TAXONOMY, twin
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.retail.replay import replay_gold
+from pipeline.world.retail.synthesis import RETAIL_KIT, TAXONOMY
 from tests.agents.scripted_helpers import small_world, unsupported_write_values
 from tests.synth.synth_helpers import BUDGET, synthesized, targets
 
@@ -58,7 +58,7 @@ def test_coverage_includes_no_outcomes_and_every_dial():
     for dial, n in m["counts"]["by_dial"].items():
         assert n > 0, dial
     assert m["counts"]["by_outcome"].get("refused", 0) > 0 and m["counts"]["by_outcome"].get("mixed", 0) > 0
-    recorded = {"/".join(c) for t in synthesized().tasks for c in task_cells(t)}
+    recorded = {"/".join(c) for t in synthesized().tasks for c in task_cells(RETAIL_KIT, t)}
     assert recorded == {c for c, n in cov["counts"].items() if n}
 
 
@@ -205,7 +205,7 @@ def test_descendants_aim_at_the_cells_the_measurement_failed_in():
         # a mode with measured cells aims every descendant at one of them; one without falls back to coverage
         assert aim == ("measured" if mode in cells else "coverage"), t.id
         if aim == "measured":
-            assert {"/".join(c) for c in task_cells(t)} & set(cells[mode]), t.id
+            assert {"/".join(c) for c in task_cells(RETAIL_KIT, t)} & set(cells[mode]), t.id
             assert t.provenance.dials["requests"] == 1 and t.provenance.depth == 1, t.id
     assert synthesized().manifest["counts"]["by_aim"].get("measured", 0) == 0  # no cells in the targets
     # a reworked candidate keeps the generation and aim it was built for
@@ -224,5 +224,5 @@ def test_twins_make_the_refused_write_where_the_policy_allows_it():
     for t in twins:  # the write the refusal cell refused, carried out: the policy allows it here
         assert t.user_script.requests[0].expect == "done", t.id
         assert t.gold_actions[-1].name in ("modify_pending_order_payment", "cancel_pending_order"), t.id
-    assert twin("gift_card_short") == "modify_payment" and twin("return_wrong_status") == "return"
-    assert twin("cancel") is None
+    assert TAXONOMY.twin("gift_card_short") == "modify_payment" and TAXONOMY.twin("return_wrong_status") == "return"
+    assert TAXONOMY.twin("cancel") is None

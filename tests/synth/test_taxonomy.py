@@ -8,7 +8,8 @@ from pipeline.grading.failure_modes import FAILURE_MODES
 from pipeline.synth.candidate import Spec
 from pipeline.synth.coverage import CoverageTracker, task_cells
 from pipeline.synth.evolve import apply_dial, descendant
-from pipeline.synth.taxonomy import PLAIN, TAXONOMY, cells, templates_for
+from pipeline.synth.taxonomy import PLAIN
+from pipeline.world.retail.synthesis import RETAIL_KIT, TAXONOMY
 from pipeline.world.retail.tools import WRITE_TOOLS
 from tests.synth.synth_helpers import synthesized
 
@@ -26,21 +27,21 @@ def test_every_write_and_refusal_kind_has_a_template_tagged_with_modes():
     for s in TAXONOMY.values():
         assert s.modes and set(s.modes) <= set(FAILURE_MODES)
     for mode in FAILURE_MODES:
-        assert templates_for(mode, "done"), mode
-    assert templates_for("misread", "refused")  # wrong-status refusals test whether the status was read
+        assert TAXONOMY.templates_for(mode, "done"), mode
+    assert TAXONOMY.templates_for("misread", "refused")  # wrong-status refusals test whether the status was read
 
 
 def test_cells_are_template_dial_outcome_with_no_outcomes():
-    all_cells = cells()
+    all_cells = TAXONOMY.cells()
     assert ("cancel_wrong_status", "pushback", "refused") in all_cells
     assert ("cancel", "pushback", "done") not in all_cells  # nothing to push back on
     assert ("modify_user_address", "underspecified", "done") not in all_cells  # no order to leave out
     assert {c[2] for c in all_cells} == {"done", "refused"}
-    assert set(cells("invention")) < set(all_cells)
+    assert set(TAXONOMY.cells("invention")) < set(all_cells)
 
 
 def test_tracker_steers_to_uncovered_cells_of_the_mode():
-    tracker = CoverageTracker()
+    tracker = CoverageTracker(RETAIL_KIT)
     rng = random.Random(0)
     picked = {tracker.pick("misread", rng, {"refusal": 1.0}) for _ in range(20)}
     assert all("misread" in TAXONOMY[t].modes and d != PLAIN for t, d, _ in picked)
@@ -54,7 +55,7 @@ def test_tracker_steers_to_uncovered_cells_of_the_mode():
 
 def test_task_cells_of_a_two_request_task():
     task = next(t for t in synthesized().tasks if t.provenance.dials["requests"] >= 2)
-    got = task_cells(task)
+    got = task_cells(RETAIL_KIT, task)
     parts = str(task.provenance.dials["parts"]).split("+")
     assert {c[0] for c in got} <= set(parts)
     assert all(c[1] != PLAIN for c in got)
@@ -63,10 +64,10 @@ def test_task_cells_of_a_two_request_task():
 def test_descendants_add_the_cells_dial_and_keep_the_lineage():
     rng = random.Random(3)
     root = Spec(parts=("return",), mode="invention", items=1)
-    child = descendant(root, "multi_item", "invention", {}, rng, parent_id="p", user_hint=None)
+    child = descendant(TAXONOMY, root, "multi_item", "invention", {}, rng, parent_id="p", user_hint=None)
     assert child.items == 2 and child.depth == 1 and child.parent == "p" and child.template == "return"
-    mixed = apply_dial(root, "refusal", "misread", rng, max_parts=3)
+    mixed = apply_dial(TAXONOMY, root, "refusal", "misread", rng, max_parts=3)
     assert TAXONOMY[mixed.parts[-1]].outcome == "refused" and "misread" in TAXONOMY[mixed.parts[-1]].modes
-    assert apply_dial(root, "pushback", "misread", rng, max_parts=3) is None  # no refusal to push back on
+    assert apply_dial(TAXONOMY, root, "pushback", "misread", rng, max_parts=3) is None  # no refusal to push back on
     full = Spec(parts=("cancel", "return", "exchange"), mode="plan_adherence")
-    assert apply_dial(full, "chained", "plan_adherence", rng, max_parts=3) is None
+    assert apply_dial(TAXONOMY, full, "chained", "plan_adherence", rng, max_parts=3) is None

@@ -41,7 +41,7 @@ def test_failed_trials_weigh_their_tasks_cells_per_named_mode(tmp_path):
         ],
     )
     assert [len(t.user_script.requests) for t in (cancel, refused)] == [1, 1]
-    got = failure_cells(verdicts, tasks)
+    got = failure_cells(verdicts, tasks, "retail")
     assert got == {
         "invention": {"cancel/plain/done": 1.0},
         "plan_adherence": {"cancel/plain/done": 1.0},
@@ -51,7 +51,7 @@ def test_failed_trials_weigh_their_tasks_cells_per_named_mode(tmp_path):
 
 def test_unnamed_failures_split_across_the_modes_their_cells_carry(tmp_path):
     verdicts, tasks, *_ = _files(tmp_path, [lambda c, r: _row(c, False, []), lambda c, r: _row(r, False, ["misread"])])
-    got = failure_cells(verdicts, tasks)
+    got = failure_cells(verdicts, tasks, "retail")
     # the cancel failure (no mode named) adds 1/3 to each of the three modes a cancel exercises
     assert got["invention"] == got["plan_adherence"] == {"cancel/plain/done": 1.0}
     assert got["misread"] == {"cancel_wrong_status/plain/refused": 0.75, "cancel/plain/done": 0.25}
@@ -60,10 +60,10 @@ def test_unnamed_failures_split_across_the_modes_their_cells_carry(tmp_path):
 def test_bad_rows_and_unknown_tasks_name_the_file_and_line(tmp_path):
     verdicts, tasks, *_ = _files(tmp_path, [lambda c, r: _row("nope", False, ["invention"])])
     with pytest.raises(VerdictsReadError, match=r"verdicts.jsonl:1: task 'nope' is not in .*tasks.jsonl"):
-        failure_cells(verdicts, tasks)
+        failure_cells(verdicts, tasks, "retail")
     verdicts.write_text('{"verdict": {"task_id": "x"}}\n')
     with pytest.raises(VerdictsReadError, match=r"verdicts.jsonl:1: not a verdict row"):
-        failure_cells(verdicts, tasks)
+        failure_cells(verdicts, tasks, "retail")
     with pytest.raises(ValueError, match="both"):
         make_targets(_metrics(tmp_path), 10, verdicts=verdicts)
 
@@ -71,11 +71,11 @@ def test_bad_rows_and_unknown_tasks_name_the_file_and_line(tmp_path):
 def test_targets_carry_cells_and_the_cli_writes_them(tmp_path):
     verdicts, tasks, *_ = _files(tmp_path, [lambda c, r: _row(c, False, ["invention"])])
     metrics = _metrics(tmp_path)
-    targets = make_targets(metrics, 12, verdicts=verdicts, tasks=tasks)
+    targets = make_targets(metrics, 12, verdicts=verdicts, tasks=tasks, domain="retail")
     assert targets.cells == {"invention": {"cancel/plain/done": 1.0}}
     out = tmp_path / "targets.json"
     args = ["target", "--metrics", str(metrics), "--budget", "12", "--out", str(out)]
-    result = CliRunner().invoke(app, [*args, "--verdicts", str(verdicts), "--tasks", str(tasks)])
+    result = CliRunner().invoke(app, [*args, "--verdicts", str(verdicts), "--tasks", str(tasks), "--domain", "retail"])
     assert result.exit_code == 0, result.output
     assert Targets.read(out) == targets and "cancel/plain/done" in result.output
     bad = CliRunner().invoke(app, [*args, "--verdicts", str(verdicts), "--tasks", str(tmp_path / "missing.jsonl")])

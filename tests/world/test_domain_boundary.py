@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-GENERIC = ("grading", "gate", "report", "curate", "measure", "metrics", "target", "tracking")
+GENERIC = ("grading", "gate", "report", "curate", "measure", "metrics", "synth", "target", "tracking")
 DOMAIN_PACKAGES = ("pipeline.world.retail", "pipeline.domains")
 
 

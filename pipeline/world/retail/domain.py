@@ -96,9 +96,9 @@ class RetailDomain(Domain):
         return generate_tasks
 
     def synthesis(self):
-        import pipeline.synth.atomic as atomic
+        from pipeline.world.retail.synthesis import RETAIL_KIT
 
-        return atomic
+        return RETAIL_KIT
 
     def oracle(self):
         from pipeline.agents.scripted import OracleAgent

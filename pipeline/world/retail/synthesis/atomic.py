@@ -12,18 +12,9 @@ from collections.abc import Callable
 
 from pipeline.agents.phrases import describe_item, describe_options, describe_payment, format_address
 from pipeline.dataset.task import Request
-from pipeline.synth.drafts import (
-    BAD_REASONS,
-    NOT_PENDING,
-    Ctx,
-    Draft,
-    Want,
-    act,
-    address_dict,
-    draft,
-    reason_said,
-)
+from pipeline.synth.drafts import Draft, Want, act
 from pipeline.world.retail.schema import CANCEL_REASONS, User
+from pipeline.world.retail.synthesis.grounding import BAD_REASONS, NOT_PENDING, Ctx, address_dict, draft, reason_said
 
 # (ctx, customer, rng, order ids already used, what a harder variant wants) → a draft, or None if nothing fits
 Template = Callable[..., Draft | None]
