@@ -81,7 +81,7 @@ class Verification:
 
 class Verifier:
     """Runs the checks above with the world's domain's scripted agents (its `oracle` and `flaws` capabilities)
-    and its scripted customer (`user_phrasing`, else the generic scripted user)."""
+    and its scripted customer (in the domain's `user_phrasing`, else the default wording)."""
 
     def __init__(self, world: World, config: VerifyConfig | None = None, judge: JudgeCascade | None = None):
         self.world = world
@@ -90,7 +90,7 @@ class Verifier:
         domain = world.domain
         self.oracle = domain.require("oracle", needed_for="verifying synthesized tasks")()
         self.flaws = domain.require("flaws", needed_for="the flaw check") if self.config.flaw_check else None
-        self.user = (domain.user_phrasing() or ScriptedUser)()
+        self.user = ScriptedUser(phrasing=domain.user_phrasing())  # None: each episode's domain's phrasing
         self.accepted: set[str] = set()  # content keys of tasks already accepted (see `accept`)
 
     def accept(self, task: Task) -> None:
