@@ -145,9 +145,9 @@ def sft(
         result = run_sft(params, out)
     except (ValidationError, CodecMismatchError, FileNotFoundError, ValueError) as exc:
         _fail(str(exc))
+    loss = f"loss {result.first_loss:.3f} → {result.last_loss:.3f}, " if result.losses else ""  # every logging_steps
     console.print(
-        f"SFT: {result.examples} examples, {result.steps} steps, loss {result.first_loss:.3f} → "
-        f"{result.last_loss:.3f}; wrote {out}"
+        f"SFT: {result.examples} examples, {result.steps} steps, {loss}mean loss {result.mean_loss:.3f}; wrote {out}"
     )
 
 
