@@ -187,3 +187,33 @@ def test_the_key_value_cache_reuses_only_what_the_re_rendered_prompt_shares(qwen
     with torch.no_grad():
         want = model(input_ids=torch.tensor([second])).logits[0, -1].float()
     assert torch.allclose(got, want, atol=1e-4)
+
+
+class _Forgetful:
+    """Qwen3's format, but a conversation that goes on renders without its earlier assistant turns at all."""
+
+    def __init__(self, fmt) -> None:
+        self.fmt, self.name, self.stops = fmt, "forgetful", fmt.stops
+
+    def render(self, messages, tools, policy, tokenizer, *, add_generation_prompt=True):
+        if messages and messages[-1].role != "assistant":
+            messages = [m for m in messages if m.role != "assistant"]
+        return self.fmt.render(messages, tools, policy, tokenizer, add_generation_prompt=add_generation_prompt)
+
+    def prompt_ids(self, messages, tools, policy, tokenizer):
+        return self.fmt.prompt_ids(messages, tools, policy, tokenizer)
+
+
+def test_a_turn_the_new_rendering_has_lost_is_a_clear_error(qwen3):
+    from pipeline.agents.formats import ChatFormatError
+    from pipeline.train.transcript import Transcript
+
+    tok, fmt = qwen3.tokenizer, qwen3.format
+    stops = fmt.stop_ids(tok)
+    transcript = Transcript(_Forgetful(fmt), tok, world().tools.schemas(), world().policy, stops, min(stops))
+    messages = list(gold()[0].messages)
+    transcript.prompt(messages[:1])
+    said = tok("Hello.<|im_end|>", add_special_tokens=False)["input_ids"]
+    transcript.sampled(said, [-1.0] * len(said), 1)
+    with pytest.raises(ChatFormatError, match="assistant turn 1 cannot be found"):
+        transcript.prompt(messages[:3])
