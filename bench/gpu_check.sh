@@ -123,10 +123,11 @@ result sft-lora-bf16 ok "$(python -c "import json,sys; m=json.load(open(sys.argv
 m['dtype'], m['chat_format'])" "$WORK/sft/agentloop.json")"
 
 # ---- 6 GRPO, vLLM colocated ---------------------------------------------------------------------------------
+# (--max-resamples 0: a random model's groups never vary, so replacing them would only cost episodes)
 step_start
 run_logged grpo-vllm "$WORK/grpo.log" "${AGENTLOOP[@]}" train grpo --base "$WORK/sft" --tasks "$TASKS" --steps 2 \
-    --num-generations 2 --tasks-per-step 2 --max-new-tokens 32 --lr 1e-6 --bf16 --vllm colocate \
-    --vllm-gpu-memory 0.3 --out "$WORK/grpo"
+    --num-generations 2 --tasks-per-step 2 --max-new-tokens 32 --max-resamples 0 --lr 1e-6 --bf16 \
+    --vllm colocate --vllm-gpu-memory 0.3 --out "$WORK/grpo"
 IS_RATIO="$(python - "$WORK/grpo.log" <<'EOF'
 import ast, sys
 key = "sampling/importance_sampling_ratio/mean"

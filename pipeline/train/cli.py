@@ -31,6 +31,14 @@ def _overrides(config: Path | None) -> dict:
     return data
 
 
+def _lora(enabled: bool, r: int, alpha: int, dropout: float, targets: str | None, save_adapter: bool):
+    """LoraParams from the options `sft` and `grpo` share."""
+    from pipeline.train.sft import LoraParams
+
+    modules = {"target_modules": [t.strip() for t in targets.split(",") if t.strip()]} if targets else {}
+    return LoraParams(enabled=enabled, r=r, alpha=alpha, dropout=dropout, save_adapter=save_adapter, **modules)
+
+
 @train_app.command("baseline")
 def baseline(
     out: Path = typer.Option(..., help="Checkpoint directory to write."),
@@ -114,7 +122,7 @@ def sft(
     """Supervised fine-tuning through TRL's SFTTrainer on verified trajectories, rendered as the base checkpoint
     renders them (the codec, or an outside model's own chat template); loss on assistant tokens only."""
     from pipeline.agents.codec import CodecMismatchError
-    from pipeline.train.sft import LoraParams, SFTParams, run_sft
+    from pipeline.train.sft import SFTParams, run_sft
 
     try:
         params = SFTParams(
@@ -132,21 +140,14 @@ def sft(
             max_steps=max_steps,
             bf16=bf16,
             seed=seed,
-            lora=LoraParams(
-                enabled=lora,
-                r=lora_r,
-                alpha=lora_alpha,
-                dropout=lora_dropout,
-                save_adapter=save_adapter,
-                **({"target_modules": [t.strip() for t in lora_targets.split(",")]} if lora_targets else {}),
-            ),
+            lora=_lora(lora, lora_r, lora_alpha, lora_dropout, lora_targets, save_adapter),
         )
         result = run_sft(params, out)
     except (ValidationError, CodecMismatchError, FileNotFoundError, ValueError) as exc:
         _fail(str(exc))
+    loss = f"loss {result.first_loss:.3f} → {result.last_loss:.3f}, " if result.losses else ""  # every logging_steps
     console.print(
-        f"SFT: {result.examples} examples, {result.steps} steps, loss {result.first_loss:.3f} → "
-        f"{result.last_loss:.3f}; wrote {out}"
+        f"SFT: {result.examples} examples, {result.steps} steps, {loss}mean loss {result.mean_loss:.3f}; wrote {out}"
     )
 
 
@@ -156,26 +157,38 @@ def grpo(
     tasks: list[Path] = typer.Option(..., help="tasks.jsonl task pool (repeatable)."),
     out: Path = typer.Option(..., help="Checkpoint directory to write."),
     world: str = typer.Option(None, help="World reference (default: the tasks' own)."),
-    steps: int = typer.Option(3),
+    steps: int = typer.Option(3, help="Optimizer steps."),
     num_generations: int = typer.Option(4, help="Episodes per task (the group)."),
     tasks_per_step: int = typer.Option(2, help="Groups per optimizer step."),
-    lr: float = typer.Option(1e-4),
-    beta: float = typer.Option(0.0),
-    temperature: float = typer.Option(1.0),
-    max_new_tokens: int = typer.Option(256),
+    lr: float = typer.Option(1e-4, help="Learning rate."),
+    beta: float = typer.Option(0.0, help="KL coefficient (0: no reference model)."),
+    loss_type: str = typer.Option("dapo", help="TRL's loss (dapo normalises by the active tokens of the batch)."),
+    temperature: float = typer.Option(1.0, help="Sampling temperature of the episodes."),
+    max_new_tokens: int = typer.Option(256, help="Tokens per assistant turn."),
     max_prompt_length: int = typer.Option(None, help="Longest first prompt; tasks over it are set aside."),
-    lora: bool = typer.Option(False),
+    max_resamples: int = typer.Option(4, help="Zero-variance groups replaced by another task's, per group."),
+    max_infra_retries: int = typer.Option(2, help="Retries of an episode lost to an infrastructure error."),
+    max_turns: int = typer.Option(40, help="Assistant + customer messages per episode."),
+    max_tool_calls: int = typer.Option(20, help="Tool calls per episode."),
+    max_steps_per_turn: int = typer.Option(12, help="Tool calls in a row before the agent must speak."),
+    lora: bool = typer.Option(False, help="Train a LoRA adapter (merged into the saved weights)."),
+    lora_r: int = typer.Option(16),
+    lora_alpha: int = typer.Option(32),
+    lora_dropout: float = typer.Option(0.0),
+    lora_targets: str = typer.Option(None, help="Comma-separated module names (default: attention and MLP)."),
+    save_adapter: bool = typer.Option(False, help="Also write the LoRA adapter (peft format) to OUT/adapter."),
     vllm: str = typer.Option("off", help="off | colocate | server (GPU)."),
-    vllm_gpu_memory: float = typer.Option(0.3),
-    vllm_host: str = typer.Option("127.0.0.1"),
-    vllm_port: int = typer.Option(8000),
-    bf16: bool = typer.Option(False),
+    vllm_gpu_memory: float = typer.Option(0.3, help="colocate: share of GPU memory for vLLM."),
+    vllm_host: str = typer.Option("127.0.0.1", help="server: host of `trl vllm-serve`."),
+    vllm_port: int = typer.Option(8000, help="server: port of `trl vllm-serve`."),
+    bf16: bool = typer.Option(False, help="bf16 (GPU)."),
+    threads: int = typer.Option(2, help="torch CPU threads."),
     seed: int = typer.Option(0),
 ) -> None:
     """GRPO through TRL's GRPOTrainer; episodes run by our runner with the scripted user; reward = verdict."""
     from pipeline.agents.codec import CodecMismatchError
+    from pipeline.rollout.runner import Limits
     from pipeline.train.grpo import GRPOParams, run_grpo
-    from pipeline.train.sft import LoraParams
 
     try:
         params = GRPOParams(
@@ -187,15 +200,20 @@ def grpo(
             tasks_per_step=tasks_per_step,
             learning_rate=lr,
             beta=beta,
+            loss_type=loss_type,
             temperature=temperature,
             max_new_tokens=max_new_tokens,
             max_prompt_length=max_prompt_length,
-            lora=LoraParams(enabled=lora),
+            max_resamples=max_resamples,
+            max_infra_retries=max_infra_retries,
+            limits=Limits(max_turns=max_turns, max_tool_calls=max_tool_calls, max_steps_per_turn=max_steps_per_turn),
+            lora=_lora(lora, lora_r, lora_alpha, lora_dropout, lora_targets, save_adapter),
             vllm=vllm,
             vllm_gpu_memory=vllm_gpu_memory,
             vllm_host=vllm_host,
             vllm_port=vllm_port,
             bf16=bf16,
+            threads=threads,
             seed=seed,
         )
         result = run_grpo(params, out)

@@ -69,7 +69,9 @@ class GRPOParams(BaseModel):
     tasks_per_step: int = Field(default=2, ge=1, description="Groups per optimizer step.")
     learning_rate: float = Field(default=1e-4, gt=0)
     beta: float = Field(default=0.0, ge=0, description="KL coefficient (0: no reference model).")
-    loss_type: str = Field(default="dapo", description="TRL loss; 'dapo' normalises by active tokens (see module).")
+    loss_type: Literal["grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", "vespo"] = Field(
+        default="dapo", description="TRL loss; 'dapo' normalises by active tokens (see module)."
+    )
     temperature: float = Field(default=1.0, gt=0, description="Sampling temperature of the episodes.")
     max_new_tokens: int = Field(default=256, ge=1, description="Tokens per assistant turn.")
     max_prompt_length: int | None = Field(
@@ -229,6 +231,8 @@ def run_grpo(params: GRPOParams, out: Path, tasks: list[Task] | None = None) -> 
             result = trainer.train()
         model = trainer.model
         if params.lora.enabled:
+            if params.lora.save_adapter:
+                model.save_pretrained(str(Path(out) / "adapter"))
             model = model.merge_and_unload()
         history = trainer.state.log_history
     rewards = [float(e["reward"]) for e in history if "reward" in e]

@@ -161,6 +161,7 @@ class SFTResult:
     steps: int
     losses: list[float] = field(default_factory=list)
     manifest: dict[str, Any] = field(default_factory=dict)
+    mean_loss: float = float("nan")  # TRL's training loss over all steps (logged even when `losses` is empty)
 
     @property
     def first_loss(self) -> float:
@@ -248,7 +249,7 @@ def run_sft(params: SFTParams, out: Path, trajectories: list[Trajectory] | None 
                 trained.save_pretrained(str(Path(out) / "adapter"))
             trained = trained.merge_and_unload()
         losses = _losses(trainer.state.log_history)
-        steps = int(result.global_step)
+        steps, mean_loss = int(result.global_step), float(result.training_loss)
     base.save(
         Path(out),
         trained,
@@ -264,4 +265,11 @@ def run_sft(params: SFTParams, out: Path, trajectories: list[Trajectory] | None 
         losses[-1] if losses else float("nan"),
         out,
     )
-    return SFTResult(out=Path(out), examples=len(columns["input_ids"]), steps=steps, losses=losses, manifest=manifest)
+    return SFTResult(
+        out=Path(out),
+        examples=len(columns["input_ids"]),
+        steps=steps,
+        losses=losses,
+        manifest=manifest,
+        mean_loss=mean_loss,
+    )

@@ -5,19 +5,27 @@ renders for what came after (the customer's and the tools' messages, the next as
 sampled token is trained on in exactly the context it was sampled in, and its sampling logprob (what TRL's
 importance-sampling correction compares with the trainer's) is a logprob of the training sequence.
 
-The text after an assistant turn is found from the format's own rendering: the conversation up to and including
-that turn, cut after its end-of-turn token, must be a prefix of the rendering of the conversation that follows.
-The codec and prefix-stable templates (Qwen2.5, Llama 3.1) are; one that re-renders earlier turns (Qwen3 drops
-thinking before the last customer message) is refused with a `ChatFormatError` naming the format.
+The text after an assistant turn is found from the format's own rendering. For the codec and prefix-stable templates
+(Qwen2.5, Llama 3.1) the conversation up to and including that turn, cut after its end-of-turn token, is a prefix
+of the rendering of the conversation that follows, and the rest is that text. A template that re-renders earlier
+turns (Qwen3 drops the thinking of turns before the last customer message) gives no such prefix; the turn is then
+marked in its content and found in the new rendering, and what follows its end-of-turn tokens is the text added.
+The stream itself is never re-rendered: it keeps every turn as sampled, thinking included (what TRL's own
+prefix-preserving `qwen3_training` template renders), so a re-rendering template's episode trains on the context
+the policy was really given, which from the second customer message on differs from the prompt evaluation
+renders (that drops the earlier thinking).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pipeline.agents.formats import ChatFormat, ChatFormatError
 from pipeline.rollout.trajectory import Message
+
+MARK = "<<agentloop:turn>>"  # appended to a turn's content to find it in a re-rendered conversation
 
 
 def turn_end(text: str, stops: Sequence[str]) -> int:
@@ -67,18 +75,41 @@ class Transcript:
         said = self._said
         if said is None or said >= len(messages) or messages[said].role != "assistant":
             raise ValueError("Transcript.prompt: messages do not extend the conversation the stream was built from")
+        env = list(self.tokenizer(self._after(messages, said), add_special_tokens=False)["input_ids"])
+        self._extend(env, [0] * len(env), [0.0] * len(env))
+        return list(self.ids)
+
+    def _after(self, messages: Sequence[Message], said: int) -> str:
+        """The text the format renders after assistant turn `said`, up to the next generation prompt."""
         before = self._render(messages[:said], True)
         upto = self._render(messages[: said + 1], False)
         full = self._render(messages, True)
         end = len(before) + turn_end(upto[len(before) :], self.stops)
-        if not upto.startswith(before) or not full.startswith(upto[:end]):
-            raise ChatFormatError(
-                f"format {self.fmt.name!r} renders earlier turns differently as the conversation grows; GRPO needs a"
-                " prefix-stable template (the codec, Qwen2.5, Llama 3.1)"
-            )
-        env = list(self.tokenizer(full[end:], add_special_tokens=False)["input_ids"])
-        self._extend(env, [0] * len(env), [0.0] * len(env))
-        return list(self.ids)
+        if upto.startswith(before) and full.startswith(upto[:end]):
+            return full[end:]
+        return self._after_rerendered(messages, said, full)
+
+    def _after_rerendered(self, messages: Sequence[Message], said: int, full: str) -> str:
+        """`_after` for a template that re-renders earlier turns: the turn is marked and found in the new
+        rendering; the text after as many end-of-turn tokens as the turn renders with is what was added."""
+        turn = messages[said]
+        marked = [
+            *messages[:said],
+            turn.model_copy(update={"content": (turn.content or "") + MARK}),
+            *messages[said + 1 :],
+        ]
+        upto = self._render(marked[: said + 1], False)
+        now = self._render(marked, True)
+        stops = re.compile("|".join(re.escape(s) for s in self.stops if s))
+        if upto.count(MARK) == 1 and now.count(MARK) == 1:
+            ends = len(stops.findall(upto, upto.index(MARK)))
+            found = [m.end() for m in stops.finditer(now, now.index(MARK))]
+            if ends and len(found) >= ends and full.endswith(now[found[ends - 1] :]):
+                return now[found[ends - 1] :]
+        raise ChatFormatError(
+            f"format {self.fmt.name!r}: assistant turn {said} cannot be found in the rendering of the conversation"
+            " that follows it, so the customer's and tools' tokens after it cannot be told apart"
+        )
 
     def sampled(self, ids: Sequence[int], logprobs: Sequence[float], message_index: int) -> None:
         """Record one assistant turn: the sampled ids and their logprobs (one each), at `message_index`."""

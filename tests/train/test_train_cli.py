@@ -55,3 +55,49 @@ def test_grpo_rejects_a_bad_vllm_mode(tmp_path):
         ["train", "grpo", "--base", str(base), "--tasks", str(tasks), "--out", str(tmp_path / "o"), "--vllm", "maybe"],
     )
     assert result.exit_code == 2 and "vllm" in result.output
+
+
+def test_every_grpo_param_has_its_cli_option():
+    """GRPOParams and `train grpo` list the same settings (the CLI's names for the renamed and nested ones)."""
+    import typer.main
+
+    from pipeline.rollout.runner import Limits
+    from pipeline.train.grpo import GRPOParams
+    from pipeline.train.sft import LoraParams
+
+    command = typer.main.get_command(app).commands["train"].commands["grpo"]
+    options = {p.name for p in command.params}
+    renamed = {"learning_rate": "lr", "lora": "lora", "limits": None}
+    wanted = {renamed.get(f, f) for f in GRPOParams.model_fields} - {None}
+    wanted |= set(Limits.model_fields)
+    wanted |= {"lora" if f == "enabled" else f"lora_{f}" for f in LoraParams.model_fields}
+    wanted = {{"lora_target_modules": "lora_targets", "lora_save_adapter": "save_adapter"}.get(w, w) for w in wanted}
+    assert wanted - options == set()
+
+
+def test_grpo_cli_max_resamples_bounds_the_replacements_of_a_zero_variance_group(tmp_path):
+    """A random model fails every task: each group is replaced `--max-resamples` times, then kept out of the loss."""
+    import json
+
+    from pipeline.dataset.io import write_tasks
+    from pipeline.train.model import META_FILE
+    from tests.train.helpers import tasks
+
+    base = tiny_checkpoint(tmp_path / "base")
+    pool = tmp_path / "tasks.jsonl"
+    write_tasks(pool, list(tasks()[:4]))
+    args = ["train", "grpo", "--base", str(base), "--tasks", str(pool), "--steps", "1", "--num-generations", "2"]
+    args += ["--tasks-per-step", "1", "--max-new-tokens", "4", "--max-turns", "4", "--threads", "1"]
+    for resamples in (0, 2):
+        out = tmp_path / f"grpo{resamples}"
+        result = runner.invoke(app, [*args, "--out", str(out), "--max-resamples", str(resamples)])
+        assert result.exit_code == 0, result.output
+        meta = json.loads((out / META_FILE).read_text())
+        assert meta["training"]["max_resamples"] == resamples and meta["training"]["limits"]["max_turns"] == 4
+        stats = meta["data_manifest"]["rollouts"]
+        assert stats["zero_variance"] == resamples + 1 and stats.get("zero_variance_replaced", 0) == resamples
+        assert stats["unreplaceable"] == 1 and stats["groups"] == 1
+    bad = runner.invoke(app, [*args, "--out", str(tmp_path / "x"), "--max-resamples", "-1"])
+    assert bad.exit_code == 2 and "max_resamples" in bad.output
+    bad = runner.invoke(app, [*args, "--out", str(tmp_path / "x"), "--loss-type", "dpo"])
+    assert bad.exit_code == 2 and "loss_type" in bad.output
