@@ -2,14 +2,14 @@
 repository: every stage from held-out tasks to promotion runs, and the embedded (retail) model's stages do not."""
 
 import json
+import re
+import shlex
 import time
 
 import pytest
 
 from tests.loop.loop_helpers import ROOT, copy_repo, dvc
 from tests.needs import need_path
-
-pytestmark = pytest.mark.slow
 
 # The loop's stages in order: `--single-item` runs each as named and none of the embedded model's stages.
 AIRLINE_STAGES = (
@@ -50,6 +50,19 @@ def airline_overrides(world: str) -> list[str]:
     return [arg for key, value in sets.items() for arg in ("-S", f"{key}={value}")]
 
 
+def test_the_readme_shows_this_command():
+    """The README's command is the one the slow test runs (with the airline data where the README puts it)."""
+    section = (ROOT / "README.md").read_text().split("### The loop on airline", 1)[1]
+    command = re.search(r"```bash\n(.*?)```", section, flags=re.S).group(1).replace("\\\n", " ")
+    args = shlex.split(command)
+    assert args[:4] == ["dvc", "exp", "run", "--single-item"]
+    stages = tuple(a for a in args[4:] if "=" not in a and a != "-S")
+    assert stages == AIRLINE_STAGES
+    overrides = [a for a in args[4:] if a not in stages]
+    assert overrides == airline_overrides("../shared/tau2_airline")
+
+
+@pytest.mark.slow
 def test_exp_run_runs_the_airline_loop(tmp_path):
     world = need_path(ROOT.parent / "shared" / "tau2_airline", "τ²-bench airline data", "put it at ../shared")
     repo = copy_repo(tmp_path)
