@@ -71,6 +71,29 @@ def test_every_loop_step_is_a_stage_with_its_script_and_params():
     assert len([line for line in lines if line.strip()]) <= 6  # thin
 
 
+def test_the_stages_that_read_the_domain_depend_on_it():
+    """A stage whose function (or a helper it calls) reads `world.domain` lists that param and the domains' code,
+    so that `-S world.domain=...` or a change to a domain reruns it; one that does not read it lists neither."""
+    import importlib
+    import inspect
+
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    reading = set()
+    for name in stages:
+        script = (ROOT / "stages" / f"{name}.py").read_text()
+        called = re.search(r"run_stage\(\"\w+\", (\w+)\)", script).group(1)
+        module = importlib.import_module(re.search(rf"from ([\w.]+) import {called}\b", script).group(1))
+        source = inspect.getsource(getattr(module, called))
+        helpers = [h for h in re.findall(r"\b(_?\w+)\(p\b", source) if hasattr(module, h)]
+        source += "".join(inspect.getsource(getattr(module, h)) for h in helpers)
+        if "p.world.domain" in source:
+            reading.add(name)
+    assert reading >= {"eval_tasks", "measure", "target", "synthesize", "curate", "remeasure", "gate"}
+    for name, stage in stages.items():
+        assert ("world.domain" in stage["params"]) == (name in reading), name
+        assert ("pipeline/domains" in stage["deps"]) == (name in reading), name
+
+
 def test_a_key_given_twice_is_an_error_naming_it_and_its_lines(tmp_path):
     path = tmp_path / "params.yaml"
     path.write_text("measure:\n  trials: 4\n  seed: 0\n  trials: 2\n")
