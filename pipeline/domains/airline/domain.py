@@ -72,6 +72,11 @@ class AirlineDomain(Domain):
 
         return generate_tasks
 
+    def synthesis(self):
+        from pipeline.domains.airline.synthesis import AIRLINE_KIT
+
+        return AIRLINE_KIT
+
     def oracle(self):
         from pipeline.domains.airline.oracle import AirlineOracle
 

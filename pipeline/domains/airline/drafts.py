@@ -1,19 +1,20 @@
-"""What the airline task templates read the world through, and what a template returns.
+"""What the airline templates read the world through, and the drafts they return.
 
-Every value a template uses comes from the world's own tables (read once here), so a template never invents a
-reservation, a flight, a price or a payment method. The policy's figures (free bags, bag fee, compensation per
-passenger) are here once, for the templates and the oracle alike.
+Every value a template uses comes from the world's records (read once here through `World.query`), so a template
+never invents a reservation, a flight, a price or a payment method. `Ctx` is the airline grounding of the
+synthesis kit (`pipeline.synth.kit.Grounding`) and of the plain task generator alike. The policy's figures (free
+bags, bag fee, compensation per passenger) are here once, for the templates and the oracle alike.
 """
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from pipeline.dataset.task import Action, Request
-from pipeline.domains.airline.schema import PaymentMethod, Reservation, User
+from pipeline.dataset.task import Request
+from pipeline.domains.airline.schema import Flight, PaymentMethod, Reservation, User
 from pipeline.domains.airline.tools import BAG_FEE, FLOWN, NOW
+from pipeline.synth.drafts import Draft, act
 from pipeline.world.tables import World
 
 # free checked bags per passenger: membership → cabin → bags (the policy's table)
@@ -28,29 +29,15 @@ PLAIN_REASON = "My plans changed."
 __all__ = ["BAG_FEE", "FREE_BAGS", "Ctx", "Draft", "act", "draft"]
 
 
-@dataclass
-class Draft:
-    """One request of one customer, with the actions that serve it (mirrors the retail draft)."""
+def draft(template: str, req: Request, goal: str, reads: list, write, why: str = "") -> Draft:
+    """A request the agent carries out, or (expect 'refused') one whose write the policy forbids.
 
-    template: str
-    request: Request
-    goal: str
-    reads: list[Action] = field(default_factory=list)
-    write: Action | None = None
-    forbidden: Action | None = None  # refusals: the write asked for, which the tools must refuse
-    records: tuple[str, ...] = ()
-
-
-def act(name: str, **arguments) -> Action:
-    return Action(name=name, arguments=arguments)
-
-
-def draft(template: str, req: Request, goal: str, reads: list[Action], write: Action, why: str = "") -> Draft:
-    """A request the agent carries out, or (expect 'refused') one whose write the policy forbids."""
+    Its records are the reservation it is about ('user' for the profile itself); its entities that reservation."""
     records = (req.record_id,) if req.record_id else ("user",)
+    entities = 1 if req.record_id else 0
     if req.expect == "refused":
-        return Draft(template, req, f"{goal}; {why}, so the agent must refuse.", reads, None, write, records)
-    return Draft(template, req, f"{goal}.", reads, write, None, records)
+        return Draft(template, req, f"{goal}; {why}, so the agent must refuse.", reads, None, write, records, entities)
+    return Draft(template, req, f"{goal}.", reads, write, None, records, entities)
 
 
 def describe_payment(method: PaymentMethod | dict, methods: dict) -> str:
@@ -70,14 +57,27 @@ def describe_payment(method: PaymentMethod | dict, methods: dict) -> str:
 
 
 class Ctx:
-    """The world's records as the airline templates see them."""
+    """The world's records as the airline templates see them, read through `World.query` only."""
 
     def __init__(self, world: World) -> None:
         self.world = world
-        self.users: dict[str, User] = dict(world.table("users"))
-        self.reservations: dict[str, Reservation] = dict(world.table("reservations"))
-        self.flights = dict(world.table("flights"))
+        self.users: dict[str, User] = {u.user_id: u for u in world.query("users")}
+        self.reservations: dict[str, Reservation] = {r.reservation_id: r for r in world.query("reservations")}
+        self.flights: dict[str, Flight] = {f.flight_number: f for f in world.query("flights")}
         self.uids = sorted(self.users)
+
+    # ---- the generic grounding (pipeline.synth.kit.Grounding) ----------------------------------------------
+    @property
+    def customers(self) -> list[str]:
+        return self.uids
+
+    def customer(self, user_id: str) -> User:
+        return self.users[user_id]
+
+    def identifiable_without_email(self, customer: User) -> bool:
+        return True  # an airline customer is identified by user id; the email is never asked for
+
+    # ---- airline look-ups -------------------------------------------------------------------------------------
 
     def status(self, flight_number: str, day: str) -> str | None:
         fd = self.flights[flight_number].dates.get(day) if flight_number in self.flights else None

@@ -18,14 +18,16 @@ from pipeline.domains.airline.drafts import (
     PLAIN_REASON,
     Ctx,
     Draft,
-    act,
     describe_payment,
     draft,
 )
 from pipeline.domains.airline.schema import User
 from pipeline.domains.airline.tools import BAG_FEE, INSURANCE_PER_PASSENGER
+from pipeline.synth.drafts import Want, act
 
-Template = Callable[[Ctx, User, random.Random, set[str]], Draft | None]
+# (ctx, customer, rng, reservation ids already used, what a harder variant wants) → a draft, or None if nothing fits
+Template = Callable[..., Draft | None]
+_ANY = Want()
 FIRST_BOOKABLE_DAY = "2024-05-16"
 
 
@@ -48,7 +50,7 @@ def _statuses(res) -> list:
     return [act("get_flight_status", flight_number=f.flight_number, date=f.date) for f in res.flights]
 
 
-def book(ctx: Ctx, user: User, rng: random.Random, exclude: set[str]) -> Draft | None:
+def book(ctx: Ctx, user: User, rng: random.Random, exclude: set[str], want: Want = _ANY) -> Draft | None:
     if "user" in exclude:
         return None
     cabin = rng.choice(("basic_economy", "economy", "business"))
@@ -113,7 +115,9 @@ def book(ctx: Ctx, user: User, rng: random.Random, exclude: set[str]) -> Draft |
     return draft("book", req, f"Book a {trip} {out.origin}-{out.destination} {when} {who}", reads, write)
 
 
-def cancel(ctx: Ctx, user: User, rng: random.Random, exclude: set[str], *, allowed: bool = True) -> Draft | None:
+def cancel(
+    ctx: Ctx, user: User, rng: random.Random, exclude: set[str], want: Want = _ANY, *, allowed: bool = True
+) -> Draft | None:
     def fits(r) -> bool:
         ok = ctx.recent(r) or ctx.airline_cancelled(r) or r.cabin == "business" or r.insurance == "yes"
         return ok if allowed else not ok
@@ -141,11 +145,13 @@ def cancel(ctx: Ctx, user: User, rng: random.Random, exclude: set[str], *, allow
     return draft(template, req, f"Cancel reservation {rid} ({reason})", reads, write, why)
 
 
-def cancel_not_allowed(ctx, user, rng, exclude):
+def cancel_not_allowed(ctx, user, rng, exclude, want=_ANY):
     return cancel(ctx, user, rng, exclude, allowed=False)
 
 
-def change_flight(ctx: Ctx, user: User, rng: random.Random, exclude: set[str], *, basic: bool = False):
+def change_flight(
+    ctx: Ctx, user: User, rng: random.Random, exclude: set[str], want: Want = _ANY, *, basic: bool = False
+):
     fits = []
     for res in ctx.active(user, exclude):
         if (res.cabin == "basic_economy") != basic:
@@ -192,11 +198,11 @@ def change_flight(ctx: Ctx, user: User, rng: random.Random, exclude: set[str], *
     return draft(template, req, goal, reads, write, "the flights of a basic economy reservation cannot be changed")
 
 
-def basic_economy_change(ctx, user, rng, exclude):
+def basic_economy_change(ctx, user, rng, exclude, want=_ANY):
     return change_flight(ctx, user, rng, exclude, basic=True)
 
 
-def add_bags(ctx: Ctx, user: User, rng: random.Random, exclude: set[str]) -> Draft | None:
+def add_bags(ctx: Ctx, user: User, rng: random.Random, exclude: set[str], want: Want = _ANY) -> Draft | None:
     options = ctx.active(user, exclude)
     if not options:
         return None
@@ -234,7 +240,7 @@ def add_bags(ctx: Ctx, user: User, rng: random.Random, exclude: set[str]) -> Dra
     return draft("update_baggages", req, f"Add {bags} to reservation {rid}", reads, write)
 
 
-def remove_bag(ctx: Ctx, user: User, rng: random.Random, exclude: set[str]) -> Draft | None:
+def remove_bag(ctx: Ctx, user: User, rng: random.Random, exclude: set[str], want: Want = _ANY) -> Draft | None:
     options = [r for r in ctx.active(user, exclude) if r.total_baggages >= 1]
     if not options:
         return None
@@ -258,7 +264,9 @@ def remove_bag(ctx: Ctx, user: User, rng: random.Random, exclude: set[str]) -> D
     return draft("remove_bag", req, f"Remove a bag from reservation {rid}", reads, write, "bags cannot be removed")
 
 
-def passengers(ctx: Ctx, user: User, rng: random.Random, exclude: set[str], *, add: bool = False) -> Draft | None:
+def passengers(
+    ctx: Ctx, user: User, rng: random.Random, exclude: set[str], want: Want = _ANY, *, add: bool = False
+) -> Draft | None:
     options = ctx.active(user, exclude)
     if not options:
         return None
@@ -286,11 +294,11 @@ def passengers(ctx: Ctx, user: User, rng: random.Random, exclude: set[str], *, a
     return draft(template, req, goal, reads, write, why)
 
 
-def add_passenger(ctx, user, rng, exclude):
+def add_passenger(ctx, user, rng, exclude, want=_ANY):
     return passengers(ctx, user, rng, exclude, add=True)
 
 
-def certificate(ctx: Ctx, user: User, rng: random.Random, exclude: set[str]) -> Draft | None:
+def certificate(ctx: Ctx, user: User, rng: random.Random, exclude: set[str], want: Want = _ANY) -> Draft | None:
     if "user" in exclude:
         return None
     options = []
