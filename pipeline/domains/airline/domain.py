@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from functools import cache
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from pipeline.world.domain import Domain, Invariant
 from pipeline.world.tables import World, WorldLoadError
 
 POLICY_PATH = Path(__file__).with_name("policy.md")
+_GEN = re.compile(r"^gen-(\d+)(?:-(\d+)x(\d+)x(\d+))?$")
 
 
 class AirlineDomain(Domain):
@@ -22,6 +24,13 @@ class AirlineDomain(Domain):
     tools = TOOLS
 
     def load(self, ref: str) -> World | None:
+        """A domain directory, a db.json, or a generated world's name: gen-<seed>[-<flights>x<users>x<reservations>]."""
+        m = _GEN.match(ref)
+        if m:
+            sizes = {}
+            if m.group(2):
+                sizes = dict(zip(("n_flights", "n_users", "n_reservations"), map(int, m.groups()[1:]), strict=True))
+            return self.generator()(int(m.group(1)), sizes, name=ref)
         path = Path(ref)
         if path.is_dir():
             db, policy_file = path / "db.json", path / "policy.md"
@@ -66,6 +75,23 @@ class AirlineDomain(Domain):
         from pipeline.domains.airline.vocabulary import VOCABULARY
 
         return VOCABULARY
+
+    def generator(self):
+        def generate(seed: int, sizes: dict[str, int], name: str | None = None) -> World:
+            """A fresh world; `sizes` holds any of n_flights, n_users, n_reservations (τ²-bench's by default)."""
+            from pipeline.domains.airline.generator import SIZES, AirlineGeneratorConfig, generate_world
+
+            unknown = sorted(set(sizes) - set(SIZES))
+            if unknown:
+                raise WorldLoadError(f"airline generator: unknown size(s) {unknown}; known: {list(SIZES)}")
+            try:
+                config = AirlineGeneratorConfig(seed=seed, name=name, **sizes)
+            except ValidationError as exc:
+                err = exc.errors()[0]
+                raise WorldLoadError(f"airline generator: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+            return generate_world(config, self.policy())
+
+        return generate
 
     def tasks(self):
         from pipeline.domains.airline.tasks import generate_tasks
