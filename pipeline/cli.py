@@ -74,26 +74,33 @@ def world_replay(
 def world_generate(
     out: Path = typer.Option(..., help="Output domain directory (db.json + policy.md)."),
     seed: int = typer.Option(0, help="Generator seed: same seed, same world."),
-    products: int = typer.Option(50, min=1),
-    users: int = typer.Option(500, min=1),
-    orders: int = typer.Option(1000, min=1),
-    domain: str = typer.Option("retail", help="Domain whose generator makes the world (retail, or module:attribute)."),
+    products: int = typer.Option(None, min=1, help="Retail: products (default 50)."),
+    users: int = typer.Option(None, min=1, help="Users (default: retail 500, airline 500)."),
+    orders: int = typer.Option(None, min=1, help="Retail: orders (default 1000)."),
+    flights: int = typer.Option(None, min=2, help="Airline: flights (default 300)."),
+    reservations: int = typer.Option(None, min=0, help="Airline: reservations (default 2000)."),
+    domain: str = typer.Option(
+        "retail", help="Domain whose generator makes the world (retail, airline, or module:attribute)."
+    ),
 ) -> None:
-    """Generate a fresh seeded world with a domain's generator (retail's: products, users, orders)."""
+    """Generate a fresh seeded world with a domain's generator (retail's: products, users, orders; airline's:
+    flights, users, reservations). Sizes not given take the generator's defaults."""
     from pipeline.world.domain import DomainCapabilityError
     from pipeline.world.registry import UnknownDomainError, resolve_domain
     from pipeline.world.tables import WorldLoadError
 
+    given = dict(n_products=products, n_users=users, n_orders=orders, n_flights=flights, n_reservations=reservations)
     try:
         d = resolve_domain(domain)
         generate = d.require("generator", "world generate")
-        world = generate(seed, dict(n_products=products, n_users=users, n_orders=orders))
+        world = generate(seed, {k: v for k, v in given.items() if v is not None})
     except (UnknownDomainError, DomainCapabilityError, WorldLoadError) as exc:
         _fail(str(exc))
     out.mkdir(parents=True, exist_ok=True)
-    (out / "db.json").write_text(json.dumps(world.to_dict(), indent=1))
+    data = world.to_dict()
+    (out / "db.json").write_text(json.dumps(data, indent=1))
     (out / "policy.md").write_text(d.policy())
-    console.print(f"world {world.name}: {products} products, {users} users, {orders} orders → {out}")
+    console.print(f"world {world.name}: {', '.join(f'{len(v)} {k}' for k, v in data.items())} → {out}")
 
 
 @tasks_app.command("generate")

@@ -37,10 +37,18 @@ def test_world_generate(tmp_path):
     assert (out / "policy.md").read_text().startswith("#")
 
 
-def test_world_generate_names_a_domain_without_a_generator(tmp_path):
-    result = runner.invoke(app, ["world", "generate", "--domain", "airline", "--out", str(tmp_path / "w")])
+def test_world_generate_airline_and_a_size_the_generator_does_not_know(tmp_path):
+    out = tmp_path / "gen-3"
+    args = ["world", "generate", "--domain", "airline", "--seed", "3", "--flights", "12", "--users", "9"]
+    result = runner.invoke(app, [*args, "--reservations", "20", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    db = json.loads((out / "db.json").read_text())
+    assert (len(db["flights"]), len(db["users"]), len(db["reservations"])) == (12, 9, 20)
+    result = runner.invoke(
+        app, ["world", "generate", "--domain", "airline", "--orders", "5", "--out", str(tmp_path / "w")]
+    )
     assert result.exit_code == 2
-    assert "'airline' does not provide 'generator'" in result.output
+    assert "unknown size(s) ['n_orders']" in result.output
     assert not (tmp_path / "w").exists()
 
 

@@ -41,6 +41,6 @@ def test_unknown_domain_and_missing_capability_are_named():
         resolve_domain("nope")
     with pytest.raises(UnknownDomainError, match="no attribute"):
         resolve_domain("pipeline.world.domain:MISSING")
-    with pytest.raises(DomainCapabilityError, match="'airline' does not provide 'synthesis'"):
-        resolve_domain("airline").require("synthesis")
+    with pytest.raises(DomainCapabilityError, match="'studio' does not provide 'tau2_importer'"):
+        resolve_domain("tests.domains.toy.domain:TOY").require("tau2_importer")
     assert resolve_domain("pipeline.world.retail.domain:RETAIL") is resolve_domain("retail")

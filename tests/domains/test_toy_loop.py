@@ -18,6 +18,7 @@ from pipeline.target import Targets, split_budget
 from pipeline.world.domain import DomainCapabilityError
 from pipeline.world.registry import domain_spec, resolve_domain
 from pipeline.world.tables import World
+from tests.domains.toy.domain import StudioDomain
 from tests.domains.toy.synthesis import KIT, StudioKit
 
 SPEC = "tests.domains.toy.domain:TOY"
@@ -79,10 +80,16 @@ def test_the_kit_is_checked_against_the_domains_tools():
         check_kit(domain, lacking)
 
 
+class _NoKit(StudioDomain):
+    name = "nokit"
+
+    def synthesis(self):
+        return None
+
+
 def test_a_domain_without_synthesis_says_so():
-    airline = resolve_domain("airline")
-    with pytest.raises(DomainCapabilityError, match="domain 'airline' does not provide 'synthesis'"):
-        Synthesizer(_generated(airline), Targets(budget=2, modes=split_budget({"invention": 0.5}, 2)), SynthConfig())
+    with pytest.raises(DomainCapabilityError, match="domain 'nokit' does not provide 'synthesis'"):
+        Synthesizer(_generated(_NoKit()), Targets(budget=2, modes=split_budget({"invention": 0.5}, 2)), SynthConfig())
 
 
 def _generated(domain):

@@ -74,6 +74,9 @@ class AirlineOracleEpisode(ScriptedEpisode):
 
     def _handle(self, i: int, req: Request, details: str | None = None, confirmed: bool = False) -> Steps:
         write = self._write(i)
+        rid = req.record_id
+        if rid and not any(rid in (m.content or "") for m in self.messages if m.role == "user"):
+            yield from self._say(A.ASK_RESERVATION)  # an under-specified request: never pick a reservation for them
         reads = [a for a in self._actions(i) if a.name not in WRITE_INTENTS]
         for a in reads:
             if a.name in RECORD_READS:

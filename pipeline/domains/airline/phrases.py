@@ -12,6 +12,7 @@ from pipeline.agents.phrases import ANYTHING_ELSE, YES_NO, money
 
 ASK_USER_ID = "I'd be happy to help. First I need to identify you: what is your user id?"
 ASK_USER_ID_FIRST = "Before I can do that, I need to identify you: what is your user id?"
+ASK_RESERVATION = "Which reservation is this about? Please tell me the reservation id."
 NOT_FOUND_USER = "I couldn't find a profile with that user id. Could you check it and tell me again?"
 QUESTIONS = {
     "bags": "How many checked bags would you like in total?",

@@ -84,7 +84,14 @@ class RetailDomain(Domain):
         def generate(seed: int, sizes: dict[str, int], name: str | None = None) -> Any:
             from pipeline.world.registry import generated_world_name
             from pipeline.world.retail.generator import GeneratorConfig, generate_world
+            from pipeline.world.tables import WorldLoadError
 
+            unknown = sorted(set(sizes) - {"n_products", "n_users", "n_orders"})
+            if unknown:
+                raise WorldLoadError(
+                    f"retail generator: unknown size(s) {unknown}; known: n_products, n_users, n_orders"
+                )
+            sizes = {"n_products": 50, "n_users": 500, "n_orders": 1000, **sizes}
             name = name or generated_world_name(seed, **sizes)
             return generate_world(GeneratorConfig(seed=seed, name=name, **sizes))
 
