@@ -4,6 +4,7 @@ grows verified tasks in a generated airline world from a measured flawed agent's
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
@@ -120,3 +121,13 @@ def test_synthesize_on_airline_end_to_end(tmp_path):
     world = load_world("gen-2-60x80x300", "airline")
     for t in made:
         assert all(e.ok for e in replay_actions(world, t.gold_actions).log), t.id
+
+
+@needs_data
+def test_the_held_out_tasks_are_those_made_before_the_kit_shared_their_templates(tau2):
+    """The `tasks` capability's output, pinned: the kit shares its templates and grounding without changing it."""
+    tasks = AIRLINE.require("tasks")(tau2, 44, seed=0)
+    text = "".join(t.model_dump_json() + "\n" for t in tasks)
+    assert hashlib.sha256(text.encode()).hexdigest() == (
+        "8e2b27ecc23c864627df175ba68720b72b12d72869d3928c1ff012bce127107d"
+    )

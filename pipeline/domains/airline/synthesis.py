@@ -16,7 +16,7 @@ from pipeline.domains.airline.schema import User
 from pipeline.domains.airline.templates import TEMPLATES
 from pipeline.synth.kit import SynthesisKit
 from pipeline.synth.taxonomy import Taxonomy, TemplateSpec
-from pipeline.synth.templates import PAIR, expand_cycle
+from pipeline.synth.templates import expand_cycle
 from pipeline.world.tables import World
 
 ALL = ("plan_adherence", "invention", "misread")
@@ -87,4 +87,3 @@ class AirlineKit(SynthesisKit):
 AIRLINE_KIT = AirlineKit()
 AIRLINE_CYCLE: tuple[str, ...] = tuple(expand_cycle(AIRLINE_KIT))
 """The default synthesis cycle spelled out with airline's templates (every template, then three pairs)."""
-ALL_TEMPLATES: tuple[str, ...] = (*TEMPLATES, PAIR)
