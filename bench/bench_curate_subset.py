@@ -31,7 +31,6 @@ import shutil
 import time
 from pathlib import Path
 
-from pipeline.agents.scripted import OracleAgent
 from pipeline.curate.curate import CurateConfig, curate
 from pipeline.dataset.io import write_tasks
 from pipeline.loop.params import load_params
@@ -40,6 +39,7 @@ from pipeline.synth.templates import generate_tasks
 from pipeline.train.corpus import run_corpus
 from pipeline.train.sft import SFTParams, run_sft
 from pipeline.world.registry import load_world
+from pipeline.world.retail.oracle import OracleAgent
 
 ROOT = Path(__file__).resolve().parents[1]
 log = logging.getLogger("bench")

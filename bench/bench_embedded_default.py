@@ -35,7 +35,6 @@ from pathlib import Path
 import torch
 from machine import torch_machine, write_results
 
-from pipeline.agents.scripted import OracleAgent
 from pipeline.dataset.io import write_tasks
 from pipeline.loop.params import load_params
 from pipeline.measure import MeasureConfig, measure
@@ -46,6 +45,7 @@ from pipeline.train.corpus import run_corpus
 from pipeline.train.embedded import EmbeddedConfig, build_baseline
 from pipeline.train.sft import SFTParams, run_sft
 from pipeline.world.registry import load_world
+from pipeline.world.retail.oracle import OracleAgent
 
 ROOT = Path(__file__).resolve().parents[1]
 MODES = ("plan_adherence", "invention", "misread")

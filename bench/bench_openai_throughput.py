@@ -31,13 +31,13 @@ import httpx
 from pipeline.agents.codec import CodecConfig
 from pipeline.agents.openai_backend import OpenAIAgent, SamplingConfig
 from pipeline.agents.openai_client import ChatClient, EndpointConfig
-from pipeline.agents.scripted import OracleAgent
 from pipeline.rollout.protocols import EpisodeInfo, InfrastructureError
 from pipeline.rollout.runner import run_episode
 from pipeline.rollout.trajectory import Message
 from pipeline.synth.templates import generate_tasks
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
+from pipeline.world.retail.oracle import OracleAgent
 from pipeline.world.retail.tools import TOOLS
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -597,17 +597,13 @@ def _summary_table(summary) -> Table:
 
 def _scripted_agent(name: str, flaw_rate: float, seed: int):
     """The oracle or a flawed agent; each episode is played by its world's domain's own (`ByDomain`)."""
-    from pipeline.agents.registry import ByDomain, FromDomain
-    from pipeline.agents.scripted import OracleAgent
+    from pipeline.agents.registry import FromDomain, by_domain
 
     if name == "oracle":
-        return ByDomain(OracleAgent(), FromDomain("oracle", "the oracle agent"))
+        return by_domain(FromDomain("oracle", "the oracle agent"))
     if name == "flawed":
-        from pipeline.agents.flawed import FlawConfig, FlawedAgent
-
         rates = {m: flaw_rate for m in ("plan_adherence", "invention", "misread")}
-        flawed = FlawedAgent(FlawConfig(rates=rates, seed=seed))
-        return ByDomain(flawed, FromDomain("flaws", "the flawed agent", rates, seed=seed))
+        return by_domain(FromDomain("flaws", "the flawed agent", rates, seed=seed))
     _fail(f"unknown agent {name!r}: choose 'oracle' or 'flawed'")
 
 

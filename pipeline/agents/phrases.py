@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pipeline.world.retail.tools import TRANSFER_MESSAGE
-
 YES_NO = "(yes/no)"
 ANYTHING_ELSE = "Is there anything else I can help you with?"
 ASK_EMAIL = "I'd be happy to help. First I need to verify your identity: what is the email address on your account?"
@@ -21,7 +19,7 @@ ASK_EMAIL_FIRST = "Before I can do that, I need to verify your identity: what is
 ASK_ORDER = "Which order is this about? Please tell me the order id."
 NOT_FOUND_IDENTITY = "I couldn't find an account with those details. Could you check them and tell me again?"
 GOODBYE = "You're welcome. Have a great day!"
-TRANSFER = TRANSFER_MESSAGE
+TRANSFER = "YOU ARE BEING TRANSFERRED TO A HUMAN AGENT. PLEASE HOLD ON."  # τ²-bench's words, any domain
 NO_POLICY_REASON = "this request is not something I can do under our policy."  # fallback; never in a sound task
 
 VERBS = {

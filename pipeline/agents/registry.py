@@ -114,34 +114,29 @@ class ByDomain:
         return getattr(self.default, name)
 
 
+def by_domain(make: FromDomain) -> ByDomain:
+    """`make`'s agent for each episode's domain, the default domain's where an episode names none."""
+    from pipeline.world.registry import DEFAULT_DOMAIN, resolve_domain
+
+    return ByDomain(make(resolve_domain(DEFAULT_DOMAIN)), make)
+
+
 def make_agent(spec: str, domain: Domain | None = None) -> Agent:
     """The agent a spec names. The scripted ones (oracle, flawed) are `domain`'s (its `oracle` and `flaws`
     capabilities) when a domain is given; without one they play each episode with its world's domain's own."""
     kind, _, body = spec.partition(":")
     if kind in ("oracle", "scripted") and not body:
-        if domain is not None:
-            return domain.require("oracle", needed_for=f"agent {spec!r}")()
-        from pipeline.agents.scripted import OracleAgent
-
-        return ByDomain(OracleAgent(), FromDomain("oracle", f"agent {spec!r}"))
+        make = FromDomain("oracle", f"agent {spec!r}")
+        return make(domain) if domain is not None else by_domain(make)
     if kind == "flawed":
         from pydantic import ValidationError
 
         settings = _settings(spec, body)
         seed = _whole(spec, "seed", settings.pop("seed", 0))
         rates = settings or {m: DEFAULT_FLAW_RATE for m in ("plan_adherence", "invention", "misread")}
-        if domain is not None:
-            make = domain.require("flaws", needed_for=f"agent {spec!r}")
-        else:
-            from pipeline.agents.flawed import FlawConfig, FlawedAgent
-
-            def make(rates, seed):
-                return FlawedAgent(FlawConfig(rates=rates, seed=seed))
-
+        make = FromDomain("flaws", f"agent {spec!r}", rates, seed=seed)
         try:
-            if domain is not None:
-                return make(rates, seed=seed)
-            return ByDomain(make(rates, seed=seed), FromDomain("flaws", f"agent {spec!r}", rates, seed=seed))
+            return make(domain) if domain is not None else by_domain(make)
         except ValidationError as exc:
             raise UnknownAgentError(f"agent {spec!r}: {exc.errors()[0]['msg']}") from None
     if kind == "hf" and body:

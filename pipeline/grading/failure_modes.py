@@ -59,6 +59,7 @@ Signature = Literal[
 SIGNATURES: tuple[str, ...] = Signature.__args__  # type: ignore[attr-defined]
 PRIORITY: tuple[str, ...] = ("invention", "misread", "plan_adherence")
 
+
 class FailureAnalysis(Strict):
     """The diagnosis of one trial (empty for a passing trial)."""
 

@@ -48,7 +48,7 @@ from pipeline.rollout.ray_cluster import (
 )
 from pipeline.rollout.runner import Limits
 from pipeline.rollout.trajectory import Trajectory
-from pipeline.world.retail.state import RetailWorld
+from pipeline.world.tables import World
 
 log = logging.getLogger(__name__)
 __all__ = ["RayExecutor", "RayExecutorError", "TrialWorker", "import_ray", "lost_result"]
@@ -129,7 +129,7 @@ class RayExecutor:
 
     def run(
         self,
-        world: RetailWorld,
+        world: World,
         tasks: Sequence[Task],
         agent: Agent,
         user: User,
@@ -281,9 +281,7 @@ class RayExecutor:
         self.actors.clear()
 
 
-def lost_result(
-    world: RetailWorld, task: Task, trial: int, seed: int, agent: Agent, user: User, why: str
-) -> TrialResult:
+def lost_result(world: World, task: Task, trial: int, seed: int, agent: Agent, user: User, why: str) -> TrialResult:
     """The record of a trial no worker could finish: an infra_error trajectory and verdict."""
     traj = Trajectory(
         task_id=task.id,

@@ -27,8 +27,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.agents import phrases as P
 from pipeline.agents.codec import CodecConfig, encode_conversation
-from pipeline.agents.flawed import MODES, FlawedEpisode
-from pipeline.agents.scripted import REQUIRED_STATUS, OracleAgent, OracleEpisode, Steps
 from pipeline.dataset.task import Action, Request, Task
 from pipeline.grading.grader import grade
 from pipeline.rollout.executor import trial_seed
@@ -37,6 +35,8 @@ from pipeline.rollout.runner import Limits, run_episode
 from pipeline.rollout.trajectory import Trajectory
 from pipeline.train.loop import Example
 from pipeline.users.scripted import ScriptedUser
+from pipeline.world.retail.flawed import MODES, FlawedEpisode
+from pipeline.world.retail.oracle import REQUIRED_STATUS, OracleAgent, OracleEpisode, Steps
 from pipeline.world.retail.schema import CANCEL_REASONS
 from pipeline.world.retail.state import RetailWorld
 from pipeline.world.retail.tools import TOOLS, WRITE_TOOLS

@@ -47,7 +47,7 @@ from pipeline.train.policy import (  # noqa: F401  (re-exported: the rollouts' p
     vllm_generate_batch,
 )
 from pipeline.train.transcript import Transcript
-from pipeline.world.retail.state import RetailWorld
+from pipeline.world.tables import World
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ class RolloutStats(Counter):
 class EpisodeRollouts:
     """Runs groups of episodes for GRPO with dynamic sampling and infrastructure refills (see module doc)."""
 
-    world: RetailWorld
+    world: World
     tasks: dict[str, Task]
     user: User
     make_agent: Callable[[], PolicyAgent]

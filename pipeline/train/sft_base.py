@@ -19,9 +19,8 @@ from pipeline.agents.codec import CodecConfig, encode_conversation
 from pipeline.agents.formats import CODEC, ChatFormat
 from pipeline.rollout.trajectory import Trajectory
 from pipeline.train.model import META_FILE, CheckpointMeta, load_checkpoint, read_meta, save_checkpoint
-from pipeline.train.sft_data import policy_text
+from pipeline.train.sft_data import world_prompt
 from pipeline.train.sft_template import encode_with_template
-from pipeline.world.retail.tools import TOOLS
 
 log = logging.getLogger(__name__)
 Overlong = Literal["auto", "drop", "truncate"]
@@ -30,10 +29,10 @@ Overlong = Literal["auto", "drop", "truncate"]
 def encode_for_sft(trajectories: list[Trajectory], tokenizer: Any, codec: CodecConfig) -> dict[str, list]:
     """Columns `input_ids` / `assistant_masks`, rendered by the codec (TRL builds labels from the mask)."""
     ids, masks = [], []
-    policies: dict[str, str] = {}
+    prompts: dict[tuple[str, str], tuple[str, list[dict]]] = {}
     for traj in trajectories:
-        policy = policies.setdefault(traj.world, policy_text(traj.world))
-        enc = encode_conversation(traj.messages, TOOLS.schemas(), policy, tokenizer, codec)
+        policy, tools = prompts.setdefault((traj.world, traj.domain), world_prompt(traj))
+        enc = encode_conversation(traj.messages, tools, policy, tokenizer, codec)
         if sum(enc.assistant_mask):
             ids.append(enc.ids)
             masks.append(enc.assistant_mask)
@@ -57,8 +56,7 @@ class TrainBase:
         """Columns `input_ids` / `assistant_masks`: the loss is on assistant tokens only, as the model renders them."""
         if self.format is None:
             return encode_for_sft(trajectories, self.tokenizer, self.codec)
-        policies = {w: policy_text(w) for w in dict.fromkeys(t.world for t in trajectories)}
-        return encode_with_template(trajectories, self.tokenizer, self.format, TOOLS.schemas(), policies)
+        return encode_with_template(trajectories, self.tokenizer, self.format)
 
     def save(self, out: Path, trained: torch.nn.Module, **meta_fields: Any) -> Path:
         """Write the trained model (agentloop: fp32 as always; outside: its own class and dtype) and its meta."""

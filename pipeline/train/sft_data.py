@@ -14,9 +14,8 @@ from pipeline.dataset.io import read_tasks
 from pipeline.dataset.task import Task
 from pipeline.grading.grader import grade
 from pipeline.rollout.trajectory import Trajectory
-from pipeline.world.registry import load_world
-from pipeline.world.retail.policy import load_policy
-from pipeline.world.retail.state import WorldLoadError
+from pipeline.world.registry import load_world, resolve_domain
+from pipeline.world.tables import WorldLoadError
 
 if TYPE_CHECKING:
     from pipeline.train.sft import SFTParams
@@ -43,11 +42,15 @@ def read_trajectories(path: Path) -> list[Trajectory]:
     return out
 
 
-def policy_text(world_name: str) -> str:
+def world_prompt(traj: Trajectory) -> tuple[str, list[dict]]:
+    """The policy and tool schemas the agent was given in a trajectory's world: the world's own when it loads by
+    its name (`gen-7`), else its domain's (a τ²-bench directory is recorded by its name only)."""
     try:
-        return load_world(world_name).policy
+        world = load_world(traj.world, traj.domain)
+        return world.policy, world.tools.schemas()
     except (WorldLoadError, FileNotFoundError, ValueError):
-        return load_policy()
+        domain = resolve_domain(traj.domain)
+        return domain.policy(), domain.tools.schemas()
 
 
 def verify(trajectories: list[Trajectory], tasks: dict[str, Task]) -> tuple[list[Trajectory], dict[str, int]]:

@@ -19,6 +19,7 @@ from typing import Any
 
 from pipeline.agents.formats import ChatFormat, ChatFormatError
 from pipeline.rollout.trajectory import Message, Trajectory
+from pipeline.train.sft_data import world_prompt
 
 log = logging.getLogger(__name__)
 
@@ -84,13 +85,14 @@ def encode_with_template(
     trajectories: Sequence[Trajectory],
     tokenizer: Any,
     fmt: ChatFormat,
-    tools: Sequence[Mapping[str, Any]],
-    policies: Mapping[str, str],
 ) -> dict[str, list]:
-    """Columns `input_ids` / `assistant_masks` (as `encode_for_sft` gives for the codec), rendered by `fmt`."""
+    """Columns `input_ids` / `assistant_masks` (as `encode_for_sft` gives for the codec), rendered by `fmt` with
+    the policy and tools of each trajectory's own world (`world_prompt`)."""
     ids, masks = [], []
+    prompts: dict[tuple[str, str], tuple[str, list[dict]]] = {}
     for traj in trajectories:
-        for text, spans in assistant_spans(fmt, traj.messages, tools, policies[traj.world], tokenizer):
+        policy, tools = prompts.setdefault((traj.world, traj.domain), world_prompt(traj))
+        for text, spans in assistant_spans(fmt, traj.messages, tools, policy, tokenizer):
             example_ids, mask = tokenize_spans(tokenizer, text, spans)
             if sum(mask):
                 ids.append(example_ids)

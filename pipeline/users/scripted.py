@@ -79,8 +79,6 @@ TOPICS = {
 }
 
 
-
-
 @dataclass(frozen=True)
 class Phrasing:
     """A domain's side of the scripted customer (`Domain.user_phrasing`): which questions ask for which detail,

@@ -23,7 +23,8 @@ BUILTIN_DOMAINS: dict[str, str] = {
     "retail": "pipeline.world.retail.domain:RETAIL",
     "airline": "pipeline.domains.airline.domain:AIRLINE",
 }
-
+DEFAULT_DOMAIN = "retail"
+"""`world.domain`'s default, and the domain of records made before domains were named."""
 
 _RESOLVED: dict[str, str] = {}
 """A domain resolved from `module:attribute`: its name → that spec, so its name resolves too (trajectories)."""

@@ -9,7 +9,6 @@ import json
 import pytest
 
 from pipeline.agents.openai_client import ChatClient, EndpointConfig
-from pipeline.agents.scripted import OracleAgent
 from pipeline.grading.grader import grade
 from pipeline.grading.llm_judge import (
     DEFAULT_RUBRIC,
@@ -24,6 +23,7 @@ from pipeline.rollout.trajectory import Usage
 from pipeline.synth.templates import generate_tasks
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
+from pipeline.world.retail.oracle import OracleAgent
 from tests.agents.fake_openai import FakeOpenAI, Reply, completion
 
 

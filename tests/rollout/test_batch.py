@@ -8,13 +8,13 @@ import time
 import pytest
 import torch
 
-from pipeline.agents.flawed import FlawConfig, FlawedAgent
-from pipeline.agents.scripted import OracleAgent
 from pipeline.rollout.batch import Concurrent, run_batched
 from pipeline.rollout.executor import SerialExecutor
 from pipeline.synth.templates import generate_tasks
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
+from pipeline.world.retail.flawed import FlawConfig, FlawedAgent
+from pipeline.world.retail.oracle import OracleAgent
 from tests.rollout.ray_helpers import FlakyAgent
 
 WORLD = "gen-4-12x60x120"

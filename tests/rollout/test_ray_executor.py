@@ -7,8 +7,6 @@ import json
 
 import pytest
 
-from pipeline.agents.flawed import FlawConfig, FlawedAgent
-from pipeline.agents.scripted import OracleAgent
 from pipeline.dataset.io import write_tasks
 from pipeline.measure import MeasureConfig, measure
 from pipeline.rollout.executor import SerialExecutor
@@ -16,6 +14,8 @@ from pipeline.rollout.ray_executor import RayExecutor
 from pipeline.synth.templates import generate_tasks
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
+from pipeline.world.retail.flawed import FlawConfig, FlawedAgent
+from pipeline.world.retail.oracle import OracleAgent
 from tests.rollout.ray_helpers import BuggyAgent, FlakyAgent, KillWorkerAgent
 
 pytestmark = pytest.mark.slow  # a Ray instance takes ~10 s to start

@@ -13,7 +13,6 @@ import time
 
 import pytest
 
-from pipeline.agents.scripted import OracleAgent
 from pipeline.dataset.io import write_tasks
 from pipeline.measure import MeasureConfig, measure
 from pipeline.rollout.executor import SerialExecutor
@@ -22,6 +21,7 @@ from pipeline.rollout.resume import ResumeMismatchError, TrialJournal
 from pipeline.synth.templates import generate_tasks
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
+from pipeline.world.retail.oracle import OracleAgent
 
 WORLD = "gen-4-12x60x120"
 

@@ -6,9 +6,7 @@ import json
 
 import pytest
 
-from pipeline.agents.flawed import FlawConfig, FlawedAgent
 from pipeline.agents.phrases import ASK_ORDER
-from pipeline.agents.scripted import OracleAgent
 from pipeline.dataset.io import read_tasks
 from pipeline.grading.grader import grade
 from pipeline.rollout.runner import run_episode
@@ -16,6 +14,8 @@ from pipeline.rollout.trajectory import Trajectory
 from pipeline.synth.coverage import task_cells
 from pipeline.synth.synthesize import EvalWorldError, SynthConfig, Synthesizer, synthesize
 from pipeline.users.scripted import ScriptedUser
+from pipeline.world.retail.flawed import FlawConfig, FlawedAgent
+from pipeline.world.retail.oracle import OracleAgent
 from pipeline.world.retail.replay import replay_gold
 from pipeline.world.retail.synthesis import RETAIL_KIT, TAXONOMY
 from tests.agents.scripted_helpers import small_world, unsupported_write_values

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from pipeline.agents.scripted import OracleAgent
 from pipeline.grading.failure_modes import analyze
 from pipeline.grading.grader import grade
 from pipeline.rollout.runner import run_episode
@@ -22,6 +21,7 @@ from pipeline.train.corpus import (
 )
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
+from pipeline.world.retail.oracle import OracleAgent
 from tests.train.helpers import COMPACT, tokenizer
 
 ALWAYS = SituatedFlaws(rates={"forgot_email": 1.0, "later_request": 1.0, "wrong_status": 1.0, "gift_card_short": 1.0})

@@ -12,10 +12,10 @@ import pytest
 import torch
 
 from pipeline.agents.codec import format_assistant
-from pipeline.agents.scripted import OracleAgent
 from pipeline.train.grpo import GRPOParams, build_trainer, run_grpo
 from pipeline.train.model import read_meta
 from pipeline.train.rollouts import PolicyAgent, PolicyEpisode, score
+from pipeline.world.retail.oracle import OracleAgent
 from tests.train.helpers import tasks, tiny_checkpoint
 
 pytestmark = pytest.mark.slow

@@ -13,12 +13,12 @@ import pytest
 import torch
 
 from pipeline.agents.hf import PrefixCache, sample
-from pipeline.agents.scripted import OracleAgent
 from pipeline.rollout.runner import Limits
 from pipeline.rollout.trajectory import Message
 from pipeline.train.rollouts import EpisodeRollouts, PolicyAgent, PolicyEpisode, local_generate, score
 from pipeline.train.sft_base import load_base
 from pipeline.users.scripted import ScriptedUser
+from pipeline.world.retail.oracle import OracleAgent
 from tests.agents.tiny_families import FAMILIES, build_checkpoint, corpus, template
 from tests.train.helpers import gold, tasks, world
 

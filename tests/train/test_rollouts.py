@@ -8,11 +8,11 @@ import pytest
 
 from pipeline.agents import phrases
 from pipeline.agents.codec import IM_END, format_assistant
-from pipeline.agents.scripted import OracleAgent
 from pipeline.rollout.protocols import InfrastructureError
 from pipeline.rollout.trajectory import Message
 from pipeline.train.rollouts import EpisodeRollouts, PolicyAgent, PolicyEpisode, grouped, to_trl
 from pipeline.users.scripted import ScriptedUser
+from pipeline.world.retail.oracle import OracleAgent
 from tests.train.helpers import COMPACT, tasks, tokenizer, world
 
 

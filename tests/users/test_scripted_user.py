@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.agents.scripted import OracleAgent
 from pipeline.dataset.task import PERSONAS
 from pipeline.grading.static_checks import affirms
 from pipeline.rollout.protocols import EpisodeInfo
@@ -12,6 +11,7 @@ from pipeline.rollout.runner import run_episode
 from pipeline.rollout.trajectory import STOP_TOKEN, Message
 from pipeline.users import scripted as U
 from pipeline.users.scripted import ScriptedUser
+from pipeline.world.retail.oracle import OracleAgent
 from tests.agents.scripted_helpers import find, small_tasks, small_world
 
 

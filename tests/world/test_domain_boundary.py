@@ -9,7 +9,23 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-GENERIC = ("grading", "gate", "report", "curate", "measure", "metrics", "synth", "target", "tracking")
+GENERIC = (
+    "curate",
+    "dataset",
+    "gate",
+    "grading",
+    "loop",
+    "measure",
+    "metrics",
+    "report",
+    "rollout",
+    "serve",
+    "synth",
+    "target",
+    "tau2",
+    "tracking",
+    "users",
+)
 DOMAIN_PACKAGES = ("pipeline.world.retail", "pipeline.domains")
 
 

@@ -108,13 +108,13 @@ class RetailDomain(Domain):
         return RETAIL_KIT
 
     def oracle(self):
-        from pipeline.agents.scripted import OracleAgent
+        from pipeline.world.retail.oracle import OracleAgent
 
         return OracleAgent
 
     def flaws(self):
         def make(rates: dict[str, float], seed: int = 0):
-            from pipeline.agents.flawed import FlawConfig, FlawedAgent
+            from pipeline.world.retail.flawed import FlawConfig, FlawedAgent
 
             return FlawedAgent(FlawConfig(rates=rates, seed=seed))
 

@@ -12,6 +12,7 @@ import json
 from collections import Counter
 from typing import Any
 
+from pipeline.agents.phrases import TRANSFER
 from pipeline.world.retail.arith import ArithmeticError_, evaluate
 from pipeline.world.retail.schema import CANCEL_REASONS, Address, Order, PaymentTransaction, dump_record
 from pipeline.world.retail.state import Session, ToolEvent, email_key, name_zip_key
@@ -19,7 +20,7 @@ from pipeline.world.retail.toolkit import ToolError, ToolRegistry
 from pipeline.world.tools import execute as _execute
 
 TOOLS = ToolRegistry()
-TRANSFER_MESSAGE = "YOU ARE BEING TRANSFERRED TO A HUMAN AGENT. PLEASE HOLD ON."
+TRANSFER_MESSAGE = TRANSFER  # what the agent says when it hands the customer over
 
 
 # ---- helpers --------------------------------------------------------------------------------

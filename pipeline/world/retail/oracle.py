@@ -1,4 +1,4 @@
-"""The oracle agent: follows the policy and solves every solvable generated task, with no model.
+"""Retail's oracle agent: follows the policy and solves every solvable generated task, with no model.
 
 It may read the task (gold actions, user script) to know what to do, but every value it writes has
 appeared earlier in the conversation, in a user message or a tool result, and every figure it states
@@ -7,31 +7,30 @@ with text, checks each policy precondition from what the tools showed, lists the
 an explicit yes before each write, and refuses out-of-policy requests with the reason.
 
 The episode is a generator that yields assistant messages; the hook methods (`_order_status`, `_confirm`,
-`_write_action`, `_perform`) are where `pipeline.agents.flawed` plants its failure modes.
+`_write_action`, `_perform`) are where `pipeline.world.retail.flawed` plants its failure modes. The primitives
+(one tool call, one message, closing a request) are the generic `pipeline.agents.script.ScriptedEpisode`'s.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import re
-from collections.abc import Generator
 from typing import Any
 
 from pipeline.agents import phrases as P
-from pipeline.dataset.task import Action, Request, Task
+from pipeline.agents.script import YES as _YES
+from pipeline.agents.script import ScriptedEpisode, Steps, appears_in, evidence
+from pipeline.dataset.task import Action, Request
 from pipeline.rollout.protocols import EpisodeInfo
-from pipeline.rollout.trajectory import Message, ToolCall
+from pipeline.rollout.trajectory import Message
 from pipeline.world.retail.schema import CANCEL_REASONS, PaymentMethod
 from pipeline.world.retail.tools import WRITE_TOOLS
 
 log = logging.getLogger(__name__)
-Steps = Generator[Message, None, Any]
+__all__ = ["OracleAgent", "OracleEpisode", "Steps", "appears_in", "evidence"]
 
 EMAIL_RE = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
-_YES = re.compile(r"^\W*(yes|yeah|yep|sure|ok|okay)\b|\b(confirm|go ahead|proceed)\b", re.IGNORECASE)
-_PUSHBACK = re.compile(r"are you sure|exception|really need|please just|come on", re.IGNORECASE)
 REQUIRED_STATUS = {
     "cancel": "pending",
     "modify_address": "pending",
@@ -68,19 +67,6 @@ TOPICS = {
 }
 
 
-def appears_in(value: Any, texts: list[str]) -> bool:
-    """Value provenance: a write argument (or each list element) occurs verbatim in one of `texts`."""
-    if isinstance(value, list):
-        return all(appears_in(v, texts) for v in value)
-    s = str(value)
-    return s == "" or any(s in t for t in texts)
-
-
-def evidence(messages: list[Message]) -> list[str]:
-    """What an agent may take values from: user messages and tool results."""
-    return [m.content for m in messages if m.role in ("user", "tool") and m.content]
-
-
 class OracleAgent:
     name = "oracle"
 
@@ -88,62 +74,14 @@ class OracleAgent:
         return OracleEpisode(info)
 
 
-class OracleEpisode:
+class OracleEpisode(ScriptedEpisode):
     def __init__(self, info: EpisodeInfo) -> None:
-        self.task: Task = info.task
-        self.script = info.task.user_script
-        self.messages: list[Message] = []
-        self.seen: dict[tuple[str, str], Any] = {}  # (tool, key argument) → parsed result
         self.not_theirs: set[str] = set()  # order ids the world refused to show: another customer's
-        self.user_id: str | None = None
-        self._fact: str | None = None  # said at the start of the next message (see `_status_fact`)
-        self._calls = 0
-        self._steps = self._run()
+        super().__init__(info)
 
-    def act(self, messages: list[Message]) -> Message:
-        self.messages = messages
-        try:
-            return next(self._steps)
-        except StopIteration:
-            return Message(role="assistant", content=P.GOODBYE)
-
-    # ---- primitives -------------------------------------------------------------------------------------
-    def _call(self, name: str, arguments: dict[str, Any]) -> Steps:
-        """One tool call; returns the tool message that answered it."""
-        self._calls += 1
-        self._fact = None  # a fact belongs to the message that acts on it, never to a later one
-        call = ToolCall(id=f"call_{self._calls}", name=name, arguments=arguments, raw_arguments=json.dumps(arguments))
-        yield Message(role="assistant", tool_calls=[call])
-        result = self.messages[-1]
+    def _observe(self, name: str, arguments: dict[str, Any], result: Message) -> None:
         if result.error and name == "get_order_details" and "another customer" in (result.content or ""):
             self.not_theirs.add(arguments.get("order_id", ""))
-        if not result.error and name.startswith("get_"):
-            key = next(iter(arguments.values()), "")
-            with contextlib.suppress(json.JSONDecodeError):
-                self.seen[(name, key)] = json.loads(result.content or "")
-        return result
-
-    def _say(self, text: str) -> Steps:
-        """One message to the user (after the pending status fact, if any); returns their reply."""
-        if self._fact:
-            text, self._fact = f"{self._fact} {text}", None
-        yield Message(role="assistant", content=text)
-        return self.messages[-1].content or ""
-
-    def _finish(self, text: str, refusal: str | None = None) -> Steps:
-        """Close a request ('anything else?'), restating a refusal once if the user pushes back."""
-        reply = yield from self._say(text)
-        if refusal and _PUSHBACK.search(reply):
-            yield from self._say(P.refusal_again(refusal))
-
-    def _last_user(self) -> str:
-        return next((m.content or "" for m in reversed(self.messages) if m.role == "user"), "")
-
-    # ---- the conversation ---------------------------------------------------------------------------------
-    def _run(self) -> Steps:
-        yield from self._authenticate()
-        for i, req in enumerate(self.script.requests):
-            yield from self._handle(i, req)
 
     def _authenticate(self, question: str = P.ASK_EMAIL) -> Steps:
         gold = self.task.gold_actions[0] if self.task.gold_actions else None
@@ -163,9 +101,6 @@ class OracleEpisode:
                 self.user_id = result.content
                 return
             reply = yield from self._say(P.NOT_FOUND_IDENTITY)
-
-    def _actions(self, i: int) -> list[Action]:
-        return [a for a in self.task.gold_actions if a.request == i]
 
     def _write(self, i: int) -> Action | None:
         return next((a for a in self._actions(i) if a.name in WRITE_TOOLS), None)

@@ -1,8 +1,9 @@
-"""Flawed agents: the oracle with failure modes planted at known rates, the ground truth for the classifier.
+"""Retail's flawed agents: the oracle with failure modes planted at known rates, the ground truth for the
+classifier.
 
-Whether a mode is planted in a trial is decided by a hash of (seed, task id, trial, mode), so the same
-configuration always plants the same flaws and `planted(task, trial)` tells which without running
-anything. A mode is planted only on a request that has a gold write, at most one mode per request.
+Whether a mode is planted in a trial is decided by a hash of (seed, task id, trial, mode) (`pipeline.agents.
+flaws`), so the same configuration always plants the same flaws and `planted(task, trial)` tells which without
+running anything. A mode is planted only on a request that has a gold write, at most one mode per request.
 
 - plan_adherence: skips the confirmation and writes at once / never issues the write after the user's
   yes but says it is done / writes before authenticating (the tool refuses; it then authenticates and
@@ -16,41 +17,23 @@ anything. A mode is planted only on a request that has a gold write, at most one
 
 from __future__ import annotations
 
-import hashlib
 import random
-from typing import Annotated, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.agents import phrases as P
-from pipeline.agents.scripted import OracleAgent, OracleEpisode, Steps, appears_in
+from pipeline.agents.flaws import MODES, FlawConfig, Mode
+from pipeline.agents.flaws import unit as _unit
+from pipeline.agents.script import Steps, appears_in
 from pipeline.dataset.task import Action, Request, Task
 from pipeline.rollout.protocols import EpisodeInfo
+from pipeline.world.retail.oracle import OracleAgent, OracleEpisode
 from pipeline.world.retail.tools import WRITE_TOOLS
 
-Mode = Literal["plan_adherence", "invention", "misread"]
-MODES: tuple[str, ...] = Mode.__args__  # type: ignore[attr-defined]
+__all__ = ["MODES", "FlawConfig", "FlawedAgent", "FlawedEpisode", "Mode", "plan"]
 WRONG_WRITE = {
     "cancel": "return_delivered_order_items",
     "modify_items": "exchange_delivered_order_items",
     "exchange": "modify_pending_order_items",
 }
-
-
-class FlawConfig(BaseModel):
-    """Planting rate per mode (share of trials; a missing mode is never planted) and the planting hash's seed."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    rates: dict[Mode, Annotated[float, Field(ge=0.0, le=1.0)]] = Field(
-        default_factory=dict, description="Mode → rate, e.g. {'invention': 0.3}; modes: " + ", ".join(MODES) + "."
-    )
-    seed: int = Field(default=0, description="Seed of the planting hash; same seed, same planted flaws.")
-
-
-def _unit(*parts: object) -> float:
-    digest = hashlib.sha256(":".join(str(p) for p in parts).encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64
 
 
 def _variants(mode: str, i: int, req: Request) -> list[str]:
