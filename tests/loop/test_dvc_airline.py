@@ -1,5 +1,6 @@
 """The whole loop on τ²-bench airline through `dvc exp run`, with scripted participants, in a temporary copy of the
-repository: every stage from held-out tasks to promotion runs, and the embedded (retail) model's stages do not."""
+repository: every stage from held-out tasks to promotion runs, the embedded (retail) model's stages do not, and
+the same command again runs nothing."""
 
 import json
 import re
@@ -85,3 +86,5 @@ def test_exp_run_runs_the_airline_loop(tmp_path):
     assert promotion["promoted"] is True and promotion["candidate"] == "oracle"
     assert (repo / "report" / "report.html").stat().st_size > 10_000
     assert time.monotonic() - start < 600
+    again = dvc(repo, "exp", "run", "--single-item", *airline_overrides(str(world)), *AIRLINE_STAGES)
+    assert "Running stage" not in again.stdout  # world.domain and the rest recorded: nothing left to do
