@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from pipeline.agents.hf import pick
+from pipeline.agents.draws import pick_rows
 from pipeline.agents.lean import LeanLlama
 
 if TYPE_CHECKING:
@@ -54,15 +54,20 @@ class HFDecoder:
         prefix = episode.prefix
         first = prefix.reuse(reply.prompt)
         prefix.ids = list(reply.prompt)
-        reply.logits = prefix.logits(reply.prompt[first:])
+        reply.logits = prefix.logits(reply.prompt[first:])  # alone: the same operations as one at a time
         self.active.append(reply)
 
     @torch.inference_mode()
     def step(self) -> list[tuple[Any, Message]]:
         a = self.agent
         going: list[_Reply] = []
-        for r in self.active:
-            r.out.append(pick(r.logits, a.temperature, a.top_p, r.episode.generator))
+        if not self.active:
+            done, self.done = self.done, []
+            return done
+        logits = torch.stack([r.logits for r in self.active])
+        tokens = pick_rows(logits, a.temperature, a.top_p, [r.episode.generator for r in self.active])
+        for r, token in zip(self.active, tokens, strict=True):
+            r.out.append(token)
             if r.out[-1] in a.stop_ids or len(r.out) >= r.room:
                 compute = time.perf_counter() - r.started
                 self.done.append((r.key, r.episode.reply(r.prompt, r.out, compute)))
