@@ -4,8 +4,11 @@ A submitted episode's new prompt tokens run alone at once (prompts differ in len
 cache they reuse); then each `step` draws the next token of every pending reply and runs all those that go on
 through one batched forward pass (`LeanLlama.logits_batch`), each with its own key/value cache and its own
 random stream. A reply that ends is returned at once, so its episode can take its user's and tools' turn and
-come back while the others are still generating. Per episode, the tokens and the order of draws from its stream
-are exactly those of `sample`, one episode at a time; only the logits' float noise can differ.
+come back while the others are still generating. The step's tokens are drawn together (`draws.pick_rows`: one
+softmax and one argmax for all rows, each row's noise from its own episode's stream). Per episode, the tokens
+and the order of draws from its stream are exactly those of `sample`, one episode at a time; the prefill and
+the attention run the same operations as one at a time, so only the batched projections' float rounding can
+differ.
 """
 
 from __future__ import annotations
