@@ -64,21 +64,18 @@ class HFDecoder:
     def step(self) -> list[tuple[Any, Message]]:
         a = self.agent
         going: list[_Reply] = []
-        if not self.active:
-            done, self.done = self.done, []
-            return done
-        logits = torch.stack([r.logits for r in self.active])
-        tokens = pick_rows(logits, a.temperature, a.top_p, [r.episode.generator for r in self.active])
-        for r, token in zip(self.active, tokens, strict=True):
-            r.out.append(token)
-            if r.out[-1] in a.stop_ids or len(r.out) >= r.room:
-                compute = time.perf_counter() - r.started
-                self.done.append((r.key, r.episode.reply(r.prompt, r.out, compute)))
-            else:
-                going.append(r)
+        if self.active:
+            logits = torch.stack([r.logits for r in self.active])
+            tokens = pick_rows(logits, a.temperature, a.top_p, [r.episode.generator for r in self.active])
+            for r, token in zip(self.active, tokens, strict=True):
+                r.out.append(token)
+                if token in a.stop_ids or len(r.out) >= r.room:
+                    compute = time.perf_counter() - r.started
+                    self.done.append((r.key, r.episode.reply(r.prompt, r.out, compute)))
+                else:
+                    r.episode.prefix.ids.append(token)
+                    going.append(r)
         if going:
-            for r in going:
-                r.episode.prefix.ids.append(r.out[-1])
             rows = self.lean.logits_batch([r.out[-1] for r in going], [r.episode.prefix.cache for r in going])
             for r, row in zip(going, rows, strict=True):
                 r.logits = row
