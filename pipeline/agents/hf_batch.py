@@ -4,8 +4,11 @@ A submitted episode's new prompt tokens run alone at once (prompts differ in len
 cache they reuse); then each `step` draws the next token of every pending reply and runs all those that go on
 through one batched forward pass (`LeanLlama.logits_batch`), each with its own key/value cache and its own
 random stream. A reply that ends is returned at once, so its episode can take its user's and tools' turn and
-come back while the others are still generating. Per episode, the tokens and the order of draws from its stream
-are exactly those of `sample`, one episode at a time; only the logits' float noise can differ.
+come back while the others are still generating. The step's tokens are drawn together (`draws.pick_rows`: one
+softmax and one argmax for all rows, each row's noise from its own episode's stream). Per episode, the tokens
+and the order of draws from its stream are exactly those of `sample`, one episode at a time; the prefill and
+the attention run the same operations as one at a time, so only the batched projections' float rounding can
+differ.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from pipeline.agents.hf import pick
+from pipeline.agents.draws import pick_rows
 from pipeline.agents.lean import LeanLlama
 
 if TYPE_CHECKING:
@@ -54,23 +57,25 @@ class HFDecoder:
         prefix = episode.prefix
         first = prefix.reuse(reply.prompt)
         prefix.ids = list(reply.prompt)
-        reply.logits = prefix.logits(reply.prompt[first:])
+        reply.logits = prefix.logits(reply.prompt[first:])  # alone: the same operations as one at a time
         self.active.append(reply)
 
     @torch.inference_mode()
     def step(self) -> list[tuple[Any, Message]]:
         a = self.agent
         going: list[_Reply] = []
-        for r in self.active:
-            r.out.append(pick(r.logits, a.temperature, a.top_p, r.episode.generator))
-            if r.out[-1] in a.stop_ids or len(r.out) >= r.room:
-                compute = time.perf_counter() - r.started
-                self.done.append((r.key, r.episode.reply(r.prompt, r.out, compute)))
-            else:
-                going.append(r)
+        if self.active:
+            logits = torch.stack([r.logits for r in self.active])
+            tokens = pick_rows(logits, a.temperature, a.top_p, [r.episode.generator for r in self.active])
+            for r, token in zip(self.active, tokens, strict=True):
+                r.out.append(token)
+                if token in a.stop_ids or len(r.out) >= r.room:
+                    compute = time.perf_counter() - r.started
+                    self.done.append((r.key, r.episode.reply(r.prompt, r.out, compute)))
+                else:
+                    r.episode.prefix.ids.append(token)
+                    going.append(r)
         if going:
-            for r in going:
-                r.episode.prefix.ids.append(r.out[-1])
             rows = self.lean.logits_batch([r.out[-1] for r in going], [r.episode.prefix.cache for r in going])
             for r, row in zip(going, rows, strict=True):
                 r.logits = row

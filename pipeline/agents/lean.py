@@ -142,14 +142,18 @@ class LeanLlama:
             v = F.linear(h, layer.v).view(b, self.kv_heads, self.head_dim)
             q = q * cos + self._rotate_half(q) * sin
             k = k * cos + self._rotate_half(k) * sin
-            att = torch.empty(b, self.heads, self.head_dim)
+            q, k, v = q[:, :, None, :], k[:, :, None, :], v[:, :, None, :]
+            att = torch.empty(b, self.heads, 1, self.head_dim)
+            # Per sequence, the same operations as `logits` on one token. Padding the ragged caches to one length
+            # for a single batched product was slower (docs/experiments.md): attention reads every cache from
+            # memory once a step either way, and padding adds reads.
             for i, cache in enumerate(caches):
-                keys, values = cache.append(li, k[i][:, None, :], v[i][:, None, :])
+                keys, values = cache.append(li, k[i], v[i])
                 if groups != 1:
                     keys = keys.repeat_interleave(groups, dim=0)
                     values = values.repeat_interleave(groups, dim=0)
-                scores = torch.matmul(q[i][:, None, :], keys.transpose(1, 2)) * self.scaling
-                att[i] = (torch.softmax(scores, dim=-1) @ values)[:, 0, :]
+                scores = torch.matmul(q[i], keys.transpose(1, 2)) * self.scaling
+                torch.matmul(torch.softmax(scores, dim=-1), values, out=att[i])
             x = x + F.linear(att.reshape(b, self.heads * self.head_dim), layer.o)
             h = self._rms(x, layer.ln2)
             x = x + F.linear(F.silu(F.linear(h, layer.gate)) * F.linear(h, layer.up), layer.down)
