@@ -9,7 +9,7 @@ running anything (`planted(task, trial)`). How a mode is planted is the domain's
 from __future__ import annotations
 
 import hashlib
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -32,3 +32,33 @@ def unit(*parts: object) -> float:
     """A number in [0, 1) fixed by `parts`: the planting decisions' coin."""
     digest = hashlib.sha256(":".join(str(p) for p in parts).encode()).digest()
     return int.from_bytes(digest[:8], "big") / 2**64
+
+
+class PlantingAgent:
+    """A domain's oracle with flaws planted per `FlawConfig`. A domain's subclass sets `oracle` (the oracle
+    agent's class), `episode` (the flawed episode: `episode(info, flaws, seed)`) and `plan_flaws` (`f(config,
+    task, trial) -> {request index: (mode, variant)}`); a trial with nothing planted is the oracle's."""
+
+    oracle: Any
+    episode: Any
+
+    @staticmethod
+    def plan_flaws(config: FlawConfig, task: Any, trial: int) -> dict[int, tuple[str, str]]:
+        raise NotImplementedError
+
+    def __init__(self, config: FlawConfig | None = None) -> None:
+        self.config = config or FlawConfig()
+        rates = ",".join(f"{m}={r}" for m, r in sorted(self.config.rates.items()))
+        self.name = f"flawed({rates},seed={self.config.seed})"
+        self._oracle = self.oracle()
+
+    def planted(self, task: Any, trial: int) -> list[str]:
+        """The modes planted in this (task, trial): the ground truth for a failure-mode classifier."""
+        return sorted({mode for mode, _ in self.plan_flaws(self.config, task, trial).values()})
+
+    def planted_variants(self, task: Any, trial: int) -> dict[int, tuple[str, str]]:
+        return self.plan_flaws(self.config, task, trial)
+
+    def start(self, info: Any) -> Any:
+        flaws = self.plan_flaws(self.config, info.task, info.trial)
+        return self.episode(info, flaws, self.config.seed) if flaws else self._oracle.start(info)

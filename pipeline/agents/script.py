@@ -9,6 +9,7 @@ value-provenance helpers. It knows no domain.
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Generator
 from contextlib import suppress
@@ -19,6 +20,7 @@ from pipeline.dataset.task import Action, Task
 from pipeline.rollout.protocols import EpisodeInfo
 from pipeline.rollout.trajectory import Message, ToolCall
 
+log = logging.getLogger(__name__)
 Steps = Generator[Message, None, Any]
 
 YES = re.compile(r"^\W*(yes|yeah|yep|sure|ok|okay)\b|\b(confirm|go ahead|proceed)\b", re.IGNORECASE)
@@ -96,6 +98,30 @@ class ScriptedEpisode:
         reply = yield from self._say(text)
         if refusal and PUSHBACK.search(reply):
             yield from self._say(P.refusal_again(refusal))
+
+    def _conclude(self, i: int, req: Any, write: Action | None, details: str, confirmed: bool) -> Steps:
+        """The end of every request once its reads are done: refuse with the policy's reason (`_check_details`),
+        or confirm the write (`_confirm`, unless already confirmed) and carry it out (`_perform`)."""
+        reason = self._check_details(req, details)
+        if reason is None and write is None:
+            log.warning("task %s request %d: no write and no policy reason to refuse", self.task.id, i)
+            reason = P.NO_POLICY_REASON
+        if reason:
+            return (yield from self._finish(P.refusal(reason), reason))
+        if not confirmed:
+            ok = yield from self._confirm(i, req, write)
+            if not ok:
+                return (yield from self._finish(P.declined()))
+        yield from self._perform(i, req, write)
+
+    def _check_details(self, req: Any, details: str) -> str | None:
+        raise NotImplementedError
+
+    def _confirm(self, i: int, req: Any, write: Action) -> Steps:
+        raise NotImplementedError
+
+    def _perform(self, i: int, req: Any, write: Action) -> Steps:
+        raise NotImplementedError
 
     def _last_user(self) -> str:
         return next((m.content or "" for m in reversed(self.messages) if m.role == "user"), "")

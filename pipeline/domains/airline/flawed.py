@@ -20,7 +20,7 @@ import random
 import re
 import string
 
-from pipeline.agents.flaws import MODES, FlawConfig
+from pipeline.agents.flaws import MODES, FlawConfig, PlantingAgent
 from pipeline.agents.flaws import unit as _unit
 from pipeline.agents.script import Steps, appears_in
 from pipeline.dataset.task import Action, Request, Task
@@ -77,26 +77,6 @@ def plan(config: FlawConfig, task: Task, trial: int) -> dict[int, tuple[str, str
         options = _variants(mode, i, requests[i], writes[i], task)
         out[i] = (mode, options[int(_unit(config.seed, task.id, trial, mode, "how") * len(options))])
     return out
-
-
-class AirlineFlawedAgent:
-    """The airline oracle with flaws planted per `FlawConfig`."""
-
-    def __init__(self, config: FlawConfig | None = None) -> None:
-        self.config = config or FlawConfig()
-        rates = ",".join(f"{m}={r}" for m, r in sorted(self.config.rates.items()))
-        self.name = f"flawed({rates},seed={self.config.seed})"
-        self._oracle = AirlineOracle()
-
-    def planted(self, task: Task, trial: int) -> list[str]:
-        return sorted({mode for mode, _ in plan(self.config, task, trial).values()})
-
-    def planted_variants(self, task: Task, trial: int) -> dict[int, tuple[str, str]]:
-        return plan(self.config, task, trial)
-
-    def start(self, info: EpisodeInfo) -> AirlineOracleEpisode:
-        flaws = plan(self.config, info.task, info.trial)
-        return AirlineFlawedEpisode(info, flaws, self.config.seed) if flaws else self._oracle.start(info)
 
 
 class AirlineFlawedEpisode(AirlineOracleEpisode):
@@ -213,3 +193,11 @@ class AirlineFlawedEpisode(AirlineOracleEpisode):
             else:
                 args[key] = value
             return Action(name=name, arguments=args)
+
+
+class AirlineFlawedAgent(PlantingAgent):
+    """The airline oracle with flaws planted per `FlawConfig`."""
+
+    oracle = AirlineOracle
+    episode = AirlineFlawedEpisode
+    plan_flaws = staticmethod(plan)

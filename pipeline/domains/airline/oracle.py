@@ -90,17 +90,7 @@ class AirlineOracleEpisode(ScriptedEpisode):
         for a in reads:
             if a.name not in RECORD_READS:
                 yield from self._read(a)
-        reason = self._check_details(req, details or "")
-        if reason is None and write is None:
-            log.warning("task %s request %d: no write and no policy reason to refuse", self.task.id, i)
-            reason = P.NO_POLICY_REASON
-        if reason:
-            return (yield from self._finish(P.refusal(reason), reason))
-        if not confirmed:
-            ok = yield from self._confirm(i, req, write)
-            if not ok:
-                return (yield from self._finish(P.declined()))
-        yield from self._perform(i, req, write)
+        yield from self._conclude(i, req, write, details or "", confirmed)
 
     # ---- policy checks, from what the tools showed -------------------------------------------------------
     def _check_record(self, req: Request) -> str | None:

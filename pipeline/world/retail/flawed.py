@@ -20,7 +20,7 @@ from __future__ import annotations
 import random
 
 from pipeline.agents import phrases as P
-from pipeline.agents.flaws import MODES, FlawConfig, Mode
+from pipeline.agents.flaws import MODES, FlawConfig, Mode, PlantingAgent
 from pipeline.agents.flaws import unit as _unit
 from pipeline.agents.script import Steps, appears_in
 from pipeline.dataset.task import Action, Request, Task
@@ -61,27 +61,6 @@ def plan(config: FlawConfig, task: Task, trial: int) -> dict[int, tuple[str, str
         options = _variants(mode, i, requests[i])
         out[i] = (mode, options[int(_unit(config.seed, task.id, trial, mode, "how") * len(options))])
     return out
-
-
-class FlawedAgent:
-    """The oracle with flaws planted per `FlawConfig`."""
-
-    def __init__(self, config: FlawConfig | None = None) -> None:
-        self.config = config or FlawConfig()
-        rates = ",".join(f"{m}={r}" for m, r in sorted(self.config.rates.items()))
-        self.name = f"flawed({rates},seed={self.config.seed})"
-        self._oracle = OracleAgent()
-
-    def planted(self, task: Task, trial: int) -> list[str]:
-        """The modes planted in this (task, trial): the ground truth for a failure-mode classifier."""
-        return sorted({mode for mode, _ in plan(self.config, task, trial).values()})
-
-    def planted_variants(self, task: Task, trial: int) -> dict[int, tuple[str, str]]:
-        return plan(self.config, task, trial)
-
-    def start(self, info: EpisodeInfo) -> OracleEpisode:
-        flaws = plan(self.config, info.task, info.trial)
-        return FlawedEpisode(info, flaws, self.config.seed) if flaws else self._oracle.start(info)
 
 
 class FlawedEpisode(OracleEpisode):
@@ -190,3 +169,11 @@ class FlawedEpisode(OracleEpisode):
             if not appears_in(probe, texts):
                 args[key] = value
                 return Action(name=write.name, arguments=args, request=write.request)
+
+
+class FlawedAgent(PlantingAgent):
+    """Retail's oracle with flaws planted per `FlawConfig`."""
+
+    oracle = OracleAgent
+    episode = FlawedEpisode
+    plan_flaws = staticmethod(plan)

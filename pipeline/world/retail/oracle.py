@@ -155,17 +155,7 @@ class OracleEpisode(ScriptedEpisode):
         if details is None and topics:
             details = yield from self._say(P.ask_details(req.intent, topics))
         yield from self._reads(i, req, after_details=True)
-        reason = self._check_details(req, details or "")
-        if reason is None and write is None:
-            log.warning("task %s request %d: no write and no policy reason to refuse", self.task.id, i)
-            reason = P.NO_POLICY_REASON
-        if reason:
-            return (yield from self._finish(P.refusal(reason), reason))
-        if not confirmed:
-            ok = yield from self._confirm(i, req, write)
-            if not ok:
-                return (yield from self._finish(P.declined()))
-        yield from self._perform(i, req, write)
+        yield from self._conclude(i, req, write, details or "", confirmed)
 
     # ---- policy checks, from what the tools showed -------------------------------------------------------
     def _order(self, order_id: str | None) -> dict | None:
