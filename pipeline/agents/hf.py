@@ -162,6 +162,7 @@ class HFAgent:
         device: str | None = None,
         dtype: str = "auto",
         chat_format: str | None = None,
+        draft_tokens: int = 8,
     ) -> None:
         if threads is not None:  # one token at a time through a tiny model: more threads only add overhead
             torch.set_num_threads(threads)
@@ -174,6 +175,7 @@ class HFAgent:
         # LeanLlama is built for the embedded model's short prompts: on a 4.7k-token chat-template prompt its
         # prefill took 5.3 s against transformers' 0.56 s (same tokens), so other formats use transformers.
         self.max_new_tokens, self.seed = max_new_tokens, seed
+        self.draft_tokens = draft_tokens  # with episodes in flight: drafts run per pass (hf_batch); same tokens
         self.lean = lean and isinstance(self.format, CodecFormat)
         self.context = loaded.context
         self.stop_ids = loaded.stop_ids

@@ -93,72 +93,96 @@ class LeanLlama:
 
     @torch.inference_mode()
     def logits(self, ids: list[int], cache: LeanCache) -> torch.Tensor:
-        """Run `ids` after the `cache.length` tokens the cache holds (appending theirs); the last position's logits."""
-        n, start = len(ids), cache.length
+        """Run `ids` after the `cache.length` tokens the cache holds (appending theirs); the last position's logits.
+
+        Several tokens (a prompt) take `logits_ragged`'s operations, so a prompt run alone and one run in a batch
+        fill the cache alike; one token takes the same operations without its bookkeeping (one at a time, that
+        is ~12% of a token's time)."""
+        if len(ids) != 1:
+            return self.logits_ragged([ids], [cache], keep=[1])[0]
+        start = cache.length
         x = self.embed[torch.tensor(ids)]
-        freqs = torch.arange(start, start + n, dtype=torch.float32)[:, None] * self.inv_freq[None, :]
+        freqs = torch.arange(start, start + 1, dtype=torch.float32)[:, None] * self.inv_freq[None, :]
         emb = torch.cat((freqs, freqs), dim=-1)
         cos, sin = emb.cos() * self.rope_scale, emb.sin() * self.rope_scale
-        mask = None
-        if n > 1:  # query i (absolute start + i) sees keys 0 .. start + i
-            mask = torch.arange(start + n)[None, :] <= torch.arange(start, start + n)[:, None]
         for li, layer in enumerate(self.layers):
             h = self._rms(x, layer.ln1)
-            q = F.linear(h, layer.q).view(n, self.heads, self.head_dim).transpose(0, 1)
-            k = F.linear(h, layer.k).view(n, self.kv_heads, self.head_dim).transpose(0, 1)
-            v = F.linear(h, layer.v).view(n, self.kv_heads, self.head_dim).transpose(0, 1)
+            q = F.linear(h, layer.q).view(1, self.heads, self.head_dim).transpose(0, 1)
+            k = F.linear(h, layer.k).view(1, self.kv_heads, self.head_dim).transpose(0, 1)
+            v = F.linear(h, layer.v).view(1, self.kv_heads, self.head_dim).transpose(0, 1)
             q = q * cos + self._rotate_half(q) * sin
             k = k * cos + self._rotate_half(k) * sin
             keys, values = cache.append(li, k, v)
             if self.kv_heads != self.heads:
                 keys = keys.repeat_interleave(self.heads // self.kv_heads, dim=0)
                 values = values.repeat_interleave(self.heads // self.kv_heads, dim=0)
-            if mask is None:  # one new token: a plain softmax over its scores is faster than SDPA's dispatch on CPU
-                att = torch.softmax(torch.matmul(q, keys.transpose(1, 2)) * self.scaling, dim=-1) @ values
-            else:
-                att = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, scale=self.scaling)
-            x = x + F.linear(att.transpose(0, 1).reshape(n, self.heads * self.head_dim), layer.o)
+            att = torch.softmax(torch.matmul(q, keys.transpose(1, 2)) * self.scaling, dim=-1) @ values
+            x = x + F.linear(att.transpose(0, 1).reshape(1, self.heads * self.head_dim), layer.o)
             h = self._rms(x, layer.ln2)
             x = x + F.linear(F.silu(F.linear(h, layer.gate)) * F.linear(h, layer.up), layer.down)
-        cache.length = start + n
+        cache.length = start + 1
         return F.linear(self._rms(x[-1], self.norm), self.head)
 
     @torch.inference_mode()
     def logits_batch(self, ids: list[int], caches: list[LeanCache]) -> torch.Tensor:
         """One new token for each of several sequences, each after the tokens its own cache holds (ragged
-        lengths); the last-position logits of each, one row per sequence. Projections, MLP and head run on the
-        whole batch; attention runs per sequence over its own keys and values."""
-        b = len(ids)
-        x = self.embed[torch.tensor(ids)]
-        positions = torch.tensor([c.length for c in caches], dtype=torch.float32)
+        lengths); the last-position logits of each, one row per sequence."""
+        return self.logits_ragged([[i] for i in ids], caches)
+
+    @torch.inference_mode()
+    def logits_ragged(
+        self, seqs: list[list[int]], caches: list[LeanCache], keep: list[int] | None = None
+    ) -> torch.Tensor:
+        """New tokens for each of several sequences (any number each), each after the tokens its own cache holds;
+        the logits of the last `keep[i]` new positions of each (all of them by default), one row per position,
+        sequence after sequence. Projections and MLP run on all the new tokens at once, the head on the rows
+        kept; attention runs per sequence over its own keys and values (a prompt of one sequence takes the same
+        operations alone as in a batch)."""
+        rows = [len(s) for s in seqs]
+        offsets = [0]
+        for n in rows:
+            offsets.append(offsets[-1] + n)
+        x = self.embed[torch.tensor([t for s in seqs for t in s])]
+        positions = torch.tensor(
+            [c.length + j for c, n in zip(caches, rows, strict=True) for j in range(n)], dtype=torch.float32
+        )
         freqs = positions[:, None] * self.inv_freq[None, :]
         emb = torch.cat((freqs, freqs), dim=-1)[:, None, :]
         cos, sin = emb.cos() * self.rope_scale, emb.sin() * self.rope_scale
         groups = self.heads // self.kv_heads
+        total = offsets[-1]
+        future = {n: torch.full((n, n), float("-inf")).triu(1) for n in set(rows) if n > 1}
         for li, layer in enumerate(self.layers):
             h = self._rms(x, layer.ln1)
-            q = F.linear(h, layer.q).view(b, self.heads, self.head_dim)
-            k = F.linear(h, layer.k).view(b, self.kv_heads, self.head_dim)
-            v = F.linear(h, layer.v).view(b, self.kv_heads, self.head_dim)
+            q = F.linear(h, layer.q).view(total, self.heads, self.head_dim)
+            k = F.linear(h, layer.k).view(total, self.kv_heads, self.head_dim)
+            v = F.linear(h, layer.v).view(total, self.kv_heads, self.head_dim)
             q = q * cos + self._rotate_half(q) * sin
             k = k * cos + self._rotate_half(k) * sin
-            q, k, v = q[:, :, None, :], k[:, :, None, :], v[:, :, None, :]
-            att = torch.empty(b, self.heads, 1, self.head_dim)
+            att = torch.empty(total, self.heads, self.head_dim)
             # Per sequence, the same operations as `logits` on one token. Padding the ragged caches to one length
             # for a single batched product was slower (docs/experiments.md): attention reads every cache from
             # memory once a step either way, and padding adds reads.
             for i, cache in enumerate(caches):
-                keys, values = cache.append(li, k[i], v[i])
+                lo, hi = offsets[i], offsets[i + 1]
+                keys, values = cache.append(li, k[lo:hi].transpose(0, 1), v[lo:hi].transpose(0, 1))
                 if groups != 1:
                     keys = keys.repeat_interleave(groups, dim=0)
                     values = values.repeat_interleave(groups, dim=0)
-                scores = torch.matmul(q[i], keys.transpose(1, 2)) * self.scaling
-                torch.matmul(torch.softmax(scores, dim=-1), values, out=att[i])
-            x = x + F.linear(att.reshape(b, self.heads * self.head_dim), layer.o)
+                scores = torch.matmul(q[lo:hi].transpose(0, 1), keys.transpose(1, 2)) * self.scaling
+                if hi - lo > 1:  # new token j sees the cached keys and new keys 0 .. j
+                    scores[..., lo - hi :] += future[hi - lo]
+                if hi - lo == 1:
+                    torch.matmul(torch.softmax(scores, dim=-1), values, out=att[lo:hi].transpose(0, 1))
+                else:
+                    att[lo:hi] = torch.matmul(torch.softmax(scores, dim=-1), values).transpose(0, 1)
+            x = x + F.linear(att.reshape(total, self.heads * self.head_dim), layer.o)
             h = self._rms(x, layer.ln2)
             x = x + F.linear(F.silu(F.linear(h, layer.gate)) * F.linear(h, layer.up), layer.down)
-        for cache in caches:
-            cache.length += 1
+        for cache, n in zip(caches, rows, strict=True):
+            cache.length += n
+        if keep is not None:
+            x = x[torch.cat([torch.arange(offsets[i + 1] - k, offsets[i + 1]) for i, k in enumerate(keep)])]
         return F.linear(self._rms(x, self.norm), self.head)
 
 

@@ -3,10 +3,11 @@
 oracle                                  the policy-following scripted agent (the domain's, given one)
 flawed                                  oracle with planted failure modes (default rates; the domain's)
 flawed:invention=0.3,misread=0.1,seed=2 explicit rates per mode (others 0)
-hf:PATH[,temperature=T,top_p=P,max_new_tokens=N,seed=S,device=D,dtype=X,format=F]
+hf:PATH[,temperature=T,top_p=P,max_new_tokens=N,seed=S,draft=K,device=D,dtype=X,format=F]
                                         a local transformers checkpoint (the embedded default or any causal LM);
                                         device cpu|cuda|cuda:N|auto, dtype auto|float32|bfloat16|float16,
-                                        format: a chat format name (default: recorded, or read from the template)
+                                        format: a chat format name (default: recorded, or read from the template);
+                                        draft: tokens guessed per pass with episodes in flight (default 8, 0 off)
 openai:MODEL[,temperature=T,top_p=P,max_tokens=N,seed=S,send_seed=0|1]
                                         an OpenAI-compatible endpoint (AGENTLOOP_BASE_URL / OPENAI_BASE_URL,
                                         AGENTLOOP_API_KEY / OPENAI_API_KEY); temperature=none (also top_p,
@@ -51,6 +52,12 @@ class HFSettings(BaseModel):
     top_p: float = Field(default=1.0, gt=0, le=1)
     max_new_tokens: int = Field(default=256, ge=1)
     seed: int = Field(default=0, ge=0)
+    draft: int = Field(
+        default=8,
+        ge=0,
+        description="With episodes in flight: draft tokens run per reply and pass, copied from text already seen;"
+        " the drawn tokens are the same for any value (0: none).",
+    )
 
 
 def _settings(spec: str, body: str, omissible: frozenset[str] = frozenset()) -> dict[str, float | None]:
@@ -153,12 +160,14 @@ def make_agent(spec: str, domain: Domain | None = None) -> Agent:
         unknown = sorted(set(settings) - set(HFSettings.model_fields))
         if unknown:
             raise UnknownAgentError(
-                f"agent {spec!r}: unknown setting(s) {unknown} (temperature, top_p, max_new_tokens, seed, device,"
-                " dtype, format)"
+                f"agent {spec!r}: unknown setting(s) {unknown} (temperature, top_p, max_new_tokens, seed, draft,"
+                " device, dtype, format)"
             )
-        checked = _sampling(spec, HFSettings, settings)
+        checked = _sampling(spec, HFSettings, settings).model_dump(exclude_unset=True)
+        if "draft" in checked:
+            checked["draft_tokens"] = checked.pop("draft")
         try:
-            return HFAgent(path, **checked.model_dump(exclude_unset=True), **words)
+            return HFAgent(path, **checked, **words)
         except OSError as exc:  # FileNotFoundError included: no such checkpoint, or not one transformers reads
             raise UnknownAgentError(f"agent {spec!r}: {exc}") from None
     if kind in ("openai", "vllm") and body:

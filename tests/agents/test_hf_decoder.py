@@ -70,9 +70,11 @@ def alone(agent, info: EpisodeInfo, turns: list[str]) -> tuple[list[Message], to
     return replies, episode.generator.get_state()
 
 
-def test_batched_replies_equal_one_at_a_time(setup):
+@pytest.mark.parametrize("draft", [0, 2, 8])
+def test_batched_replies_equal_one_at_a_time(setup, draft, monkeypatch):
     agent, infos = setup
     want = [alone(agent, info, user_turns(i)) for i, info in enumerate(infos)]
+    monkeypatch.setattr(agent, "draft_tokens", draft)
     decoder = HFDecoder(agent)
     episodes = [agent.start(info) for info in infos]
     replies: list[list[Message]] = [[] for _ in infos]
@@ -93,3 +95,8 @@ def test_batched_replies_equal_one_at_a_time(setup):
         assert torch.equal(episode.generator.get_state(), state)
     usage = [m.usage for replies, _ in want for m in replies]
     assert len({u.prompt_tokens for u in usage}) > 10 and len({u.completion_tokens for u in usage}) > 3  # ragged
+    drawn = sum(u.completion_tokens for u in usage)
+    if draft:  # drafts ran, some were right (fewer passes than tokens) and some wrong (cropped from the cache)
+        assert decoder.runs < drawn - len(usage) < decoder.run_tokens
+    else:
+        assert decoder.runs == decoder.run_tokens == drawn - len(usage)

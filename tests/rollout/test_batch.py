@@ -134,3 +134,42 @@ def test_the_embedded_model_batched_gives_the_serial_trajectories(world, tasks):
     serial = sorted(same(r) for r in SerialExecutor().run(world, tasks[:4], agent, ScriptedUser(), 2, seed=1))
     batched = list(SerialExecutor(batch=8).run(world, tasks[:4], agent, ScriptedUser(), 2, seed=1))
     assert sorted(same(r) for r in batched) == serial
+
+
+def test_ragged_runs_of_several_tokens_match_one_token_at_a_time():
+    """A pass that runs several tokens per sequence (drafts, prompts) gives each position the logits that running
+    its tokens one by one gives, and keeps only the rows asked for."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from pipeline.agents.lean import LeanCache, LeanLlama
+
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+    )
+    lean = LeanLlama.wrap(LlamaForCausalLM(config).eval())
+    prompts = [[1, 2, 3], [4, 5, 6, 7, 8, 9, 10], [11]]
+    alone, together = [LeanCache(lean) for _ in prompts], [LeanCache(lean) for _ in prompts]
+    for p, a, b in zip(prompts, alone, together, strict=True):
+        lean.logits(p, a)
+        lean.logits(p, b)
+    runs = [[20, 21, 22, 23], [30], [40, 41]]
+    rows = lean.logits_ragged(runs, together)
+    assert rows.shape == (7, 64)
+    at = 0
+    for run, cache in zip(runs, alone, strict=True):
+        for token in run:
+            torch.testing.assert_close(rows[at], lean.logits([token], cache), rtol=1e-5, atol=1e-5)
+            at += 1
+    last = lean.logits_ragged([[50, 51], [52], [53, 54, 55]], together, keep=[1, 1, 2])
+    want = [lean.logits([50, 51], alone[0]), lean.logits([52], alone[1])]
+    lean.logits([53], alone[2])
+    want += [lean.logits([54], alone[2]), lean.logits([55], alone[2])]
+    torch.testing.assert_close(last, torch.stack(want), rtol=1e-5, atol=1e-5)
+    assert [c.length for c in together] == [c.length for c in alone] == [9, 9, 6]
