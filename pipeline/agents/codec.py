@@ -368,15 +368,18 @@ def encode_conversation(
     add_generation_prompt: bool = False,
     raw: bool = False,
     completions: Mapping[int, Sequence[int]] | None = None,
+    memo: SegmentIds | None = None,
 ) -> Encoded:
     """Token ids and assistant mask, by concatenating per-segment token ids.
 
     `completions` maps a message index to the token ids the model actually generated for that assistant
     message (without the end-of-turn token); they replace the tokenized body, so a rollout is scored on exactly
-    the tokens that were sampled.
+    the tokens that were sampled. `memo` keeps the ids of segments already tokenized (an agent's prompts repeat
+    every earlier segment each turn), so only new text goes through the tokenizer.
     """
     segs = render_conversation(messages, tools, policy, config, add_generation_prompt=add_generation_prompt, raw=raw)
-    encoded = tokenizer([s.text for s in segs], add_special_tokens=False)["input_ids"]
+    texts = [s.text for s in segs]
+    encoded = memo.ids(tokenizer, texts) if memo is not None else tokenizer(texts, add_special_tokens=False)["input_ids"]
     ids: list[int] = []
     mask: list[int] = []
     for seg, seg_ids in zip(segs, encoded, strict=True):
@@ -385,6 +388,29 @@ def encode_conversation(
         ids.extend(seg_ids)
         mask.extend([int(seg.train)] * len(seg_ids))
     return Encoded(ids, mask)
+
+
+class SegmentIds:
+    """Token ids of segment texts already tokenized, per tokenizer; a segment's ids do not depend on its
+    neighbours (each is tokenized on its own), so a remembered one is exactly what the tokenizer would give."""
+
+    def __init__(self, max_texts: int = 50_000) -> None:
+        self.max_texts = max_texts
+        self.known: dict[int, tuple[Any, dict[str, list[int]]]] = {}  # id(tokenizer) -> (tokenizer, text -> ids)
+
+    def ids(self, tokenizer: Any, texts: list[str]) -> list[list[int]]:
+        held = self.known.get(id(tokenizer))
+        if held is None or held[0] is not tokenizer:
+            held = self.known[id(tokenizer)] = (tokenizer, {})
+        known = held[1]
+        new = list(dict.fromkeys(t for t in texts if t not in known))
+        if len(known) + len(new) > self.max_texts:  # start over, keeping this call's texts
+            kept = {t: known[t] for t in texts if t in known}
+            known.clear()
+            known.update(kept)
+        if new:
+            known.update(zip(new, tokenizer(new, add_special_tokens=False)["input_ids"], strict=True))
+        return [known[t] for t in texts]
 
 
 def decode_assistant(tokenizer: Any, ids: Sequence[int]) -> str:

@@ -20,6 +20,7 @@ at a time, so only float rounding (batched projections, several queries in one p
 from __future__ import annotations
 
 import time
+import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -58,6 +59,7 @@ class HFDecoder:
         self.active: list[_Reply] = []  # replies with logits to draw from
         self.fresh: list[_Reply] = []  # submitted replies whose new prompt tokens have not run yet
         self.done: list[tuple[Any, Message]] = []
+        self.seen: weakref.WeakKeyDictionary[HFAgentEpisode, SeenText] = weakref.WeakKeyDictionary()
         self.runs = self.run_tokens = 0  # sequences run through a pass, and the positions they ran
 
     def submit(self, key: Any, episode: HFAgentEpisode, messages: list[Message]) -> None:
@@ -71,7 +73,7 @@ class HFDecoder:
         prefix.ids = list(reply.prompt)
         reply.drafts = reply.prompt[first:]  # run in the next step's pass, with the replies under way
         if self.drafter.tokens:
-            reply.seen = SeenText(reply.prompt)
+            reply.seen = self._seen(episode, reply.prompt)
         self.fresh.append(reply)
 
     @torch.inference_mode()
@@ -130,6 +132,16 @@ class HFDecoder:
             drawing = still
             position += 1
         return going
+
+    def _seen(self, episode: HFAgentEpisode, prompt: list[int]) -> SeenText:
+        """The episode's `SeenText` for `prompt`: its last reply's, extended, when the prompt goes on from it (the
+        index is then the one a fresh `SeenText(prompt)` would build, without reading the conversation again)."""
+        seen = self.seen.get(episode)
+        if seen is None or prompt[: len(seen.ids)] != seen.ids:
+            seen = self.seen[episode] = SeenText(prompt)
+        else:
+            seen.extend(prompt[len(seen.ids) :])
+        return seen
 
     @staticmethod
     def _forget(r: _Reply, position: int) -> None:

@@ -11,6 +11,7 @@ import pytest
 from pipeline.agents.codec import (
     IM_END,
     CodecConfig,
+    SegmentIds,
     codec_hash,
     compact_tool_result,
     decode_assistant,
@@ -202,6 +203,21 @@ def test_each_turn_extends_the_previous_one_token_for_token(world, tokenizer, co
         assert render_prompt(traj.messages[:t], tools, policy, config) == tokenizer.decode(prompt.ids)
         previous = prompt.ids
     assert sum(full.assistant_mask) > 0 and len(full.assistant_mask) == len(full.ids)
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=["full", "compact"])
+def test_remembered_segments_give_the_tokenizers_ids(world, tokenizer, config):
+    traj = play(world, RECORDED)
+    tools, policy = TOOLS.schemas(), world.policy
+    memo = SegmentIds(max_texts=12)  # small, so the memo also starts over mid-conversation
+    for t in range(len(traj.messages) + 1):
+        for gen in (True, False):
+            plain = encode_conversation(traj.messages[:t], tools, policy, tokenizer, config, add_generation_prompt=gen)
+            kept = encode_conversation(
+                traj.messages[:t], tools, policy, tokenizer, config, add_generation_prompt=gen, memo=memo
+            )
+            assert kept == plain
+    assert memo.known[id(tokenizer)][1]
 
 
 def test_generated_ids_replace_the_rendered_body(tokenizer):

@@ -29,3 +29,12 @@ def test_the_drafter_falls_back_to_earlier_replies_and_respects_its_limits():
     off.learn(reply, start=3)
     assert off.draft(fresh, limit=8) == [] and not off.earlier
     assert ORDER == 3
+
+
+def test_an_extended_index_is_the_one_built_from_scratch():
+    ids = [5, 1, 2, 3, 9, 1, 2, 3, 4, 5, 1, 2, 3, 9, 9, 1, 2]
+    for cut in range(len(ids) + 1):
+        grown = SeenText(ids[:cut])
+        grown.extend(ids[cut:])
+        fresh = SeenText(ids)
+        assert grown.ids == fresh.ids and grown.after == fresh.after

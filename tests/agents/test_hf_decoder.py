@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from pipeline.agents.drafts import SeenText
 from pipeline.agents.hf_batch import HFDecoder
 from pipeline.agents.registry import make_agent
 from pipeline.rollout.protocols import EpisodeInfo
@@ -76,6 +77,15 @@ def test_batched_replies_equal_one_at_a_time(setup, draft, monkeypatch):
     want = [alone(agent, info, user_turns(i)) for i, info in enumerate(infos)]
     monkeypatch.setattr(agent, "draft_tokens", draft)
     decoder = HFDecoder(agent)
+    indexed = decoder._seen  # each prompt's draft index is the one a fresh SeenText builds, turn after turn
+
+    def checked(episode, prompt):
+        seen = indexed(episode, prompt)
+        fresh = SeenText(prompt)
+        assert (seen.ids, seen.after) == (fresh.ids, fresh.after)
+        return seen
+
+    monkeypatch.setattr(decoder, "_seen", checked)
     episodes = [agent.start(info) for info in infos]
     replies: list[list[Message]] = [[] for _ in infos]
     decoder.submit(0, episodes[0], conversation([], user_turns(0)))

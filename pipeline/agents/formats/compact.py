@@ -19,6 +19,7 @@ from pipeline.rollout.trajectory import Message
 class CodecFormat:
     config: codec.CodecConfig = field(default_factory=codec.CodecConfig)
     name: str = "agentloop"
+    memo: codec.SegmentIds = field(default_factory=codec.SegmentIds, compare=False, repr=False)
 
     def render(
         self,
@@ -38,7 +39,7 @@ class CodecFormat:
         self, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]], policy: str | None, tokenizer: Any
     ) -> list[int]:
         return codec.encode_conversation(
-            messages, tools, policy, tokenizer, self.config, add_generation_prompt=True
+            messages, tools, policy, tokenizer, self.config, add_generation_prompt=True, memo=self.memo
         ).ids
 
     def stop_ids(self, tokenizer: Any) -> set[int]:
