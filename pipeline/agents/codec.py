@@ -379,7 +379,10 @@ def encode_conversation(
     """
     segs = render_conversation(messages, tools, policy, config, add_generation_prompt=add_generation_prompt, raw=raw)
     texts = [s.text for s in segs]
-    encoded = memo.ids(tokenizer, texts) if memo is not None else tokenizer(texts, add_special_tokens=False)["input_ids"]
+    if memo is not None:
+        encoded = memo.ids(tokenizer, texts)
+    else:
+        encoded = tokenizer(texts, add_special_tokens=False)["input_ids"]
     ids: list[int] = []
     mask: list[int] = []
     for seg, seg_ids in zip(segs, encoded, strict=True):

@@ -17,6 +17,7 @@ forward pass changes nothing but float noise in the logits.
 from __future__ import annotations
 
 import logging
+import threading
 from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -100,6 +101,31 @@ class _Live:
     turn: AgentTurn
 
 
+class SharedFlight:
+    """One set of episodes in flight fed by several callers (a Ray worker's concurrent calls): each adds its
+    jobs and advances the shared scheduler, a round at a time under a lock, until its own trials are done. So
+    the next call's episodes join the batch while the last ones of the call before are still running, and the
+    batch stays full until the worker runs out of work, not at the end of every call."""
+
+    def __init__(self, world, agent, user, seed, limits, judge, retries, width: int) -> None:
+        self.run = _Scheduler(world, agent, user, seed, limits, judge, retries)
+        self.width = width
+        self.lock = threading.Lock()
+        self.done: dict[tuple[str, int], TrialResult] = {}
+
+    def run_jobs(self, jobs: Sequence[tuple[Task, int]]) -> list[TrialResult]:
+        """Every (task, trial) of `jobs`, in `jobs` order."""
+        keys = [(task.id, trial) for task, trial in jobs]
+        with self.lock:
+            self.run.queue.extend((task, trial, 1) for task, trial in jobs)
+        while True:
+            with self.lock:
+                if all(key in self.done for key in keys):
+                    return [self.done.pop(key) for key in keys]
+                for result in self.run.advance(self.width):
+                    self.done[(result.task.id, result.trial)] = result
+
+
 def run_batched(
     world: World,
     jobs: Sequence[tuple[Task, int]],
@@ -136,20 +162,27 @@ class _Scheduler:
 
     def drive(self, width: int) -> Iterator[TrialResult]:
         while self.queue or self.live:
-            while self.queue and len(self.live) < width:
-                yield from self.start(*self.queue.popleft())
-            if not self.live:
-                continue
-            for episode, reply in self.decoder.step():
-                try:
-                    if isinstance(reply, InfrastructureError):
-                        episode.turn = episode.steps.throw(reply)
-                    else:
-                        episode.turn = episode.steps.send(reply)
-                    self.decoder.submit(episode, episode.turn.episode, episode.turn.messages)
-                except StopIteration as done:
-                    del self.live[episode]
-                    yield from self.finish(episode.task, episode.trial, episode.attempt, done.value)
+            yield from self.advance(width)
+
+    def advance(self, width: int) -> list[TrialResult]:
+        """One round: episodes started from the queue up to `width` in flight, one decoder step, and the
+        episodes it moves on; the trials that finished in it."""
+        finished: list[TrialResult] = []
+        while self.queue and len(self.live) < width:
+            finished += self.start(*self.queue.popleft())
+        if not self.live:
+            return finished
+        for episode, reply in self.decoder.step():
+            try:
+                if isinstance(reply, InfrastructureError):
+                    episode.turn = episode.steps.throw(reply)
+                else:
+                    episode.turn = episode.steps.send(reply)
+                self.decoder.submit(episode, episode.turn.episode, episode.turn.messages)
+            except StopIteration as done:
+                del self.live[episode]
+                finished += self.finish(episode.task, episode.trial, episode.attempt, done.value)
+        return finished
 
     def start(self, task: Task, trial: int, attempt: int) -> Iterator[TrialResult]:
         seed = trial_seed(self.seed, task.id, trial)

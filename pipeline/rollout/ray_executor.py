@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Collection, Iterator, Sequence
@@ -63,6 +64,8 @@ class TrialWorker:
         self.world, self.agent, self.user, self.judge = world, agent, user, judge
         self.limits, self.seed, self.retries = limits, seed, retries
         self.node, self.node_ip = here()
+        self.flight: Any = None  # the episodes in flight of `run_many` calls (`batch.SharedFlight`)
+        self.flight_lock = threading.Lock()
 
     def _tag(self, result: TrialResult) -> TrialResult:
         result.node, result.node_ip = self.node, self.node_ip
@@ -74,12 +77,18 @@ class TrialWorker:
         )
 
     def run_many(self, jobs: list[tuple[Task, int]], width: int) -> list[TrialResult]:
-        """Several trials, `width` in flight together with their agent steps batched; results in `jobs` order."""
-        from pipeline.rollout.batch import run_batched
+        """Several trials, `width` in flight together with their agent steps batched; results in `jobs` order.
 
-        args = (self.world, jobs, self.agent, self.user, self.seed, self.limits, self.judge, self.retries)
-        by_key = {(r.task.id, r.trial): self._tag(r) for r in run_batched(*args, width=width)}
-        return [by_key[(task.id, trial)] for task, trial in jobs]
+        Concurrent calls (the actor takes as many as the executor keeps outstanding) share one set of episodes
+        in flight, so a call's episodes join while the previous call's last ones still run."""
+        from pipeline.rollout.batch import SharedFlight
+
+        with self.flight_lock:
+            if self.flight is None or self.flight.width != width:
+                args = (self.world, self.agent, self.user, self.seed, self.limits, self.judge, self.retries)
+                self.flight = SharedFlight(*args, width=width)
+            flight = self.flight
+        return [self._tag(r) for r in flight.run_jobs(jobs)]
 
     def pid(self) -> int:
         return os.getpid()
@@ -155,7 +164,8 @@ class RayExecutor:
             num_cpus=per_cpu,
             num_gpus=self.gpus_per_worker,
             max_restarts=0,
-            max_concurrency=self.threads_per_worker,
+            # batched calls share the worker's episodes in flight: the next call must be able to join
+            max_concurrency=max(self.threads_per_worker, self.in_flight_per_worker if self.batch > 1 else 1),
         )(TrialWorker)
         shared = [ray.put(x) for x in (world, agent, user, self.judge, limits)]
 

@@ -8,7 +8,7 @@ import time
 import pytest
 import torch
 
-from pipeline.rollout.batch import Concurrent, run_batched
+from pipeline.rollout.batch import Concurrent, SharedFlight, run_batched
 from pipeline.rollout.executor import SerialExecutor
 from pipeline.synth.templates import generate_tasks
 from pipeline.users.scripted import ScriptedUser
@@ -92,6 +92,29 @@ def test_an_endpoint_agent_keeps_requests_in_flight(world, tasks):
     assert agent.peak == 8
     turns = sum(1 for r in results for m in r.trajectory.messages if m.role == "assistant")
     assert elapsed < 0.05 * turns / 2  # one at a time would need every round trip in turn
+
+
+def test_concurrent_calls_share_one_flight(world, tasks):
+    """A Ray worker's outstanding calls feed one set of episodes in flight: the second call's episodes run
+    beside the first's, and each call gets its own trials back, in its order, as one at a time gives them."""
+    agent = SlowEndpointAgent()
+    jobs = [(task, trial) for task in tasks[:4] for trial in range(2)]
+    serial = {
+        (r.task.id, r.trial): same(r) for r in SerialExecutor().run(world, tasks[:4], OracleAgent(), ScriptedUser(), 2)
+    }
+    flight = SharedFlight(world, agent, ScriptedUser(), 0, None, None, 0, width=8)
+    got: dict[int, list] = {}
+    calls = [
+        threading.Thread(target=lambda i=i: got.update({i: flight.run_jobs(jobs[4 * i : 4 * i + 4])})) for i in (0, 1)
+    ]
+    for call in calls:
+        call.start()
+    for call in calls:
+        call.join()
+    for i in (0, 1):
+        assert [(r.task.id, r.trial) for r in got[i]] == [(t.id, k) for t, k in jobs[4 * i : 4 * i + 4]]
+        assert [same(r) for r in got[i]] == [serial[(t.id, k)] for t, k in jobs[4 * i : 4 * i + 4]]
+    assert agent.peak == 8 and not flight.done  # both calls' episodes were in flight together
 
 
 def test_batched_logits_match_one_sequence_at_a_time():
