@@ -148,3 +148,19 @@ def test_lora_sft_trains_the_adapter_and_saves_merged_plain_weights(tmp_path):
     assert before.keys() == after.keys()  # merged: no adapter tensors left, loads as the plain architecture
     changed = [k for k in before if not torch.equal(before[k], after[k])]
     assert changed and all("proj" in k for k in changed)  # only the adapted projections moved
+
+
+def test_training_on_cpu_flushes_subnormals_and_sets_the_process_back():
+    import torch
+
+    from pipeline.train.sft import flushed_denormals
+
+    supported = torch.set_flush_denormal(True)  # False on a CPU without FTZ/DAZ
+    torch.set_flush_denormal(False)
+    tiny = torch.tensor([1e-39], dtype=torch.float32)  # subnormal in fp32
+    assert (tiny * 1.0).item() != 0.0
+    with flushed_denormals(True):
+        assert ((tiny * 1.0).item() == 0.0) == supported
+    assert (tiny * 1.0).item() != 0.0  # the process's setting is set back
+    with flushed_denormals(False):
+        assert (tiny * 1.0).item() != 0.0
