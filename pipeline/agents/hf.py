@@ -18,6 +18,7 @@ import torch
 from transformers import DynamicCache
 
 from pipeline.agents.codec import CodecConfig
+from pipeline.agents.denormals import flushed_denormals
 from pipeline.agents.formats import CodecFormat
 from pipeline.agents.lean import LeanCache, LeanLlama
 from pipeline.agents.loading import load_model
@@ -62,22 +63,23 @@ def sample(
     """
     if prefix is None:
         prefix = PrefixCache(model)
-    start = prefix.reuse(prompt_ids)
-    new = prompt_ids[start:]
-    prefix.ids = list(prompt_ids)
-    out: list[int] = []
-    for step in range(max_new_tokens):
-        logits = prefix.logits(new)
-        token = pick(logits, temperature, top_p, generator)
-        out.append(token)
-        if logprobs is not None:
-            scaled = logits.float() / temperature if temperature > 0 else logits.float()
-            logprobs.append(float(torch.log_softmax(scaled, dim=-1)[token]))
-        if token in stop_ids or step == max_new_tokens - 1:
-            break
-        new = [token]
-        prefix.ids.append(token)
-    return out
+    with flushed_denormals(next(model.parameters()).device.type == "cpu"):
+        start = prefix.reuse(prompt_ids)
+        new = prompt_ids[start:]
+        prefix.ids = list(prompt_ids)
+        out: list[int] = []
+        for step in range(max_new_tokens):
+            logits = prefix.logits(new)
+            token = pick(logits, temperature, top_p, generator)
+            out.append(token)
+            if logprobs is not None:
+                scaled = logits.float() / temperature if temperature > 0 else logits.float()
+                logprobs.append(float(torch.log_softmax(scaled, dim=-1)[token]))
+            if token in stop_ids or step == max_new_tokens - 1:
+                break
+            new = [token]
+            prefix.ids.append(token)
+        return out
 
 
 def pick(logits: torch.Tensor, temperature: float, top_p: float, generator: torch.Generator | None) -> int:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from pipeline.agents.denormals import flushed_denormals
 from pipeline.agents.drafts import Drafter, SeenText
 from pipeline.agents.draws import pick_rows
 from pipeline.agents.lean import LeanLlama
@@ -76,8 +77,12 @@ class HFDecoder:
             reply.seen = self._seen(episode, reply.prompt)
         self.fresh.append(reply)
 
-    @torch.inference_mode()
     def step(self) -> list[tuple[Any, Message]]:
+        with flushed_denormals():  # the lean path is CPU only
+            return self._step()
+
+    @torch.inference_mode()
+    def _step(self) -> list[tuple[Any, Message]]:
         going = self._draw()
         runs = []
         for r in going:

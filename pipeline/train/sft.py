@@ -25,11 +25,9 @@ saving, so the checkpoint stays a plain transformers directory (and is what vLLM
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +35,7 @@ from typing import Any
 import torch
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from pipeline.agents.denormals import flushed_denormals
 from pipeline.loop.progress import track
 from pipeline.rollout.trajectory import Trajectory
 from pipeline.train.lora import LORA_TARGETS, LoraSpec
@@ -176,23 +175,6 @@ class SFTResult:
 
 def _losses(log_history: list[dict]) -> list[float]:
     return [float(e["loss"]) for e in log_history if "loss" in e]
-
-
-@contextlib.contextmanager
-def flushed_denormals(on: bool) -> Iterator[None]:
-    """Subnormal floats flushed to zero on the CPU while training (x86 FTZ/DAZ).
-
-    A trained model's peaked attention leaves many subnormal values in the backward pass, and each costs the CPU a
-    slow path: on the embedded default's loop data the backward of a 2,048-token example took 140 ms with them and
-    89 ms without (63 ms on random ids, which make none; docs/experiments.md). Values below ~1e-38 are then zero,
-    a rounding no fp32 training step can see. The setting is the process's, so it is set back afterwards."""
-    if not on or not torch.set_flush_denormal(True):
-        yield
-        return
-    try:
-        yield
-    finally:
-        torch.set_flush_denormal(False)
 
 
 def run_sft(params: SFTParams, out: Path, trajectories: list[Trajectory] | None = None) -> SFTResult:

@@ -153,7 +153,7 @@ def test_lora_sft_trains_the_adapter_and_saves_merged_plain_weights(tmp_path):
 def test_training_on_cpu_flushes_subnormals_and_sets_the_process_back():
     import torch
 
-    from pipeline.train.sft import flushed_denormals
+    from pipeline.agents.denormals import flushed_denormals
 
     supported = torch.set_flush_denormal(True)  # False on a CPU without FTZ/DAZ
     torch.set_flush_denormal(False)
