@@ -11,8 +11,8 @@ drawn anyway (`pipeline.agents.hf_batch`), so drafts change how fast a reply com
 from __future__ import annotations
 
 ORDER = 3
-"""Tokens a draft is keyed on. On the embedded baseline's replies (200 trials), 3 tokens of context plus earlier
-replies gave 3.4 tokens a verifying pass against 1.7 for the context alone (docs/experiments.md)."""
+"""Tokens a draft is keyed on. With earlier replies as the fallback, the embedded baseline's replies in flight carried
+2.24 drawn tokens a pass (80 trials; docs/experiments.md, 2026-12-04)."""
 MAX_REMEMBERED = 200_000
 """Keys of earlier replies kept; the table starts over past that (a decoder serving a very long run)."""
 
