@@ -187,12 +187,16 @@ class HFAgent:
         return HFAgentEpisode(self, info)
 
     def decoder(self):
-        """Continuous batching of many episodes' replies (`pipeline.agents.hf_batch`), where the lean path runs
-        the model; otherwise one episode at a time."""
+        """Continuous batching of many episodes' replies: by hand where the lean path runs the model
+        (`pipeline.agents.hf_batch`), else through the model's own forward (`pipeline.agents.hf_padded`) where its
+        cache allows; otherwise one episode at a time."""
         from pipeline.agents.hf_batch import HFDecoder
+        from pipeline.agents.hf_padded import PaddedDecoder
         from pipeline.rollout.batch import OneByOne
 
-        return HFDecoder(self) if self.lean and LeanLlama.wrap(self.model) is not None else OneByOne(self)
+        if self.lean and LeanLlama.wrap(self.model) is not None:
+            return HFDecoder(self)
+        return PaddedDecoder(self) if PaddedDecoder.supports(self.model) else OneByOne(self)
 
 
 class HFAgentEpisode:

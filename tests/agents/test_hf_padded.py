@@ -1,0 +1,110 @@
+"""Continuous batching through transformers (`PaddedDecoder`) gives each episode of an outside checkpoint the
+tokens it gets alone: ragged prompts, several turns (cached prefixes reused), episodes joining and leaving the
+batch at different steps; checkpoints whose caches cannot be padded are decoded one at a time."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pytest
+import torch
+
+import pipeline.agents.hf as hf
+from pipeline.agents.hf import HFAgent
+from pipeline.agents.hf_padded import PaddedDecoder
+from pipeline.rollout.batch import OneByOne
+from pipeline.rollout.protocols import EpisodeInfo
+from pipeline.rollout.trajectory import Message
+from pipeline.synth.templates import generate_tasks
+from pipeline.world.registry import load_world
+from tests.agents.test_hf_decoder import conversation, user_turns
+from tests.agents.tiny_families import FAMILIES, build_checkpoint, corpus
+
+WORLD = "gen-5-8x10x20"
+PICK = hf.pick
+
+
+@pytest.fixture(scope="module")
+def texts():
+    return corpus()
+
+
+@pytest.fixture(scope="module")
+def infos():
+    world = load_world(WORLD)
+    task = generate_tasks(world, 1, seed=0)[0]
+    return [EpisodeInfo(task, 0, 70 + i, world.policy, world.tools.schemas()) for i in range(6)]
+
+
+def alone(agent, info: EpisodeInfo, turns: list[str]) -> tuple[list[Message], torch.Tensor]:
+    episode, replies = agent.start(info), []
+    for _ in turns:
+        replies.append(episode.act(conversation(replies, turns)))
+    return replies, episode.generator.get_state()
+
+
+def recorded(monkeypatch) -> dict[int, list[torch.Tensor]]:
+    """The logits of every draw, per episode (its stream's seed), in order; both paths draw through `hf.pick`."""
+    seen: dict[int, list[torch.Tensor]] = defaultdict(list)
+
+    def recording(logits, temperature, top_p, generator):
+        seen[generator.initial_seed()].append(logits.clone())
+        return PICK(logits, temperature, top_p, generator)
+
+    monkeypatch.setattr(hf, "pick", recording)
+    return seen
+
+
+@pytest.mark.parametrize("family", ["qwen2", "qwen3", "llama3"])
+def test_batched_replies_equal_one_at_a_time(family, infos, texts, tmp_path, monkeypatch):
+    path = build_checkpoint(FAMILIES[family], tmp_path / family, texts)
+    agent = HFAgent(path, temperature=1.0, max_new_tokens=24, dtype="float32")
+    agent.stop_ids = agent.stop_ids | set(range(100, 250))  # a random model's replies end at ragged lengths
+    logits_alone = recorded(monkeypatch)
+    want = [alone(agent, info, user_turns(i)) for i, info in enumerate(infos)]
+    logits_batched = recorded(monkeypatch)
+    decoder = agent.decoder()
+    assert isinstance(decoder, PaddedDecoder)
+    episodes = [agent.start(info) for info in infos]
+    replies: list[list[Message]] = [[] for _ in infos]
+    decoder.submit(0, episodes[0], conversation([], user_turns(0)))
+    started, steps, widest = 1, 0, 0
+    while any(len(r) < 3 for r in replies):
+        if started < len(infos) and steps % 3 == 0:  # later episodes join a batch already under way
+            decoder.submit(started, episodes[started], conversation([], user_turns(started)))
+            started += 1
+        for i, message in decoder.step():
+            replies[i].append(message)
+            if len(replies[i]) < 3:
+                decoder.submit(i, episodes[i], conversation(replies[i], user_turns(i)))
+        widest = max(widest, len(decoder.rows))
+        steps += 1
+    strip = {"usage": {"compute_s"}}
+    for (expected, state), got, episode in zip(want, replies, episodes, strict=True):
+        assert [m.model_dump(exclude=strip) for m in got] == [m.model_dump(exclude=strip) for m in expected]
+        assert torch.equal(episode.generator.get_state(), state)
+    usage = [m.usage for replies, _ in want for m in replies]
+    assert len({u.prompt_tokens for u in usage}) > 6 and len({u.completion_tokens for u in usage}) > 2  # ragged
+    assert widest >= 3 and decoder.passes < sum(u.completion_tokens for u in usage) - len(usage)
+    assert not decoder.rows and decoder.cache is None  # every row went back to its episode
+    assert logits_batched.keys() == logits_alone.keys()
+    for seed, rows in logits_alone.items():  # the same logits up to float rounding (a position off by one: 5e-5)
+        assert len(logits_batched[seed]) == len(rows)
+        for got, expected in zip(logits_batched[seed], rows, strict=True):
+            assert torch.allclose(got, expected, rtol=0, atol=2e-6), float((got - expected).abs().max())
+
+
+def test_a_reply_that_ends_at_its_first_token_never_joins(infos, texts, tmp_path):
+    agent = HFAgent(build_checkpoint(FAMILIES["qwen2"], tmp_path / "m", texts), max_new_tokens=1, dtype="float32")
+    decoder = agent.decoder()
+    for i, info in enumerate(infos[:3]):
+        decoder.submit(i, agent.start(info), conversation([], user_turns(i)))
+    done = decoder.step()
+    assert sorted(k for k, _ in done) == [0, 1, 2] and all(m.usage.completion_tokens == 1 for _, m in done)
+    assert decoder.passes == 0 and not decoder.rows
+
+
+def test_sliding_window_caches_are_decoded_one_at_a_time(texts, tmp_path):
+    agent = HFAgent(build_checkpoint(FAMILIES["gemma3"], tmp_path / "g", texts), max_new_tokens=4)
+    assert not PaddedDecoder.supports(agent.model)
+    assert isinstance(agent.decoder(), OneByOne)
