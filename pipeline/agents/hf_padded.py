@@ -122,14 +122,18 @@ class PaddedDecoder:
         tokens = torch.tensor([[r.out[-1]] for r in rows], device=self.device)
         positions = torch.tensor([[r.length] for r in rows], device=self.device)
         self.mask = torch.cat([self.mask, self.mask.new_ones(len(rows), 1)], dim=1)
-        logits = self.model(
-            input_ids=tokens,
-            attention_mask=self.mask,
-            position_ids=positions,
-            use_cache=True,
-            logits_to_keep=1,
-            **{self.cache_argument: self.cache},
-        ).logits[:, -1].float()
+        logits = (
+            self.model(
+                input_ids=tokens,
+                attention_mask=self.mask,
+                position_ids=positions,
+                use_cache=True,
+                logits_to_keep=1,
+                **{self.cache_argument: self.cache},
+            )
+            .logits[:, -1]
+            .float()
+        )
         self.passes += 1
         going = []
         for i, r in enumerate(rows):
