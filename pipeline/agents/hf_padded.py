@@ -7,12 +7,13 @@ and the replies that are generating share one forward pass per token. Their key/
 batched `DynamicCache`, left-padded to the longest; a 2-D attention mask hides the padding and each row gets its
 own position ids, so a row's logits are those it gets alone up to float rounding. When the batch changes (a
 reply ends, a new one has its first token) the rows are rebuilt in one copy, which costs about what the pass
-reads anyway; an ending reply's row goes back to its episode, so the next turn reuses the prefix as `sample`
-does. Each token is drawn by `pick` from the episode's own stream, in order, so tokens do not depend on the
-batch.
+reads anyway; an ending reply's row goes back to its prefix cache, so the episode's next turn reuses it as
+`sample` does. Each token is drawn by `pick` from the reply's own stream, in order, so tokens do not depend on
+the batch.
 
-Models whose caches are not plain growing key/value layers (sliding windows, linear attention) are decoded one
-episode at a time (`PaddedDecoder.supports`).
+`PaddedBatch` is the token-level engine (GRPO's in-memory rollouts use it through `local_generate_batch`);
+`PaddedDecoder` is the hf agent's `TurnDecoder` over it. Models whose caches are not plain growing key/value
+layers (sliding windows, linear attention) are decoded one at a time (`PaddedBatch.supports`).
 """
 
 from __future__ import annotations
@@ -28,38 +29,39 @@ from transformers.cache_utils import DynamicLayer
 from pipeline.agents.denormals import flushed_denormals
 
 if TYPE_CHECKING:
-    from pipeline.agents.hf import HFAgent, HFAgentEpisode
+    from pipeline.agents.hf import HFAgent, HFAgentEpisode, PrefixCache
     from pipeline.rollout.trajectory import Message
 
 
 @dataclass(eq=False)
-class _Row:
-    key: Any
-    episode: HFAgentEpisode
+class TokenRow:
+    """One reply being generated: its prompt, the cache of what precedes it, its random stream and its tokens."""
+
+    prefix: PrefixCache
+    generator: torch.Generator
     prompt: list[int]
-    room: int
-    started: float
+    room: int  # most tokens it may draw
+    logprobs: list[float] | None = None  # each drawn token's, under the temperature-scaled logits, when asked
+    tag: Any = None  # the caller's
     out: list[int] = field(default_factory=list)
     length: int = 0  # tokens its cache holds
 
 
-class PaddedDecoder:
-    """The `TurnDecoder` of an `HFAgent` whose model runs through transformers."""
+class PaddedBatch:
+    """Replies in flight through one model: `start` runs a reply's prompt and draws its first token; `step` runs
+    one pass over every reply still generating and returns those that ended."""
 
-    def __init__(self, agent: HFAgent) -> None:
+    def __init__(self, model: torch.nn.Module, stop_ids: set[int], temperature: float, top_p: float = 1.0) -> None:
         from pipeline.agents.hf import _cache_argument
 
-        self.agent = agent
-        self.model = agent.model
-        self.device = next(agent.model.parameters()).device
-        self.cache_argument = _cache_argument(agent.model)
-        self.layers = len(DynamicCache(config=agent.model.config).layers)
-        self.fresh: list[_Row] = []  # submitted, prompt not run yet
-        self.rows: list[_Row] = []  # the rows of `cache`, in order
-        self.joining: list[_Row] = []  # first token drawn, cache in the episode's prefix; join at the next pass
+        self.model, self.stop_ids, self.temperature, self.top_p = model, stop_ids, temperature, top_p
+        self.device = next(model.parameters()).device
+        self.cache_argument = _cache_argument(model)
+        self.layers = len(DynamicCache(config=model.config).layers)
+        self.rows: list[TokenRow] = []  # the rows of `cache`, in order
+        self.joining: list[TokenRow] = []  # first token drawn, cache in its prefix; joins at the next pass
         self.cache: DynamicCache | None = None
         self.mask: torch.Tensor | None = None  # (rows, cached positions): 1 where a row has a token
-        self.done: list[tuple[Any, Message]] = []
         self.passes = self.rebuilds = 0
 
     @staticmethod
@@ -71,50 +73,32 @@ class PaddedDecoder:
             return False
         return bool(cache.layers) and all(type(layer) is DynamicLayer for layer in cache.layers)
 
-    def submit(self, key: Any, episode: HFAgentEpisode, messages: list[Message]) -> None:
-        row = _Row(key, episode, *episode.prompt(messages), time.perf_counter())
-        if row.room <= 0:
-            self.done.append((key, episode.reply(row.prompt, [], time.perf_counter() - row.started)))
-            return
-        self.fresh.append(row)
+    @property
+    def busy(self) -> bool:
+        return bool(self.rows or self.joining)
 
-    def step(self) -> list[tuple[Any, Message]]:
+    def start(self, row: TokenRow) -> bool:
+        """Run the new prompt tokens against the cached prefix and draw the first token, as `sample` does; False
+        when that token already ends the reply."""
         with flushed_denormals(self.device.type == "cpu"), torch.inference_mode():
-            fresh, self.fresh = self.fresh, []
-            for row in fresh:
-                self._prefill(row)
-            if self.rows or self.joining:
-                self._decode()
-        done, self.done = self.done, []
-        return done
-
-    def _prefill(self, row: _Row) -> None:
-        """Run the new prompt tokens against the episode's cached prefix and draw the first token, as `sample`."""
-        prefix = row.episode.prefix
-        start = prefix.reuse(row.prompt)
-        prefix.ids = list(row.prompt)
-        self._draw(row, prefix.logits(row.prompt[start:]))
-        if not self._finished(row):
-            row.length = len(prefix.ids)
-            self.joining.append(row)
-
-    def _draw(self, row: _Row, logits: torch.Tensor) -> None:
-        from pipeline.agents.hf import pick
-
-        a = self.agent
-        row.out.append(pick(logits, a.temperature, a.top_p, row.episode.generator))
-
-    def _finished(self, row: _Row) -> bool:
-        """Whether the reply ended with its last token; if so it is done and its cache is its episode's again."""
-        token = row.out[-1]
-        if token not in self.agent.stop_ids and len(row.out) < row.room:
+            prefix = row.prefix
+            begin = prefix.reuse(row.prompt)
+            prefix.ids = list(row.prompt)
+            self._draw(row, prefix.logits(row.prompt[begin:]))
+        if self._ended(row):
             return False
-        compute = time.perf_counter() - row.started
-        self.done.append((row.key, row.episode.reply(row.prompt, row.out, compute)))
+        row.length = len(prefix.ids)
+        self.joining.append(row)
         return True
 
-    def _decode(self) -> None:
-        """One pass over every generating row: run its last token, draw the next."""
+    def step(self) -> list[TokenRow]:
+        """One pass over every generating row: run its last token, draw the next; the rows that ended."""
+        if not self.busy:
+            return []
+        with flushed_denormals(self.device.type == "cpu"), torch.inference_mode():
+            return self._step()
+
+    def _step(self) -> list[TokenRow]:
         if self.joining:
             self._rebuild(self.rows, self.joining)
             self.joining = []
@@ -122,39 +106,50 @@ class PaddedDecoder:
         tokens = torch.tensor([[r.out[-1]] for r in rows], device=self.device)
         positions = torch.tensor([[r.length] for r in rows], device=self.device)
         self.mask = torch.cat([self.mask, self.mask.new_ones(len(rows), 1)], dim=1)
-        logits = (
-            self.model(
-                input_ids=tokens,
-                attention_mask=self.mask,
-                position_ids=positions,
-                use_cache=True,
-                logits_to_keep=1,
-                **{self.cache_argument: self.cache},
-            )
-            .logits[:, -1]
-            .float()
-        )
+        logits = self.model(
+            input_ids=tokens,
+            attention_mask=self.mask,
+            position_ids=positions,
+            use_cache=True,
+            logits_to_keep=1,
+            **{self.cache_argument: self.cache},
+        ).logits[:, -1]
         self.passes += 1
-        going = []
+        going, ended = [], []
         for i, r in enumerate(rows):
-            r.episode.prefix.ids.append(r.out[-1])
+            r.prefix.ids.append(r.out[-1])
             r.length += 1
             self._draw(r, logits[i])
-            if self._finished(r):
+            if self._ended(r):
                 self._give_back(i, r)
+                ended.append(r)
             else:
                 going.append(i)
-        if len(going) < len(rows):
+        if ended:
             self._rebuild([rows[i] for i in going], [], keep=going)
+        return ended
 
-    def _give_back(self, i: int, row: _Row) -> None:
-        """Row `i`'s keys and values (without padding) as its episode's own cache."""
+    def _draw(self, row: TokenRow, logits: torch.Tensor) -> None:
+        from pipeline.agents.hf import pick
+
+        logits = logits.float()
+        token = pick(logits, self.temperature, self.top_p, row.generator)
+        row.out.append(token)
+        if row.logprobs is not None:  # as `sample` records them
+            scaled = logits / self.temperature if self.temperature > 0 else logits
+            row.logprobs.append(float(torch.log_softmax(scaled, dim=-1)[token]))
+
+    def _ended(self, row: TokenRow) -> bool:
+        return row.out[-1] in self.stop_ids or len(row.out) >= row.room
+
+    def _give_back(self, i: int, row: TokenRow) -> None:
+        """Row `i`'s keys and values (without padding) as its prefix's own cache."""
         cache = DynamicCache(config=self.model.config)
         for layer, own in zip(self.cache.layers, cache.layers, strict=True):
             own.update(layer.keys[i : i + 1, :, -row.length :], layer.values[i : i + 1, :, -row.length :])
-        row.episode.prefix.cache = cache
+        row.prefix.cache = cache
 
-    def _rebuild(self, rows: list[_Row], joining: list[_Row], keep: list[int] | None = None) -> None:
+    def _rebuild(self, rows: list[TokenRow], joining: list[TokenRow], keep: list[int] | None = None) -> None:
         """The batch as `rows` (rows `keep` of the current cache, all of them by default) then `joining`, padded
         on the left to the longest and no further."""
         self.rebuilds += 1
@@ -173,7 +168,7 @@ class PaddedDecoder:
                 parts_v[li].append(_fit(layer.values.index_select(0, index), have, width))
             masks.append(_fit(self.mask.index_select(0, index), have, width))
         for r in joining:
-            for li, layer in enumerate(r.episode.prefix.cache.layers):
+            for li, layer in enumerate(r.prefix.cache.layers):
                 parts_k[li].append(_fit(layer.keys, r.length, width))
                 parts_v[li].append(_fit(layer.values, r.length, width))
             masks.append(_fit(torch.ones(1, r.length, dtype=torch.long, device=self.device), r.length, width))
@@ -194,3 +189,33 @@ def _fit(t: torch.Tensor, have: int, width: int) -> torch.Tensor:
     pad = list(t.shape)
     pad[dim] = short
     return torch.cat([t.new_zeros(pad), t], dim=dim)
+
+
+class PaddedDecoder:
+    """The `TurnDecoder` of an `HFAgent` whose model runs through transformers."""
+
+    def __init__(self, agent: HFAgent) -> None:
+        self.agent = agent
+        self.batch = PaddedBatch(agent.model, agent.stop_ids, agent.temperature, agent.top_p)
+        self.fresh: list[TokenRow] = []  # submitted, prompt not run yet
+        self.done: list[tuple[Any, Message]] = []
+
+    supports = staticmethod(PaddedBatch.supports)
+
+    def submit(self, key: Any, episode: HFAgentEpisode, messages: list[Message]) -> None:
+        started = time.perf_counter()
+        prompt, room = episode.prompt(messages)
+        if room <= 0:
+            self.done.append((key, episode.reply(prompt, [], time.perf_counter() - started)))
+            return
+        self.fresh.append(TokenRow(episode.prefix, episode.generator, prompt, room, tag=(key, episode, started)))
+
+    def step(self) -> list[tuple[Any, Message]]:
+        fresh, self.fresh = self.fresh, []
+        ended = [row for row in fresh if not self.batch.start(row)]
+        ended += self.batch.step()
+        for row in ended:
+            key, episode, started = row.tag
+            self.done.append((key, episode.reply(row.prompt, row.out, time.perf_counter() - started)))
+        done, self.done = self.done, []
+        return done

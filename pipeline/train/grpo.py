@@ -44,6 +44,7 @@ from pipeline.train.rollouts import (
     PolicyAgent,
     grouped,
     local_generate,
+    local_generate_batch,
     to_trl,
     vllm_generate,
     vllm_generate_batch,
@@ -182,6 +183,7 @@ def build_trainer(params: GRPOParams, scratch: str, tasks: list[Task] | None = N
         else:
             live = trainer.accelerator.unwrap_model(trainer.model)
             generate = local_generate(live, stop_ids, params.temperature)
+            generate_batch = local_generate_batch(live, stop_ids, params.temperature)
         return PolicyAgent(
             base.tokenizer,
             fmt,

@@ -66,6 +66,32 @@ class GenerateBatch(Protocol):
     def __call__(self, requests: list[Request]) -> list[tuple[list[int], list[float]]]: ...
 
 
+def local_generate_batch(
+    model: torch.nn.Module, stop_ids: set[int], temperature: float, top_p: float = 1.0
+) -> GenerateBatch | None:
+    """`local_generate` for many turns at once: their decoding steps share forward passes (`PaddedBatch`), each
+    token drawn from its request's own stream, so the tokens and logprobs are those of one at a time up to float
+    rounding. None where the model's cache cannot be batched, or where the lean path runs it (the embedded
+    default on CPU: exact, and faster one at a time than through transformers)."""
+    from pipeline.agents.hf import PrefixCache
+    from pipeline.agents.hf_padded import PaddedBatch, TokenRow
+    from pipeline.agents.lean import LeanLlama
+
+    if LeanLlama.wrap(model) is not None or not PaddedBatch.supports(model):
+        return None
+
+    def generate(requests: list[Request]) -> list[tuple[list[int], list[float]]]:
+        batch = PaddedBatch(model, stop_ids, temperature, top_p)
+        rows = [TokenRow(PrefixCache(model, lean=False), g, prompt, room, logprobs=[]) for prompt, room, g in requests]
+        for row in rows:
+            batch.start(row)
+        while batch.busy:
+            batch.step()
+        return [(row.out, row.logprobs) for row in rows]
+
+    return generate
+
+
 def vllm_generate_batch(vllm_generation: Any) -> GenerateBatch:
     """Sampling through TRL's vLLM engine (colocate or server mode), every waiting turn in one call; sampling
     settings come from GRPOConfig (vLLM draws from its own random state, not the episodes' streams).

@@ -42,6 +42,7 @@ from pipeline.train.policy import (  # noqa: F401  (re-exported: the rollouts' p
     PolicyEpisode,
     PromptTooLongError,
     local_generate,
+    local_generate_batch,
     score,
     vllm_generate,
     vllm_generate_batch,

@@ -77,7 +77,7 @@ def test_batched_replies_equal_one_at_a_time(family, infos, texts, tmp_path, mon
             replies[i].append(message)
             if len(replies[i]) < 3:
                 decoder.submit(i, episodes[i], conversation(replies[i], user_turns(i)))
-        widest = max(widest, len(decoder.rows))
+        widest = max(widest, len(decoder.batch.rows))
         steps += 1
     strip = {"usage": {"compute_s"}}
     for (expected, state), got, episode in zip(want, replies, episodes, strict=True):
@@ -85,8 +85,8 @@ def test_batched_replies_equal_one_at_a_time(family, infos, texts, tmp_path, mon
         assert torch.equal(episode.generator.get_state(), state)
     usage = [m.usage for replies, _ in want for m in replies]
     assert len({u.prompt_tokens for u in usage}) > 6 and len({u.completion_tokens for u in usage}) > 2  # ragged
-    assert widest >= 3 and decoder.passes < sum(u.completion_tokens for u in usage) - len(usage)
-    assert not decoder.rows and decoder.cache is None  # every row went back to its episode
+    assert widest >= 3 and decoder.batch.passes < sum(u.completion_tokens for u in usage) - len(usage)
+    assert not decoder.batch.rows and decoder.batch.cache is None  # every row went back to its episode
     assert logits_batched.keys() == logits_alone.keys()
     for seed, rows in logits_alone.items():  # the same logits up to float rounding (a position off by one: 5e-5)
         assert len(logits_batched[seed]) == len(rows)
@@ -101,7 +101,7 @@ def test_a_reply_that_ends_at_its_first_token_never_joins(infos, texts, tmp_path
         decoder.submit(i, agent.start(info), conversation([], user_turns(i)))
     done = decoder.step()
     assert sorted(k for k, _ in done) == [0, 1, 2] and all(m.usage.completion_tokens == 1 for _, m in done)
-    assert decoder.passes == 0 and not decoder.rows
+    assert decoder.batch.passes == 0 and not decoder.batch.busy
 
 
 def test_sliding_window_caches_are_decoded_one_at_a_time(texts, tmp_path):

@@ -11,7 +11,14 @@ import torch
 
 from pipeline.rollout.protocols import InfrastructureError
 from pipeline.rollout.runner import Limits
-from pipeline.train.rollouts import EpisodeRollouts, PolicyAgent, PromptTooLongError, local_generate, vllm_generate
+from pipeline.train.rollouts import (
+    EpisodeRollouts,
+    PolicyAgent,
+    PromptTooLongError,
+    local_generate,
+    local_generate_batch,
+    vllm_generate,
+)
 from pipeline.train.sft_base import load_base
 from pipeline.users.scripted import ScriptedUser
 from tests.agents.tiny_families import FAMILIES, build_checkpoint, corpus
@@ -143,6 +150,28 @@ def test_a_group_in_flight_together_samples_as_one_at_a_time(bases):
             b.env_mask,
             b.reward,
         )
+        assert max(abs(x - y) for x, y in zip(a.logprobs, b.logprobs, strict=True)) < 1e-5
+
+
+def test_the_in_memory_batch_generator_samples_a_chat_template_group_as_one_at_a_time(bases):
+    """Without vLLM, a batchable checkpoint's group decodes together (`PaddedBatch`): same tokens, logprobs within
+    float rounding; the embedded-style codec model keeps its exact one-at-a-time lean path."""
+    assert local_generate_batch(bases["codec"].model, {0}, 1.0) is None
+    base = bases["qwen2"].model.eval().float()
+    serial_agent = _agent(bases["qwen2"], 1.0)
+    batch = local_generate_batch(base, serial_agent.stop_ids, 1.0)
+    sizes: list[int] = []
+
+    def counted(requests):
+        sizes.append(len(requests))
+        return batch(requests)
+
+    batched_agent = _agent(bases["qwen2"], 1.0, generate_batch=counted)
+    serial = _rollouts(serial_agent).group(serial_agent, tasks()[0], 3)
+    batched = _rollouts(batched_agent).group(batched_agent, tasks()[0], 3)
+    assert max(sizes) == 3
+    for a, b in zip(serial, batched, strict=True):
+        assert (a.prompt_ids, a.completion_ids, a.env_mask) == (b.prompt_ids, b.completion_ids, b.env_mask)
         assert max(abs(x - y) for x, y in zip(a.logprobs, b.logprobs, strict=True)) < 1e-5
 
 
