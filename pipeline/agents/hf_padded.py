@@ -1,15 +1,16 @@
 """Continuous batching for any checkpoint the hf backend loads: one forward pass of the model's own per step.
 
 The lean decoder (`hf_batch`) runs the embedded Llama's arithmetic by hand on CPU. Everything else — a Qwen,
-Llama or Mistral checkpoint with its chat template, on CPU or a GPU, in any dtype — goes through transformers:
-each reply's new prompt tokens run alone, exactly as `sample` runs them (against its episode's cached prefix),
-and the replies that are generating share one forward pass per token. Their key/value caches are rows of one
-batched `DynamicCache`, left-padded to the longest; a 2-D attention mask hides the padding and each row gets its
-own position ids, so a row's logits are those it gets alone up to float rounding. When the batch changes (a
-reply ends, a new one has its first token) the rows are rebuilt in one copy, which costs about what the pass
-reads anyway; an ending reply's row goes back to its prefix cache, so the episode's next turn reuses it as
-`sample` does. Each token is drawn by `pick` from the reply's own stream, in order, so tokens do not depend on
-the batch.
+Llama or Mistral checkpoint with its chat template, on CPU or a GPU, in any dtype — goes through transformers.
+Each reply's new prompt tokens run alone, as `sample` runs them, against its episode's cached prefix; an
+episode's opening prompt starts from the keys and values of the last opening prompt for the tokens they share
+(the system prompt and tools). The replies that are generating then share one forward pass per token: their
+key/value caches are rows of one batched `DynamicCache`, left-padded to the longest, with a 2-D attention mask
+over the padding and each row's own position ids, so a row's logits are those it gets alone up to float
+rounding. When the batch changes (replies ended in the last pass, new ones have their first token) the next pass
+first rebuilds the rows in one copy, about what the pass reads anyway; an ended reply's row goes back to its
+prefix cache, so the episode's next turn reuses it. Each token is drawn by `pick` from the reply's own stream,
+in order, so tokens do not depend on the batch.
 
 `PaddedBatch` is the token-level engine (GRPO's in-memory rollouts use it through `local_generate_batch`);
 `PaddedDecoder` is the hf agent's `TurnDecoder` over it. Models whose caches are not plain growing key/value
@@ -31,6 +32,9 @@ from pipeline.agents.denormals import flushed_denormals
 if TYPE_CHECKING:
     from pipeline.agents.hf import HFAgent, HFAgentEpisode, PrefixCache
     from pipeline.rollout.trajectory import Message
+
+
+SHARED_MIN = 32  # prompt tokens in common with the last opening prompt below which its cache is not reused
 
 
 @dataclass(eq=False)
@@ -60,9 +64,11 @@ class PaddedBatch:
         self.layers = len(DynamicCache(config=model.config).layers)
         self.rows: list[TokenRow] = []  # the rows of `cache`, in order
         self.joining: list[TokenRow] = []  # first token drawn, cache in its prefix; joins at the next pass
+        self.left: set[int] = set()  # rows whose reply ended in the last pass; dropped at the next
         self.cache: DynamicCache | None = None
         self.mask: torch.Tensor | None = None  # (rows, cached positions): 1 where a row has a token
-        self.passes = self.rebuilds = 0
+        self.opening: tuple[list[int], list[tuple[torch.Tensor, torch.Tensor]]] | None = None  # see `_seed`
+        self.passes = self.rebuilds = self.shared_tokens = 0
 
     @staticmethod
     def supports(model: torch.nn.Module) -> bool:
@@ -75,21 +81,44 @@ class PaddedBatch:
 
     @property
     def busy(self) -> bool:
-        return bool(self.rows or self.joining)
+        """Whether a reply is still generating."""
+        return len(self.rows) > len(self.left) or bool(self.joining)
 
     def start(self, row: TokenRow) -> bool:
         """Run the new prompt tokens against the cached prefix and draw the first token, as `sample` does; False
         when that token already ends the reply."""
         with flushed_denormals(self.device.type == "cpu"), torch.inference_mode():
             prefix = row.prefix
+            opening = not prefix.ids
+            if opening and self.opening is not None:
+                self._seed(prefix, row.prompt)
             begin = prefix.reuse(row.prompt)
             prefix.ids = list(row.prompt)
             self._draw(row, prefix.logits(row.prompt[begin:]))
+            if opening:  # its keys and values as they are now: later updates make new tensors, never touch these
+                self.opening = (row.prompt, [(layer.keys, layer.values) for layer in prefix.cache.layers])
         if self._ended(row):
             return False
         row.length = len(prefix.ids)
         self.joining.append(row)
         return True
+
+    def _seed(self, prefix: PrefixCache, prompt: list[int]) -> None:
+        """Start an empty prefix with the last opening prompt's keys and values for the tokens `prompt` shares
+        with it (the system prompt and tools every episode of a world begins with), where that is worthwhile."""
+        ids, layers = self.opening
+        common = 0
+        for a, b in zip(ids, prompt, strict=False):
+            if a != b:
+                break
+            common += 1
+        if common < SHARED_MIN:
+            return
+        cache = DynamicCache(config=self.model.config)
+        for own, (keys, values) in zip(cache.layers, layers, strict=True):
+            own.update(keys[:, :, :common], values[:, :, :common])
+        prefix.cache, prefix.ids = cache, ids[:common]
+        self.shared_tokens += common
 
     def step(self) -> list[TokenRow]:
         """One pass over every generating row: run its last token, draw the next; the rows that ended."""
@@ -99,9 +128,12 @@ class PaddedBatch:
             return self._step()
 
     def _step(self) -> list[TokenRow]:
-        if self.joining:
-            self._rebuild(self.rows, self.joining)
-            self.joining = []
+        if self.joining or self.left:  # one copy for the rows that left in the last pass and those that join
+            going = [i for i in range(len(self.rows)) if i not in self.left]
+            self._rebuild([self.rows[i] for i in going], self.joining, keep=going)
+            self.joining, self.left = [], set()
+            if not self.rows:
+                return []
         rows = self.rows
         tokens = torch.tensor([[r.out[-1]] for r in rows], device=self.device)
         positions = torch.tensor([[r.length] for r in rows], device=self.device)
@@ -115,18 +147,18 @@ class PaddedBatch:
             **{self.cache_argument: self.cache},
         ).logits[:, -1]
         self.passes += 1
-        going, ended = [], []
+        ended = []
         for i, r in enumerate(rows):
             r.prefix.ids.append(r.out[-1])
             r.length += 1
             self._draw(r, logits[i])
             if self._ended(r):
                 self._give_back(i, r)
+                self.left.add(i)
                 ended.append(r)
-            else:
-                going.append(i)
-        if ended:
-            self._rebuild([rows[i] for i in going], [], keep=going)
+        if len(self.left) == len(rows):  # nothing left generating: let the cache go now
+            self._rebuild([], [])
+            self.left = set()
         return ended
 
     def _draw(self, row: TokenRow, logits: torch.Tensor) -> None:

@@ -1,6 +1,7 @@
 """Continuous batching through transformers (`PaddedDecoder`) gives each episode of an outside checkpoint the
 tokens it gets alone: ragged prompts, several turns (cached prefixes reused), episodes joining and leaving the
-batch at different steps; checkpoints whose caches cannot be padded are decoded one at a time."""
+batch at different steps, opening prompts that start from another episode's system prompt; checkpoints whose
+caches cannot be padded are decoded one at a time."""
 
 from __future__ import annotations
 
@@ -87,6 +88,7 @@ def test_batched_replies_equal_one_at_a_time(family, infos, texts, tmp_path, mon
     assert len({u.prompt_tokens for u in usage}) > 6 and len({u.completion_tokens for u in usage}) > 2  # ragged
     assert widest >= 3 and decoder.batch.passes < sum(u.completion_tokens for u in usage) - len(usage)
     assert not decoder.batch.rows and decoder.batch.cache is None  # every row went back to its episode
+    assert decoder.batch.shared_tokens > 5 * 100  # later episodes began from the first one's system prompt
     assert logits_batched.keys() == logits_alone.keys()
     for seed, rows in logits_alone.items():  # the same logits up to float rounding (a position off by one: 5e-5)
         assert len(logits_batched[seed]) == len(rows)
