@@ -71,6 +71,34 @@ def alone(agent, info: EpisodeInfo, turns: list[str]) -> tuple[list[Message], to
     return replies, episode.generator.get_state()
 
 
+def assert_as_alone(want, replies: list[list[Message]], episodes) -> None:
+    """Each episode's replies (timings aside) and random-stream state are those it got alone."""
+    strip = {"usage": {"compute_s"}}
+    for (expected, state), got, episode in zip(want, replies, episodes, strict=True):
+        assert [m.model_dump(exclude=strip) for m in got] == [m.model_dump(exclude=strip) for m in expected]
+        assert torch.equal(episode.generator.get_state(), state)
+
+
+def in_flight(decoder, episodes, after_step=None) -> list[list[Message]]:
+    """Three turns of each episode through `decoder`, a later episode joining the batch every third step;
+    `after_step()` runs after each step."""
+    replies: list[list[Message]] = [[] for _ in episodes]
+    decoder.submit(0, episodes[0], conversation([], user_turns(0)))
+    started, steps = 1, 0
+    while any(len(r) < 3 for r in replies):
+        if started < len(episodes) and steps % 3 == 0:  # later episodes join a batch already under way
+            decoder.submit(started, episodes[started], conversation([], user_turns(started)))
+            started += 1
+        for i, message in decoder.step():
+            replies[i].append(message)
+            if len(replies[i]) < 3:
+                decoder.submit(i, episodes[i], conversation(replies[i], user_turns(i)))
+        if after_step is not None:
+            after_step()
+        steps += 1
+    return replies
+
+
 @pytest.mark.parametrize("draft", [0, 2, 8])
 def test_batched_replies_equal_one_at_a_time(setup, draft, monkeypatch):
     agent, infos = setup
@@ -87,22 +115,8 @@ def test_batched_replies_equal_one_at_a_time(setup, draft, monkeypatch):
 
     monkeypatch.setattr(decoder, "_seen", checked)
     episodes = [agent.start(info) for info in infos]
-    replies: list[list[Message]] = [[] for _ in infos]
-    decoder.submit(0, episodes[0], conversation([], user_turns(0)))
-    started, steps = 1, 0
-    while any(len(r) < 3 for r in replies):
-        if started < len(infos) and steps % 3 == 0:  # later episodes join a batch already under way
-            decoder.submit(started, episodes[started], conversation([], user_turns(started)))
-            started += 1
-        for i, message in decoder.step():
-            replies[i].append(message)
-            if len(replies[i]) < 3:
-                decoder.submit(i, episodes[i], conversation(replies[i], user_turns(i)))
-        steps += 1
-    strip = {"usage": {"compute_s"}}
-    for (expected, state), got, episode in zip(want, replies, episodes, strict=True):
-        assert [m.model_dump(exclude=strip) for m in got] == [m.model_dump(exclude=strip) for m in expected]
-        assert torch.equal(episode.generator.get_state(), state)
+    replies = in_flight(decoder, episodes)
+    assert_as_alone(want, replies, episodes)
     usage = [m.usage for replies, _ in want for m in replies]
     assert len({u.prompt_tokens for u in usage}) > 10 and len({u.completion_tokens for u in usage}) > 3  # ragged
     drawn = sum(u.completion_tokens for u in usage)

@@ -15,10 +15,9 @@ from pipeline.agents.hf import HFAgent
 from pipeline.agents.hf_padded import PaddedDecoder
 from pipeline.rollout.batch import OneByOne
 from pipeline.rollout.protocols import EpisodeInfo
-from pipeline.rollout.trajectory import Message
 from pipeline.synth.templates import generate_tasks
 from pipeline.world.registry import load_world
-from tests.agents.test_hf_decoder import conversation, user_turns
+from tests.agents.test_hf_decoder import alone, assert_as_alone, conversation, in_flight, user_turns
 from tests.agents.tiny_families import FAMILIES, build_checkpoint, corpus
 
 WORLD = "gen-5-8x10x20"
@@ -35,13 +34,6 @@ def infos():
     world = load_world(WORLD)
     task = generate_tasks(world, 1, seed=0)[0]
     return [EpisodeInfo(task, 0, 70 + i, world.policy, world.tools.schemas()) for i in range(6)]
-
-
-def alone(agent, info: EpisodeInfo, turns: list[str]) -> tuple[list[Message], torch.Tensor]:
-    episode, replies = agent.start(info), []
-    for _ in turns:
-        replies.append(episode.act(conversation(replies, turns)))
-    return replies, episode.generator.get_state()
 
 
 def recorded(monkeypatch) -> dict[int, list[torch.Tensor]]:
@@ -67,23 +59,10 @@ def test_batched_replies_equal_one_at_a_time(family, infos, texts, tmp_path, mon
     decoder = agent.decoder()
     assert isinstance(decoder, PaddedDecoder)
     episodes = [agent.start(info) for info in infos]
-    replies: list[list[Message]] = [[] for _ in infos]
-    decoder.submit(0, episodes[0], conversation([], user_turns(0)))
-    started, steps, widest = 1, 0, 0
-    while any(len(r) < 3 for r in replies):
-        if started < len(infos) and steps % 3 == 0:  # later episodes join a batch already under way
-            decoder.submit(started, episodes[started], conversation([], user_turns(started)))
-            started += 1
-        for i, message in decoder.step():
-            replies[i].append(message)
-            if len(replies[i]) < 3:
-                decoder.submit(i, episodes[i], conversation(replies[i], user_turns(i)))
-        widest = max(widest, len(decoder.batch.rows))
-        steps += 1
-    strip = {"usage": {"compute_s"}}
-    for (expected, state), got, episode in zip(want, replies, episodes, strict=True):
-        assert [m.model_dump(exclude=strip) for m in got] == [m.model_dump(exclude=strip) for m in expected]
-        assert torch.equal(episode.generator.get_state(), state)
+    widths: list[int] = []
+    replies = in_flight(decoder, episodes, lambda: widths.append(len(decoder.batch.rows)))
+    widest = max(widths)
+    assert_as_alone(want, replies, episodes)
     usage = [m.usage for replies, _ in want for m in replies]
     assert len({u.prompt_tokens for u in usage}) > 6 and len({u.completion_tokens for u in usage}) > 2  # ragged
     assert widest >= 3 and decoder.batch.passes < sum(u.completion_tokens for u in usage) - len(usage)
