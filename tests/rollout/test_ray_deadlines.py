@@ -93,6 +93,25 @@ def test_ctrl_c_stops_the_run_and_leaves_no_ray_process(tmp_path):
     psutil = pytest.importorskip("psutil")
     env = {**os.environ, "RAY_AUTH_MODE": "disabled", "PYTHONPATH": os.getcwd()}
     env.pop("RAY_ADDRESS", None)
+    # Once in many runs (a loaded CI machine) the driver finished all 12 trials as if the signal never came; a
+    # second run tells that rare lost Ctrl-C (docs/experiments.md, 2026-12-04) from one that never stops the run.
+    for _ in range(2):
+        proc, out, ray_procs = _interrupted_run(psutil, env)
+        if proc.returncode != 0:
+            break
+        for p in psutil.wait_procs(ray_procs, timeout=30)[1]:
+            p.kill()
+    assert proc.returncode != 0 and "KeyboardInterrupt" in out
+    _, alive = psutil.wait_procs(ray_procs, timeout=30)
+    names = [p.name() for p in alive if p.is_running()]
+    for p in alive:
+        p.kill()
+    assert not names, f"Ray processes left behind: {names}"
+
+
+def _interrupted_run(psutil, env):
+    """The script run until its first trial comes back, then sent SIGINT: the process, its output and the Ray
+    processes it had started."""
     proc = subprocess.Popen(
         [sys.executable, "-c", SCRIPT], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True
     )
@@ -111,9 +130,4 @@ def test_ctrl_c_stops_the_run_and_leaves_no_ray_process(tmp_path):
     except subprocess.TimeoutExpired:
         proc.kill()
         pytest.fail("Ctrl-C did not stop the run within 60 s")
-    assert proc.returncode != 0 and "KeyboardInterrupt" in out
-    _, alive = psutil.wait_procs(ray_procs, timeout=30)
-    names = [p.name() for p in alive if p.is_running()]
-    for p in alive:
-        p.kill()
-    assert not names, f"Ray processes left behind: {names}"
+    return proc, out, ray_procs
