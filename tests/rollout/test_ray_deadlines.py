@@ -93,8 +93,8 @@ def test_ctrl_c_stops_the_run_and_leaves_no_ray_process(tmp_path):
     psutil = pytest.importorskip("psutil")
     env = {**os.environ, "RAY_AUTH_MODE": "disabled", "PYTHONPATH": os.getcwd()}
     env.pop("RAY_ADDRESS", None)
-    # Once in many runs (a loaded CI machine) the driver finished all 12 trials as if the signal never came; a
-    # second run tells that rare lost Ctrl-C (docs/experiments.md, 2026-12-04) from one that never stops the run.
+    # In a clean clone's full suite the driver has finished all 12 trials as if the signal never came (cause not
+    # found: docs/experiments.md, 2026-12-04); a second run is tried before failing.
     for _ in range(2):
         proc, out, ray_procs = _interrupted_run(psutil, env)
         if proc.returncode != 0:
