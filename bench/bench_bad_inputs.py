@@ -27,8 +27,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-TAU2_RETAIL = ROOT / ".." / "shared" / "tau2_retail"
-TAU2_AIRLINE = ROOT / ".." / "shared" / "tau2_airline"
 WORLD = "gen-3-8x20x40"
 STATUSES = ("clear_error", "crash", "silent_wrong", "hang", "data_lost", "skipped")
 
@@ -73,10 +71,14 @@ class Skip(Exception):
     """A case whose inputs are not on this machine (τ²-bench data)."""
 
 
-def need(path: Path) -> Path:
-    if not path.exists():
-        raise Skip(f"{path} not found")
-    return path
+def tau2(name: str) -> Path:
+    """τ²-bench's `name` data set (pipeline.tau2.data), or skip the case."""
+    from pipeline.tau2.data import Tau2DataNotFound, tau2_data_dir
+
+    try:
+        return tau2_data_dir(name)
+    except Tau2DataNotFound as exc:
+        raise Skip(str(exc)) from None
 
 
 def raises(fn: Callable[[], object], errors: tuple[type[BaseException], ...], fragment: str) -> Outcome:
@@ -150,7 +152,7 @@ def runs(tmp: Path) -> dict[str, Path]:
 def tau2_retail():
     from pipeline.world.retail.tau2 import load_tau2_domain
 
-    return load_tau2_domain(need(TAU2_RETAIL))
+    return load_tau2_domain(tau2("retail"))
 
 
 # ---- item 1: writes after a transfer ------------------------------------------------------------------------------
@@ -170,11 +172,11 @@ def _(tmp: Path) -> Outcome:
 
 @case(1, "airline: gold writes after transfer_to_human_agents")
 def _(tmp: Path) -> Outcome:
-    need(TAU2_AIRLINE / "db.json")
+    airline = tau2("airline")
     from pipeline.world.registry import resolve_domain
     from pipeline.world.tools import execute
 
-    w, ts = resolve_domain("airline").require("tau2_importer").load(TAU2_AIRLINE)
+    w, ts = resolve_domain("airline").require("tau2_importer").load(airline)
     task = next(t for t in ts if any(a.name in w.tools.of_kind("write") for a in t.gold_actions))
     s = w.session(authenticated_user_id=task.customer_user_id)
     execute(s, "transfer_to_human_agents", {"summary": "human please"})
@@ -216,7 +218,7 @@ def _(tmp: Path) -> Outcome:
 
 # ---- item 2: duplicate identities ---------------------------------------------------------------------------------
 def _twin_db(**changes) -> dict:
-    db = json.loads(need(TAU2_RETAIL / "db.json").read_text())
+    db = json.loads((tau2("retail") / "db.json").read_text())
     twin = copy.deepcopy(db["users"]["sofia_rossi_8776"])
     twin.update(user_id="sofia_rossi_0001", orders=[], **changes)
     db["users"]["sofia_rossi_0001"] = twin
@@ -235,7 +237,7 @@ def _(tmp: Path) -> Outcome:
 def _(tmp: Path) -> Outcome:
     from pipeline.world.retail.state import RetailWorld, WorldLoadError
 
-    db = json.loads((TAU2_RETAIL / "db.json").read_text())
+    db = json.loads((tau2("retail") / "db.json").read_text())
     sofia = db["users"]["sofia_rossi_8776"]
     db = _twin_db(email=sofia["email"].upper(), address={**sofia["address"], "zip": "00000"})
     return raises(lambda: RetailWorld.from_dict(db, source="db.json"), (WorldLoadError,), "share the email")

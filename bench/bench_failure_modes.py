@@ -27,12 +27,13 @@ from pipeline.grading.failure_modes import FAILURE_MODES, SIGNATURES, analyze
 from pipeline.grading.grader import grade
 from pipeline.grading.mode_recovery import format_report, score
 from pipeline.rollout.runner import run_episode
+from pipeline.tau2.data import tau2_data_dir
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world, resolve_domain
 
 ROOT = Path(__file__).resolve().parents[1]
 MIN_SCORE = 0.9
-DEFAULT_WORLDS = {"retail": "gen-{seed}", "airline": str(ROOT.parent / "shared" / "tau2_airline")}
+DEFAULT_WORLDS = {"retail": lambda seed: f"gen-{seed}", "airline": lambda seed: str(tau2_data_dir("airline"))}
 
 
 def main() -> None:
@@ -47,7 +48,7 @@ def main() -> None:
     args = parser.parse_args()
 
     domain = resolve_domain(args.domain)
-    ref = args.world or DEFAULT_WORLDS.get(domain.name, "").format(seed=args.seed)
+    ref = args.world or (DEFAULT_WORLDS[domain.name](args.seed) if domain.name in DEFAULT_WORLDS else "")
     if not ref:
         raise SystemExit(f"domain {domain.name!r} has no default world: give --world")
     suffix = "" if domain.name == "retail" else f"_{domain.name}"

@@ -32,12 +32,12 @@ from pipeline.dataset.task import Action, Task
 from pipeline.grading.grader import clear_expected_cache, grade, verdict_summary
 from pipeline.rollout.runner import run_tool_call
 from pipeline.rollout.trajectory import Message, ToolCall, Trajectory
+from pipeline.tau2.data import tau2_data_dir
 from pipeline.world.registry import domain_of_directory
 from pipeline.world.replay import replay_actions
 from pipeline.world.tables import World, sha256_json
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT / ".." / "shared"
 
 
 def start_user(task: Task) -> str | None:
@@ -142,7 +142,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "grading.json")
     args = parser.parse_args()
     load = os.getloadavg()
-    dirs = args.domain or [SHARED / "tau2_retail", SHARED / "tau2_airline"]
+    dirs = args.domain or [tau2_data_dir("retail"), tau2_data_dir("airline")]
     results = [bench_domain(d, args.rounds, args.baseline_tasks) for d in dirs]
     print(
         f"{'domain':<10}{'tasks':>6}{'pass':>6}{'load s':>8}{'τ²-style ms':>13}{'cold ms':>9}{'warm ms':>9}"

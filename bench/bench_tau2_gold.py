@@ -24,6 +24,7 @@ from machine import write_results
 import pipeline.grading.static_checks as static_checks
 from pipeline.grading.confirmation import Reading, read_reply
 from pipeline.grading.grader import grade
+from pipeline.tau2.data import tau2_data_dir
 from pipeline.tau2.gold import gold_conversation
 from pipeline.world.retail.tau2 import load_tau2_domain
 
@@ -107,9 +108,10 @@ def corpus_scores() -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--domain", type=Path, default=ROOT.parent / "shared" / "tau2_retail")
+    ap.add_argument("--domain", type=Path, default=None, help="Default: τ²-bench retail (pipeline.tau2.data).")
     ap.add_argument("--results", type=Path, default=ROOT / "bench" / "results" / "tau2_gold.json")
     args = ap.parse_args()
+    args.domain = args.domain or tau2_data_dir("retail")
     t0 = time.perf_counter()
     domain = load_tau2_domain(args.domain)
     report: dict = {"domain": str(args.domain), "corpus": corpus_scores(), "strict": {}}

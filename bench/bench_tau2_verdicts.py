@@ -20,18 +20,18 @@ from pathlib import Path
 
 from pipeline.grading.grader import grade
 from pipeline.tau2.criteria import apply_criteria
+from pipeline.tau2.data import tau2_data_dir
 from pipeline.tau2.gold import PERTURBATIONS, gold_conversation, perturb
 from pipeline.tau2.import_run import import_run
 from pipeline.tau2.results_file import results_of, simulation_of
 from pipeline.world.registry import resolve_domain
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
 NATURAL = ("Sounds good, please do that.", "Absolutely, go ahead.", "Yes please, that's correct.", "Perfect, go ahead.")
 
 
 def load(name: str):
-    path = SHARED / f"tau2_{name}"
+    path = tau2_data_dir(name)
     raw = json.loads((path / "tasks.json").read_text())
     world, tasks = resolve_domain(name).require("tau2_importer").load(path)
     return path, raw, world, apply_criteria(tasks, raw)

@@ -1,4 +1,5 @@
-"""Shared fixtures: the τ²-bench retail data (skipped with a reason where absent) and a small generated world."""
+"""Shared fixtures: the τ²-bench retail and airline data (where absent: skipped with a reason, failed under
+CI=true) and a small generated world."""
 
 from __future__ import annotations
 
@@ -9,17 +10,21 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-TAU2_DIR = Path(
-    os.environ.get("AGENTLOOP_TAU2_DIR", Path(__file__).resolve().parents[1] / ".." / "shared" / "tau2_retail")
-)
-
 
 @pytest.fixture(scope="session")
 def tau2_dir() -> Path:
-    from tests.needs import need_path
+    """τ²-bench's retail data set (pipeline.tau2.data: AGENTLOOP_TAU2_RETAIL, AGENTLOOP_SHARED or ../shared)."""
+    from tests.needs import need_tau2
 
-    need_path(TAU2_DIR / "db.json", "τ²-bench retail data", "set AGENTLOOP_TAU2_DIR, or place it at ../shared")
-    return TAU2_DIR.resolve()
+    return need_tau2("retail")
+
+
+@pytest.fixture(scope="session")
+def tau2_airline_dir() -> Path:
+    """τ²-bench's airline data set, found as `tau2_dir` is."""
+    from tests.needs import need_tau2
+
+    return need_tau2("airline")
 
 
 @pytest.fixture(scope="session")

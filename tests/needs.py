@@ -47,3 +47,14 @@ def need_path(path: Path, what: str, install: str) -> Path:
     if not path.exists():
         _missing(f"{what} at {path}", install)
     return path
+
+
+def need_tau2(name: str) -> Path:
+    """The directory of τ²-bench's `name` data set, found by `pipeline.tau2.data.tau2_data_dir`."""
+    from pipeline.tau2.data import Tau2DataNotFound, tau2_data_dir
+
+    try:
+        return tau2_data_dir(name)
+    except Tau2DataNotFound as exc:
+        _missing(f"τ²-bench {name} data", str(exc))
+        raise AssertionError("unreachable") from None

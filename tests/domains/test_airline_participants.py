@@ -20,14 +20,13 @@ from pipeline.world.domain import CAPABILITIES, Domain, DomainCapabilityError
 from pipeline.world.registry import load_world, resolve_domain
 from pipeline.world.replay import replay_gold
 from pipeline.world.tools import ToolRegistry
-from tests.domains.test_airline_replay import AIRLINE_DIR, needs_data
 
 AIRLINE = resolve_domain("airline")
 
 
 @pytest.fixture(scope="module")
-def world():
-    return load_world(str(AIRLINE_DIR), "airline")
+def world(tau2_airline_dir):
+    return load_world(str(tau2_airline_dir), "airline")
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +34,6 @@ def tasks(world):
     return AIRLINE.require("tasks")(world, 44, seed=0)
 
 
-@needs_data
 def test_tasks_cover_every_write_and_the_refusals_and_their_gold_replays(world, tasks):
     assert len(tasks) == 44
     writes = Counter(a.name for t in tasks for a in t.gold_actions if a.name in WRITE_INTENTS)
@@ -53,7 +51,6 @@ def test_tasks_cover_every_write_and_the_refusals_and_their_gold_replays(world, 
     ]
 
 
-@needs_data
 def test_a_refused_cancellation_is_refused_by_the_world_too(world, tasks):
     from pipeline.world.tools import execute
 
@@ -72,7 +69,6 @@ def test_record_id_is_left_out_of_the_json_when_unset():
     assert Request.model_validate_json(airline.model_dump_json()) == airline
 
 
-@needs_data
 def test_the_oracle_solves_every_task_and_the_spec_takes_the_domains_oracle(world, tasks):
     oracle = AIRLINE.require("oracle")()
     failed = [t.id for t in tasks if not grade(world, t, run_episode(world, t, oracle, ScriptedUser())).passed]
@@ -84,7 +80,6 @@ def test_the_oracle_solves_every_task_and_the_spec_takes_the_domains_oracle(worl
     assert traj.messages[2].content == "My user id is " + tasks[0].customer_user_id + "."  # airline phrasing
 
 
-@needs_data
 def test_planted_failure_modes_are_the_ones_detected(world, tasks):
     # misread fits fewer requests (a booking, a multi-segment flight change, ...) and is planted last: more often
     agent = AIRLINE.require("flaws")({"plan_adherence": 0.3, "invention": 0.3, "misread": 1.0}, seed=3)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -11,15 +10,9 @@ from pipeline.world.domain import DomainCapabilityError
 from pipeline.world.registry import UnknownDomainError, load_world, resolve_domain
 from pipeline.world.replay import write_replay
 
-AIRLINE_DIR = Path(__file__).resolve().parents[2] / ".." / "shared" / "tau2_airline"
-needs_data = pytest.mark.skipif(
-    not (AIRLINE_DIR / "db.json").exists(), reason=f"τ²-bench airline data not found at {AIRLINE_DIR}"
-)
 
-
-@needs_data
-def test_all_50_tasks_replay_without_refusals(tmp_path):
-    lines = write_replay(AIRLINE_DIR, tmp_path / "air.jsonl")
+def test_all_50_tasks_replay_without_refusals(tau2_airline_dir, tmp_path):
+    lines = write_replay(tau2_airline_dir, tmp_path / "air.jsonl")
     assert len(lines) == 50
     assert all(not line["failed_actions"] for line in lines)
     assert sum(1 for line in lines if any(line["changed"].values())) == 26  # as the data's README states
@@ -29,9 +22,8 @@ def test_all_50_tasks_replay_without_refusals(tmp_path):
     assert json.loads((tmp_path / "air.jsonl").read_text().splitlines()[0])["task_id"] == lines[0]["task_id"]
 
 
-@needs_data
-def test_directory_domain_is_found_from_its_tables():
-    world = load_world(str(AIRLINE_DIR))
+def test_directory_domain_is_found_from_its_tables(tau2_airline_dir):
+    world = load_world(str(tau2_airline_dir))
     assert world.domain.name == "airline"
     assert set(world.table_names) == {"flights", "users", "reservations"}
 

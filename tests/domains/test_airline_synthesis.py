@@ -22,15 +22,14 @@ from pipeline.target import Targets, split_budget
 from pipeline.world.registry import load_world, resolve_domain
 from pipeline.world.replay import replay_actions
 from pipeline.world.tools import execute
-from tests.domains.test_airline_replay import AIRLINE_DIR, needs_data
 
 AIRLINE = resolve_domain("airline")
 runner = CliRunner()
 
 
 @pytest.fixture(scope="module")
-def tau2():
-    return load_world(str(AIRLINE_DIR), "airline")
+def tau2(tau2_airline_dir):
+    return load_world(str(tau2_airline_dir), "airline")
 
 
 def _candidates(world, name: str, **spec):
@@ -50,7 +49,6 @@ def test_the_kit_fits_the_airline_tools():
     assert all(TAXONOMY.twin(n) for n in refused)  # each refusal has the same write where the policy allows it
 
 
-@needs_data
 @pytest.mark.parametrize("name", list(TAXONOMY))
 def test_each_template_yields_a_verified_task_on_the_tau2_db(tau2, name):
     cand = _candidates(tau2, name)
@@ -62,7 +60,6 @@ def test_each_template_yields_a_verified_task_on_the_tau2_db(tau2, name):
     assert all(r in ids for r in records)  # grounded in the world's own reservations
 
 
-@needs_data
 @pytest.mark.parametrize("name", [n for n, s in TAXONOMY.items() if s.outcome == "refused"])
 def test_each_refusal_is_refused_by_the_world(tau2, name):
     cand = _candidates(tau2, name)
@@ -73,7 +70,6 @@ def test_each_refusal_is_refused_by_the_world(tau2, name):
     assert not event.ok, (name, d.forbidden)
 
 
-@needs_data
 def test_an_underspecified_request_makes_the_oracle_ask_which_reservation(tau2):
     cand = _candidates(tau2, "update_baggages", dials=("underspecified",))
     req = cand.task.user_script.requests[0]
@@ -96,13 +92,12 @@ def test_the_generator_is_seeded_and_synthesis_refuses_the_evaluation_world(tmp_
         Synthesizer(renamed, Targets(budget=1, modes=split_budget({"invention": 0.5}, 1)))
 
 
-@needs_data
-def test_synthesize_on_airline_end_to_end(tmp_path):
+def test_synthesize_on_airline_end_to_end(tau2_airline_dir, tmp_path):
     """Held-out tasks on τ²'s database, a flawed agent measured on them, targets, then synthesis in a fresh world."""
     tasks, run, targets, out = tmp_path / "tasks.jsonl", tmp_path / "run", tmp_path / "targets.json", tmp_path / "syn"
     steps = [
-        ["tasks", "generate", "--world", str(AIRLINE_DIR), "--n", "24", "--out", str(tasks)],
-        ["measure", "--world", str(AIRLINE_DIR), "--tasks", str(tasks), "--agent", "flawed", "--trials", "2"]
+        ["tasks", "generate", "--world", str(tau2_airline_dir), "--n", "24", "--out", str(tasks)],
+        ["measure", "--world", str(tau2_airline_dir), "--tasks", str(tasks), "--agent", "flawed", "--trials", "2"]
         + ["--out", str(run)],
         ["target", "--metrics", str(run / "metrics.json"), "--budget", "24", "--out", str(targets)]
         + ["--verdicts", str(run / "verdicts.jsonl"), "--tasks", str(tasks)],
@@ -123,7 +118,6 @@ def test_synthesize_on_airline_end_to_end(tmp_path):
         assert all(e.ok for e in replay_actions(world, t.gold_actions).log), t.id
 
 
-@needs_data
 def test_the_held_out_tasks_are_those_made_before_the_kit_shared_their_templates(tau2):
     """The `tasks` capability's output, pinned: the kit shares its templates and grounding without changing it."""
     tasks = AIRLINE.require("tasks")(tau2, 44, seed=0)

@@ -10,7 +10,6 @@ import time
 import pytest
 
 from tests.loop.loop_helpers import ROOT, copy_repo, dvc
-from tests.needs import need_path
 
 # The loop's stages in order: `--single-item` runs each as named and none of the embedded model's stages.
 AIRLINE_STAGES = (
@@ -64,8 +63,8 @@ def test_the_readme_shows_this_command():
 
 
 @pytest.mark.slow
-def test_exp_run_runs_the_airline_loop(tmp_path):
-    world = need_path(ROOT.parent / "shared" / "tau2_airline", "τ²-bench airline data", "put it at ../shared")
+def test_exp_run_runs_the_airline_loop(tau2_airline_dir, tmp_path):
+    world = tau2_airline_dir
     repo = copy_repo(tmp_path)
     start = time.monotonic()
     run = dvc(repo, "exp", "run", "--single-item", *airline_overrides(str(world)), *AIRLINE_STAGES, check=False)

@@ -19,7 +19,6 @@ from pipeline.tau2.import_run import Tau2ImportError, import_run, termination_of
 DATA = Path(__file__).resolve().parents[1] / "data"
 RETAIL = DATA / "tau2_results_retail.json"
 AIRLINE = DATA / "tau2_results_airline.json"
-AIRLINE_DIR = Path(__file__).resolve().parents[2] / ".." / "shared" / "tau2_airline"
 
 
 @pytest.fixture(scope="module")
@@ -78,11 +77,8 @@ def test_gate_compares_two_imported_runs_under_either_verdict(retail_run, tau2_d
     assert tau2.pass_hat_k.diff == 1.0 > strict.pass_hat_k.diff > 0
 
 
-def test_airline_import(tmp_path):
-    from tests.needs import need_path
-
-    need_path(AIRLINE_DIR / "db.json", "τ²-bench airline data", "place it at ../shared/tau2_airline")
-    record = import_run(AIRLINE, AIRLINE_DIR, tmp_path / "air", verdict="tau2")
+def test_airline_import(tau2_airline_dir, tmp_path):
+    record = import_run(AIRLINE, tau2_airline_dir, tmp_path / "air", verdict="tau2")
     assert record["upstream_agreement"] == 8 and record["tau2_passes"] == 4
     assert json.loads((tmp_path / "air" / "metrics.json").read_text())["pass_at_1"] == 0.5
 

@@ -14,15 +14,12 @@ from pipeline.cli import app
 from pipeline.dataset.io import read_tasks
 from pipeline.tau2.importer import import_tau2
 from pipeline.world.tables import WorldLoadError
-from tests.needs import need_path
-
-AIRLINE_DIR = Path(__file__).resolve().parents[2] / ".." / "shared" / "tau2_airline"
+from tests.needs import need_tau2
 
 
 @pytest.fixture(scope="module")
 def airline_dir() -> Path:
-    need_path(AIRLINE_DIR / "db.json", "τ²-bench airline data", "place it at ../shared/tau2_airline")
-    return AIRLINE_DIR.resolve()
+    return need_tau2("airline")
 
 
 @pytest.mark.parametrize(("split", "n"), [("train", 74), ("test", 40), ("base", 114), (None, 114)])

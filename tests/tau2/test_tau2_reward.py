@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -16,17 +15,13 @@ from pipeline.tau2.criteria import apply_criteria
 from pipeline.tau2.gold import PERTURBATIONS, gold_actions, gold_conversation, perturb
 from pipeline.world.registry import resolve_domain
 
-AIRLINE_DIR = Path(__file__).resolve().parents[2] / ".." / "shared" / "tau2_airline"
 REPLY = ("Sounds good, please do that.",)
 
 
 @pytest.fixture(scope="module")
-def airline():
-    from tests.needs import need_path
-
-    need_path(AIRLINE_DIR / "db.json", "τ²-bench airline data", "place it at ../shared/tau2_airline")
-    world, tasks = resolve_domain("airline").require("tau2_importer").load(AIRLINE_DIR)
-    raw = json.loads((AIRLINE_DIR / "tasks.json").read_text())
+def airline(tau2_airline_dir):
+    world, tasks = resolve_domain("airline").require("tau2_importer").load(tau2_airline_dir)
+    raw = json.loads((tau2_airline_dir / "tasks.json").read_text())
     return world, {t.id: t for t in apply_criteria(tasks, raw)}
 
 

@@ -4,7 +4,6 @@ reward basis, the action share, the strict replay, and criteria the reward canno
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -17,7 +16,6 @@ from pipeline.tau2.results_file import simulation_of
 from pipeline.world.registry import resolve_domain
 from pipeline.world.tools import execute
 
-SHARED = Path(__file__).resolve().parents[2] / ".." / "shared"
 REPLY = ("Sounds good, please do that.",)
 # τ²-bench's reward of each conversation: retail's basis is DB and NL_ASSERTION (no judge here), airline's DB and
 # COMMUNICATE; an unsaid value costs only where COMMUNICATE is in the basis.
@@ -39,10 +37,9 @@ EXPECTED = {
 
 @pytest.fixture(scope="module", params=["retail", "airline"])
 def loaded(request):
-    from tests.needs import need_path
+    from tests.needs import need_tau2
 
-    path = SHARED / f"tau2_{request.param}"
-    need_path(path / "tasks.json", f"τ²-bench {request.param} data", f"place it at ../shared/tau2_{request.param}")
+    path = need_tau2(request.param)
     world, tasks = resolve_domain(request.param).require("tau2_importer").load(path)
     raw = json.loads((path / "tasks.json").read_text())
     return request.param, world, {t.id: t for t in apply_criteria(tasks, raw)}

@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import copy
-from pathlib import Path
-
-import pytest
 
 from pipeline.world.tools import TRANSFERRED, execute
 
 SOFIA, SOFIA_ORDER = "sofia_rossi_8776", "#W5918442"  # a pending order of a τ²-bench retail customer
 CANCEL = {"order_id": SOFIA_ORDER, "reason": "no longer needed"}
-AIRLINE_DIR = Path(__file__).resolve().parents[2] / ".." / "shared" / "tau2_airline"
 
 
 def test_a_write_after_a_transfer_is_refused_and_changes_nothing(tau2_world):
@@ -38,11 +34,10 @@ def test_a_refused_transfer_does_not_lock_the_session(tau2_world):
     assert execute(s, "cancel_pending_order", CANCEL).ok
 
 
-@pytest.mark.skipif(not (AIRLINE_DIR / "db.json").exists(), reason=f"τ²-bench airline data not at {AIRLINE_DIR}")
-def test_airline_writes_after_a_transfer_are_refused():
+def test_airline_writes_after_a_transfer_are_refused(tau2_airline_dir):
     from pipeline.world.registry import resolve_domain
 
-    world, tasks = resolve_domain("airline").require("tau2_importer").load(AIRLINE_DIR)
+    world, tasks = resolve_domain("airline").require("tau2_importer").load(tau2_airline_dir)
     writes = world.tools.of_kind("write")
     task = next(t for t in tasks if any(a.name in writes for a in t.gold_actions))
     s = world.session(authenticated_user_id=task.customer_user_id)
