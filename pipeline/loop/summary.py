@@ -57,6 +57,8 @@ def job_summary(root: Path = Path(".")) -> str:
         lines += [f"- {r}" for r in gate.get("reasons", [])]
     if promotion:
         moved = "moved to the candidate" if promotion.get("champion_moved") else "unchanged"
+        if promotion.get("promotion_allowed") is False:
+            moved += " (promotion off: only a push to main moves it)"
         lines += ["", f"Registry: version {promotion.get('model_version')} is `challenger`; `champion` {moved}."]
     return "\n".join(lines) + "\n"
 
