@@ -54,6 +54,16 @@ class KnownInfo(Strict):
     last_name: str | None = None
     zip: str | None = Field(default=None, description="Zip code of their default address.")
     user_id: str | None = Field(default=None, description="Their user id, if they happen to know it.")
+    phone: str | None = Field(
+        default=None, description="Their phone number (telecom identifies by it); left out of the JSON when unset."
+    )
+
+    @model_serializer(mode="wrap")
+    def _drop_unset_phone(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        if isinstance(data, dict) and data.get("phone") is None:
+            data.pop("phone", None)
+        return data
 
 
 class Request(Strict):

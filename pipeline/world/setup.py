@@ -62,12 +62,15 @@ def run_setup_action(session: Session, action: Action) -> Any:
     if spec is None:
         raise TaskSetupError(f"no set-up function or {side} tool named {action.name!r} in domain {domain.name!r}")
     args = spec.validate(action.arguments)
+    authorize, session.authorize = session.authorize, False  # set-up is the world's doing, not a party's
     session.begin_call()
     try:
         result = spec.func(session, **args)
     except Exception:
         session.rollback_call()
         raise
+    finally:
+        session.authorize = authorize
     session.commit_call()
     synchronise(session)
     return result
