@@ -88,10 +88,9 @@ class CustomerCall(Strict):
 
 
 def customer_view(messages: list[Message], calls: list[CustomerCall]) -> list[Message]:
-    """The conversation as the customer saw it: the shared messages with the customer's own calls and results
-    where they happened (each call as a 'user' message with tool_calls, followed by its result)."""
-    if not calls:
-        return list(messages)
+    """The conversation as the customer saw it (dual control): the agent's and the customer's words, with the
+    customer's own calls and results where they happened (each call a 'user' message with tool_calls, then its
+    result). The agent's tool calls and results are the agent's alone and are left out."""
     out: list[Message] = []
     j = 0
     for i in range(len(messages) + 1):
@@ -100,7 +99,14 @@ def customer_view(messages: list[Message], calls: list[CustomerCall]) -> list[Me
             out += [Message(role="user", tool_calls=[c.call]), c.result]
             j += 1
         if i < len(messages):
-            out.append(messages[i])
+            m = messages[i]
+            if m.role == "tool":
+                continue
+            if m.role == "assistant" and m.tool_calls:
+                if not (m.content or "").strip():
+                    continue
+                m = m.model_copy(update={"tool_calls": []})
+            out.append(m)
     return out
 
 
