@@ -56,7 +56,9 @@ def main() -> None:
     args = parser.parse_args()
     load = os.getloadavg()
     results = [bench_set(args.domain, label, f) for label, f in SETS if (args.domain / f).exists()]
-    print(f"{'set':<7}{'tasks':>7}{'load s':>8}{'replay s':>10}{'ms/task':>9}{'failed':>8}{'all met':>9}{'met/all':>13}")
+    print(
+        f"{'set':<7}{'tasks':>7}{'load s':>8}{'replay s':>10}{'ms/task':>9}{'failed':>8}{'all met':>9}{'met/all':>13}"
+    )
     for r in results:
         print(
             f"{r['set']:<7}{r['tasks']:>7}{r['load_s']:>8.2f}{r['replay_s']:>10.2f}{r['ms_per_task']:>9.2f}"

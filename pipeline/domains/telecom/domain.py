@@ -132,6 +132,17 @@ class TelecomDomain(Domain):
     def env_assertions(self):
         return {"assistant": ASSERTIONS, "user": PHONE_ASSERTIONS}
 
+    def user_phrasing(self):
+        from pipeline.domains.telecom.customer import start
+        from pipeline.users.scripted import Phrasing
+
+        return Phrasing(episode=start)
+
+    def oracle(self):
+        from pipeline.domains.telecom.oracle import TelecomOracle
+
+        return TelecomOracle
+
     def tau2_importer(self):
         from pipeline.domains.telecom.tau2 import Tau2Telecom
 
