@@ -9,13 +9,18 @@ trace in the world log, only in the state. Generic over domains.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from typing import Any
 
 from pipeline.dataset.task import Action, Task
-from pipeline.world.tables import Session, World
+from pipeline.world.tables import Session, World, sha256_json
 from pipeline.world.tools import ToolError, synchronise
 
 SIDES = {"assistant": "assistant", "user": "user"}
+_CACHE_SIZE = 4096
+_started: OrderedDict[tuple[str, str, str], dict] = OrderedDict()
+_lock = threading.Lock()
 _UNSUPPORTED = ("initialization_data", "message_history")
 
 
@@ -94,6 +99,30 @@ def run_setup(session: Session, task: Task) -> Session:
 
 
 def start_session(world: World, task: Task | None, authenticated_user_id: str | None = None) -> Session:
-    """A fresh session of `world` in `task`'s starting state (the base world when the task sets nothing up)."""
+    """A fresh session of `world` in `task`'s starting state (the base world when the task sets nothing up).
+
+    A task's starting state is computed once per (world, set-up) and shared: a committed overlay record is never
+    changed in place (a later call edits a copy), so each new session takes a shallow copy of the overlay.
+    """
     session = world.session(authenticated_user_id=authenticated_user_id)
-    return run_setup(session, task) if task is not None else session
+    if task is None or not (task.initial_state or {}).get("initialization_actions"):
+        return run_setup(session, task) if task is not None else session
+    key = (world.fingerprint, task.id, sha256_json(task.initial_state))
+    with _lock:
+        overlay = _started.get(key)
+        if overlay is not None:
+            _started.move_to_end(key)
+    if overlay is None:
+        run_setup(session, task)
+        overlay = {table: dict(records) for table, records in session.overlay.items()}
+        with _lock:
+            _started[key] = overlay
+            while len(_started) > _CACHE_SIZE:
+                _started.popitem(last=False)
+    session.overlay = {table: dict(records) for table, records in overlay.items()}
+    return session
+
+
+def clear_setup_cache() -> None:
+    with _lock:
+        _started.clear()
