@@ -64,3 +64,53 @@ def test_the_oracle_fixes_every_base_task_with_the_scripted_customer(loaded):
     # reveal what cannot be fixed (a missing SIM reseated before it shows locked)
     assert outcomes[("user_transfer", True)] + outcomes[("user_transfer", False)] == 20
     assert outcomes[("user_transfer", True)] >= 15
+
+
+def _as_tau2_simulation(traj, trial: int, reward: float) -> dict:
+    """An episode of ours in τ²-bench's results shape: the customer's calls as user messages with tool calls."""
+    messages: list[dict] = []
+    j = 0
+    for i, m in enumerate([*traj.messages, None]):
+        while j < len(traj.customer_calls) and traj.customer_calls[j].at <= i:
+            c = traj.customer_calls[j]
+            messages.append({"role": "user", "tool_calls": [c.call.model_dump()]})
+            messages.append({"role": "tool", "id": c.call.id, "content": c.result.content, "error": c.result.error})
+            j += 1
+        if m is None:
+            break
+        if m.role == "tool":
+            messages.append({"role": "tool", "id": m.tool_call_id, "content": m.content, "error": m.error})
+        else:
+            messages.append(
+                {"role": m.role, "content": m.content, "tool_calls": [c.model_dump() for c in m.tool_calls]}
+            )
+    stop = {"user_stop": "user_stop", "user_transfer": "user_stop"}.get(traj.termination, "max_steps")
+    return {
+        "id": f"{traj.task_id}-{trial}",
+        "task_id": traj.task_id,
+        "trial": trial,
+        "termination_reason": stop,
+        "messages": messages,
+        "reward_info": {"reward": reward},
+    }
+
+
+def test_a_tau2_run_of_telecom_imports_with_both_sides(loaded, tmp_path):
+    import json
+
+    from pipeline.tau2.import_run import import_run
+
+    world, tasks = loaded
+    raw = {t["id"]: t for t in json.loads((TELECOM_DIR / "tasks.json").read_text())}
+    chosen = tasks[:6]
+    sims = []
+    for task in chosen:
+        traj = run_episode(world, task, TelecomOracle(), make_user("scripted"), limits=LIMITS)
+        sims.append(_as_tau2_simulation(traj, 0, 1.0))
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps({"tasks": [raw[t.id] for t in chosen], "simulations": sims}))
+    record = import_run(results, TELECOM_DIR, tmp_path / "run")
+    assert record["trials"] == 6 and record["tool_outcomes_differing"] == 0
+    assert record["tau2_passes"] == 6 and record["upstream_agreement"] == 6
+    rows = [json.loads(x) for x in (tmp_path / "run" / "trajectories.jsonl").read_text().splitlines()]
+    assert sum(len(r.get("customer_calls", [])) for r in rows) > 0
