@@ -230,3 +230,37 @@ def test_gold_actions_run_each_on_its_side(loaded):
     assert [a.requestor for a in task.gold_actions] == ["user", "assistant"]
     swapped = task.model_copy(update={"gold_actions": [Action(name="toggle_data", requestor="assistant")]})
     assert [e.ok for e in replay_gold(world, swapped).log] == [False]
+
+
+def test_a_tau2_llm_customer_gets_the_phone_tools_through_its_endpoint(loaded):
+    from pipeline.users.tau2_llm import Tau2LLMUser
+    from tests.agents.fake_openai import FakeOpenAI, completion, tool_call
+
+    world, tasks = loaded
+    task = tasks[REFUEL_TASK]
+    agent = ScriptAgent(
+        [
+            Message(role="assistant", content="Please turn on mobile data on your phone."),
+            Message(role="assistant", content="Great, anything else?"),
+        ]
+    )
+    replies = [
+        completion("My mobile data does not work."),
+        completion(None, tool_calls=[tool_call("toggle_data", "{}", "t1")]),
+        completion("Done, mobile data is on now."),
+        completion("Thanks! ###STOP###"),
+    ]
+    with FakeOpenAI(replies) as fake:
+        user = Tau2LLMUser("sim-m", base_url=fake.base_url, max_retries=0, timeout_s=5)
+        traj = run_episode(world, task, agent, user)
+    assert traj.termination == "user_stop"
+    assert [c.call.name for c in traj.customer_calls] == ["toggle_data"] and not traj.customer_calls[0].result.error
+    first, after_call = fake.requests[0], fake.requests[2]
+    assert {t["function"]["name"] for t in first["tools"]} == set(world.user_tools.tools)
+    assert "tools of your own" in first["messages"][0]["content"]
+    roles = [m["role"] for m in after_call["messages"]]
+    assert roles[-2:] == ["assistant", "tool"] and after_call["messages"][-1]["content"].startswith(
+        "Mobile Data is now ON"
+    )
+    assert all("Mobile Data is now" not in (m.content or "") for view in agent.seen for m in view)
+    assert traj.final_changed["device"]["customer"]["data_enabled"] is True
