@@ -95,3 +95,19 @@ def test_a_bad_user_db_is_named(telecom_dir, tmp_path):
     (tmp_path / "user_db.json").write_text(json.dumps(user_db))
     with pytest.raises(ValueError, match=r"user_db.json: field device.network_mode_preference"):
         write_replay(tmp_path, tmp_path / "out.jsonl", domain="telecom")
+
+
+def test_import_tau2_keeps_set_up_assertions_and_each_action_s_side(telecom_dir, tmp_path):
+    from pipeline.dataset.io import read_tasks
+
+    out = tmp_path / "tasks.jsonl"
+    args = ["tasks", "import-tau2", "--domain", str(telecom_dir), "--split", "test", "--out", str(out)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    tasks = read_tasks(out)
+    assert len(tasks) == 40
+    assert all(t.customer_user_id == "C1001" and t.user_script.known.phone == "555-123-2002" for t in tasks)
+    assert all(t.evaluation.env_assertions and t.initial_state["initialization_actions"] for t in tasks)
+    sides = {a.requestor for t in tasks for a in t.gold_actions}
+    assert sides == {"user", "assistant"}
+    assert {tuple(t.evaluation.reward_basis) for t in tasks} <= {("ENV_ASSERTION",), ("ENV_ASSERTION", "ACTION")}
