@@ -264,3 +264,25 @@ def test_a_tau2_llm_customer_gets_the_phone_tools_through_its_endpoint(loaded):
     )
     assert all("Mobile Data is now" not in (m.content or "") for view in agent.seen for m in view)
     assert traj.final_changed["device"]["customer"]["data_enabled"] is True
+
+
+def test_a_fix_claimed_and_never_verified_is_plan_adherence(loaded):
+    from pipeline.grading.failure_modes import analyze
+
+    world, tasks = loaded
+    task = tasks[REFUEL_TASK]
+    agent = ScriptAgent(
+        [
+            Message(role="assistant", tool_calls=[_call(1, "get_customer_by_phone", phone_number="555-123-2002")]),
+            Message(role="assistant", content="Your data should work now, it is fixed."),
+        ]
+    )
+    user = ScriptUser([UserReply(content="My data does not work."), UserReply(content="###STOP###", stop=True)])
+    traj = run_episode(world, task, agent, user)
+    analysis = analyze(task, traj, grade(world, task, traj))
+    assert analysis.modes == ["plan_adherence"]
+    assert "never verified on the phone" in analysis.evidence["plan_adherence"][0]
+    # an episode that met every assertion names no unverified fix (whatever else it did wrong)
+    _, _, fixed = _fixing_episode(world, task)
+    evidence = analyze(task, fixed, grade(world, task, fixed)).evidence
+    assert not any("never verified" in line for lines in evidence.values() for line in lines)
