@@ -111,3 +111,17 @@ def test_import_tau2_keeps_set_up_assertions_and_each_action_s_side(telecom_dir,
     sides = {a.requestor for t in tasks for a in t.gold_actions}
     assert sides == {"user", "assistant"}
     assert {tuple(t.evaluation.reward_basis) for t in tasks} <= {("ENV_ASSERTION",), ("ENV_ASSERTION", "ACTION")}
+
+
+def test_task_validation_knows_each_side_s_tools(telecom_dir):
+    from pipeline.dataset.task import Action
+    from pipeline.dataset.validate import task_problems
+    from pipeline.domains.telecom.tau2 import Tau2Telecom
+
+    world, tasks = Tau2Telecom().load(telecom_dir)
+    assert task_problems(world, tasks) == []
+    task = next(t for t in tasks if any(a.requestor == "user" for a in t.gold_actions))
+    wrong = task.model_copy(update={"gold_actions": [Action(name="refuel_data", requestor="user")]})
+    assert task_problems(world, [wrong]) == [
+        f"task {task.id!r}: field gold_actions.0.name: unknown tool 'refuel_data' of the customer's"
+    ]
