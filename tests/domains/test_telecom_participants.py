@@ -15,7 +15,7 @@ from pipeline.rollout.runner import Limits, run_episode
 from pipeline.users.registry import make_user
 
 TELECOM_DIR = Path(__file__).resolve().parents[2] / ".." / "shared" / "tau2_telecom"
-LIMITS = Limits(max_turns=120, max_tool_calls=60)
+LIMITS = Limits(max_turns=60)
 
 
 @pytest.fixture(scope="module")
