@@ -286,3 +286,15 @@ def test_a_fix_claimed_and_never_verified_is_plan_adherence(loaded):
     _, _, fixed = _fixing_episode(world, task)
     evidence = analyze(task, fixed, grade(world, task, fixed)).evidence
     assert not any("never verified" in line for lines in evidence.values() for line in lines)
+
+
+def test_a_set_up_switch_already_in_place_is_toggled_twice_with_its_searches(loaded):
+    from pipeline.dataset.task import Action
+    from pipeline.world.setup import run_setup_action
+
+    world, _ = loaded
+    session = world.session()
+    assert session.get("device", "customer").network_signal_strength == "good"  # the pristine phone, never searched
+    run_setup_action(session, Action(name="turn_roaming_off", requestor="user"))  # roaming is off already
+    phone = session.get("device", "customer")
+    assert not phone.roaming_enabled and phone.network_signal_strength == "excellent"  # searched: 5G, excellent
