@@ -1,14 +1,18 @@
-"""Grading time per task on τ²-bench gold trajectories — retail's 114 and airline's 50, side by side — against a
-τ²-bench-style evaluator.
+"""Grading time per task on τ²-bench gold trajectories — retail's 114, airline's 50 and telecom's 114, side by
+side — against a τ²-bench-style evaluator.
 
 Each task's trajectory is its gold actions as assistant tool calls, with an ask-and-"yes" exchange before
 every write (so the confirmation check passes). τ² gold trajectories have no authentication step (tasks
 70-113 hold only writes), so for tasks from τ²-bench the episode starts with the task's customer already
 authenticated, for the recorded episode and for the grader's replay alike.
 
+Telecom (dual control): each episode starts from the task's set-up on both sides; a gold action the customer
+makes is the customer's own call (the agent asks, the customer acts); the verdict's env assertions are checked.
+
 Baseline: what τ²-bench's evaluator does per task: for the gold replay and again for the trajectory
-replay, rebuild the database from db.json (json.load + pydantic validation + deep copy), run the calls on
-it, hash the whole database, and compare the two hashes.
+replay, rebuild the database from db.json (json.load + pydantic validation + deep copy; both databases and
+the set-up where the domain has dual control), run the calls on it, hash the whole database, and compare the
+two hashes.
 
 Ours is timed cold (expected-state cache empty: gold replay included) and warm (cache hit, as for the
 second and later trials of a task). Loading the world once is reported separately. Everything goes through
@@ -31,10 +35,11 @@ from pathlib import Path
 from pipeline.dataset.task import Action, Task
 from pipeline.grading.grader import clear_expected_cache, grade, verdict_summary
 from pipeline.rollout.runner import run_tool_call
-from pipeline.rollout.trajectory import Message, ToolCall, Trajectory
+from pipeline.rollout.trajectory import CustomerCall, Message, ToolCall, Trajectory
 from pipeline.tau2.data import tau2_data_dir
 from pipeline.world.registry import domain_of_directory
 from pipeline.world.replay import replay_actions
+from pipeline.world.setup import start_session
 from pipeline.world.tables import World, sha256_json
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,9 +52,17 @@ def start_user(task: Task) -> str | None:
 
 def gold_trajectory(world: World, task: Task) -> Trajectory:
     """The gold actions as an episode, recorded the way the runner records one."""
-    session = world.session(authenticated_user_id=start_user(task))
+    session = start_session(world, task, authenticated_user_id=start_user(task))
     messages = [Message(role="user", content="Hi, I need help.")]
+    customer_calls: list[CustomerCall] = []
     for i, action in enumerate(task.gold_actions):
+        if world.side_of(action.requestor) == "user":  # the agent asks, the customer acts on their phone
+            messages.append(Message(role="assistant", content=f"Please {action.name} on your phone."))
+            call = ToolCall(id=f"user_{i}", name=action.name, arguments=action.arguments)
+            result = run_tool_call(session, call, requestor="user")
+            customer_calls.append(CustomerCall(at=len(messages), call=call, result=result))
+            messages.append(Message(role="user", content="Done."))
+            continue
         if world.tools[action.name].kind == "write":
             messages.append(Message(role="assistant", content=f"I will run {action.name}({action.arguments}). OK?"))
             messages.append(Message(role="user", content="Yes, go ahead."))
@@ -63,16 +76,18 @@ def gold_trajectory(world: World, task: Task) -> Trajectory:
         user="gold",
         world=world.name,
         messages=messages,
+        customer_calls=customer_calls,
         world_log=[e.to_dict() for e in session.log],
         final_changed=session.changed(),
         final_hash=session.state_hash(),
     )
 
 
-def tau2_style_db_hash(domain_dir: Path, actions, user_id: str | None) -> str:
-    """One τ²-bench check: fresh database from disk (parsed and validated), replay, hash of the whole database."""
+def tau2_style_db_hash(domain_dir: Path, actions, user_id: str | None, task: Task) -> str:
+    """One τ²-bench check: fresh database from disk (parsed and validated), set-up, replay, hash of the whole
+    database."""
     world = copy.deepcopy(domain_of_directory(domain_dir).load(str(domain_dir)))
-    session = replay_actions(world, actions, user_id)
+    session = replay_actions(world, actions, user_id, task=task)
     full = world.to_dict()
     for table, records in session.changed().items():
         full[table].update(records)
@@ -80,9 +95,9 @@ def tau2_style_db_hash(domain_dir: Path, actions, user_id: str | None) -> str:
 
 
 def tau2_style_grade(domain_dir: Path, task: Task, traj: Trajectory) -> bool:
-    calls = [Action(name=c.name, arguments=c.arguments or {}) for c in traj.tool_calls()]
-    gold = tau2_style_db_hash(domain_dir, task.gold_actions, task.customer_user_id)
-    actual = tau2_style_db_hash(domain_dir, calls, start_user(task))
+    calls = [Action(name=e["name"], arguments=e["arguments"], requestor=e.get("requestor")) for e in traj.world_log]
+    gold = tau2_style_db_hash(domain_dir, task.gold_actions, task.customer_user_id, task)
+    actual = tau2_style_db_hash(domain_dir, calls, start_user(task), task)
     return gold == actual
 
 
@@ -118,6 +133,8 @@ def bench_domain(domain_dir: Path, rounds: int, baseline_tasks: int) -> dict:
         "tasks": len(tasks),
         "passed": len(tasks) - len(failed),
         "failed": failed,
+        "env_assertions_met": sum(1 for v in verdicts if (c := v.component("env_assertions")) and c.passed),
+        "tau2_reward_1": sum(1 for v in verdicts if v.tau2 is not None and v.tau2.reward == 1.0),
         "baseline_tasks": len(base_tasks),
         "baseline_agrees_on_state": agree,
         "world_load_s": round(load_s, 3),
@@ -135,14 +152,14 @@ def main() -> None:
         "--domain",
         type=Path,
         action="append",
-        help="A τ²-bench domain directory (repeatable; default: ../shared/tau2_retail and ../shared/tau2_airline).",
+        help="A τ²-bench domain directory (repeatable; default: ../shared/tau2_retail, tau2_airline, tau2_telecom).",
     )
     parser.add_argument("--rounds", type=int, default=5, help="Timed rounds of our grader (median reported).")
     parser.add_argument("--baseline-tasks", type=int, default=0, help="Limit the baseline to N tasks (0 = all).")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "grading.json")
     args = parser.parse_args()
     load = os.getloadavg()
-    dirs = args.domain or [tau2_data_dir("retail"), tau2_data_dir("airline")]
+    dirs = args.domain or [tau2_data_dir("retail"), tau2_data_dir("airline"), tau2_data_dir("telecom")]
     results = [bench_domain(d, args.rounds, args.baseline_tasks) for d in dirs]
     print(
         f"{'domain':<10}{'tasks':>6}{'pass':>6}{'load s':>8}{'τ²-style ms':>13}{'cold ms':>9}{'warm ms':>9}"

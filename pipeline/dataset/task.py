@@ -54,6 +54,16 @@ class KnownInfo(Strict):
     last_name: str | None = None
     zip: str | None = Field(default=None, description="Zip code of their default address.")
     user_id: str | None = Field(default=None, description="Their user id, if they happen to know it.")
+    phone: str | None = Field(
+        default=None, description="Their phone number (telecom identifies by it); left out of the JSON when unset."
+    )
+
+    @model_serializer(mode="wrap")
+    def _drop_unset_phone(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        if isinstance(data, dict) and data.get("phone") is None:
+            data.pop("phone", None)
+        return data
 
 
 class Request(Strict):
@@ -114,6 +124,17 @@ class Scenario(Strict):
     text: str | None = Field(default=None, description="Instructions given as one free text instead of sections.")
 
 
+class EnvAssertion(Strict):
+    """A check on the final state of one side (τ²-bench's env assertion): the domain's function `func_name` on the
+    `env_type` side's state must return `assert_value`."""
+
+    env_type: Literal["assistant", "user"] = Field(description="The side whose state is checked.")
+    func_name: str = Field(description="The domain's assertion function, e.g. 'assert_can_send_mms'.")
+    arguments: dict[str, Any] = Field(default_factory=dict, description="Its arguments by name.")
+    assert_value: bool = Field(default=True, description="What the function must return.")
+    message: str | None = Field(default=None, description="What the assertion means, if given.")
+
+
 class Evaluation(Strict):
     """τ²-bench's evaluation criteria beside the gold actions (what its reward reads)."""
 
@@ -124,6 +145,16 @@ class Evaluation(Strict):
         description="Reward components multiplied: DB, ... (None: not given, τ²-bench's default DB and COMMUNICATE;"
         " []: none, the reward is 1).",
     )
+    env_assertions: list[EnvAssertion] = Field(
+        default_factory=list, description="Checks on the final state of either side; left out of the JSON when none."
+    )
+
+    @model_serializer(mode="wrap")
+    def _drop_no_assertions(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        if isinstance(data, dict) and not data.get("env_assertions"):
+            data.pop("env_assertions", None)
+        return data
 
 
 class UserScript(Strict):

@@ -14,6 +14,7 @@ from pathlib import Path
 from pipeline.dataset.io import TaskFileError
 from pipeline.dataset.task import OrderStatusCheck, Task, ToolNotCalledCheck
 from pipeline.world.replay import replay_gold
+from pipeline.world.setup import TaskSetupError
 from pipeline.world.tables import World, WorldLoadError
 
 # refusals of a gold call that mean the task is wrong, not the agent (a write on a missing record, or after the
@@ -50,15 +51,24 @@ def _problems(world: World, task: Task) -> list[str]:
     if task.world != world.name:
         return [f"field world: the task is written for world {task.world!r}, not {world.name!r}"]
     out: list[str] = []
-    tools = world.tools.tools
     if task.customer_user_id is not None and not any(
         task.customer_user_id in world.table(t) for t in world.table_names
     ):
         out.append(f"field customer_user_id: no record {task.customer_user_id!r} in world {world.name!r}")
-    unknown = [(i, a.name) for i, a in enumerate(task.gold_actions) if a.name not in tools]
-    out += [f"field gold_actions.{i}.name: unknown tool {name!r}" for i, name in unknown]
+    unknown = [
+        (i, a.name, world.side_of(a.requestor))
+        for i, a in enumerate(task.gold_actions)
+        if a.name not in world.tools_of(world.side_of(a.requestor)).tools
+    ]
+    out += [
+        f"field gold_actions.{i}.name: unknown tool {name!r}" + (" of the customer's" if side == "user" else "")
+        for i, name, side in unknown
+    ]
     if not unknown:
-        session = replay_gold(world, task)
+        try:
+            session = replay_gold(world, task)
+        except TaskSetupError as exc:
+            return [*out, f"field initial_state: {exc}"]
         for i, event in enumerate(session.log):
             bad = _BAD_WRITE if event.kind == "write" else _BAD_ANY
             if not event.ok and event.error_category in bad:

@@ -22,6 +22,10 @@ Evidence rules, each tied to the message where it shows:
   payment; an assistant message stating a status for an order that contradicts the status the
   tools last showed; a completion claim right after a refused write that nothing else explains.
 
+Dual control (a customer who holds tools): a message that says the issue is fixed or resolved while the end state
+fails an env assertion is plan adherence when the customer's phone was not checked after the agent's last change
+(the fix was claimed, never verified).
+
 A trial the judge's review finds the user simulator to blame for (it stopped before its goal, leaked its
 instructions, asked for something its scenario does not) names no agent mode: it is its own category.
 
@@ -32,6 +36,7 @@ specific explanation first).
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import Field
@@ -96,7 +101,7 @@ def analyze(task: Task, trajectory: Trajectory, verdict: Verdict) -> FailureAnal
             looked_complete=looked_complete(timeline),
             user_simulator=review.details or ["the judge found the user simulator at fault"],
         )
-    found = find_modes(timeline, vocabulary)
+    found = find_modes(timeline, vocabulary) + unverified_fixes(trajectory, verdict)
     modes = [m for m in FAILURE_MODES if any(f.mode == m for f in found)]
     evidence: dict[str, list[str]] = {}
     for f in found:
@@ -110,6 +115,30 @@ def analyze(task: Task, trajectory: Trajectory, verdict: Verdict) -> FailureAnal
         signature=signatures(task, timeline, verdict, vocabulary),  # type: ignore[arg-type]
         looked_complete=looked_complete(timeline),
     )
+
+
+_FIXED = re.compile(r"\b(fixed|resolved|should (now )?work|working (again|now)|all set)\b", re.IGNORECASE)
+
+
+def unverified_fixes(trajectory: Trajectory, verdict: Verdict) -> list[Finding]:
+    """Dual control: the agent says the issue is fixed, the end state fails an env assertion, and the customer did
+    not check their phone after the agent's last change before that message."""
+    env = verdict.component("env_assertions")
+    if env is None or env.passed:
+        return []
+    checked_at = [c.at for c in trajectory.customer_calls]
+    out = []
+    last_change = -1
+    for pos, m in enumerate(trajectory.messages):
+        if m.role == "assistant" and m.tool_calls:
+            last_change = pos
+        claim = m.role == "assistant" and not m.tool_calls and bool(m.content) and bool(_FIXED.search(m.content or ""))
+        if claim and not any(last_change < at <= pos for at in checked_at):
+            unmet = "; ".join(env.details[:2])
+            out.append(
+                Finding(pos, "plan_adherence", f"says the issue is fixed, never verified on the phone ({unmet})")
+            )
+    return out[:1]
 
 
 def dominant_mode(found: list[Finding]) -> str | None:

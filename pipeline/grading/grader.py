@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.dataset.task import Task
@@ -24,8 +24,10 @@ from pipeline.grading.verdict import ComponentResult, Verdict
 from pipeline.rollout.protocols import InfrastructureError
 from pipeline.rollout.runner import NOT_RUN, Limits, not_run_message, run_tool_call
 from pipeline.rollout.trajectory import Message, Trajectory
+from pipeline.world.assertions import check_assertions
 from pipeline.world.replay import replay_gold
-from pipeline.world.tables import World, sha256_json
+from pipeline.world.setup import start_session
+from pipeline.world.tables import Session, World, sha256_json
 
 log = logging.getLogger(__name__)
 CACHE_SIZE = 4096
@@ -49,6 +51,13 @@ class ReplayedState:
     tool_messages: list[Message]
     changed: dict[str, dict[str, dict]]
     hash: str
+    customer_results: list[Message] = field(default_factory=list)
+    session: Session | None = None
+
+    @property
+    def agent_log(self) -> list[dict[str, Any]]:
+        """The agent's own calls (the customer's, in a domain with dual control, are not the agent's doing)."""
+        return [e for e in self.log if e.get("requestor", "assistant") == "assistant"]
 
 
 _cache: OrderedDict[tuple[str, str, str], ExpectedState] = OrderedDict()
@@ -57,7 +66,10 @@ _cache_lock = threading.Lock()
 
 def expected_state(world: World, task: Task) -> ExpectedState:
     """The task's gold actions replayed as its customer; LRU-cached per (world, task id, gold actions)."""
-    gold = sha256_json({"user": task.customer_user_id, "actions": [a.model_dump() for a in task.gold_actions]})
+    gold = sha256_json(
+        {"user": task.customer_user_id, "actions": [a.model_dump() for a in task.gold_actions]}
+        | ({"setup": task.initial_state} if task.initial_state else {})
+    )
     key = (world.fingerprint, task.id, gold)
     with _cache_lock:
         hit = _cache.get(key)
@@ -81,21 +93,42 @@ def clear_expected_cache() -> None:
         _cache.clear()
 
 
-def replay_trajectory(world: World, trajectory: Trajectory, authenticated_user_id: str | None = None) -> ReplayedState:
-    """Re-run every assistant tool call, in order, exactly as the episode runner does.
+def replay_trajectory(
+    world: World, trajectory: Trajectory, authenticated_user_id: str | None = None, task: Task | None = None
+) -> ReplayedState:
+    """Re-run every tool call, in order, exactly as the episode runner does: from the task's starting state, the
+    agent's calls and (dual control) the customer's own, each on its side, interleaved as they happened.
 
     The calls the runner left unrun at the end of the episode (its tool-call budget used up: the tail of tool
     messages reads `NOT_RUN`) are left unrun here too; the tool-budget check counts them.
     """
-    session = world.session(authenticated_user_id=authenticated_user_id)
+    session = start_session(world, task, authenticated_user_id=authenticated_user_id)
     calls = trajectory.tool_calls()
     recorded = [m.content for m in trajectory.messages if m.role == "tool"]
     tail = len(calls)
     while tail > 0 and tail <= len(recorded) and recorded[tail - 1] == NOT_RUN:
         tail -= 1
-    tool_messages = [run_tool_call(session, c) if i < tail else not_run_message(c) for i, c in enumerate(calls)]
+    customer = sorted(trajectory.customer_calls, key=lambda c: c.at)
+    tool_messages: list[Message] = []
+    customer_results: list[Message] = []
+    j = 0
+    for i, message in enumerate([*trajectory.messages, None]):
+        while j < len(customer) and (message is None or customer[j].at <= i):
+            customer_results.append(run_tool_call(session, customer[j].call, requestor="user"))
+            j += 1
+        if message is not None and message.role == "assistant":
+            for c in message.tool_calls:
+                n = len(tool_messages)
+                tool_messages.append(run_tool_call(session, c) if n < tail else not_run_message(c))
     changed = session.changed()
-    return ReplayedState([e.to_dict() for e in session.log], tool_messages, changed, _state_hash(world, changed))
+    return ReplayedState(
+        [e.to_dict() for e in session.log],
+        tool_messages,
+        changed,
+        _state_hash(world, changed),
+        customer_results,
+        session,
+    )
 
 
 def _state_hash(world: World, changed: dict) -> str:
@@ -117,6 +150,10 @@ def check_replay_consistency(trajectory: Trajectory, replayed: ReplayedState) ->
         fields = [f for f in ("tool_call_id", "name", "content", "error") if getattr(got, f) != getattr(want, f)]
         if fields:
             problems.append(f"tool message {i} ({want.name}) differs from the replay in {', '.join(fields)}")
+    for i, (got, want) in enumerate(zip(trajectory.customer_calls, replayed.customer_results, strict=True)):
+        fields = [f for f in ("name", "content", "error") if getattr(got.result, f) != getattr(want, f)]
+        if fields:
+            problems.append(f"customer call {i} ({want.name}) differs from the replay in {', '.join(fields)}")
     has_record = bool(trajectory.final_hash or trajectory.world_log or _nonempty(trajectory.final_changed))
     if has_record:
         if trajectory.world_log != replayed.log:
@@ -159,7 +196,7 @@ def grade(
         return _infra_verdict(trajectory, f"infrastructure error: {trajectory.error or 'unknown'}")
     limits = limits or Limits()
     expected = expected_state(world, task)
-    replayed = replay_trajectory(world, trajectory, authenticated_user_id)
+    replayed = replay_trajectory(world, trajectory, authenticated_user_id, task)
     diagnostics = [f"gold action refused: {f}" for f in expected.failed_actions]
 
     state_ok = replayed.hash == expected.hash
@@ -171,7 +208,7 @@ def grade(
         components += run_static_checks(
             StaticInput(
                 world,
-                replayed.log,
+                replayed.agent_log,
                 replayed.changed,
                 trajectory.messages,
                 limits.max_tool_calls,
@@ -181,7 +218,22 @@ def grade(
         )
     except InfrastructureError as exc:
         return _infra_verdict(trajectory, f"judge unavailable: {exc}")
-    components += evaluate_task_checks(task.checks, world, replayed.log, replayed.changed)
+    components += evaluate_task_checks(task.checks, world, replayed.agent_log, replayed.changed)
+    assertions = task.evaluation.env_assertions if task.evaluation is not None else []
+    if assertions:
+        results = check_assertions(replayed.session, assertions)
+        components.append(
+            ComponentResult(
+                name="env_assertions",
+                passed=all(r.met for r in results),
+                details=[
+                    f"{r.env_type} {r.func_name}({', '.join(f'{k}={v!r}' for k, v in r.arguments.items())})"
+                    f" is not {r.assert_value}" + (f" ({r.error})" if r.error else "")
+                    for r in results
+                    if not r.met
+                ],
+            )
+        )
     consistency = check_replay_consistency(trajectory, replayed)
     components.append(consistency)
     if not consistency.passed:

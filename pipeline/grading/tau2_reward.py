@@ -17,7 +17,10 @@ not given is DB and COMMUNICATE, an empty one, or a τ²-bench task without crit
   its commas removed (substring match, no judge);
 - NL_ASSERTION: the judge (when one is configured) checks the task's `nl_assertions` on the transcript; without
   a judge the component is left out of the product and listed in `unjudged`;
-- ENV_ASSERTION: our tasks carry no environment assertions (the importers refuse them), so it scores 1.
+- ENV_ASSERTION: each of the task's env assertions (a domain function on one side's final state, dual control)
+  must return its `assert_value`, on the state the conversation's writes replayed from the task's set-up reach
+  (both sides' writes, in order, the domain's synchronisation after each); 1 when all hold (or there are none),
+  else 0. ACTION then matches a customer-side gold action against the customer's own calls.
 
 Our own tasks (no τ²-bench criteria at all) are scored on DB and COMMUNICATE. `Tau2Config.upstream_tools` replays
 both sides with τ²-bench's tool behaviour where the domain names quirks of it (`Domain.tau2_quirks`; retail:
@@ -39,6 +42,8 @@ from pipeline.grading.judge import Judge, is_enabled
 from pipeline.grading.verdict import Tau2Check, Tau2Result
 from pipeline.rollout.trajectory import USER_ENDED, Message, Trajectory
 from pipeline.tau2.criteria import DEFAULT_BASIS
+from pipeline.world.assertions import check_assertions
+from pipeline.world.setup import start_session
 from pipeline.world.tables import Session, ToolEvent, World, sha256_json
 from pipeline.world.tools import execute
 
@@ -46,7 +51,7 @@ VerdictName = Literal["strict", "tau2"]
 VERDICTS: tuple[str, ...] = VerdictName.__args__  # type: ignore[attr-defined]
 REWARD_TYPES = ("DB", "ENV_ASSERTION", "ACTION", "COMMUNICATE", "NL_ASSERTION")
 EVALUATED_TERMINATIONS = frozenset({"agent_stop", *USER_ENDED})  # τ²-bench's AGENT_STOP and USER_STOP
-_INITIAL_STATE_FIELDS = ("initialization_data", "initialization_actions", "message_history")
+_INITIAL_STATE_FIELDS = ("initialization_data", "message_history")
 _CACHE_SIZE = 4096
 
 
@@ -68,38 +73,58 @@ class Tau2Config(BaseModel):
     )
 
 
-def _run(session: Session, quirks: dict, name: str, arguments: Any) -> ToolEvent:
-    quirk = quirks.get(name)
+def _run(session: Session, quirks: dict, name: str, arguments: Any, requestor: str = "assistant") -> ToolEvent:
+    quirk = quirks.get(name) if requestor == "assistant" else None
     if quirk is None:
-        return execute(session, name, arguments)
+        return execute(session, name, arguments, requestor)
     return quirk(session, arguments, lambda: execute(session, name, arguments))
 
 
-def replay_calls(world: World, calls: Iterable[tuple[str, Any]], upstream_tools: bool = False) -> Session:
-    """Run (name, arguments) calls in order in a fresh session with no authorization rule."""
-    session = world.session()
+def replay_calls(
+    world: World, calls: Iterable[tuple], upstream_tools: bool = False, task: Task | None = None
+) -> Session:
+    """Run (name, arguments[, requestor]) calls in order in a fresh session (in `task`'s starting state, when
+    given) with no authorization rule."""
+    session = start_session(world, task)
     session.authorize = False
     quirks = dict(world.domain.tau2_quirks()) if upstream_tools else {}
-    for name, arguments in calls:
-        _run(session, quirks, name, arguments)
+    for name, arguments, *side in calls:
+        _run(session, quirks, name, arguments, world.side_of(side[0] if side else None))
     return session
 
 
-def replay_trajectory(world: World, trajectory: Trajectory, upstream_tools: bool = False) -> tuple[Session, list[str]]:
-    """τ²-bench's predicted environment: the conversation's writes replayed in order with no authorization rule
-    (reads, unknown tools and unparsed calls change nothing and are skipped, as τ²-bench skips non-mutating
-    calls), and the writes whose replayed outcome differs from the conversation's tool message."""
-    session = world.session()
+def _ordered_calls(trajectory: Trajectory) -> list[tuple[str, Any, Message | None]]:
+    """(requestor, call, the tool message its caller read) of both sides' calls, in the order they ran."""
+    answers = {m.tool_call_id: m for m in trajectory.messages if m.role == "tool" and m.tool_call_id is not None}
+    customer = sorted(trajectory.customer_calls, key=lambda c: c.at)
+    out: list[tuple[str, Any, Message | None]] = []
+    j = 0
+    for i, message in enumerate([*trajectory.messages, None]):
+        while j < len(customer) and (message is None or customer[j].at <= i):
+            out.append(("user", customer[j].call, customer[j].result))
+            j += 1
+        if message is not None and message.role == "assistant":
+            out += [("assistant", c, answers.get(c.id)) for c in message.tool_calls]
+    return out
+
+
+def replay_trajectory(
+    world: World, trajectory: Trajectory, upstream_tools: bool = False, task: Task | None = None
+) -> tuple[Session, list[str]]:
+    """τ²-bench's predicted environment: from the task's starting state, the conversation's writes (both sides',
+    dual control) replayed in order with no authorization rule (reads, unknown tools and unparsed calls change
+    nothing and are skipped, as τ²-bench skips non-mutating calls), and the writes whose replayed outcome differs
+    from the tool message their caller read."""
+    session = start_session(world, task)
     session.authorize = False
     quirks = dict(world.domain.tau2_quirks()) if upstream_tools else {}
-    answers = {m.tool_call_id: m for m in trajectory.messages if m.role == "tool" and m.tool_call_id is not None}
     diverged: list[str] = []
-    for call in trajectory.tool_calls():
-        spec = world.tools.tools.get(call.name)
+    for requestor, call, answer in _ordered_calls(trajectory):
+        tools = world.tools_of(requestor)
+        spec = tools.tools.get(call.name) if tools is not None else None
         if spec is None or spec.kind != "write" or call.arguments is None:
             continue
-        event = _run(session, quirks, call.name, call.arguments)
-        answer: Message | None = answers.get(call.id)
+        event = _run(session, quirks, call.name, call.arguments, requestor)
         if answer is not None and (event.ok == answer.error or (event.content or "") != (answer.content or "")):
             said = "refused" if answer.error else "ran"
             diverged.append(f"{call.name} (call {call.id}): the conversation's tool {said} it, the replay did not")
@@ -112,12 +137,14 @@ _gold_lock = threading.Lock()
 
 def gold_state(world: World, task: Task, upstream_tools: bool = False) -> tuple[dict, tuple[str, ...]]:
     """(end state of the replayed gold actions, the gold writes that failed); LRU-cached."""
-    key = (world.fingerprint, task.id, sha256_json([a.model_dump() for a in task.gold_actions]), upstream_tools)
+    gold = [a.model_dump() for a in task.gold_actions]
+    key = (world.fingerprint, task.id, sha256_json([gold, task.initial_state]), upstream_tools)
     with _gold_lock:
         if key in _gold:
             _gold.move_to_end(key)
             return _gold[key]
-    session = replay_calls(world, ((a.name, a.arguments) for a in task.gold_actions), upstream_tools)
+    calls = ((a.name, a.arguments, a.requestor) for a in task.gold_actions)
+    session = replay_calls(world, calls, upstream_tools, task)
     failed = tuple(f"{e.name}: {e.error}" for e in session.log if not e.ok and e.kind == "write")
     value = (session.changed(), failed)
     with _gold_lock:
@@ -127,15 +154,22 @@ def gold_state(world: World, task: Task, upstream_tools: bool = False) -> tuple[
     return value
 
 
-def _db(world: World, task: Task, trajectory: Trajectory, config: Tau2Config) -> tuple[Tau2Check, list[str]]:
+def _db(world: World, task: Task, trajectory: Trajectory, config: Tau2Config) -> tuple[Tau2Check, list[str], Session]:
     expected, failed = gold_state(world, task, config.upstream_tools)
-    session, diverged = replay_trajectory(world, trajectory, config.upstream_tools)
+    session, diverged = replay_trajectory(world, trajectory, config.upstream_tools, task)
     actual = session.changed()
     match = actual == expected
     details = [] if match else [f"end state differs from gold in {_differing(expected, actual)}"]
     if failed:
         details.append(f"gold replay incomplete ({'; '.join(failed)})" + ("; match not certified" if match else ""))
-    return Tau2Check(name="DB", reward=1.0 if match else 0.0, details=details), diverged
+    return Tau2Check(name="DB", reward=1.0 if match else 0.0, details=details), diverged, session
+
+
+def _env_assertions(task: Task, session: Session) -> Tau2Check:
+    assertions = task.evaluation.env_assertions if task.evaluation is not None else []
+    missed = [r for r in check_assertions(session, assertions) if not r.met]
+    details = [f"{r.env_type} {r.func_name}({r.arguments}) is not {r.assert_value}" for r in missed]
+    return Tau2Check(name="ENV_ASSERTION", reward=0.0 if missed else 1.0, details=details)
 
 
 def _differing(expected: dict, actual: dict) -> str:
@@ -174,12 +208,15 @@ def action_matches(name: str, arguments: dict, compare_args: list[str] | None, c
     return ours == {k: _as_json(v) for k, v in arguments.items() if k in keys}
 
 
-def _action(task: Task, trajectory: Trajectory) -> Tau2Check:
-    calls = trajectory.tool_calls()
+def _action(world: World, task: Task, trajectory: Trajectory) -> Tau2Check:
+    calls = {"assistant": trajectory.tool_calls(), "user": [c.call for c in trajectory.customer_calls]}
     missing = [
         a.name
         for a in task.gold_actions
-        if not any(action_matches(a.name, a.arguments, a.compare_args, c.name, c.arguments) for c in calls)
+        if not any(
+            action_matches(a.name, a.arguments, a.compare_args, c.name, c.arguments)
+            for c in calls[world.side_of(a.requestor)]
+        )
     ]
     share = 1.0 - len(missing) / len(task.gold_actions) if task.gold_actions else 1.0
     return Tau2Check(name="ACTION", reward=share, details=[f"no call matches gold {n}" for n in missing])
@@ -229,7 +266,7 @@ def tau2_reward(
             terminated_early=True,
             notes=[f"ended by {trajectory.termination}, neither the agent nor the user: not evaluated"],
         )
-    db, diverged = _db(world, task, trajectory, config)
+    db, diverged, predicted = _db(world, task, trajectory, config)
     if diverged and config.check_record:
         return Tau2Result(
             reward=0.0,
@@ -241,8 +278,8 @@ def tau2_reward(
         )
     checks = [
         db,
-        Tau2Check(name="ENV_ASSERTION", reward=1.0),
-        _action(task, trajectory),
+        _env_assertions(task, predicted),
+        _action(world, task, trajectory),
         _communicate(list(ev.communicate_info) if ev else [], trajectory),
     ]
     nl = _nl(task, list(ev.nl_assertions) if ev else [], trajectory, judge) if "NL_ASSERTION" in basis else None

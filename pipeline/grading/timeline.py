@@ -79,8 +79,9 @@ def _clean(text: str) -> str:
 
 
 def build_timeline(trajectory: Trajectory) -> Timeline:
-    """Messages and the world log, merged into one ordered list."""
-    events = trajectory.world_log
+    """Messages and the world log (the agent's own calls: a customer's calls, with dual control, are not the
+    agent's), merged into one ordered list."""
+    events = [e for e in trajectory.world_log if e.get("requestor", "assistant") == "assistant"]
     n_calls = sum(len(m.tool_calls) for m in trajectory.messages if m.role == "assistant")
     use_log = len(events) == n_calls and n_calls > 0
     if n_calls and not use_log:

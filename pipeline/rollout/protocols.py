@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from pipeline.dataset.task import Task
-from pipeline.rollout.trajectory import Message, Usage
+from pipeline.rollout.trajectory import Message, ToolCall, Usage
 
 
 class InfrastructureError(RuntimeError):
@@ -34,6 +34,8 @@ class EpisodeInfo:
     extra: dict = field(default_factory=dict)
     domain: str | None = None
     """The world's domain name, so a scripted participant can take its domain's phrasing and rules."""
+    user_tools: list[dict] = field(default_factory=list)
+    """Schemas of the tools the customer holds (dual control); empty when the customer only talks."""
 
 
 @dataclass
@@ -42,6 +44,9 @@ class UserReply:
     stop: bool = False
     usage: Usage = field(default_factory=Usage)
     termination: str | None = None  # with stop: user_stop (default), user_transfer or user_out_of_scope
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    """Calls of the customer's own tools (dual control): they run on the customer's side, their results come back
+    to the customer in the next `respond`, and the agent sees neither; `content` is then not said to the agent."""
 
 
 @runtime_checkable
@@ -61,7 +66,8 @@ class Agent(Protocol):
 @runtime_checkable
 class UserEpisode(Protocol):
     def respond(self, messages: list[Message]) -> UserReply:
-        """Next customer message (the first call opens the conversation)."""
+        """Next customer message (the first call opens the conversation). With dual control, `messages` also holds
+        the customer's own tool calls (role 'user' with tool_calls) and their results (role 'tool')."""
         ...
 
 

@@ -12,9 +12,19 @@ from pydantic import Field
 
 from pipeline.dataset.task import Task
 from pipeline.rollout.protocols import Agent, AgentEpisode, EpisodeInfo, InfrastructureError, User
-from pipeline.rollout.trajectory import Message, Strict, Timings, ToolCall, Trajectory, Usage
+from pipeline.rollout.trajectory import (
+    CustomerCall,
+    Message,
+    Strict,
+    Timings,
+    ToolCall,
+    Trajectory,
+    Usage,
+    customer_view,
+)
 from pipeline.users.persona import persona_for
 from pipeline.world.registry import domain_spec
+from pipeline.world.setup import start_session
 from pipeline.world.tables import Session, ToolEvent, World
 from pipeline.world.tools import execute
 
@@ -84,7 +94,8 @@ def episode_steps(
     (`pipeline.rollout.batch`); `run_episode` drives one.
     """
     limits = limits or Limits()
-    session = session or world.session()
+    session = session or start_session(world, task)
+    dual = world.user_tools is not None
     persona = persona_for(task, trial)
     info = EpisodeInfo(
         task=task,
@@ -94,6 +105,7 @@ def episode_steps(
         tools=world.tools.schemas(),
         persona=persona,
         domain=world.domain.name,
+        user_tools=world.user_tools.schemas() if dual else [],
     )
     traj = Trajectory(
         task_id=task.id,
@@ -116,11 +128,26 @@ def episode_steps(
         user_ep = user.start(info)
         termination = None
         while termination is None:
-            # -- the user speaks
-            t0 = time.perf_counter()
-            reply = user_ep.respond(messages)
-            timings.user_s += time.perf_counter() - t0
-            user_usage += reply.usage
+            # -- the user speaks (with dual control, after any calls of their own tools)
+            user_steps = 0
+            while True:
+                t0 = time.perf_counter()
+                reply = user_ep.respond(customer_view(messages, traj.customer_calls) if dual else messages)
+                timings.user_s += time.perf_counter() - t0
+                user_usage += reply.usage
+                if not (dual and reply.tool_calls) or reply.stop:
+                    break
+                for call in reply.tool_calls:
+                    t0 = time.perf_counter()
+                    result = run_tool_call(session, call, requestor="user")
+                    timings.tool_s += time.perf_counter() - t0
+                    traj.customer_calls.append(CustomerCall(at=len(messages), call=call, result=result))
+                user_steps += 1
+                if user_steps >= limits.max_steps_per_turn:
+                    termination = "turn_limit"
+                    break
+            if termination is not None:
+                break
             messages.append(Message(role="user", content=reply.content, usage=reply.usage))
             turns += 1
             if reply.stop:
@@ -176,15 +203,16 @@ def episode_steps(
     return traj
 
 
-def run_tool_call(session: Session, call: ToolCall) -> Message:
-    """Execute one call; malformed calls become tool errors the agent sees.
+def run_tool_call(session: Session, call: ToolCall, requestor: str = "assistant") -> Message:
+    """Execute one call on the `requestor`'s side; malformed calls become tool errors the caller sees.
 
     A call whose arguments do not parse keeps its tool's kind in the log: a garbled write is an attempted,
     malformed write (category 'malformed_arguments'), not a step of no kind.
     """
     if call.arguments is None:
         content = f"Error: could not parse the arguments of {call.name} as a JSON object: {call.raw_arguments!r}"
-        spec = session.world.tools.tools.get(call.name)
+        tools = session.world.tools_of(requestor)
+        spec = tools.tools.get(call.name) if tools is not None else None
         session.log.append(
             ToolEvent(
                 step=len(session.log),
@@ -195,10 +223,11 @@ def run_tool_call(session: Session, call: ToolCall) -> Message:
                 error=content[7:],
                 error_category=MALFORMED,
                 authenticated_user_id=session.authenticated_user_id,
+                requestor=requestor,
             )
         )
         return Message(role="tool", content=content, tool_call_id=call.id, name=call.name, error=True)
-    event = execute(session, call.name, call.arguments)
+    event = execute(session, call.name, call.arguments, requestor)
     return Message(role="tool", content=event.content, tool_call_id=call.id, name=call.name, error=not event.ok)
 
 

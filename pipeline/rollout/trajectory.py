@@ -79,6 +79,37 @@ class Message(Strict):
     latency_s: float | None = None
 
 
+class CustomerCall(Strict):
+    """A call of the customer's own tools (dual control), which the agent never sees."""
+
+    at: int = Field(ge=0, description="How many conversation messages there were when the customer made it.")
+    call: ToolCall
+    result: Message = Field(description="The tool message the customer read.")
+
+
+def customer_view(messages: list[Message], calls: list[CustomerCall]) -> list[Message]:
+    """The conversation as the customer saw it (dual control): the agent's and the customer's words, with the
+    customer's own calls and results where they happened (each call a 'user' message with tool_calls, then its
+    result). The agent's tool calls and results are the agent's alone and are left out."""
+    out: list[Message] = []
+    j = 0
+    for i in range(len(messages) + 1):
+        while j < len(calls) and calls[j].at == i:
+            c = calls[j]
+            out += [Message(role="user", tool_calls=[c.call]), c.result]
+            j += 1
+        if i < len(messages):
+            m = messages[i]
+            if m.role == "tool":
+                continue
+            if m.role == "assistant" and m.tool_calls:
+                if not (m.content or "").strip():
+                    continue
+                m = m.model_copy(update={"tool_calls": []})
+            out.append(m)
+    return out
+
+
 class Timings(Strict):
     started_at: float | None = Field(default=None, description="Unix time the episode began (for trace timelines).")
     wall_s: float = 0.0
@@ -100,6 +131,10 @@ class Trajectory(Strict):
     )
     messages: list[Message] = Field(default_factory=list)
     world_log: list[dict[str, Any]] = Field(default_factory=list, description="The world's ToolEvent log.")
+    customer_calls: list[CustomerCall] = Field(
+        default_factory=list,
+        description="The customer's own tool calls (dual control), in order; left out of the JSON when none.",
+    )
     final_changed: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="Records that differ from the base world at the end."
     )
@@ -109,6 +144,13 @@ class Trajectory(Strict):
     agent_usage: Usage = Field(default_factory=Usage)
     user_usage: Usage = Field(default_factory=Usage)
     timings: Timings = Field(default_factory=Timings)
+
+    @model_serializer(mode="wrap")
+    def _drop_no_customer_calls(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        if isinstance(data, dict) and not data.get("customer_calls"):
+            data.pop("customer_calls", None)
+        return data
 
     @property
     def infra_error(self) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.dataset.task import Evaluation, Task
+from pipeline.dataset.task import EnvAssertion, Evaluation, Task
 
 DEFAULT_BASIS = ("DB", "COMMUNICATE")  # τ²-bench's reward basis when a task names none
 
@@ -26,12 +26,32 @@ def _strings(task_id: str, field: str, value: Any) -> list[str]:
     return [str(v) for v in value]
 
 
-def unsupported_criteria(task_id: str, criteria: dict) -> None:
-    """Refuse criteria whose τ²-bench reward ours would silently get wrong: environment assertions (ours carry
-    none), and a DB basis without gold actions (τ²-bench then scores DB 1 whatever the agent did; ours could not
-    tell missing actions from an empty list)."""
-    if criteria.get("env_assertions"):
-        raise Tau2CriteriaError(f"task {task_id}: evaluation_criteria.env_assertions: not supported")
+def env_assertions(task_id: str, criteria: dict, known: set[tuple[str, str]] | None = None) -> list[EnvAssertion]:
+    """The criteria's env assertions, each one the domain can check (`known`: its (side, function) pairs; None or
+    empty: a domain without env assertions, which refuses any)."""
+    raw = criteria.get("env_assertions") or []
+    if raw and not known:
+        raise Tau2CriteriaError(f"task {task_id}: evaluation_criteria.env_assertions: not supported by this domain")
+    out = []
+    for i, a in enumerate(raw):
+        where = f"task {task_id}: evaluation_criteria.env_assertions[{i}]"
+        try:
+            assertion = EnvAssertion.model_validate({k: v for k, v in a.items() if k != "message" or v is not None})
+        except (ValueError, AttributeError) as exc:
+            raise Tau2CriteriaError(f"{where}: {exc}") from None
+        if (assertion.env_type, assertion.func_name) not in (known or set()):
+            raise Tau2CriteriaError(
+                f"{where}: {assertion.env_type}-side assertion {assertion.func_name!r}: not supported by this domain"
+            )
+        out.append(assertion)
+    return out
+
+
+def unsupported_criteria(task_id: str, criteria: dict, known: set[tuple[str, str]] | None = None) -> None:
+    """Refuse criteria whose τ²-bench reward ours would silently get wrong: environment assertions the domain cannot
+    check (`known`: the (side, function) pairs it can), and a DB basis without gold actions (τ²-bench then scores
+    DB 1 whatever the agent did; ours could not tell missing actions from an empty list)."""
+    env_assertions(task_id, criteria, known)
     basis = criteria.get("reward_basis")
     basis = DEFAULT_BASIS if basis is None else basis
     if criteria.get("actions") is None and ("DB" in basis or "ENV_ASSERTION" in basis):
@@ -41,14 +61,15 @@ def unsupported_criteria(task_id: str, criteria: dict) -> None:
         )
 
 
-def with_criteria(task: Task, raw: dict) -> Task:
-    """`task` with the evaluation criteria of the τ²-bench task record `raw` (same id)."""
+def with_criteria(task: Task, raw: dict, known: set[tuple[str, str]] | None = None) -> Task:
+    """`task` with the evaluation criteria of the τ²-bench task record `raw` (same id); `known` as for
+    `unsupported_criteria`."""
     criteria = raw.get("evaluation_criteria")
     if criteria is None:  # τ²-bench scores a task without criteria 1: an empty basis
         return task.model_copy(update={"evaluation": Evaluation(reward_basis=[])})
     if not isinstance(criteria, dict):
         raise Tau2CriteriaError(f"task {task.id}: evaluation_criteria: expected an object")
-    unsupported_criteria(task.id, criteria)
+    unsupported_criteria(task.id, criteria, known)
     actions = criteria.get("actions") or []
     if len(actions) != len(task.gold_actions):
         raise Tau2CriteriaError(
@@ -65,11 +86,12 @@ def with_criteria(task: Task, raw: dict) -> Task:
         communicate_info=_strings(task.id, "communicate_info", criteria.get("communicate_info")),
         nl_assertions=_strings(task.id, "nl_assertions", criteria.get("nl_assertions")),
         reward_basis=None if basis is None else _strings(task.id, "reward_basis", basis),
+        env_assertions=env_assertions(task.id, criteria, known),
     )
     return task.model_copy(update={"gold_actions": gold, "evaluation": evaluation})
 
 
-def apply_criteria(tasks: list[Task], raw_tasks: list[dict]) -> list[Task]:
+def apply_criteria(tasks: list[Task], raw_tasks: list[dict], known: set[tuple[str, str]] | None = None) -> list[Task]:
     """Every task with the criteria of the raw record of the same id (tasks without one are kept as they are)."""
     by_id = {str(r.get("id")): r for r in raw_tasks if isinstance(r, dict)}
-    return [with_criteria(t, by_id[t.id]) if t.id in by_id else t for t in tasks]
+    return [with_criteria(t, by_id[t.id], known) if t.id in by_id else t for t in tasks]

@@ -29,8 +29,10 @@ from pipeline.grading.tau2_reward import Tau2Config, VerdictName
 from pipeline.rollout.executor import TrialResult
 from pipeline.rollout.resume import atomic_write
 from pipeline.rollout.runner import run_tool_call
-from pipeline.rollout.trajectory import Message, ToolCall, Trajectory
+from pipeline.rollout.trajectory import CustomerCall, Message, ToolCall, Trajectory
 from pipeline.tau2.criteria import Tau2CriteriaError, apply_criteria
+from pipeline.world.assertions import known_assertions
+from pipeline.world.setup import start_session
 from pipeline.world.tables import World
 
 log = logging.getLogger(__name__)
@@ -112,9 +114,13 @@ def termination_of(reason: str) -> str:
     return "infra_error" if reason in NOT_EVALUABLE else "turn_limit"
 
 
-def to_trajectory(sim: Tau2Simulation, trial: int, world: World, agent: str, user: str) -> tuple[Trajectory, int]:
-    """The simulation as our Trajectory (tool calls replayed in `world`) and how many call outcomes differ."""
-    session = world.session()
+def to_trajectory(
+    sim: Tau2Simulation, trial: int, world: World, agent: str, user: str, task: Task | None = None
+) -> tuple[Trajectory, int]:
+    """The simulation as our Trajectory (tool calls replayed in `world`, from `task`'s set-up, each on the side
+    that made it) and how many call outcomes differ."""
+    session = start_session(world, task)
+    customer_calls: list[CustomerCall] = []
     recorded = {m.id: m.error for m in sim.messages or [] if m.role == "tool" and m.id is not None}
     messages: list[Message] = []
     differ = 0
@@ -123,12 +129,23 @@ def to_trajectory(sim: Tau2Simulation, trial: int, world: World, agent: str, use
             continue
         if m.role not in ("system", "user", "assistant"):
             raise Tau2ImportError(f"simulation {sim.id}: messages[{i}].role: unknown role {m.role!r}")
-        if m.role == "user" and m.tool_calls:
-            raise Tau2ImportError(f"simulation {sim.id}: messages[{i}]: user tool calls are not supported")
         calls = [
             ToolCall(id=c.id or f"call_{i}_{j}", name=c.name, arguments=c.arguments)
             for j, c in enumerate(m.tool_calls or [])
         ]
+        if m.role == "user" and calls:
+            if world.user_tools is None:
+                raise Tau2ImportError(
+                    f"simulation {sim.id}: messages[{i}]: user tool calls, but domain {world.domain.name!r} gives"
+                    " the customer no tools"
+                )
+            for call in calls:  # the customer's own calls: theirs alone, the agent never sees them
+                answer = run_tool_call(session, call, requestor="user")
+                differ += call.id in recorded and recorded[call.id] != answer.error
+                customer_calls.append(CustomerCall(at=len(messages), call=call, result=answer))
+            if m.content and m.content.strip():
+                messages.append(Message(role="user", content=m.content))
+            continue
         messages.append(Message(role=m.role, content=m.content, tool_calls=calls))  # type: ignore[arg-type]
         for call in calls:
             answer = run_tool_call(session, call)
@@ -144,6 +161,7 @@ def to_trajectory(sim: Tau2Simulation, trial: int, world: World, agent: str, use
         world=world.name,
         domain=world.domain.name,
         messages=messages,
+        customer_calls=customer_calls,
         world_log=[e.to_dict() for e in session.log],
         final_changed=session.changed(),
         final_hash=session.state_hash(),
@@ -166,7 +184,7 @@ def _tasks(results: Tau2Results, domain_dir: Path) -> tuple[World, dict[str, Tas
     if not raw:
         source, raw = "domain tasks.json", json.loads((domain_dir / "tasks.json").read_text(encoding="utf-8"))
     try:
-        tasks = apply_criteria(tasks, raw)
+        tasks = apply_criteria(tasks, raw, known_assertions(world.domain))
     except Tau2CriteriaError as exc:
         raise Tau2ImportError(f"{source}: {exc}") from None
     return world, {t.id: t for t in tasks}, source
@@ -209,7 +227,7 @@ def import_run(
         if (sim.task_id, trial) in keys:
             raise Tau2ImportError(f"{results_path}: simulations[{i}]: task {sim.task_id!r} trial {trial} appears twice")
         keys.add((sim.task_id, trial))
-        trajectory, n = to_trajectory(sim, trial, world, agent, user)
+        trajectory, n = to_trajectory(sim, trial, world, agent, user, task)
         differ += n
         v = grade(world, task, trajectory, tau2=tau2)
         if sim.reward_info is not None and v.tau2 is not None:

@@ -13,6 +13,7 @@ import random
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from pipeline.dataset.task import Request, Task
 from pipeline.rollout.protocols import EpisodeInfo, UserReply
@@ -93,6 +94,9 @@ class Phrasing:
     identity: Callable[[ScriptedUserEpisode, str], UserReply | None] | None = None
     """(episode, the agent's message in lower case) → the reply to an identity question, or None when it asks
     none; None: the retail rules (email, or name and zip when the email is forgotten)."""
+    episode: Callable[[EpisodeInfo], Any] | None = None
+    """A customer who plays the whole episode their own way (one who holds tools of their own, dual control):
+    `f(info)` → the user episode; None: the rules above."""
 
 
 DEFAULT_PHRASING = Phrasing()
@@ -122,6 +126,8 @@ class ScriptedUser:
     def start(self, info: EpisodeInfo) -> ScriptedUserEpisode:
         persona = info.persona or persona_for(info.task, info.trial)
         phrasing = self.phrasing or phrasing_of(info.domain)
+        if phrasing.episode is not None:
+            return phrasing.episode(info)
         return ScriptedUserEpisode(info.task, info.trial, persona, self.max_unproductive, self.max_turns, phrasing)
 
 

@@ -7,6 +7,11 @@ opens after the agent's greeting, and ends the chat with one of three signals: #
 up), ###TRANSFER### (handed to a human), ###OUT-OF-SCOPE### (the scenario does not say what to do next). Each
 signal becomes its own termination reason (`USER_SIGNALS`).
 
+With dual control (a domain whose customer holds tools, such as telecom's phone) the simulator is given those tools
+through the same endpoint and τ²-bench's conventions for a customer with tools (our wording): it acts on its
+phone when the agent asks, one action at a time, and answers from what its tools return. Its own calls and their
+results are in its view of the chat; the agent's calls are not.
+
 It talks to any OpenAI-compatible endpoint through the official `openai` SDK. The guideline text here is our
 own wording of those conventions. Settings (model, endpoint, sampling, a digest of the guidelines) are in
 `settings`, which the measure run records in usage.json.
@@ -18,10 +23,10 @@ import hashlib
 import logging
 from typing import Any
 
-from pipeline.agents.openai_format import text_of
+from pipeline.agents.openai_format import call_from_openai, call_to_openai, text_of
 from pipeline.dataset.task import Scenario, UserScript
 from pipeline.rollout.protocols import EpisodeInfo, InfrastructureError, UserReply
-from pipeline.rollout.trajectory import USER_SIGNALS, Message, Usage
+from pipeline.rollout.trajectory import USER_SIGNALS, Message, ToolCall, Usage
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +46,15 @@ Ending the chat (write the signal at the end of your last message):
 - When what you wanted is done, or you accept that it cannot be done, write {stop}.
 - When the agent transfers you to a human or another agent, write {transfer}.
 - When the conversation reaches a point your scenario gives you no way to handle, write {out_of_scope}.
+"""
+TOOLS_GUIDELINES = """
+You also hold a device (your phone) with tools of your own:
+- When the agent asks you to check or do something on your phone, do it with your tools: one action at a time,
+  exactly what was asked, then tell the agent what you saw, in your own words.
+- Never claim you did something you did not do with a tool, and never make up what a tool would show: answer
+  only from what your tools returned.
+- Do not act on your phone unasked, except to check whether your issue is solved.
+- The agent cannot see your phone, only what you write.
 """
 SECTIONS = (
     ("Persona", "persona"),
@@ -68,18 +82,29 @@ def scenario_prompt(script: UserScript) -> str:
     return scenario_text(script)
 
 
-def system_prompt(script: UserScript) -> str:
+def system_prompt(script: UserScript, with_tools: bool = False) -> str:
     stop, transfer, out = USER_SIGNALS
     guidelines = GUIDELINES.format(stop=stop, transfer=transfer, out_of_scope=out)
+    if with_tools:
+        guidelines += TOOLS_GUIDELINES
     return f"{guidelines}\n<scenario>\n{scenario_prompt(script)}\n</scenario>"
 
 
 def flipped(system: str, messages: list[Message]) -> list[dict[str, Any]]:
-    """The chat from the customer's side: the agent's text as `user`, the customer's as `assistant`."""
+    """The chat from the customer's side: the agent's text as `user`, the customer's as `assistant`; the customer's
+    own tool calls (dual control: 'user' messages with tool_calls) as the assistant's, their results as `tool`."""
     out: list[dict[str, Any]] = [{"role": "system", "content": system}, {"role": "user", "content": GREETING}]
+    own: set[str] = set()
     for m in messages:
-        if m.role == "user":
+        if m.role == "user" and m.tool_calls:
+            own.update(c.id for c in m.tool_calls)
+            out.append(
+                {"role": "assistant", "content": m.content, "tool_calls": [call_to_openai(c) for c in m.tool_calls]}
+            )
+        elif m.role == "user":
             out.append({"role": "assistant", "content": m.content or ""})
+        elif m.role == "tool" and m.tool_call_id in own:
+            out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content or ""})
         elif m.role == "assistant" and not m.tool_calls and m.content and m.content.strip():
             out.append({"role": "user", "content": m.content})
     return out
@@ -146,10 +171,15 @@ class Tau2LLMUser:
     def start(self, info: EpisodeInfo) -> Tau2LLMUserEpisode:
         return Tau2LLMUserEpisode(self, info)
 
-    def complete(self, messages: list[dict[str, Any]], seed: int) -> tuple[str, Usage]:
+    def complete(
+        self, messages: list[dict[str, Any]], seed: int, tools: list[dict] | None = None
+    ) -> tuple[str, Usage] | tuple[str, Usage, list[ToolCall]]:
+        """(text, usage), and the tool calls asked for when `tools` were offered."""
         from pipeline.agents.openai_errors import ContextLengthError
 
         body: dict[str, Any] = {"model": self.model, "messages": messages, "max_tokens": self.max_tokens, "seed": seed}
+        if tools:
+            body["tools"] = tools
         if self.temperature is not None:
             body["temperature"] = self.temperature
         try:
@@ -157,20 +187,34 @@ class Tau2LLMUser:
         except (InfrastructureError, ContextLengthError) as exc:  # the simulator's trouble is never the agent's
             raise InfrastructureError(f"user simulator {self.model} at {self.base_url}: {exc}") from None
         text = (text_of(completion.message.get("content")) or "").strip()
-        return text, completion.usage
+        if not tools:
+            return text, completion.usage
+        calls = [
+            call_from_openai(c, f"user_call_{seed}_{i}")
+            for i, c in enumerate(completion.message.get("tool_calls") or [])
+            if isinstance(c, dict)
+        ]
+        return text, completion.usage, calls
 
 
 class Tau2LLMUserEpisode:
     def __init__(self, user: Tau2LLMUser, info: EpisodeInfo) -> None:
         self.user = user
-        self.system = system_prompt(info.task.user_script)
+        self.tools = list(info.user_tools)
+        self.system = system_prompt(info.task.user_script, with_tools=bool(self.tools))
         digest = hashlib.sha256(f"tau2-user:{user.seed}:{info.task.id}:{info.trial}".encode()).digest()
         self.seed = int.from_bytes(digest[:4], "big") >> 1
         self.turns = 0
 
     def respond(self, messages: list[Message]) -> UserReply:
         self.turns += 1
-        text, usage = self.user.complete(flipped(self.system, messages), (self.seed + self.turns) % 2**31)
+        seed = (self.seed + self.turns) % 2**31
+        if self.tools:
+            text, usage, calls = self.user.complete(flipped(self.system, messages), seed, self.tools)
+            if calls:  # acting on the phone: the results come back to the simulator, not to the agent
+                return UserReply(content=text, usage=usage, tool_calls=calls)
+        else:
+            text, usage = self.user.complete(flipped(self.system, messages), seed)
         if not text:
             raise InfrastructureError(f"user simulator {self.user.model} returned an empty message")
         reason = signal_of(text)

@@ -86,6 +86,15 @@ class Domain(ABC):
     transfer, generic) and the function `f(session, **arguments)`; a refused call raises ToolError and changes
     nothing."""
 
+    # ---- dual control (a customer who holds tools of their own) -------------------------------------------------
+    user_tools: ToolRegistry | None = None
+    """The tools the customer holds (their phone, say), or None: the customer only talks. A call runs on the side
+    that made it; the other side's tools do not exist for it."""
+
+    user_tables: Mapping[str, type[BaseModel]] = {}
+    """The customer-side state: table name → record type, held in the world after `tables`. The agent's tools
+    never read it; the customer's tools and the synchronisation do."""
+
     @abstractmethod
     def load(self, ref: str) -> World | None:
         """The world a reference names, or None when the reference is not in a form this domain reads.
@@ -102,6 +111,21 @@ class Domain(ABC):
         """Authorization: the customer (user id) a record belongs to, or None for public records (a catalogue,
         flights). Private records may be read and written only by the customer authenticated in the conversation;
         the tools enforce it, the grader flags attempts."""
+
+    def synchronise(self, session: Any) -> None:
+        """Carry facts from one side's state to the other's (dual control); runs after every tool call and every
+        set-up action, inside the call's journal. Nothing by default."""
+        return None
+
+    def setup_functions(self) -> Mapping[str, ToolRegistry]:
+        """Functions a task's set-up actions may call that are not tools, by side ('assistant', 'user'); a set-up
+        action naming a tool of its side runs the tool. None by default."""
+        return {}
+
+    def env_assertions(self) -> Mapping[str, Mapping[str, Callable[..., bool]]]:
+        """Checks on a final state a task's env assertions name, by side then name: `f(session, **arguments)`
+        → bool. None by default."""
+        return {}
 
     def invariants(self) -> list[Invariant]:
         """Domain rules for the static checks (legal transitions, money ceilings, ...); none by default."""

@@ -22,6 +22,7 @@ from pipeline.world.tables import World, WorldLoadError
 BUILTIN_DOMAINS: dict[str, str] = {
     "retail": "pipeline.world.retail.domain:RETAIL",
     "airline": "pipeline.domains.airline.domain:AIRLINE",
+    "telecom": "pipeline.domains.telecom.domain:TELECOM",
 }
 DEFAULT_DOMAIN = "retail"
 """`world.domain`'s default, and the domain of records made before domains were named."""

@@ -40,8 +40,14 @@ class Record(BaseModel):
 
 
 def dump_record(record: BaseModel) -> dict:
-    """A record as τ²-bench JSON: unset optional fields are omitted, as in db.json."""
-    return record.model_dump(mode="json", exclude_none=True)
+    """A record as τ²-bench JSON: unset optional fields are omitted, as in db.json, unless the record type keeps
+    them (`keep_none = True`: a domain whose db.json writes every field, nulls included)."""
+    return record.model_dump(mode="json", exclude_none=not getattr(record, "keep_none", False))
+
+
+def dump_full(record: BaseModel) -> dict:
+    """A record with every field, nulls included."""
+    return record.model_dump(mode="json")
 
 
 class World:
@@ -66,6 +72,24 @@ class World:
     def tools(self):
         """The domain's tool registry (what the agent may call in this world)."""
         return self.domain.tools
+
+    @property
+    def user_tools(self):
+        """The tools the customer holds in this world (dual control), or None when the customer has none."""
+        return self.domain.user_tools
+
+    def side_of(self, requestor: str | None) -> str:
+        """The side a gold action's requestor names: 'user' only where the customer holds tools (a domain without
+        dual control runs every action as the agent's, as before requestors were read)."""
+        return "user" if requestor == "user" and self.domain.user_tools is not None else "assistant"
+
+    def tools_of(self, requestor: str | None):
+        """The registry of the side that makes a call: the agent's ('assistant', None) or the customer's ('user')."""
+        if requestor in (None, "assistant"):
+            return self.domain.tools
+        if requestor == "user":
+            return self.domain.user_tools
+        raise ValueError(f"unknown requestor {requestor!r}: expected 'assistant' or 'user'")
 
     def to_dict(self) -> dict:
         return {table: {k: dump_record(r) for k, r in recs.items()} for table, recs in self._tables.items()}
@@ -119,6 +143,7 @@ class ToolEvent:
     error_category: str | None = None  # invalid_arguments | not_found | precondition | unauthorized | transferred
     authenticated_user_id: str | None = None
     touched: list[tuple[str, str]] = field(default_factory=list)
+    requestor: str = "assistant"  # the side that made the call: "assistant" (the agent) or "user" (the customer)
 
     @property
     def content(self) -> str:
@@ -137,7 +162,7 @@ class ToolEvent:
             "error_category": self.error_category,
             "authenticated_user_id": self.authenticated_user_id,
             "touched": [list(t) for t in self.touched],
-        }
+        } | ({"requestor": self.requestor} if self.requestor != "assistant" else {})
 
 
 class Session:

@@ -144,13 +144,15 @@ class ToolRegistry:
         return frozenset(n for n, t in self.tools.items() if t.kind in kinds)
 
 
-def execute(s: Session, name: str, arguments: Any) -> ToolEvent:
+def execute(s: Session, name: str, arguments: Any, requestor: str = "assistant") -> ToolEvent:
     """Run one tool call of the session's world against it, atomically, and append it to the world's log.
 
-    Returns the logged event; `event.ok` tells success, `event.content` what the agent sees.
+    `requestor` is the side that makes the call: the agent ("assistant") or, in a domain with dual control, the
+    customer ("user"); only that side's tools exist for it. The domain's synchronisation runs after the call.
+    Returns the logged event; `event.ok` tells success, `event.content` what the caller sees.
     """
-    tools = s.world.tools
-    spec = tools.tools.get(name)
+    tools = s.world.tools_of(requestor)
+    spec = tools.tools.get(name) if tools is not None else None
     kind = spec.kind if spec else "generic"
     event = ToolEvent(
         step=len(s.log),
@@ -159,13 +161,15 @@ def execute(s: Session, name: str, arguments: Any) -> ToolEvent:
         kind=kind,
         ok=False,
         authenticated_user_id=s.authenticated_user_id,
+        requestor=requestor,
     )
     transferred = s.transferred
     s.begin_call()
     try:
         if spec is None:
-            raise ToolError(f"unknown tool {name!r}; available tools: {', '.join(tools.tools)}", "invalid_arguments")
-        if kind == "write" and transferred and s.authorize:
+            available = ", ".join(tools.tools) if tools is not None else "none"
+            raise ToolError(f"unknown tool {name!r}; available tools: {available}", "invalid_arguments")
+        if kind == "write" and transferred and s.authorize and requestor == "assistant":
             raise ToolError(
                 f"cannot run {name}: this conversation was transferred to a human agent; no change can be made"
                 " after a transfer",
@@ -185,5 +189,23 @@ def execute(s: Session, name: str, arguments: Any) -> ToolEvent:
         s.rollback_call()
         s.transferred = transferred
         event.error, event.error_category = f"internal error in {name}: {exc}", "internal"
+    synced = synchronise(s)
+    if synced:
+        event.touched = sorted(set(event.touched) | set(synced))
     s.log.append(event)
     return event
+
+
+def synchronise(s: Session) -> list[tuple[str, str]]:
+    """The domain's synchronisation step, atomically; the records it changed. A failure changes nothing and is
+    raised: the two sides no longer agree, which no episode may go on from."""
+    domain = s.world.domain
+    if not s.world.domain.user_tables:
+        return []
+    s.begin_call()
+    try:
+        domain.synchronise(s)
+    except Exception:
+        s.rollback_call()
+        raise
+    return s.commit_call()

@@ -89,7 +89,9 @@ def _small_domain(tau2_dir: Path, tmp_path: Path, tasks: list[dict], splits: dic
 def test_requestor_initial_state_and_persona_survive(tau2_dir, tmp_path):
     task = json.loads((tau2_dir / "tasks.json").read_text())[0]
     task["user_scenario"]["persona"] = "A retired teacher who types slowly and double-checks everything."
-    task["initial_state"] = {"initialization_actions": [{"env_type": "user", "func_name": "noop", "arguments": {}}]}
+    # set-up actions now run (on their side, before the first message): a tool of the agent's side runs as a set-up
+    setup = {"env_type": "assistant", "func_name": "calculate", "arguments": {"expression": "1+1"}}
+    task["initial_state"] = {"initialization_actions": [setup]}
     task["evaluation_criteria"]["actions"][0]["requestor"] = "user"
     task["evaluation_criteria"]["actions"][1]["compare_args"] = ["order_id"]
     d = _small_domain(tau2_dir, tmp_path, [task], {"x": ["0"]})
@@ -101,6 +103,15 @@ def test_requestor_initial_state_and_persona_survive(tau2_dir, tmp_path):
     assert got.initial_state == task["initial_state"]
     assert [a.requestor for a in got.gold_actions[:2]] == ["user", None]
     assert got.gold_actions[1].compare_args == ["order_id"]
+
+
+def test_a_set_up_the_domain_cannot_run_is_named(tau2_dir, tmp_path):
+    task = json.loads((tau2_dir / "tasks.json").read_text())[0]
+    task["initial_state"] = {"initialization_actions": [{"env_type": "user", "func_name": "noop", "arguments": {}}]}
+    d = _small_domain(tau2_dir, tmp_path, [task], {"x": ["0"]})
+    result = CliRunner().invoke(app, ["tasks", "import-tau2", "--domain", str(d), "--out", str(tmp_path / "t.jsonl")])
+    assert result.exit_code == 2
+    assert "not supported: [0] (noop): no set-up function or user tool named 'noop'" in result.output
 
 
 def test_bad_split_and_bad_task_are_named(tau2_dir, tmp_path):

@@ -112,7 +112,9 @@ def test_criteria_the_reward_cannot_reproduce_are_refused(loaded):
         with_criteria(task, {"id": task.id, "evaluation_criteria": {"env_assertions": [{"func_name": "x"}]}})
     with pytest.raises(Tau2CriteriaError, match=r"actions: missing with \['COMMUNICATE', 'DB'\]"):
         with_criteria(task, {"id": task.id, "evaluation_criteria": {"actions": None}})
-    staged = task.model_copy(update={"initial_state": {"initialization_actions": [{"func_name": "x"}]}})
+    staged = task.model_copy(
+        update={"initial_state": {"initialization_actions": [{"env_type": "user", "func_name": "x"}]}}
+    )
     with pytest.raises(ValueError, match=r"initial_state.initialization_actions: not supported"):
         tau2_reward(world, staged, gold_conversation(world, task, REPLY))
 
