@@ -41,6 +41,16 @@ def _fail(message: str) -> None:
     raise typer.Exit(2)
 
 
+def _check_out(out: Path, option: str = "--out", **kwargs) -> None:
+    """Refuse, before any work, an output that is an input or cannot be written (`pipeline.outputs`)."""
+    from pipeline.outputs import OutputError, check_output
+
+    try:
+        check_output(out, option, **kwargs)
+    except OutputError as exc:
+        _fail(str(exc))
+
+
 @app.callback()
 def main(verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging.")) -> None:
     logging.basicConfig(
@@ -62,6 +72,7 @@ def world_replay(
     from pipeline.world.replay import write_replay
     from pipeline.world.tables import WorldLoadError
 
+    _check_out(out, inputs={"--domain": domain})
     try:
         lines = write_replay(domain, out, kind)
     except (WorldLoadError, DomainCapabilityError, ValueError, FileNotFoundError) as exc:
@@ -89,6 +100,7 @@ def world_generate(
     from pipeline.world.registry import UnknownDomainError, resolve_domain
     from pipeline.world.tables import WorldLoadError
 
+    _check_out(out, folder=True, owned=("db.json", "policy.md"))
     given = dict(n_products=products, n_users=users, n_orders=orders, n_flights=flights, n_reservations=reservations)
     try:
         d = resolve_domain(domain)
@@ -116,6 +128,7 @@ def tasks_generate(
     from pipeline.world.domain import DomainCapabilityError
     from pipeline.world.registry import load_world
 
+    _check_out(out, inputs={"--world": world})
     loaded = load_world(world, domain)
     try:
         generate_tasks = loaded.domain.require("tasks", needed_for="agentloop tasks generate")
@@ -158,6 +171,11 @@ def rollout(
     from pipeline.users.scripted import ScriptedUser
     from pipeline.world.registry import load_world
 
+    verdict_path = out.with_suffix(".verdicts.jsonl")
+    for path in (out, verdict_path):
+        _check_out(path, inputs={"--tasks": tasks, "--world": world})
+    if out.resolve() == verdict_path.resolve():
+        _fail(f"--out {out}: the verdicts file would be the trajectories file; give a .jsonl name")
     try:
         task_list = read_tasks(tasks)
     except TaskFileError as exc:
@@ -169,7 +187,6 @@ def rollout(
     user = ScriptedUser()
     out.parent.mkdir(parents=True, exist_ok=True)
     passed = total = 0
-    verdict_path = out.with_suffix(".verdicts.jsonl")
     progress_bar = track("episodes", len(task_list) * trials, "episodes", console=console)
     with out.open("w") as ft, verdict_path.open("w") as fv, progress_bar as progress:
         for task in task_list:
@@ -233,7 +250,9 @@ def measure_cmd(
     from pipeline.dataset.io import TaskFileError, read_tasks
     from pipeline.grading.llm_judge import UnknownJudgeError
     from pipeline.measure import MeasureConfig, measure
+    from pipeline.measure.run import RUN_FILES
     from pipeline.metrics.errors import MetricsInputError
+    from pipeline.outputs import FolderBusyError
     from pipeline.rollout.resume import ResumeMismatchError
     from pipeline.users.registry import UnknownUserError
     from pipeline.world.domain import DomainCapabilityError
@@ -242,6 +261,7 @@ def measure_cmd(
 
     if executor != "ray" and (address or workers):
         _fail("--address and --workers need --executor ray")
+    _check_out(out, folder=True, inputs={"--tasks": tasks, "--world": world}, owned=RUN_FILES)
     try:
         config = MeasureConfig(
             world=world,
@@ -281,6 +301,7 @@ def measure_cmd(
         DomainCapabilityError,
         UnknownDomainError,
         UnsupportedSettingError,
+        FolderBusyError,
     ) as exc:
         _fail(str(exc))
     Console().print(_summary_table(summary))
@@ -341,6 +362,8 @@ def report_cmd(
     from pipeline.metrics.errors import MetricsInputError
     from pipeline.report import ReportInputError, build_report
 
+    given = {"--baseline": baseline, "--candidate": candidate, "--tasks": tasks, "--gate": gate, "--extra": extra}
+    _check_out(out, inputs=given)
     try:
         path = build_report(
             baseline, candidate, tasks, world, gate_json=gate, out=out, extra_agents=extra or None, verdict=verdict
@@ -386,6 +409,7 @@ def gate_cmd(
     from pipeline.world.registry import load_world
     from pipeline.world.tables import WorldLoadError
 
+    _check_out(out, inputs={"--candidate": candidate, "--champion": champion, "--tasks": tasks, "--world": world})
     try:
         config = GateConfig(
             k=k,
@@ -428,6 +452,7 @@ def target_cmd(
 
     from pipeline.target import MetricsReadError, TargetConfig, make_targets
 
+    _check_out(out, inputs={"--metrics": metrics, "--config": config, "--verdicts": verdicts, "--tasks": tasks})
     try:
         cfg = TargetConfig.model_validate(_load_mapping(config)) if config else TargetConfig()
         targets = make_targets(metrics, budget, cfg, verdicts, tasks, domain=domain)
@@ -466,6 +491,12 @@ def synthesize_cmd(
     from pipeline.world.registry import load_world
     from pipeline.world.tables import WorldLoadError
 
+    _check_out(
+        out,
+        folder=True,
+        inputs={"--world": world, "--targets": targets, "--config": config},
+        owned=("tasks.jsonl", "trajectories.jsonl", "manifest.json"),
+    )
     try:
         data = _load_mapping(config) if config else {"seed": seed, "max_generations": generations}
         if judge_url:
@@ -522,6 +553,12 @@ def curate_cmd(
 
     if executor != "ray" and (address or workers):
         _fail("--address and --workers need --executor ray")
+    _check_out(
+        out,
+        folder=True,
+        inputs={"--pool": pool, "--tasks": tasks, "--world": world},
+        owned=("selected.jsonl", "manifest.json"),
+    )
     try:
         bands = Bands(edges=[float(x) for x in edges.split(",")])
         cfg = CurateConfig(

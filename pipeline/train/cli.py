@@ -22,6 +22,16 @@ def _fail(message: str) -> None:
     raise typer.Exit(2)
 
 
+def _check_out(out: Path, **inputs) -> None:
+    """Refuse, before any training, a checkpoint folder that is or holds an input or cannot be written."""
+    from pipeline.outputs import OutputError, check_output
+
+    try:
+        check_output(out, "--out", folder=True, inputs=inputs)
+    except OutputError as exc:
+        _fail(str(exc))
+
+
 def _overrides(config: Path | None) -> dict:
     if config is None:
         return {}
@@ -48,6 +58,7 @@ def baseline(
     """Build the embedded default on CPU: tokenizer, tiny Llama, copy warm-up, flawed-corpus baseline."""
     from pipeline.train.embedded import EmbeddedConfig, build_baseline
 
+    _check_out(out, **{"--config": config})
     try:
         settings = _overrides(config)
         if seed is not None:
@@ -124,6 +135,7 @@ def sft(
     from pipeline.agents.codec import CodecMismatchError
     from pipeline.train.sft import SFTParams, run_sft
 
+    _check_out(out, **{"--base": base, "--data": data, "--anchors": anchors, "--tasks": tasks})
     try:
         params = SFTParams(
             base=base,
@@ -190,6 +202,7 @@ def grpo(
     from pipeline.rollout.runner import Limits
     from pipeline.train.grpo import GRPOParams, run_grpo
 
+    _check_out(out, **{"--base": base, "--tasks": tasks, "--world": world})
     try:
         params = GRPOParams(
             base=base,
