@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -31,15 +32,15 @@ class Strict(BaseModel):
 class TargetConfig(Strict):
     """How a budget is split and how hard the data for each mode is made."""
 
-    weights: dict[str, float] = Field(
+    weights: dict[str, Annotated[float, Field(ge=0, allow_inf_nan=False)]] = Field(
         default_factory=lambda: {m: 1.0 for m in FAILURE_MODES},
-        description="Mode → weight; a mode left out or weighted 0 gets nothing.",
+        description="Mode → weight (finite, not negative); a mode left out or weighted 0 gets nothing.",
     )
     floor: int = Field(default=2, ge=0, description="Tasks each weighted mode gets at least (budget permitting).")
     rate: str = Field(default="trials", pattern="^(trials|tasks)$", description="Which failure-mode rate to use.")
-    dials: dict[str, dict[str, float]] = Field(
+    dials: dict[str, dict[str, Annotated[float, Field(ge=0, le=1)]]] = Field(
         default_factory=lambda: {m: dict(d) for m, d in DEFAULT_DIALS.items()},
-        description="Mode → dial → probability that a task for that mode turns the dial on.",
+        description="Mode → dial → probability (0 to 1) that a task for that mode turns the dial on.",
     )
     scale_by_pass_rate: bool = Field(
         default=True, description="Multiply dial probabilities by 0.5 + pass@1 (harder data for a stronger agent)."

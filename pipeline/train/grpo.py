@@ -38,6 +38,7 @@ from pipeline.dataset.io import read_tasks
 from pipeline.dataset.task import Task
 from pipeline.loop.progress import track
 from pipeline.rollout.runner import Limits
+from pipeline.train.finite import FiniteCallback, NonFiniteTrainingError, first_non_finite
 from pipeline.train.progress_callback import TrackerCallback
 from pipeline.train.rollouts import (
     EpisodeRollouts,
@@ -60,7 +61,7 @@ log = logging.getLogger(__name__)
 class GRPOParams(BaseModel):
     """One GRPO run; recorded in the checkpoint's agentloop.json."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     base: Path = Field(description="Checkpoint to start from.")
     tasks: list[Path] = Field(description="tasks.jsonl files: the task pool (generated worlds only).")
@@ -230,6 +231,7 @@ def run_grpo(params: GRPOParams, out: Path, tasks: list[Task] | None = None) -> 
         trainer, rollouts, base = build_trainer(params, scratch, tasks)
         with track("GRPO", None, "steps") as progress:
             trainer.add_callback(TrackerCallback(progress))
+            trainer.add_callback(FiniteCallback(params.learning_rate))
             result = trainer.train()
         model = trainer.model
         if params.lora.enabled:
@@ -241,6 +243,9 @@ def run_grpo(params: GRPOParams, out: Path, tasks: list[Task] | None = None) -> 
     stds = [float(e["reward_std"]) for e in history if "reward_std" in e]
     stats = dict(rollouts.stats)
     manifest = {"tasks": [{"path": str(p), "sha256": file_sha256(p)} for p in params.tasks], "rollouts": stats}
+    bad = first_non_finite(model, trainable_only=False)
+    if bad is not None:  # what the per-step check cannot see (a frozen weight, a merge)
+        raise NonFiniteTrainingError(f"trained weight {bad} is not finite; nothing was saved")
     base.save(
         Path(out),
         model,
