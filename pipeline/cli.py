@@ -159,7 +159,7 @@ def rollout(
     world: str = typer.Option(..., help="World reference: gen-<seed>[-PxUxO] or a domain directory."),
     tasks: Path = typer.Option(..., help="tasks.jsonl"),
     agent: str = typer.Option("oracle", help="Scripted agent: oracle or flawed."),
-    flaw_rate: float = typer.Option(0.3, help="For --agent flawed: rate of each planted mode."),
+    flaw_rate: float = typer.Option(0.3, min=0.0, max=1.0, help="For --agent flawed: rate of each planted mode."),
     trials: int = typer.Option(1, min=1),
     seed: int = typer.Option(0),
     out: Path = typer.Option(..., help="Output trajectories .jsonl; verdicts go to <name>.verdicts.jsonl beside it."),
@@ -329,6 +329,8 @@ def serve_cmd(
     from pipeline.agents.codec import CodecMismatchError
     from pipeline.serve import load_engine, serve
 
+    if api_key is not None and not api_key.strip():
+        _fail("--api-key (or AGENTLOOP_SERVE_API_KEY) is empty: give a key, or leave it unset to serve without one")
     try:
         engine = load_engine(model, name, device=device, dtype=dtype, chat_format=chat_format)
     except (FileNotFoundError, OSError, CodecMismatchError, ValueError) as exc:
@@ -359,6 +361,10 @@ def report_cmd(
 ) -> None:
     """Write one self-contained HTML report: pass^k, failure modes, cost frontier, gate, flipped trajectories."""
     from pipeline.dataset.io import TaskFileError
+    from pipeline.grading.tau2_reward import VERDICTS
+
+    if verdict not in VERDICTS:
+        _fail(f"--verdict {verdict!r}: expected {' or '.join(VERDICTS)}")
     from pipeline.metrics.errors import MetricsInputError
     from pipeline.report import ReportInputError, build_report
 

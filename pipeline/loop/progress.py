@@ -61,6 +61,8 @@ class Tracker:
     def advance(self, passed: bool | None = None, n: int = 1) -> None:
         """`n` more items done; `passed` is the verdict of the item when it has one (a trial), else None."""
         self.done += n
+        if self.total and self.done > self.total:  # more work than announced (a task's twin, say): never over 100%
+            self.set_total(self.done)
         if passed is not None:
             self.has_verdicts = True
             self.passed += int(bool(passed))
