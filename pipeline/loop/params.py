@@ -179,8 +179,8 @@ class ReportParams(Strict):
 
 
 class PromoteParams(Strict):
-    experiment: str = "agentloop"
-    model_name: str = "agentloop-agent"
+    experiment: str = Field(default="agentloop", min_length=1, description="MLflow experiment name.")
+    model_name: str = Field(default="agentloop-agent", min_length=1, description="MLflow registered model name.")
     traces: bool = Field(
         default=True,
         description="Log every graded trial of measure and remeasure as an MLflow trace (conversation, tool calls,"
