@@ -703,7 +703,7 @@ def run_case(c: Case, timeout: float) -> tuple[Outcome, float]:
                 last = traceback.format_exception_only(type(exc), exc)[-1].strip()
                 box["out"] = Outcome("crash", last[:300])
             out = box["out"]
-            for where, name in ((d, "<tmp>"), (str(_cache["shared"]), "<shared>")):
+            for where, name in ((d, "<tmp>"), (str(_cache["shared"]), "<shared>"), (str(ROOT), "<repo>")):
                 out.detail = out.detail.replace(where, name)
 
     t0 = time.perf_counter()

@@ -22,6 +22,11 @@ def _fail(message: str) -> None:
     raise typer.Exit(2)
 
 
+def _invalid(exc: ValidationError) -> str:
+    """A settings error in one line: each field and what is wrong with it."""
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}" for e in exc.errors())
+
+
 def _check_out(out: Path, **inputs) -> None:
     """Refuse, before any training, a checkpoint folder that is or holds an input or cannot be written."""
     from pipeline.outputs import OutputError, check_output
@@ -155,7 +160,9 @@ def sft(
             lora=_lora(lora, lora_r, lora_alpha, lora_dropout, lora_targets, save_adapter),
         )
         result = run_sft(params, out)
-    except (ValidationError, CodecMismatchError, FileNotFoundError, ValueError) as exc:
+    except ValidationError as exc:
+        _fail(_invalid(exc))
+    except (CodecMismatchError, FileNotFoundError, ValueError) as exc:
         _fail(str(exc))
     loss = f"loss {result.first_loss:.3f} → {result.last_loss:.3f}, " if result.losses else ""  # every logging_steps
     console.print(
@@ -230,7 +237,9 @@ def grpo(
             seed=seed,
         )
         result = run_grpo(params, out)
-    except (ValidationError, CodecMismatchError, FileNotFoundError, ValueError) as exc:
+    except ValidationError as exc:
+        _fail(_invalid(exc))
+    except (CodecMismatchError, FileNotFoundError, ValueError) as exc:
         _fail(str(exc))
     console.print(
         f"GRPO: {result.steps} steps, mean reward per step {result.rewards}, rollouts {result.stats}; wrote {out}"
