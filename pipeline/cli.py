@@ -149,7 +149,7 @@ def tasks_validate(
     from pipeline.dataset.validate import validate_file
 
     try:
-        console.print(validate_file(path, world, domain), soft_wrap=True)
+        console.print(escape(validate_file(path, world, domain)), soft_wrap=True)
     except (ValueError, LookupError) as exc:
         _fail(str(exc))
 
@@ -166,6 +166,7 @@ def rollout(
 ) -> None:
     """Run scripted episodes (agent ↔ scripted user ↔ tools), grade each, and write trajectories + verdicts."""
     from pipeline.dataset.io import TaskFileError, read_tasks
+    from pipeline.dataset.validate import check_tasks
     from pipeline.grading.grader import grade
     from pipeline.rollout.runner import run_episode
     from pipeline.users.scripted import ScriptedUser
@@ -184,6 +185,10 @@ def rollout(
         _fail(f"{tasks}: no tasks")
     the_agent = _scripted_agent(agent, flaw_rate, seed)
     w = load_world(world)
+    try:
+        check_tasks(w, task_list, str(tasks))  # as measure: tasks of another world would be graded for nothing
+    except TaskFileError as exc:
+        _fail(str(exc))
     user = ScriptedUser()
     out.parent.mkdir(parents=True, exist_ok=True)
     passed = total = 0
@@ -198,7 +203,7 @@ def rollout(
                 total += 1
                 passed += verdict.passed
                 progress.advance(verdict.passed)
-    table = Table(title=f"rollout: {agent} on {tasks.name}")
+    table = Table(title=escape(f"rollout: {agent} on {tasks.name}"))
     table.add_column("episodes", justify="right")
     table.add_column("passed", justify="right")
     table.add_column("pass rate", justify="right")
@@ -305,7 +310,7 @@ def measure_cmd(
     ) as exc:
         _fail(str(exc))
     Console().print(_summary_table(summary))
-    console.print(f"wrote {out}/metrics.json, per_task.csv, trajectories.jsonl, verdicts.jsonl")
+    console.print(escape(f"wrote {out}/metrics.json, per_task.csv, trajectories.jsonl, verdicts.jsonl"))
 
 
 @app.command("serve")
@@ -614,8 +619,8 @@ def _load_mapping(path: Path) -> dict:
 
 def _summary_table(summary) -> Table:
     table = Table(
-        title=f"{summary.agent}: {summary.tasks} tasks × {summary.trials_per_task} trials"
-        f" ({summary.infra_errors} infrastructure errors excluded)"
+        title=escape(f"{summary.agent}: {summary.tasks} tasks × {summary.trials_per_task} trials")
+        + f" ({summary.infra_errors} infrastructure errors excluded)"
     )
     table.add_column("metric")
     table.add_column("value", justify="right")

@@ -118,7 +118,9 @@ class MeasureParams(Strict):
 
 
 class TargetParams(Strict):
-    budget: int = Field(default=160, ge=1, description="Synthesized tasks to make, split across failure modes.")
+    budget: int = Field(
+        default=160, ge=1, le=100_000, description="Synthesized tasks to make, split across failure modes."
+    )
     config: TargetConfig = Field(default_factory=TargetConfig)
 
 

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from typing import IO
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -147,5 +148,5 @@ def track(
     )
     with bar:
         tracker._bar = bar
-        tracker._task = bar.add_task(description, total=total, passed="")
+        tracker._task = bar.add_task(escape(description), total=total, passed="")  # a name may hold [ ]
         yield tracker

@@ -29,6 +29,11 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+MAX_BUDGET = 100_000
+"""The most tasks one split may ask for: far above a training set (160 by default), far below a synthesis that
+would never end (a budget of 1e20)."""
+
+
 class TargetConfig(Strict):
     """How a budget is split and how hard the data for each mode is made."""
 
@@ -48,7 +53,7 @@ class TargetConfig(Strict):
 
 
 class ModeTarget(Strict):
-    count: int = Field(description="Tasks to synthesize for this mode.")
+    count: int = Field(ge=0, le=MAX_BUDGET, description="Tasks to synthesize for this mode.")
     rate: float = Field(description="The measured failure-mode rate.")
     weight: float
     score: float = Field(description="rate × weight.")
@@ -108,6 +113,8 @@ def split_budget(
     modes = [m for m in FAILURE_MODES if cfg.weights.get(m, 0.0) > 0]
     if budget < 0:
         raise ValueError("budget must be >= 0")
+    if budget > MAX_BUDGET:
+        raise ValueError(f"budget {budget} is more tasks than one synthesis makes ({MAX_BUDGET} at most)")
     if not modes:
         raise ValueError("every mode has weight 0: nothing to target")
     scores = {m: max(rates.get(m, 0.0), 0.0) * cfg.weights[m] for m in modes}

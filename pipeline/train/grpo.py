@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pipeline.agents.formats import CodecFormat
 from pipeline.dataset.io import read_tasks
 from pipeline.dataset.task import Task
+from pipeline.dataset.validate import check_tasks
 from pipeline.loop.progress import track
 from pipeline.rollout.runner import Limits
 from pipeline.train.finite import FiniteCallback, NonFiniteTrainingError, first_non_finite
@@ -140,6 +141,7 @@ def build_trainer(params: GRPOParams, scratch: str, tasks: list[Task] | None = N
     if not tasks:
         raise ValueError("GRPO: empty task pool")
     world = load_world(params.world or tasks[0].world)
+    check_tasks(world, tasks, "GRPO task pool")  # a task its world cannot run would reward 0 (or 1) for nothing
     fmt = base.format or CodecFormat(base.meta.codec_config)
     stop_ids = stop_tokens(base)
     batch = params.num_generations * params.tasks_per_step
