@@ -689,6 +689,43 @@ def _(tmp: Path) -> Outcome:
     return silent(line) if "14/6" in line else clear(line)
 
 
+@case(45, "class 1: rollout of airline tasks in a retail world")
+def _(tmp: Path) -> Outcome:
+    need(TAU2_AIRLINE / "db.json")
+    from pipeline.dataset.io import write_tasks
+    from pipeline.world.registry import resolve_domain
+
+    _, ts = resolve_domain("airline").require("tau2_importer").load(TAU2_AIRLINE)
+    write_tasks(path := tmp / "tasks.jsonl", ts[:6])
+    args = ["rollout", "--world", WORLD, "--tasks", str(path), "--out", str(tmp / "r.jsonl")]
+    return cli(args, "the task is written for world")
+
+
+@case(45, "class 5: target budget 1e20")
+def _(tmp: Path) -> Outcome:
+    r = runs(tmp)
+    args = ["target", "--metrics", str(r["baseline"] / "metrics.json"), "--budget", "100000000000000000000"]
+    return cli([*args, "--out", str(tmp / "targets.json")], "more tasks than one synthesis makes")
+
+
+@case(45, "class 4: a run folder whose name holds [ ]")
+def _(tmp: Path) -> Outcome:
+    from pipeline.dataset.io import write_tasks
+
+    write_tasks(path := tmp / "tasks.jsonl", tasks(1))
+    args = ["measure", "--world", WORLD, "--tasks", str(path), "--trials", "1", "--out", str(tmp / "run[bold]")]
+    from typer.testing import CliRunner
+
+    from pipeline.cli import app
+
+    result = CliRunner().invoke(app, args)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    if result.exit_code != 0 or "run[bold]" not in " ".join(result.output.split()):
+        return silent(f"exit {result.exit_code}: {' '.join(result.output.split())[-160:]}")
+    return clear("measured; the folder's name printed as written")
+
+
 # ---- the harness --------------------------------------------------------------------------------------------------
 def run_case(c: Case, timeout: float) -> tuple[Outcome, float]:
     box: dict[str, Outcome] = {}
