@@ -107,6 +107,15 @@ def curate(
             rejected.append(PoolError(item.source, "duplicate_task", f"same task as {first}"))
             continue
         demos[got.task.id] = got
+    mismatched = [r for r in rejected if r.reason in ("wrong_world", "unknown_task")]
+    if items and not verified and len(mismatched) == len(items):
+        # nothing in the pool belongs with this world and task file: inputs that do not go together, not an
+        # empty selection
+        first = mismatched[0]
+        raise ValueError(
+            f"none of the pool's {len(items)} trajectories belongs with world {world.name!r} and {config.tasks}"
+            f" ({first.reason}: {first.detail}); give the world and task file the pool was made in"
+        )
     agent = make_agent(config.agent, world.domain)
     if on_total:
         on_total(len(demos) * config.probes)
