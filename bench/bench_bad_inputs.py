@@ -726,6 +726,38 @@ def _(tmp: Path) -> Outcome:
     return clear("measured; the folder's name printed as written")
 
 
+@case(45, "class 2: import-tau2 of a task with an unknown gold tool")
+def _(tmp: Path) -> Outcome:
+    import shutil
+
+    shutil.copytree(need(TAU2_AIRLINE), copy := tmp / "airline")
+    raw = json.loads((copy / "tasks.json").read_text())
+    raw[0]["evaluation_criteria"]["actions"].append({"action_id": "x", "name": "refund_everything", "arguments": {}})
+    (copy / "tasks.json").write_text(json.dumps(raw))
+    out = cli(["tasks", "import-tau2", "--domain", str(copy), "--out", str(tmp / "t.jsonl")], "refund_everything")
+    return out if not (tmp / "t.jsonl").exists() or out.status != "clear_error" else lost("written anyway")
+
+
+@case(45, "class 1: report on runs measured on different task sets")
+def _(tmp: Path) -> Outcome:
+    from pipeline.measure import MeasureConfig, measure
+
+    r = runs(tmp)
+    fewer = tmp / "tasks.jsonl"
+    fewer.write_text("".join((r["root"] / "tasks.jsonl").read_text().splitlines(keepends=True)[:3]))
+    measure(MeasureConfig(world=WORLD, tasks=fewer, agent="oracle", trials=2, resamples=20), tmp / "cand")
+    args = ["report", "--baseline", str(r["baseline"]), "--candidate", str(tmp / "cand")]
+    args += ["--tasks", str(r["root"] / "tasks.jsonl"), "--world", WORLD, "--out", str(tmp / "r.html")]
+    return cli(args, "different task sets")
+
+
+@case(45, "class 1: curate a pool in another world")
+def _(tmp: Path) -> Outcome:
+    f = _run_files(tmp)
+    args = ["curate", "--pool", str(f["run"]), "--tasks", str(f["tasks"]), "--world", "gen-4-8x20x40"]
+    return cli([*args, "--agent", "oracle", "--probes", "1", "--out", str(tmp / "cur")], "belongs with world")
+
+
 # ---- the harness --------------------------------------------------------------------------------------------------
 def run_case(c: Case, timeout: float) -> tuple[Outcome, float]:
     box: dict[str, Outcome] = {}
