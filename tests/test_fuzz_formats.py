@@ -17,7 +17,9 @@ from pipeline.world.registry import load_world
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12)
 values = st.recursive(
-    scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3), 12
+    scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=12,
 )
 GOOD = generate_tasks(load_world("gen-3-8x20x40"), 1, seed=2)[0].model_dump(mode="json")
 
