@@ -414,6 +414,352 @@ def _(tmp: Path) -> Outcome:
     return clear(f"{len(session.log)} calls ran, the rest were answered 'not run'")
 
 
+# ---- trust by mechanism (classes of the wider probe round; item 45) ----------------------------------------------
+AARAV = "aarav_anderson_6237"  # airline: gift card 264.0, credit card; BU71UY business with insurance
+_HAT001 = {"flight_number": "HAT001", "date": "2024-05-29"}  # 5 business seats at 387, 1 economy seat
+
+
+def _airline_session():
+    from pipeline.world.registry import load_world
+
+    return load_world(str(tau2("airline")), "airline").session(authenticated_user_id=AARAV)
+
+
+def _booking(flights, passengers, payments, cabin="business") -> dict:
+    people = [{"first_name": "A", "last_name": f"P{i}", "dob": "1990-01-01"} for i in range(passengers)]
+    return {
+        "user_id": AARAV, "origin": "PHL", "destination": "LGA", "flight_type": "one_way", "cabin": cabin,
+        "flights": flights, "passengers": people, "total_baggages": 0, "nonfree_baggages": 0, "insurance": "no",
+        "payment_methods": [{"payment_id": pid, "amount": amount} for pid, amount in payments],
+    }  # fmt: skip
+
+
+def _refused(s, name, arguments) -> Outcome:
+    from pipeline.world.tools import execute
+
+    event = execute(s, name, arguments)
+    if event.ok or any(s.changed().values()):
+        return silent(f"{name} ran: {str(event.result)[:160]}")
+    return clear(event.content)
+
+
+@case(45, "class 6: airline booking paid with a negative gift-card amount")
+def _(tmp: Path) -> Outcome:
+    s = _airline_session()
+    out = _refused(
+        s, "book_reservation", _booking([_HAT001], 1, [("credit_card_5252591", 887), ("gift_card_5333120", -500)])
+    )
+    balance = s.get("users", AARAV).payment_methods["gift_card_5333120"].amount
+    return out if balance == 264.0 else silent(f"the gift card's balance went from 264.0 to {balance}")
+
+
+@case(45, "class 6: airline booking listing the same flight twice")
+def _(tmp: Path) -> Outcome:
+    s = _airline_session()
+    out = _refused(s, "book_reservation", _booking([_HAT001, _HAT001], 3, [("credit_card_5252591", 387 * 6)]))
+    seats = s.get("flights", "HAT001").dates["2024-05-29"].available_seats["business"]
+    return out if seats == 5 else silent(f"business seats went from 5 to {seats}")
+
+
+@case(45, "class 6: airline passengers changed on a cancelled reservation")
+def _(tmp: Path) -> Outcome:
+    from pipeline.world.tools import execute
+
+    s = _airline_session()
+    execute(s, "cancel_reservation", {"reservation_id": "BU71UY"})
+    people = [{"first_name": "New", "last_name": f"N{i}", "dob": "1990-01-01"} for i in range(2)]
+    event = execute(s, "update_reservation_passengers", {"reservation_id": "BU71UY", "passengers": people})
+    return silent("the cancelled reservation's passengers changed") if event.ok else clear(event.content)
+
+
+def _run_files(tmp: Path) -> dict[str, Path]:
+    r = runs(tmp)
+    return {"tasks": r["root"] / "tasks.jsonl", "run": r["candidate"]}
+
+
+@case(45, "class 3: rollout --out onto its own tasks file")
+def _(tmp: Path) -> Outcome:
+    from pipeline.dataset.io import write_tasks
+
+    write_tasks(path := tmp / "tasks.jsonl", tasks(2))
+    before = path.read_bytes()
+    out = cli(["rollout", "--world", WORLD, "--tasks", str(path), "--out", str(path)], "is the --tasks input")
+    return out if path.read_bytes() == before else lost("the tasks file was overwritten by trajectories")
+
+
+@case(45, "class 3: gate --out onto the candidate's trajectories file")
+def _(tmp: Path) -> Outcome:
+    import shutil
+
+    f = _run_files(tmp)
+    shutil.copytree(f["run"], run := tmp / "candidate")
+    before = (run / "trajectories.jsonl").read_bytes()
+    args = ["gate", "--candidate", str(run), "--tasks", str(f["tasks"]), "--world", WORLD, "--k", "2"]
+    out = cli([*args, "--out", str(run / "trajectories.jsonl")], "--candidate input")
+    return out if (run / "trajectories.jsonl").read_bytes() == before else lost("trajectories.jsonl overwritten")
+
+
+@case(45, "class 3: curate --out onto its pool folder")
+def _(tmp: Path) -> Outcome:
+    import shutil
+
+    f = _run_files(tmp)
+    shutil.copytree(f["run"], pool := tmp / "pool")
+    before = sorted(p.name for p in pool.iterdir())
+    args = ["curate", "--pool", str(pool), "--tasks", str(f["tasks"]), "--world", WORLD, "--agent", "oracle"]
+    out = cli([*args, "--probes", "1", "--out", str(pool)], "is the --pool input")
+    after = sorted(p.name for p in pool.iterdir())
+    return out if after == before else lost(f"the pool folder now holds {after}")
+
+
+@case(45, "class 3: gate --out is a folder")
+def _(tmp: Path) -> Outcome:
+    f = _run_files(tmp)
+    args = ["gate", "--candidate", str(f["run"]), "--tasks", str(f["tasks"]), "--world", WORLD, "--k", "2"]
+    return cli([*args, "--out", str(tmp)], "is a folder")
+
+
+@case(45, "class 3: two measures into one run folder at once")
+def _(tmp: Path) -> Outcome:
+    import fcntl
+
+    from pipeline.dataset.io import write_tasks
+
+    write_tasks(path := tmp / "tasks.jsonl", tasks(2))
+    (run := tmp / "run").mkdir()
+    fd = os.open(run, os.O_RDONLY)  # another measure writing the folder holds its lock
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        args = ["measure", "--world", WORLD, "--tasks", str(path), "--trials", "1", "--out", str(run)]
+        return cli(args, "being written by another measure")
+    finally:
+        os.close(fd)
+
+
+def _params(tmp: Path, text: str, fragment: str) -> Outcome:
+    from pipeline.loop.params import ParamsError, load_params
+
+    (path := tmp / "params.yaml").write_text(text)
+    return raises(lambda: load_params(path), (ParamsError,), fragment)
+
+
+@case(45, "class 2: params.yaml temperature .inf")
+def _(tmp: Path) -> Outcome:
+    return _params(tmp, "measure:\n  temperature: .inf\n", "not a finite number")
+
+
+@case(45, "class 2: train sft --lr inf")
+def _(tmp: Path) -> Outcome:
+    f = _run_files(tmp)
+    base, data = ROOT / "models" / "embedded", f["run"] / "trajectories.jsonl"
+    args = ["train", "sft", "--base", str(base), "--data", str(data), "--tasks", str(f["tasks"]), "--lr", "inf"]
+    return cli([*args, "--max-steps", "2", "--batch-size", "1", "--out", str(tmp / "sft")], "finite")
+
+
+@case(45, "class 2: one trial lost to an infrastructure error")
+def _(tmp: Path) -> Outcome:
+    from pipeline.dataset.io import write_tasks
+    from pipeline.measure import MeasureConfig, measure
+    from pipeline.measure import run as measure_run
+    from pipeline.metrics.errors import MetricsInputError
+    from pipeline.rollout.protocols import InfrastructureError
+
+    ts = tasks(3)
+    write_tasks(path := tmp / "tasks.jsonl", ts)
+    real = measure_run.make_agent
+
+    class Down:
+        def __init__(self, inner):
+            self.inner, self.name = inner, inner.name
+
+        def start(self, info):
+            if (info.task.id, info.trial) == (ts[1].id, 0):
+                raise InfrastructureError("endpoint down")
+            return self.inner.start(info)
+
+    measure_run.make_agent = lambda spec, d: Down(real(spec, d))
+    try:
+        measure(MeasureConfig(world=WORLD, tasks=path, agent="oracle", trials=2, resamples=20), tmp / "run")
+    except MetricsInputError as exc:
+        return silent(f"the run ended without metrics: {exc}")
+    finally:
+        measure_run.make_agent = real
+    metrics = json.loads((tmp / "run" / "metrics.json").read_text())
+    if metrics.get("infra_errors") != 1 or ts[1].id not in metrics.get("short_tasks", {}):
+        return silent(f"the lost trial is not reported: {metrics.get('infra_errors')}")
+    return clear(f"metrics written; infra_errors 1, short_tasks {metrics['short_tasks']}")
+
+
+@case(45, "class 2: tasks validate: a check the task's own gold fails")
+def _(tmp: Path) -> Outcome:
+    from pipeline.dataset.task import ToolNotCalledCheck
+
+    def edit(ts):
+        t = next(t for t in ts if any(a.name == "cancel_pending_order" for a in t.gold_actions))
+        t.checks.append(ToolNotCalledCheck(tool="cancel_pending_order"))
+
+    return _validate(tmp, edit, "contradicts the task's gold actions")
+
+
+@case(45, "class 4: rollout --flaw-rate 7")
+def _(tmp: Path) -> Outcome:
+    from pipeline.dataset.io import write_tasks
+
+    write_tasks(path := tmp / "tasks.jsonl", tasks(2))
+    args = ["rollout", "--world", WORLD, "--tasks", str(path), "--agent", "flawed", "--flaw-rate", "7"]
+    return cli([*args, "--out", str(tmp / "r.jsonl")], "'--flaw-rate'")
+
+
+@case(45, "class 4: report --verdict x")
+def _(tmp: Path) -> Outcome:
+    r = runs(tmp)
+    args = ["report", "--baseline", str(r["baseline"]), "--candidate", str(r["candidate"])]
+    args += ["--tasks", str(r["root"] / "tasks.jsonl"), "--world", WORLD, "--verdict", "x"]
+    return cli([*args, "--out", str(tmp / "r.html")], "--verdict 'x'")
+
+
+@case(45, "class 4: hf agent with dtype=int4")
+def _(tmp: Path) -> Outcome:
+    from pipeline.dataset.io import write_tasks
+
+    write_tasks(path := tmp / "tasks.jsonl", tasks(1))
+    args = ["measure", "--world", WORLD, "--tasks", str(path), "--trials", "1", "--out", str(tmp / "run")]
+    return cli([*args, "--agent", f"hf:{ROOT / 'models' / 'embedded'},dtype=int4"], "dtype 'int4'")
+
+
+@case(45, "class 4: tasks validate on a folder")
+def _(tmp: Path) -> Outcome:
+    return cli(["tasks", "validate", str(tmp)], "not a regular file")
+
+
+def _stage(tmp: Path, text: str, fragment: str) -> Outcome:
+    import subprocess
+
+    (path := tmp / "params.yaml").write_text(text)
+    env = {**os.environ, "AGENTLOOP_PARAMS": str(path), "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "stages" / "target.py")], cwd=tmp, env=env, capture_output=True, text=True
+    )
+    last = (done.stderr.strip().splitlines() or [""])[-1]
+    if done.returncode == 2 and fragment in last:
+        return clear(last[:200])
+    return silent(f"exit {done.returncode}: {last[:200]}")
+
+
+@case(45, "class 4: a stage given world.domain: nope")
+def _(tmp: Path) -> Outcome:
+    return _stage(tmp, "world:\n  domain: nope\n", "world.domain: unknown domain 'nope'")
+
+
+@case(45, "class 1: a stage given train_world equal to eval_world")
+def _(tmp: Path) -> Outcome:
+    return _stage(tmp, "world:\n  eval_world: gen-7\n  train_world: gen-7\n", "is the evaluation world")
+
+
+@case(45, "class 7: params.yaml sets measure.tasks")
+def _(tmp: Path) -> Outcome:
+    from pipeline.loop.params import ParamsError, load_params
+
+    (path := tmp / "params.yaml").write_text("measure:\n  tasks: data/imported/tasks.jsonl\n")
+    try:
+        got = load_params(path).measure.tasks
+    except ParamsError as exc:
+        return silent(f"a documented setting is refused: {exc}")
+    return clear(f"measure.tasks = {got}")
+
+
+@case(45, "class 7: a negative mode weight")
+def _(tmp: Path) -> Outcome:
+    return _params(tmp, "target:\n  config:\n    weights:\n      invention: -1.0\n", "greater than or equal to 0")
+
+
+@case(45, "class 7: a dial probability above 1")
+def _(tmp: Path) -> Outcome:
+    return _params(
+        tmp, "target:\n  config:\n    dials:\n      invention:\n        twin: 1.5\n", "less than or equal to 1"
+    )
+
+
+@case(45, "class 7: progress past the announced total")
+def _(tmp: Path) -> Outcome:
+    from pipeline.loop.progress import Tracker
+
+    tracker = Tracker("synthesize", 6, "tasks", None)
+    for _ in range(14):
+        tracker.advance()
+    line = tracker.line()
+    return silent(line) if "14/6" in line else clear(line)
+
+
+@case(45, "class 1: rollout of airline tasks in a retail world")
+def _(tmp: Path) -> Outcome:
+    airline = tau2("airline")
+    from pipeline.dataset.io import write_tasks
+    from pipeline.world.registry import resolve_domain
+
+    _, ts = resolve_domain("airline").require("tau2_importer").load(airline)
+    write_tasks(path := tmp / "tasks.jsonl", ts[:6])
+    args = ["rollout", "--world", WORLD, "--tasks", str(path), "--out", str(tmp / "r.jsonl")]
+    return cli(args, "the task is written for world")
+
+
+@case(45, "class 5: target budget 1e20")
+def _(tmp: Path) -> Outcome:
+    r = runs(tmp)
+    args = ["target", "--metrics", str(r["baseline"] / "metrics.json"), "--budget", "100000000000000000000"]
+    return cli([*args, "--out", str(tmp / "targets.json")], "more tasks than one synthesis makes")
+
+
+@case(45, "class 4: a run folder whose name holds [ ]")
+def _(tmp: Path) -> Outcome:
+    from pipeline.dataset.io import write_tasks
+
+    write_tasks(path := tmp / "tasks.jsonl", tasks(1))
+    args = ["measure", "--world", WORLD, "--tasks", str(path), "--trials", "1", "--out", str(tmp / "run[bold]")]
+    from typer.testing import CliRunner
+
+    from pipeline.cli import app
+
+    result = CliRunner().invoke(app, args)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    if result.exit_code != 0 or "run[bold]" not in " ".join(result.output.split()):
+        return silent(f"exit {result.exit_code}: {' '.join(result.output.split())[-160:]}")
+    return clear("measured; the folder's name printed as written")
+
+
+@case(45, "class 2: import-tau2 of a task with an unknown gold tool")
+def _(tmp: Path) -> Outcome:
+    import shutil
+
+    shutil.copytree(tau2("airline"), copy := tmp / "airline")
+    raw = json.loads((copy / "tasks.json").read_text())
+    raw[0]["evaluation_criteria"]["actions"].append({"action_id": "x", "name": "refund_everything", "arguments": {}})
+    (copy / "tasks.json").write_text(json.dumps(raw))
+    out = cli(["tasks", "import-tau2", "--domain", str(copy), "--out", str(tmp / "t.jsonl")], "refund_everything")
+    return out if not (tmp / "t.jsonl").exists() or out.status != "clear_error" else lost("written anyway")
+
+
+@case(45, "class 1: report on runs measured on different task sets")
+def _(tmp: Path) -> Outcome:
+    from pipeline.measure import MeasureConfig, measure
+
+    r = runs(tmp)
+    fewer = tmp / "tasks.jsonl"
+    fewer.write_text("".join((r["root"] / "tasks.jsonl").read_text().splitlines(keepends=True)[:3]))
+    measure(MeasureConfig(world=WORLD, tasks=fewer, agent="oracle", trials=2, resamples=20), tmp / "cand")
+    args = ["report", "--baseline", str(r["baseline"]), "--candidate", str(tmp / "cand")]
+    args += ["--tasks", str(r["root"] / "tasks.jsonl"), "--world", WORLD, "--out", str(tmp / "r.html")]
+    return cli(args, "different task sets")
+
+
+@case(45, "class 1: curate a pool in another world")
+def _(tmp: Path) -> Outcome:
+    f = _run_files(tmp)
+    args = ["curate", "--pool", str(f["run"]), "--tasks", str(f["tasks"]), "--world", "gen-4-8x20x40"]
+    return cli([*args, "--agent", "oracle", "--probes", "1", "--out", str(tmp / "cur")], "belongs with world")
+
+
 # ---- the harness --------------------------------------------------------------------------------------------------
 def run_case(c: Case, timeout: float) -> tuple[Outcome, float]:
     box: dict[str, Outcome] = {}
@@ -428,7 +774,7 @@ def run_case(c: Case, timeout: float) -> tuple[Outcome, float]:
                 last = traceback.format_exception_only(type(exc), exc)[-1].strip()
                 box["out"] = Outcome("crash", last[:300])
             out = box["out"]
-            for where, name in ((d, "<tmp>"), (str(_cache["shared"]), "<shared>")):
+            for where, name in ((d, "<tmp>"), (str(_cache["shared"]), "<shared>"), (str(ROOT), "<repo>")):
                 out.detail = out.detail.replace(where, name)
 
     t0 = time.perf_counter()

@@ -41,6 +41,16 @@ def _fail(message: str) -> None:
     raise typer.Exit(2)
 
 
+def _check_out(out: Path, option: str = "--out", **kwargs) -> None:
+    """Refuse, before any work, an output that is an input or cannot be written (`pipeline.outputs`)."""
+    from pipeline.outputs import OutputError, check_output
+
+    try:
+        check_output(out, option, **kwargs)
+    except OutputError as exc:
+        _fail(str(exc))
+
+
 @app.callback()
 def main(verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging.")) -> None:
     logging.basicConfig(
@@ -62,6 +72,7 @@ def world_replay(
     from pipeline.world.replay import write_replay
     from pipeline.world.tables import WorldLoadError
 
+    _check_out(out, inputs={"--domain": domain})
     try:
         lines = write_replay(domain, out, kind)
     except (WorldLoadError, DomainCapabilityError, ValueError, FileNotFoundError) as exc:
@@ -89,6 +100,7 @@ def world_generate(
     from pipeline.world.registry import UnknownDomainError, resolve_domain
     from pipeline.world.tables import WorldLoadError
 
+    _check_out(out, folder=True, owned=("db.json", "policy.md"))
     given = dict(n_products=products, n_users=users, n_orders=orders, n_flights=flights, n_reservations=reservations)
     try:
         d = resolve_domain(domain)
@@ -116,6 +128,7 @@ def tasks_generate(
     from pipeline.world.domain import DomainCapabilityError
     from pipeline.world.registry import load_world
 
+    _check_out(out, inputs={"--world": world})
     loaded = load_world(world, domain)
     try:
         generate_tasks = loaded.domain.require("tasks", needed_for="agentloop tasks generate")
@@ -136,7 +149,7 @@ def tasks_validate(
     from pipeline.dataset.validate import validate_file
 
     try:
-        console.print(validate_file(path, world, domain), soft_wrap=True)
+        console.print(escape(validate_file(path, world, domain)), soft_wrap=True)
     except (ValueError, LookupError) as exc:
         _fail(str(exc))
 
@@ -146,18 +159,24 @@ def rollout(
     world: str = typer.Option(..., help="World reference: gen-<seed>[-PxUxO] or a domain directory."),
     tasks: Path = typer.Option(..., help="tasks.jsonl"),
     agent: str = typer.Option("oracle", help="Scripted agent: oracle or flawed."),
-    flaw_rate: float = typer.Option(0.3, help="For --agent flawed: rate of each planted mode."),
+    flaw_rate: float = typer.Option(0.3, min=0.0, max=1.0, help="For --agent flawed: rate of each planted mode."),
     trials: int = typer.Option(1, min=1),
     seed: int = typer.Option(0),
     out: Path = typer.Option(..., help="Output trajectories .jsonl; verdicts go to <name>.verdicts.jsonl beside it."),
 ) -> None:
     """Run scripted episodes (agent ↔ scripted user ↔ tools), grade each, and write trajectories + verdicts."""
     from pipeline.dataset.io import TaskFileError, read_tasks
+    from pipeline.dataset.validate import check_tasks
     from pipeline.grading.grader import grade
     from pipeline.rollout.runner import run_episode
     from pipeline.users.scripted import ScriptedUser
     from pipeline.world.registry import load_world
 
+    verdict_path = out.with_suffix(".verdicts.jsonl")
+    for path in (out, verdict_path):
+        _check_out(path, inputs={"--tasks": tasks, "--world": world})
+    if out.resolve() == verdict_path.resolve():
+        _fail(f"--out {out}: the verdicts file would be the trajectories file; give a .jsonl name")
     try:
         task_list = read_tasks(tasks)
     except TaskFileError as exc:
@@ -166,10 +185,13 @@ def rollout(
         _fail(f"{tasks}: no tasks")
     the_agent = _scripted_agent(agent, flaw_rate, seed)
     w = load_world(world)
+    try:
+        check_tasks(w, task_list, str(tasks))  # as measure: tasks of another world would be graded for nothing
+    except TaskFileError as exc:
+        _fail(str(exc))
     user = ScriptedUser()
     out.parent.mkdir(parents=True, exist_ok=True)
     passed = total = 0
-    verdict_path = out.with_suffix(".verdicts.jsonl")
     progress_bar = track("episodes", len(task_list) * trials, "episodes", console=console)
     with out.open("w") as ft, verdict_path.open("w") as fv, progress_bar as progress:
         for task in task_list:
@@ -181,7 +203,7 @@ def rollout(
                 total += 1
                 passed += verdict.passed
                 progress.advance(verdict.passed)
-    table = Table(title=f"rollout: {agent} on {tasks.name}")
+    table = Table(title=escape(f"rollout: {agent} on {tasks.name}"))
     table.add_column("episodes", justify="right")
     table.add_column("passed", justify="right")
     table.add_column("pass rate", justify="right")
@@ -233,7 +255,9 @@ def measure_cmd(
     from pipeline.dataset.io import TaskFileError, read_tasks
     from pipeline.grading.llm_judge import UnknownJudgeError
     from pipeline.measure import MeasureConfig, measure
+    from pipeline.measure.run import RUN_FILES
     from pipeline.metrics.errors import MetricsInputError
+    from pipeline.outputs import FolderBusyError
     from pipeline.rollout.resume import ResumeMismatchError
     from pipeline.users.registry import UnknownUserError
     from pipeline.world.domain import DomainCapabilityError
@@ -242,6 +266,7 @@ def measure_cmd(
 
     if executor != "ray" and (address or workers):
         _fail("--address and --workers need --executor ray")
+    _check_out(out, folder=True, inputs={"--tasks": tasks, "--world": world}, owned=RUN_FILES)
     try:
         config = MeasureConfig(
             world=world,
@@ -281,10 +306,11 @@ def measure_cmd(
         DomainCapabilityError,
         UnknownDomainError,
         UnsupportedSettingError,
+        FolderBusyError,
     ) as exc:
         _fail(str(exc))
     Console().print(_summary_table(summary))
-    console.print(f"wrote {out}/metrics.json, per_task.csv, trajectories.jsonl, verdicts.jsonl")
+    console.print(escape(f"wrote {out}/metrics.json, per_task.csv, trajectories.jsonl, verdicts.jsonl"))
 
 
 @app.command("serve")
@@ -308,6 +334,8 @@ def serve_cmd(
     from pipeline.agents.codec import CodecMismatchError
     from pipeline.serve import load_engine, serve
 
+    if api_key is not None and not api_key.strip():
+        _fail("--api-key (or AGENTLOOP_SERVE_API_KEY) is empty: give a key, or leave it unset to serve without one")
     try:
         engine = load_engine(model, name, device=device, dtype=dtype, chat_format=chat_format)
     except (FileNotFoundError, OSError, CodecMismatchError, ValueError) as exc:
@@ -338,9 +366,15 @@ def report_cmd(
 ) -> None:
     """Write one self-contained HTML report: pass^k, failure modes, cost frontier, gate, flipped trajectories."""
     from pipeline.dataset.io import TaskFileError
+    from pipeline.grading.tau2_reward import VERDICTS
+
+    if verdict not in VERDICTS:
+        _fail(f"--verdict {verdict!r}: expected {' or '.join(VERDICTS)}")
     from pipeline.metrics.errors import MetricsInputError
     from pipeline.report import ReportInputError, build_report
 
+    given = {"--baseline": baseline, "--candidate": candidate, "--tasks": tasks, "--gate": gate, "--extra": extra}
+    _check_out(out, inputs=given)
     try:
         path = build_report(
             baseline, candidate, tasks, world, gate_json=gate, out=out, extra_agents=extra or None, verdict=verdict
@@ -386,6 +420,7 @@ def gate_cmd(
     from pipeline.world.registry import load_world
     from pipeline.world.tables import WorldLoadError
 
+    _check_out(out, inputs={"--candidate": candidate, "--champion": champion, "--tasks": tasks, "--world": world})
     try:
         config = GateConfig(
             k=k,
@@ -428,6 +463,7 @@ def target_cmd(
 
     from pipeline.target import MetricsReadError, TargetConfig, make_targets
 
+    _check_out(out, inputs={"--metrics": metrics, "--config": config, "--verdicts": verdicts, "--tasks": tasks})
     try:
         cfg = TargetConfig.model_validate(_load_mapping(config)) if config else TargetConfig()
         targets = make_targets(metrics, budget, cfg, verdicts, tasks, domain=domain)
@@ -466,6 +502,12 @@ def synthesize_cmd(
     from pipeline.world.registry import load_world
     from pipeline.world.tables import WorldLoadError
 
+    _check_out(
+        out,
+        folder=True,
+        inputs={"--world": world, "--targets": targets, "--config": config},
+        owned=("tasks.jsonl", "trajectories.jsonl", "manifest.json"),
+    )
     try:
         data = _load_mapping(config) if config else {"seed": seed, "max_generations": generations}
         if judge_url:
@@ -522,6 +564,12 @@ def curate_cmd(
 
     if executor != "ray" and (address or workers):
         _fail("--address and --workers need --executor ray")
+    _check_out(
+        out,
+        folder=True,
+        inputs={"--pool": pool, "--tasks": tasks, "--world": world},
+        owned=("selected.jsonl", "manifest.json"),
+    )
     try:
         bands = Bands(edges=[float(x) for x in edges.split(",")])
         cfg = CurateConfig(
@@ -571,8 +619,8 @@ def _load_mapping(path: Path) -> dict:
 
 def _summary_table(summary) -> Table:
     table = Table(
-        title=f"{summary.agent}: {summary.tasks} tasks × {summary.trials_per_task} trials"
-        f" ({summary.infra_errors} infrastructure errors excluded)"
+        title=escape(f"{summary.agent}: {summary.tasks} tasks × {summary.trials_per_task} trials")
+        + f" ({summary.infra_errors} infrastructure errors excluded)"
     )
     table.add_column("metric")
     table.add_column("value", justify="right")

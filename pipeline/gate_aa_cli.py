@@ -62,6 +62,13 @@ def gate_aa_cmd(
         err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
         raise typer.Exit(2)
 
+    from pipeline.outputs import OutputError, check_output
+
+    try:
+        given = {"RUN_A": run_a, "RUN_B": run_b, "--tasks": tasks, "--world": world, "--config": config}
+        check_output(out, inputs=given)
+    except OutputError as exc:
+        fail(str(exc))
     try:
         settings = yaml.safe_load(config.read_text()) if config is not None else {}
         result = aa_check(run_a, run_b, tasks, load_world(world), GateConfig.model_validate(settings or {}))

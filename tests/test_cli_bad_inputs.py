@@ -95,3 +95,33 @@ def test_journal_lines_that_are_not_objects_are_skipped(tasks_file, tmp_path):
     result = measure(tasks_file, out)
     assert result.exit_code == 0, result.output
     assert json.loads((out / "metrics.json").read_text())["valid_trials"] == 2  # the lost trial was run again
+
+
+@pytest.mark.parametrize("path", ["DIR", "/dev/zero"])
+def test_tasks_validate_on_a_folder_or_a_device(tmp_path, path):
+    target = str(tmp_path) if path == "DIR" else path
+    clear_error(runner.invoke(app, ["tasks", "validate", target]), target, "not a regular file")
+
+
+def test_bad_option_values_name_the_option(tasks_file, tmp_path):
+    args = ["rollout", "--world", WORLD, "--tasks", str(tasks_file), "--agent", "flawed", "--out", str(tmp_path / "r")]
+    result = runner.invoke(app, [*args, "--flaw-rate", "7"])  # click's usage error: exit 2, the option named
+    assert result.exit_code == 2 and "Traceback" not in result.output and "'--flaw-rate'" in result.output
+    assert not (tmp_path / "r").exists()
+    run = tmp_path / "run"
+    report = ["report", "--baseline", str(run), "--candidate", str(run), "--tasks", str(tasks_file), "--world", WORLD]
+    clear_error(runner.invoke(app, [*report, "--verdict", "x", "--out", str(tmp_path / "r.html")]), "--verdict 'x'")
+    serve = ["serve", "--model", str(tmp_path), "--api-key", ""]
+    clear_error(runner.invoke(app, serve), "--api-key", "is empty")
+
+
+@pytest.mark.parametrize(
+    ("setting", "needle"),
+    [("dtype=int4", "dtype 'int4': expected one of"), ("device=cuda", "device 'cuda'"), ("device=tpu", "expected cpu")],
+)
+def test_hf_placement_this_machine_cannot_give(tasks_file, tmp_path, setting, needle):
+    import torch
+
+    if setting == "device=cuda" and torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    clear_error(measure(tasks_file, tmp_path / "run", "--agent", f"hf:models/embedded,{setting}"), needle)

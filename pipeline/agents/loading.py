@@ -92,9 +92,23 @@ def import_model(path: str | Path, chat_format: str | None = None, force: bool =
     return meta
 
 
-def _placement(device: str | None, dtype: str) -> dict[str, Any]:
+def check_placement(device: str | None, dtype: str = "auto") -> None:
+    """Refuse, before anything loads, a dtype or device this machine cannot give (ValueError naming it)."""
     if dtype not in DTYPES:
         raise ValueError(f"dtype {dtype!r}: expected one of {', '.join(DTYPES)}")
+    if device is None or device == "cpu":
+        return
+    kind, _, index = device.partition(":")
+    if kind not in ("cuda", "auto") or (kind == "auto" and index) or (index and not index.isdigit()):
+        raise ValueError(f"device {device!r}: expected cpu, cuda, cuda:N or auto")
+    if not torch.cuda.is_available():
+        raise ValueError(f"device {device!r}: no GPU is available on this machine (torch sees no CUDA device)")
+    if index and int(index) >= torch.cuda.device_count():
+        raise ValueError(f"device {device!r}: this machine has {torch.cuda.device_count()} GPU(s)")
+
+
+def _placement(device: str | None, dtype: str) -> dict[str, Any]:
+    check_placement(device, dtype)
     kwargs: dict[str, Any] = {"dtype": dtype if dtype == "auto" else getattr(torch, dtype)}
     if device:
         kwargs["device_map"] = device  # "auto" spreads over the GPUs (accelerate); "cuda", "cuda:1", "cpu"

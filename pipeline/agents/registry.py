@@ -164,6 +164,12 @@ def make_agent(spec: str, domain: Domain | None = None) -> Agent:
                 " device, dtype, format)"
             )
         checked = _sampling(spec, HFSettings, settings).model_dump(exclude_unset=True)
+        from pipeline.agents.loading import check_placement
+
+        try:
+            check_placement(words.get("device"), words.get("dtype", "auto"))
+        except ValueError as exc:
+            raise UnknownAgentError(f"agent {spec!r}: {exc}") from None
         if "draft" in checked:
             checked["draft_tokens"] = checked.pop("draft")
         try:

@@ -23,6 +23,7 @@ from pipeline.curate.pool import PoolError, read_pool
 from pipeline.curate.select import Probed, mix, task_key, trajectory_key
 from pipeline.curate.verify import Verified, replay_verify
 from pipeline.dataset.io import read_tasks
+from pipeline.outputs import staged_folder
 from pipeline.rollout.executor import SerialExecutor, TrialResult
 from pipeline.rollout.runner import Limits
 from pipeline.users.scripted import ScriptedUser
@@ -106,6 +107,15 @@ def curate(
             rejected.append(PoolError(item.source, "duplicate_task", f"same task as {first}"))
             continue
         demos[got.task.id] = got
+    mismatched = [r for r in rejected if r.reason in ("wrong_world", "unknown_task")]
+    if items and not verified and len(mismatched) == len(items):
+        # nothing in the pool belongs with this world and task file: inputs that do not go together, not an
+        # empty selection
+        first = mismatched[0]
+        raise ValueError(
+            f"none of the pool's {len(items)} trajectories belongs with world {world.name!r} and {config.tasks}"
+            f" ({first.reason}: {first.detail}); give the world and task file the pool was made in"
+        )
     agent = make_agent(config.agent, world.domain)
     if on_total:
         on_total(len(demos) * config.probes)
@@ -133,43 +143,43 @@ def curate(
         elif p.band == len(labels) - 1:
             rejected.append(PoolError(p.task.id, "too_easy", f"{p.passes}/{p.n} passes: most mass in {labels[-1]}"))
     selected = mix(probed, config.bands, config.anchor_ratio, config.max_items)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with (out_dir / "selected.jsonl").open("w") as fh:
-        for p in selected:
-            row = {
-                "task_id": p.task.id,
-                "role": p.role,
-                "probes": p.n,
-                "passes": p.passes,
-                "band": labels[p.band],
-                "masses": [round(m, 6) for m in p.masses],
-                "trajectory": p.trajectory.model_dump(mode="json"),
-            }
-            fh.write(json.dumps(row, sort_keys=True) + "\n")
-    roles = Counter(p.role for p in selected)
-    share = roles.get("anchor", 0) / len(selected) if selected else 0.0
-    kept = [p for p in probed if config.bands.keep(p.passes, p.n)]
-    manifest = {
-        "world": world.name,
-        "agent": agent.name,
-        "probes": config.probes,
-        "edges": config.bands.edges,
-        "pool": {"trajectories": len(items) + len(errors), "verified": verified, "tasks_with_demo": len(demos)},
-        "band_histogram": {labels[i]: sum(1 for p in probed if p.band == i) for i in range(len(labels))},
-        "kept_tasks": len(kept),
-        "selected": len(selected),
-        "ratio": {
-            "requested_anchor_share": config.anchor_ratio,
-            "anchors": roles.get("anchor", 0),
-            "targets": roles.get("target", 0),
-            "anchor_share": round(share, 4) if selected else None,
-            "anchors_available": sum(1 for p in kept if p.role == "anchor"),
-            "targets_available": sum(1 for p in kept if p.role == "target"),
-            "met": bool(selected) and abs(share - config.anchor_ratio) <= 1.0 / len(selected) + 1e-9,
-        },
-        "rejections": dict(sorted(Counter(r.reason for r in rejected).items())),
-        "rejected": [{"source": r.source, "reason": r.reason, "detail": r.detail} for r in rejected[:200]],
-    }
-    (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    with staged_folder(out_dir) as staging:  # whole or not at all: manifest.json with its selection
+        with (staging / "selected.jsonl").open("w") as fh:
+            for p in selected:
+                row = {
+                    "task_id": p.task.id,
+                    "role": p.role,
+                    "probes": p.n,
+                    "passes": p.passes,
+                    "band": labels[p.band],
+                    "masses": [round(m, 6) for m in p.masses],
+                    "trajectory": p.trajectory.model_dump(mode="json"),
+                }
+                fh.write(json.dumps(row, sort_keys=True) + "\n")
+        roles = Counter(p.role for p in selected)
+        share = roles.get("anchor", 0) / len(selected) if selected else 0.0
+        kept = [p for p in probed if config.bands.keep(p.passes, p.n)]
+        manifest = {
+            "world": world.name,
+            "agent": agent.name,
+            "probes": config.probes,
+            "edges": config.bands.edges,
+            "pool": {"trajectories": len(items) + len(errors), "verified": verified, "tasks_with_demo": len(demos)},
+            "band_histogram": {labels[i]: sum(1 for p in probed if p.band == i) for i in range(len(labels))},
+            "kept_tasks": len(kept),
+            "selected": len(selected),
+            "ratio": {
+                "requested_anchor_share": config.anchor_ratio,
+                "anchors": roles.get("anchor", 0),
+                "targets": roles.get("target", 0),
+                "anchor_share": round(share, 4) if selected else None,
+                "anchors_available": sum(1 for p in kept if p.role == "anchor"),
+                "targets_available": sum(1 for p in kept if p.role == "target"),
+                "met": bool(selected) and abs(share - config.anchor_ratio) <= 1.0 / len(selected) + 1e-9,
+            },
+            "rejections": dict(sorted(Counter(r.reason for r in rejected).items())),
+            "rejected": [{"source": r.source, "reason": r.reason, "detail": r.detail} for r in rejected[:200]],
+        }
+        (staging / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     log.info("curate: %d selected of %d verified trajectories", len(selected), verified)
     return manifest

@@ -10,6 +10,8 @@ from pydantic import ValidationError
 
 from pipeline.dataset.task import Task
 
+MAX_TASK_FILE_BYTES = 1 << 30  # 1 GiB: far above any task set (200 tasks are ~1 MB), far below a runaway file
+
 
 class TaskFileError(ValueError):
     """A task file that cannot be read; the message names the file, line and field."""
@@ -19,9 +21,18 @@ def read_tasks(path: str | Path) -> list[Task]:
     path = Path(path)
     if not path.exists():
         raise TaskFileError(f"{path}: file not found")
+    if not path.is_file():  # a folder, a device (/dev/zero never ends), a pipe
+        raise TaskFileError(f"{path}: not a regular file; give a tasks.jsonl file")
+    size = path.stat().st_size
+    if size > MAX_TASK_FILE_BYTES:
+        raise TaskFileError(f"{path}: {size} bytes, more than a task file holds ({MAX_TASK_FILE_BYTES} at most)")
+    try:
+        data_bytes = path.read_bytes()
+    except OSError as exc:
+        raise TaskFileError(f"{path}: cannot be read: {exc.strerror or exc}") from None
     tasks: list[Task] = []
     seen: dict[str, int] = {}
-    for lineno, raw in enumerate(path.read_bytes().splitlines(), start=1):
+    for lineno, raw in enumerate(data_bytes.splitlines(), start=1):
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as exc:

@@ -1,8 +1,10 @@
 """Tasks checked against the world they run in: what the schema alone cannot see.
 
 A task written for another world, a gold action naming a tool the world lacks or a record it does not hold, a
-check no end state can meet: each would otherwise be scored, silently, as the agent's failure. `task_problems`
-lists them, one line each naming the task and the field; `check_tasks` raises on any.
+check no end state can meet, a check its own gold actions fail, a customer who can only identify as someone else:
+each would otherwise be scored, silently, as the agent's failure. Each task is proved solvable: its gold actions
+are replayed and its checks graded on the end state they reach. `task_problems` lists the problems, one line each
+naming the task and the field; `check_tasks` raises on any.
 """
 
 from __future__ import annotations
@@ -64,18 +66,59 @@ def _problems(world: World, task: Task) -> list[str]:
         f"field gold_actions.{i}.name: unknown tool {name!r}" + (" of the customer's" if side == "user" else "")
         for i, name, side in unknown
     ]
+    out += _identity_problems(world, task)
+    check_problems = []
+    for i, check in enumerate(task.checks):
+        check_problems += [f"field checks.{i}: {p}" for p in _check_problems(world, check)]
+    out += check_problems
     if not unknown:
         try:
             session = replay_gold(world, task)
         except TaskSetupError as exc:
             return [*out, f"field initial_state: {exc}"]
+        refused = []
         for i, event in enumerate(session.log):
             bad = _BAD_WRITE if event.kind == "write" else _BAD_ANY
             if not event.ok and event.error_category in bad:
-                out.append(f"field gold_actions.{i}: {event.name} is refused ({event.error_category}): {event.error}")
-    for i, check in enumerate(task.checks):
-        out += [f"field checks.{i}: {p}" for p in _check_problems(world, check)]
+                why = f"{event.name} is refused ({event.error_category}): {event.error}"
+                refused.append(f"field gold_actions.{i}: {why}")
+        out += refused
+        if not check_problems and not refused:  # a refused gold call is the cause; its checks' failures follow
+            out += _gold_check_problems(world, task, session)
     return out
+
+
+def _gold_check_problems(world: World, task: Task, session) -> list[str]:
+    """The task's checks graded on its own gold end state: a check the gold fails makes the task unsolvable."""
+    from pipeline.grading.task_checks import evaluate_check
+
+    log = [event.to_dict() for event in session.log]
+    changed = session.changed()
+    out = []
+    for i, check in enumerate(task.checks):
+        result = evaluate_check(check, world, log, changed)
+        if not result.passed:
+            out.append(f"field checks.{i}: contradicts the task's gold actions: {'; '.join(result.details)}")
+    return out
+
+
+def _identity_problems(world: World, task: Task) -> list[str]:
+    """A customer who can only give another user's id or email could never be served as the task's customer."""
+    known, customer = task.user_script.known, task.customer_user_id
+    if customer is None or "users" not in world.table_names:
+        return []
+    if known.user_id is not None and known.user_id != customer:
+        return [f"field user_script.known.user_id: {known.user_id!r} is not the task's customer {customer!r}"]
+    other_way = known.user_id is not None or None not in (known.first_name, known.last_name, known.zip)
+    if known.email is not None and not other_way:
+        users = world.table("users")
+        owners = sorted(k for k, u in users.items() if str(getattr(u, "email", "")).lower() == known.email.lower())
+        if owners and customer not in owners:  # an unknown email is a scenario (the customer misremembers it)
+            return [
+                f"field user_script.known.email: {known.email!r} belongs to {owners[0]!r}, not the task's customer"
+                f" {customer!r}, and the customer knows no other way to be identified"
+            ]
+    return []
 
 
 def _check_problems(world: World, check) -> list[str]:

@@ -1,4 +1,5 @@
-"""What every stage script does: configure logging, load params.yaml (validated), run one stage function."""
+"""What every stage script does: configure logging, load params.yaml (validated, then resolved: every name in it
+names something usable), run one stage function."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pipeline.loop.params import Params, ParamsError, load_params
+from pipeline.loop.resolve import resolve_params
 from pipeline.loop.stage_times import StageTime, write_stage_time
 
 
@@ -17,7 +19,9 @@ def run_stage(name: str, fn: Callable[[Params], Any]) -> Any:
     logging.basicConfig(level=os.environ.get("AGENTLOOP_LOG", "INFO"), format="%(asctime)s %(name)s: %(message)s")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     try:
-        params = load_params(os.environ.get("AGENTLOOP_PARAMS", "params.yaml"))
+        source = os.environ.get("AGENTLOOP_PARAMS", "params.yaml")
+        params = load_params(source)
+        resolve_params(params, source)
     except ParamsError as exc:
         print(f"stage {name}: {exc}", file=sys.stderr)
         raise SystemExit(2) from None

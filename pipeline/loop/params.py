@@ -3,16 +3,29 @@
 The file is read strictly, because a value that is silently coerced or dropped changes a run without a word:
 a key given twice is an error naming it and both lines, an empty file is an error (not the code's defaults),
 values are not coerced (`trials: true` is not 1, `trials: "4"` is not 4), and settings that contradict each other
-(`gate.k` above `measure.trials`) fail here, before any stage runs.
+(`gate.k` above `measure.trials`) fail here, before any stage runs. No number may be infinite or NaN (`.inf`,
+`.nan`), in any section. A section the file leaves out takes the code's defaults (which equal the committed
+params.yaml), and the loader says so: a warning names every defaulted section, and `Params.defaulted` lists them.
 """
 
 from __future__ import annotations
 
+import logging
+import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal  # noqa: F401
+from typing import TYPE_CHECKING, Annotated, Any, Literal  # noqa: F401
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from pipeline.curate.bands import Bands
 from pipeline.gate.config import EVAL_TASKS, GateConfig
@@ -23,6 +36,12 @@ from pipeline.train.lora import LoraSpec
 
 if TYPE_CHECKING:
     from pipeline.train.embedded import EmbeddedConfig
+
+
+log = logging.getLogger(__name__)
+
+# A path written in YAML is text; the file is validated strictly, so the text is turned into a Path first.
+PathText = Annotated[Path, BeforeValidator(lambda v: Path(v) if isinstance(v, str) else v)]
 
 
 class Strict(BaseModel):
@@ -83,7 +102,7 @@ class MeasureParams(Strict):
         " tau2-llm:MODEL[@BASE_URL][,temperature=T,max_tokens=N,seed=S] (τ²-bench's conventions; see"
         " pipeline/users/registry.py).",
     )
-    tasks: Path | None = Field(
+    tasks: PathText | None = Field(
         default=None,
         description="A tasks.jsonl to measure instead of the generated held-out tasks (e.g. from `agentloop tasks"
         " import-tau2`); world.eval_world must then be the world those tasks run in. Target, gate and report read"
@@ -99,7 +118,9 @@ class MeasureParams(Strict):
 
 
 class TargetParams(Strict):
-    budget: int = Field(default=160, ge=1, description="Synthesized tasks to make, split across failure modes.")
+    budget: int = Field(
+        default=160, ge=1, le=100_000, description="Synthesized tasks to make, split across failure modes."
+    )
     config: TargetConfig = Field(default_factory=TargetConfig)
 
 
@@ -160,8 +181,8 @@ class ReportParams(Strict):
 
 
 class PromoteParams(Strict):
-    experiment: str = "agentloop"
-    model_name: str = "agentloop-agent"
+    experiment: str = Field(default="agentloop", min_length=1, description="MLflow experiment name.")
+    model_name: str = Field(default="agentloop-agent", min_length=1, description="MLflow registered model name.")
     traces: bool = Field(
         default=True,
         description="Log every graded trial of measure and remeasure as an MLflow trace (conversation, tool calls,"
@@ -187,6 +208,12 @@ class Params(Strict):
     gate: GateConfig = Field(default_factory=GateConfig)
     report: ReportParams = Field(default_factory=ReportParams)
     promote: PromoteParams = Field(default_factory=PromoteParams)
+    _defaulted: tuple[str, ...] = PrivateAttr(default=())
+
+    @property
+    def defaulted(self) -> tuple[str, ...]:
+        """The sections the file left out, which took the code's defaults."""
+        return self._defaulted
 
     @field_validator("embedded")
     @classmethod
@@ -251,12 +278,32 @@ def load_params(path: str | Path = "params.yaml") -> Params:
         raise ParamsError(f"{path}: empty file; params.yaml must set the loop's sections (see the committed one)")
     if not isinstance(data, dict):
         raise ParamsError(f"{path}: expected a mapping of sections, got {type(data).__name__}")
+    bad = _non_finite(data)
+    if bad is not None:
+        where, value = bad
+        raise ParamsError(f"{path}: {where}: {value} is not a finite number")
     try:
-        return Params.model_validate(data, strict=True)
+        params = Params.model_validate(data, strict=True)
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(map(str, err["loc"]))
         raise ParamsError(f"{path}: {where + ': ' if where else ''}{err['msg']}{_hint(err)}") from None
+    params._defaulted = tuple(name for name in Params.model_fields if name not in data)
+    if params.defaulted:
+        log.warning("%s: no section %s: the code's defaults apply", path, ", ".join(params.defaulted))
+    return params
+
+
+def _non_finite(value: Any, where: str = "") -> tuple[str, float] | None:
+    """The first infinite or NaN number anywhere in the file, with its key path."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return where or "(top)", value
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        found = _non_finite(item, f"{where}.{key}" if where else str(key))
+        if found is not None:
+            return found
+    return None
 
 
 def _hint(err: Any) -> str:

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from typing import IO
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -61,6 +62,8 @@ class Tracker:
     def advance(self, passed: bool | None = None, n: int = 1) -> None:
         """`n` more items done; `passed` is the verdict of the item when it has one (a trial), else None."""
         self.done += n
+        if self.total and self.done > self.total:  # more work than announced (a task's twin, say): never over 100%
+            self.set_total(self.done)
         if passed is not None:
             self.has_verdicts = True
             self.passed += int(bool(passed))
@@ -145,5 +148,5 @@ def track(
     )
     with bar:
         tracker._bar = bar
-        tracker._task = bar.add_task(description, total=total, passed="")
+        tracker._task = bar.add_task(escape(description), total=total, passed="")  # a name may hold [ ]
         yield tracker

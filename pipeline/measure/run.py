@@ -13,7 +13,9 @@ Outputs in the run directory:
                          settings and directory resumes where it stopped (see pipeline.rollout.resume)
 
 Every file but the last two is byte-identical for the same seeds and participants: wall-clock figures live only
-in `timings.jsonl` (and the journal), so a rerun that acts the same changes nothing DVC hashes downstream.
+in `timings.jsonl` (and the journal), so a rerun that acts the same changes nothing DVC hashes downstream. A run
+directory is locked while a measure writes it (`pipeline.outputs.folder_lock`): a second measure into the same
+directory at the same time is refused, never mixed in.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from pipeline.metrics.cost import PriceTable
 from pipeline.metrics.errors import MetricsInputError
 from pipeline.metrics.passk import pass_hat_k
 from pipeline.metrics.summary import MeasureSummary, TrialRecord, summarize
+from pipeline.outputs import folder_lock
 from pipeline.rollout.executor import SerialExecutor, TrialResult
 from pipeline.rollout.resume import TrialJournal, atomic_write
 from pipeline.rollout.runner import Limits
@@ -47,6 +50,15 @@ from pipeline.world.registry import load_world
 from pipeline.world.tables import sha256_json
 
 log = logging.getLogger(__name__)
+RUN_FILES = (
+    "trajectories.jsonl",
+    "verdicts.jsonl",
+    "per_task.csv",
+    "metrics.json",
+    "usage.json",
+    "timings.jsonl",
+    "journal.jsonl",
+)
 
 
 class MeasureConfig(BaseModel):
@@ -139,7 +151,15 @@ def make_executor(config: MeasureConfig, judge=None):
 def measure(
     config: MeasureConfig, out_dir: Path, on_trial: Callable[[TrialRecord], None] | None = None
 ) -> MeasureSummary:
-    """Run (or resume, from `out_dir/journal.jsonl`) every (task, trial), then write the run's files."""
+    """Run (or resume, from `out_dir/journal.jsonl`) every (task, trial), then write the run's files; the
+    directory is locked meanwhile (FolderBusyError when another measure holds it)."""
+    with folder_lock(out_dir, "measure"):
+        return _measure(config, out_dir, on_trial)
+
+
+def _measure(
+    config: MeasureConfig, out_dir: Path, on_trial: Callable[[TrialRecord], None] | None = None
+) -> MeasureSummary:
     from pipeline.grading.llm_judge import judge_usage, make_judge
 
     max_k = config.k or config.trials

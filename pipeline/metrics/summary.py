@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 from pipeline.grading.failure_modes import FAILURE_MODES, SIGNATURES, FailureAnalysis
-from pipeline.metrics.aggregate import mean_pass_at_k, mean_pass_hat_k, per_task_pass_hat_k
+from pipeline.metrics.aggregate import count_outcomes, mean_pass_at_k, mean_pass_hat_k, per_task_pass_hat_k
 from pipeline.metrics.buckets import bucket_shares
 from pipeline.metrics.cost import CostSummary, cost_summary
 from pipeline.metrics.errors import MetricsInputError
@@ -65,6 +65,19 @@ class MeasureSummary(_Strict):
         default=0.0, description="Share of failed trials the judge put down to the user simulator, not the agent."
     )
     cost: CostSummary
+    short_tasks: dict[str, int] = Field(
+        default_factory=dict,
+        description="Tasks left with fewer than the largest k valid trials (infrastructure errors) → their valid"
+        " trials; pass@k, pass^k and their intervals for a k above a task's valid trials are over the other tasks."
+        " Written only when not empty.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _drop_empty_short_tasks(self, handler):
+        data = handler(self)
+        if not self.short_tasks:
+            data.pop("short_tasks", None)  # a run without infrastructure losses keeps its bytes
+        return data
 
 
 def _r(x: float) -> float:
@@ -112,12 +125,26 @@ def summarize(
     results, costs = dict(results), dict(costs)
     valid = [r for r in records if r.passed is not None]
     failed = [r for r in valid if not r.passed]
-    pass_at = {str(k): _r(mean_pass_at_k(results, k)) for k in range(1, max_k + 1)}
-    pass_hat = {str(k): _r(mean_pass_hat_k(results, k)) for k in range(1, max_k + 1)}
+    # Trials lost to infrastructure errors are left out: a statistic at k is over the tasks with k valid trials
+    # (named in short_tasks); only when no task has k valid trials is it undefined, and that is an error.
+    n_valid = {t: count_outcomes(o, t)[1] for t, o in results.items()}
+    short = {t: n for t, n in sorted(n_valid.items()) if n < max_k}
+
+    def at(k: int) -> dict[str, list[bool | None]]:
+        kept = {t: o for t, o in results.items() if n_valid[t] >= k}
+        if not kept:
+            raise MetricsInputError(
+                f"k={k} exceeds the valid trials of every task (trials lost to infrastructure errors: "
+                f"{len(records) - len(valid)} of {len(records)})"
+            )
+        return kept
+
+    pass_at = {str(k): _r(mean_pass_at_k(at(k), k)) for k in range(1, max_k + 1)}
+    pass_hat = {str(k): _r(mean_pass_hat_k(at(k), k)) for k in range(1, max_k + 1)}
     intervals: dict[str, list[float]] = {}
     for k in range(1, max_k + 1):
         iv = bootstrap(
-            per_task_pass_hat_k(results, k), clusters=templates, resamples=resamples, confidence=confidence, seed=seed
+            per_task_pass_hat_k(at(k), k), clusters=templates, resamples=resamples, confidence=confidence, seed=seed
         )
         intervals[f"pass_hat_{k}"] = [_r(iv.low), _r(iv.high)]
 
@@ -141,5 +168,6 @@ def summarize(
         diff_categories={d: _rate(records, lambda r, d=d: d in r.diff_kinds) for d in DIFF_KINDS},
         looked_complete_share=share(lambda r: r.analysis and r.analysis.looked_complete),
         user_simulator_failures=share(lambda r: r.analysis and r.analysis.user_simulator),
+        short_tasks=short,
         cost=_rounded(cost_summary(results, costs, currency, dict(tokens), priced)),
     )

@@ -23,7 +23,7 @@ from pipeline.report.cost_view import cost_section
 from pipeline.report.flips import Flip, find_flips
 from pipeline.report.gate_view import GateView, check_gate_matches, read_gate
 from pipeline.report.html import Safe, esc, img, join, note, num, page, pct, section, table, tag
-from pipeline.report.inputs import RunData, load_run, load_summary
+from pipeline.report.inputs import ReportInputError, RunData, load_run, load_summary
 from pipeline.report.verdicts import verdict_section
 
 log = logging.getLogger(__name__)
@@ -220,6 +220,24 @@ def _flip_section(flips: list[Flip], base: RunData, cand: RunData, tasks: dict, 
     return section("flips", "Tasks that flipped: before / after trajectories", *body)
 
 
+def _check_same_tasks(base: RunData, cand: RunData, tasks: dict, tasks_path: Path) -> None:
+    """Both runs measured on the same tasks, all in the task file: a comparison over different task sets would
+    show a difference that is not the agents'."""
+    base_ids, cand_ids = {k[0] for k in base.trajectories}, {k[0] for k in cand.trajectories}
+    if base_ids != cand_ids:
+        only_base, only_cand = sorted(base_ids - cand_ids), sorted(cand_ids - base_ids)
+        example = (only_base or only_cand)[0]
+        raise ReportInputError(
+            f"{base.path} and {cand.path} were measured on different task sets ({len(only_base)} task(s) only in the"
+            f" baseline, {len(only_cand)} only in the candidate, e.g. {example!r}); measure both on the same tasks"
+        )
+    missing = sorted(base_ids - set(tasks))
+    if missing:
+        raise ReportInputError(
+            f"{tasks_path}: {len(missing)} measured task(s) are not in this task file, e.g. {missing[0]!r}"
+        )
+
+
 def build_report(
     baseline_dir: Path,
     candidate_dir: Path,
@@ -236,6 +254,7 @@ def build_report(
     out = Path(out)
     base, cand = load_run(Path(baseline_dir), verdict), load_run(Path(candidate_dir), verdict)
     tasks = {t.id: t for t in read_tasks(tasks_path)}
+    _check_same_tasks(base, cand, tasks, Path(tasks_path))
     gate = read_gate(Path(gate_json)) if gate_json else None
     if gate is not None:
         check_gate_matches(gate, Path(gate_json), base.path, cand.path, Path(tasks_path))

@@ -9,6 +9,7 @@ generation slot.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 import uuid
@@ -88,6 +89,11 @@ def create_app(
         if req.n != 1:
             raise APIError(400, "only n=1 is supported", code="unsupported")
         raw = req.message_dicts()
+        for name, value in (("messages", raw), ("tools", req.tool_dicts())):
+            try:
+                json.dumps(value, ensure_ascii=False).encode("utf-8")
+            except UnicodeEncodeError:  # "\ud800": valid JSON, not text a tokenizer can encode
+                raise APIError(400, f"{name}: not valid Unicode text (a lone surrogate)") from None
         if token_bytes and (least := fewest_prompt_tokens(raw, token_bytes)) >= engine.context:
             raise APIError(
                 400,

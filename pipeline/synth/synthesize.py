@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pipeline.dataset.io import write_tasks
 from pipeline.dataset.task import Task
 from pipeline.grading.failure_modes import FAILURE_MODES
+from pipeline.outputs import staged_folder
 from pipeline.rollout.trajectory import Trajectory
 from pipeline.synth.candidate import Spec, build
 from pipeline.synth.coverage import CoverageTracker
@@ -290,12 +291,13 @@ def synthesize(
     config: SynthConfig | None = None,
     on_task: Callable[[Task], None] | None = None,
 ) -> SynthesisResult:
-    """Run the synthesis and write tasks.jsonl, trajectories.jsonl and manifest.json to `out_dir`."""
+    """Run the synthesis and write tasks.jsonl, trajectories.jsonl and manifest.json to `out_dir`, whole or not at
+    all (`pipeline.outputs.staged_folder`: a run killed while writing leaves the previous folder as it was)."""
     result = Synthesizer(world, targets, config).run(on_task)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    write_tasks(out_dir / "tasks.jsonl", result.tasks)
-    with (out_dir / "trajectories.jsonl").open("w") as fh:
-        for traj in result.trajectories:
-            fh.write(traj.without_timings().model_dump_json() + "\n")  # a rerun writes the same bytes
-    (out_dir / "manifest.json").write_text(json.dumps(result.manifest, indent=2, sort_keys=True) + "\n")
+    with staged_folder(out_dir) as staging:
+        write_tasks(staging / "tasks.jsonl", result.tasks)
+        with (staging / "trajectories.jsonl").open("w") as fh:
+            for traj in result.trajectories:
+                fh.write(traj.without_timings().model_dump_json() + "\n")  # a rerun writes the same bytes
+        (staging / "manifest.json").write_text(json.dumps(result.manifest, indent=2, sort_keys=True) + "\n")
     return result

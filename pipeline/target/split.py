@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -28,18 +29,23 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+MAX_BUDGET = 100_000
+"""The most tasks one split may ask for: far above a training set (160 by default), far below a synthesis that
+would never end (a budget of 1e20)."""
+
+
 class TargetConfig(Strict):
     """How a budget is split and how hard the data for each mode is made."""
 
-    weights: dict[str, float] = Field(
+    weights: dict[str, Annotated[float, Field(ge=0, allow_inf_nan=False)]] = Field(
         default_factory=lambda: {m: 1.0 for m in FAILURE_MODES},
-        description="Mode → weight; a mode left out or weighted 0 gets nothing.",
+        description="Mode → weight (finite, not negative); a mode left out or weighted 0 gets nothing.",
     )
     floor: int = Field(default=2, ge=0, description="Tasks each weighted mode gets at least (budget permitting).")
     rate: str = Field(default="trials", pattern="^(trials|tasks)$", description="Which failure-mode rate to use.")
-    dials: dict[str, dict[str, float]] = Field(
+    dials: dict[str, dict[str, Annotated[float, Field(ge=0, le=1)]]] = Field(
         default_factory=lambda: {m: dict(d) for m, d in DEFAULT_DIALS.items()},
-        description="Mode → dial → probability that a task for that mode turns the dial on.",
+        description="Mode → dial → probability (0 to 1) that a task for that mode turns the dial on.",
     )
     scale_by_pass_rate: bool = Field(
         default=True, description="Multiply dial probabilities by 0.5 + pass@1 (harder data for a stronger agent)."
@@ -47,7 +53,7 @@ class TargetConfig(Strict):
 
 
 class ModeTarget(Strict):
-    count: int = Field(description="Tasks to synthesize for this mode.")
+    count: int = Field(ge=0, le=MAX_BUDGET, description="Tasks to synthesize for this mode.")
     rate: float = Field(description="The measured failure-mode rate.")
     weight: float
     score: float = Field(description="rate × weight.")
@@ -107,6 +113,8 @@ def split_budget(
     modes = [m for m in FAILURE_MODES if cfg.weights.get(m, 0.0) > 0]
     if budget < 0:
         raise ValueError("budget must be >= 0")
+    if budget > MAX_BUDGET:
+        raise ValueError(f"budget {budget} is more tasks than one synthesis makes ({MAX_BUDGET} at most)")
     if not modes:
         raise ValueError("every mode has weight 0: nothing to target")
     scores = {m: max(rates.get(m, 0.0), 0.0) * cfg.weights[m] for m in modes}

@@ -13,6 +13,17 @@ import_app = typer.Typer(help="Import runs made elsewhere: τ²-bench results fi
 console = Console(stderr=True)
 
 
+def _check_out(out: Path, **kwargs) -> None:
+    """Refuse, before any work, an output that is an input or cannot be written (`pipeline.outputs`)."""
+    from pipeline.outputs import OutputError, check_output
+
+    try:
+        check_output(out, "--out", **kwargs)
+    except OutputError as exc:
+        console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
+        raise typer.Exit(2) from None
+
+
 @import_app.command("tau2-run")
 def tau2_run(
     results: Path = typer.Argument(..., help="The JSON file `tau2 run` saved (info, tasks, simulations)."),
@@ -33,6 +44,7 @@ def tau2_run(
     if verdict not in VERDICTS:
         console.print(f"[red]error:[/red] --verdict {escape(verdict)!r}: expected strict or tau2")
         raise typer.Exit(2)
+    _check_out(out, folder=True, inputs={"RESULTS": results, "--domain": domain})
     try:
         record = import_run(results, domain, out, verdict=verdict, tau2=Tau2Config(upstream_tools=upstream_tools))  # type: ignore[arg-type]
     except Tau2ImportError as exc:
@@ -60,6 +72,7 @@ def import_tau2_cmd(
     from pipeline.world.domain import DomainCapabilityError
     from pipeline.world.tables import WorldLoadError
 
+    _check_out(out, inputs={"--domain": domain})
     try:
         imported = write_import(domain, out, split, kind)
     except (WorldLoadError, DomainCapabilityError, ValueError, FileNotFoundError) as exc:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pipeline.dataset.io import write_tasks
 from pipeline.dataset.task import Task
+from pipeline.dataset.validate import check_tasks
 from pipeline.world.replay import replay_gold
 from pipeline.world.tables import World, WorldLoadError
 
@@ -76,6 +77,8 @@ def import_tau2(path: str | Path, split: str | None = None, domain: str | None =
     importer = d.require("tau2_importer", needed_for="agentloop tasks import-tau2")
     world, tasks = importer.load(path)
     chosen = select_split(tasks, read_splits(path), split, path)
+    # a task no run can score (an unknown gold tool, a check its own gold fails) is refused, not written
+    check_tasks(world, chosen, str(path / "tasks.json"))
     refused = {}
     for task in chosen:
         failed = [e.name for e in replay_gold(world, task).log if not e.ok and e.kind == "write"]

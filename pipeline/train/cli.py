@@ -22,6 +22,21 @@ def _fail(message: str) -> None:
     raise typer.Exit(2)
 
 
+def _invalid(exc: ValidationError) -> str:
+    """A settings error in one line: each field and what is wrong with it."""
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}" for e in exc.errors())
+
+
+def _check_out(out: Path, **inputs) -> None:
+    """Refuse, before any training, a checkpoint folder that is or holds an input or cannot be written."""
+    from pipeline.outputs import OutputError, check_output
+
+    try:
+        check_output(out, "--out", folder=True, inputs=inputs)
+    except OutputError as exc:
+        _fail(str(exc))
+
+
 def _overrides(config: Path | None) -> dict:
     if config is None:
         return {}
@@ -48,6 +63,7 @@ def baseline(
     """Build the embedded default on CPU: tokenizer, tiny Llama, copy warm-up, flawed-corpus baseline."""
     from pipeline.train.embedded import EmbeddedConfig, build_baseline
 
+    _check_out(out, **{"--config": config})
     try:
         settings = _overrides(config)
         if seed is not None:
@@ -124,6 +140,7 @@ def sft(
     from pipeline.agents.codec import CodecMismatchError
     from pipeline.train.sft import SFTParams, run_sft
 
+    _check_out(out, **{"--base": base, "--data": data, "--anchors": anchors, "--tasks": tasks})
     try:
         params = SFTParams(
             base=base,
@@ -143,7 +160,9 @@ def sft(
             lora=_lora(lora, lora_r, lora_alpha, lora_dropout, lora_targets, save_adapter),
         )
         result = run_sft(params, out)
-    except (ValidationError, CodecMismatchError, FileNotFoundError, ValueError) as exc:
+    except ValidationError as exc:
+        _fail(_invalid(exc))
+    except (CodecMismatchError, FileNotFoundError, ValueError) as exc:
         _fail(str(exc))
     loss = f"loss {result.first_loss:.3f} → {result.last_loss:.3f}, " if result.losses else ""  # every logging_steps
     console.print(
@@ -190,6 +209,7 @@ def grpo(
     from pipeline.rollout.runner import Limits
     from pipeline.train.grpo import GRPOParams, run_grpo
 
+    _check_out(out, **{"--base": base, "--tasks": tasks, "--world": world})
     try:
         params = GRPOParams(
             base=base,
@@ -217,7 +237,9 @@ def grpo(
             seed=seed,
         )
         result = run_grpo(params, out)
-    except (ValidationError, CodecMismatchError, FileNotFoundError, ValueError) as exc:
+    except ValidationError as exc:
+        _fail(_invalid(exc))
+    except (CodecMismatchError, FileNotFoundError, ValueError) as exc:
         _fail(str(exc))
     console.print(
         f"GRPO: {result.steps} steps, mean reward per step {result.rewards}, rollouts {result.stats}; wrote {out}"

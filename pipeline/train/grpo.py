@@ -36,8 +36,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from pipeline.agents.formats import CodecFormat
 from pipeline.dataset.io import read_tasks
 from pipeline.dataset.task import Task
+from pipeline.dataset.validate import check_tasks
 from pipeline.loop.progress import track
 from pipeline.rollout.runner import Limits
+from pipeline.train.finite import FiniteCallback, NonFiniteTrainingError, first_non_finite
 from pipeline.train.progress_callback import TrackerCallback
 from pipeline.train.rollouts import (
     EpisodeRollouts,
@@ -60,7 +62,7 @@ log = logging.getLogger(__name__)
 class GRPOParams(BaseModel):
     """One GRPO run; recorded in the checkpoint's agentloop.json."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     base: Path = Field(description="Checkpoint to start from.")
     tasks: list[Path] = Field(description="tasks.jsonl files: the task pool (generated worlds only).")
@@ -139,6 +141,7 @@ def build_trainer(params: GRPOParams, scratch: str, tasks: list[Task] | None = N
     if not tasks:
         raise ValueError("GRPO: empty task pool")
     world = load_world(params.world or tasks[0].world)
+    check_tasks(world, tasks, "GRPO task pool")  # a task its world cannot run would reward 0 (or 1) for nothing
     fmt = base.format or CodecFormat(base.meta.codec_config)
     stop_ids = stop_tokens(base)
     batch = params.num_generations * params.tasks_per_step
@@ -230,6 +233,7 @@ def run_grpo(params: GRPOParams, out: Path, tasks: list[Task] | None = None) -> 
         trainer, rollouts, base = build_trainer(params, scratch, tasks)
         with track("GRPO", None, "steps") as progress:
             trainer.add_callback(TrackerCallback(progress))
+            trainer.add_callback(FiniteCallback(params.learning_rate))
             result = trainer.train()
         model = trainer.model
         if params.lora.enabled:
@@ -241,6 +245,9 @@ def run_grpo(params: GRPOParams, out: Path, tasks: list[Task] | None = None) -> 
     stds = [float(e["reward_std"]) for e in history if "reward_std" in e]
     stats = dict(rollouts.stats)
     manifest = {"tasks": [{"path": str(p), "sha256": file_sha256(p)} for p in params.tasks], "rollouts": stats}
+    bad = first_non_finite(model, trainable_only=False)
+    if bad is not None:  # what the per-step check cannot see (a frozen weight, a merge)
+        raise NonFiniteTrainingError(f"trained weight {bad} is not finite; nothing was saved")
     base.save(
         Path(out),
         model,

@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pipeline.agents.denormals import flushed_denormals
 from pipeline.loop.progress import track
 from pipeline.rollout.trajectory import Trajectory
+from pipeline.train.finite import FiniteCallback, NonFiniteTrainingError, first_non_finite
 from pipeline.train.lora import LORA_TARGETS, LoraSpec
 from pipeline.train.progress_callback import TrackerCallback
 from pipeline.train.sft_base import Overlong, encode_for_sft, fit_length, load_base
@@ -102,7 +103,7 @@ class LoraParams(BaseModel):
 class SFTParams(BaseModel):
     """One SFT run: base checkpoint, data, optimisation; recorded in the checkpoint's agentloop.json."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     base: Path = Field(description="Checkpoint to start from (an agentloop checkpoint directory).")
     data: list[Path] = Field(description="trajectories.jsonl files: the (targeted) training data.")
@@ -243,6 +244,7 @@ def run_sft(params: SFTParams, out: Path, trajectories: list[Trajectory] | None 
         )
         with track("SFT", None, "steps") as progress:
             trainer.add_callback(TrackerCallback(progress))
+            trainer.add_callback(FiniteCallback(params.learning_rate))
             with flushed_denormals(not gpu):
                 result = trainer.train()
         trained = trainer.model
@@ -252,6 +254,9 @@ def run_sft(params: SFTParams, out: Path, trajectories: list[Trajectory] | None 
             trained = trained.merge_and_unload()
         losses = _losses(trainer.state.log_history)
         steps, mean_loss = int(result.global_step), float(result.training_loss)
+    bad = first_non_finite(trained, trainable_only=False)
+    if bad is not None:  # what the per-step check cannot see (a frozen weight, a merge)
+        raise NonFiniteTrainingError(f"trained weight {bad} is not finite; nothing was saved")
     base.save(
         Path(out),
         trained,

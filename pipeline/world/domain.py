@@ -58,6 +58,9 @@ class Invariant:
 
     name: str
     check: Callable[[Any], ComponentResult]
+    enforced: bool = True
+    """Kept by the tools too: `execute` refuses and undoes a write that would break it. False: graded only (a rule
+    the domain's reference data itself does not keep)."""
 
 
 class Tau2Importer(Protocol):

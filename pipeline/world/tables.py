@@ -223,6 +223,25 @@ class Session:
         self._edited_this_call = set()
         return touched
 
+    def call_changes(self) -> tuple[dict[str, dict[str, dict]], dict[str, dict[str, dict]]]:
+        """The records the call in progress touched, as `changed()` shows them, before and after the call: only
+        records that differ from the base world appear (a record the call created is absent before)."""
+        first: dict[tuple[str, str], BaseModel | None] = {}
+        for table, key, previous in self._journal or []:
+            first.setdefault((table, key), previous)
+        before: dict[str, dict[str, dict]] = {t: {} for t in self.world.table_names}
+        after: dict[str, dict[str, dict]] = {t: {} for t in self.world.table_names}
+        for (table, key), previous in first.items():
+            base = self.world.table(table).get(key)
+            base_json = dump_record(base) if base is not None else None
+            for side, record in (
+                (before, base if previous is None else previous),
+                (after, self.overlay[table].get(key)),
+            ):
+                if record is not None and dump_record(record) != base_json:
+                    side[table][key] = dump_record(record)
+        return before, after
+
     def rollback_call(self) -> None:
         for table, key, previous in reversed(self._journal or []):
             if previous is None:

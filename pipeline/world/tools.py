@@ -3,8 +3,10 @@ model sees, and `execute` runs one call atomically against a session and logs it
 
 As in τ²-bench, a tool's docstring is its description and its `Args:` section documents each parameter.
 Arguments are validated by pydantic before the tool body runs, so a malformed call is a tool error the
-agent can read, never a crash, and a refused call changes nothing. Once a call of kind "transfer" succeeds the
-conversation belongs to a human agent: every later write is refused (category "transferred"), in any domain.
+agent can read, never a crash, and a refused call changes nothing. A call whose writes would break one of the
+domain's invariants is refused and undone too, so no tool can leave the world in a state its rules forbid. Once a
+call of kind "transfer" succeeds the conversation belongs to a human agent: every later write is refused (category
+"transferred"), in any domain.
 """
 
 from __future__ import annotations
@@ -144,6 +146,26 @@ class ToolRegistry:
         return frozenset(n for n, t in self.tools.items() if t.kind in kinds)
 
 
+def keep_invariants(s: Session, name: str) -> None:
+    """Refuse the call in progress when its writes break one of the domain's invariants (`Domain.invariants`: legal
+    transitions, balances, seats, money ceilings) that held before it: whatever a tool's own checks miss, the world
+    never enters a state its rules forbid. Only the records the call touched are checked, before and after."""
+    before, after = s.call_changes()
+    if not any(after.values()):
+        return
+    from pipeline.grading.static_checks import StaticInput  # the invariants' input; imported late (no cycle)
+
+    for inv in s.world.domain.invariants():
+        if not inv.enforced:
+            continue
+        broken = inv.check(StaticInput(s.world, [], after))
+        if broken.passed:
+            continue
+        new = [d for d in broken.details if d not in set(inv.check(StaticInput(s.world, [], before)).details)]
+        if new:
+            raise ToolError(f"{name} refused: the change would break the rule {inv.name!r}: {'; '.join(new)}")
+
+
 def execute(s: Session, name: str, arguments: Any, requestor: str = "assistant") -> ToolEvent:
     """Run one tool call of the session's world against it, atomically, and append it to the world's log.
 
@@ -177,6 +199,7 @@ def execute(s: Session, name: str, arguments: Any, requestor: str = "assistant")
             )
         args = spec.validate(arguments)
         event.result = spec.func(s, **args)  # type: ignore[attr-defined]
+        keep_invariants(s, name)
         event.ok = True
         event.touched = s.commit_call()
         if kind == "transfer":

@@ -192,3 +192,17 @@ def test_cli_ray_options_need_the_ray_executor(tmp_path):
         + ["--address", "127.0.0.1:6379"],
     )
     assert result.exit_code != 0 and "--address and --workers need --executor ray" in result.output
+
+
+def test_a_pool_from_another_world_is_refused_not_curated_to_nothing(tmp_path):
+    tasks = _write_pool(tmp_path)
+    cfg = CurateConfig(
+        pool=[tmp_path / "pool.jsonl"], tasks=tmp_path / "tasks.jsonl", world="gen-4-12x40x100", agent=AGENT
+    )
+    try:
+        curate(cfg, tmp_path / "out")
+    except ValueError as exc:
+        assert "belongs with world 'gen-4-12x40x100'" in str(exc) and "wrong_world" in str(exc)
+    else:
+        raise AssertionError("curated a pool made in another world")
+    assert not (tmp_path / "out").exists() and tasks

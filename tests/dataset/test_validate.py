@@ -111,3 +111,26 @@ def test_measure_refuses_invalid_tasks_before_running(tmp_path, tasks):
     with pytest.raises(TaskValidationError, match="written for world 'gen-99'"):
         measure(MeasureConfig(world=WORLD, tasks=path, agent="oracle", trials=1, resamples=10), tmp_path / "run")
     assert not (tmp_path / "run" / "journal.jsonl").exists()
+
+
+def test_a_check_its_own_gold_fails_makes_the_task_unsolvable(world, tasks):
+    task = next(t for t in tasks if any(a.name in world.tools.of_kind("write") for a in t.gold_actions))
+    written = next(a.name for a in task.gold_actions if a.name in world.tools.of_kind("write"))
+    task.checks.append(ToolNotCalledCheck(tool=written))
+    (problem,) = task_problems(world, [task])
+    assert f"field checks.{len(task.checks) - 1}: contradicts the task's gold actions" in problem
+    assert f"{written} was called 1 time(s)" in problem
+
+
+def test_a_customer_who_only_knows_another_users_email(world, tasks):
+    task = tasks[0]
+    other = next(u for k, u in sorted(world.table("users").items()) if k != task.customer_user_id)
+    known = task.user_script.known.model_copy(
+        update={"email": other.email, "first_name": None, "last_name": None, "zip": None, "user_id": None}
+    )
+    task.user_script = task.user_script.model_copy(update={"known": known})
+    problems = task_problems(world, [task])
+    assert any("field user_script.known.email" in p and "no other way to be identified" in p for p in problems)
+    with_zip = known.model_copy(update={"first_name": "A", "last_name": "B", "zip": "12345"})
+    task.user_script = task.user_script.model_copy(update={"known": with_zip})
+    assert not any("user_script" in p for p in task_problems(world, [task]))

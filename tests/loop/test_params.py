@@ -173,3 +173,47 @@ def test_train_defaults_are_full_fp32_sft_and_lora_maps_onto_the_sft_params(tmp_
     assert LoraParams.from_spec(None) == LoraParams()  # null: LoRA off, as the defaults always were
     on = LoraParams.from_spec(train.lora)
     assert on.enabled and (on.r, on.alpha) == (8, 16) and on.target_modules == train.lora.target_modules
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("measure:\n  temperature: .inf\n", "measure.temperature: inf"),
+        ("train:\n  learning_rate: .nan\n", "train.learning_rate: nan"),
+        ("target:\n  config:\n    weights:\n      invention: -.inf\n", "target.config.weights.invention: -inf"),
+        ("embedded:\n  loop:\n    lr: .inf\n", "embedded.loop.lr: inf"),
+    ],
+)
+def test_a_non_finite_number_anywhere_is_refused_with_its_path(tmp_path, text, where):
+    path = tmp_path / "params.yaml"
+    path.write_text(text)
+    with pytest.raises(ParamsError, match=re.escape(f"params.yaml: {where} is not a finite number")):
+        load_params(path)
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("target:\n  config:\n    weights:\n      invention: -1.0\n", "target.config.weights.invention"),
+        ("target:\n  config:\n    dials:\n      invention:\n        twin: 1.5\n", "less than or equal to 1"),
+    ],
+)
+def test_negative_mode_weights_and_probabilities_above_one_are_refused(tmp_path, text, needle):
+    path = tmp_path / "params.yaml"
+    path.write_text(text)
+    with pytest.raises(ParamsError, match=re.escape(needle)):
+        load_params(path)
+
+
+def test_measure_tasks_can_be_set_and_defaulted_sections_are_named(tmp_path, caplog):
+    path = tmp_path / "params.yaml"
+    path.write_text("measure:\n  tasks: data/imported/tasks.jsonl\n")
+    with caplog.at_level("WARNING", logger="pipeline.loop.params"):
+        params = load_params(path)
+    assert str(params.measure.tasks) == "data/imported/tasks.jsonl"
+    assert "measure" not in params.defaulted and {"world", "gate", "train"} <= set(params.defaulted)
+    assert "no section loop, world," in caplog.text and "the code's defaults apply" in caplog.text
+    path.write_text("measure:\n  tasks: 3\n")
+    with pytest.raises(ParamsError, match="measure.tasks"):
+        load_params(path)
+    assert load_params(ROOT / "params.yaml").defaulted == ()

@@ -231,3 +231,18 @@ def test_a_gate_file_about_another_run_is_refused(runs, tmp_path):
     (other := tmp_path / "gate.json").write_text(json.dumps(gate))
     with pytest.raises(ReportInputError, match="another tasks file"):
         build_report(runs.baseline, runs.candidate, runs.tasks, WORLD, gate_json=other, out=tmp_path / "r.html")
+
+
+def test_runs_measured_on_different_task_sets_are_refused(runs, tmp_path):
+    from pipeline.measure import MeasureConfig, measure
+    from pipeline.report import ReportInputError
+
+    fewer = tmp_path / "tasks.jsonl"
+    fewer.write_text("".join(runs.tasks.read_text().splitlines(keepends=True)[:3]))
+    measure(MeasureConfig(world=WORLD, tasks=fewer, agent="oracle", trials=2, resamples=50), tmp_path / "cand")
+    with pytest.raises(ReportInputError, match=r"different task sets \(\d+ task\(s\) only in the baseline"):
+        build_report(runs.baseline, tmp_path / "cand", runs.tasks, WORLD, out=tmp_path / "r.html")
+    other = tmp_path / "other.jsonl"
+    other.write_text(runs.tasks.read_text().splitlines(keepends=True)[-1])
+    with pytest.raises(ReportInputError, match=r"3 measured task\(s\) are not in this task file"):
+        build_report(tmp_path / "cand", tmp_path / "cand", other, WORLD, out=tmp_path / "r.html")

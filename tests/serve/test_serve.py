@@ -176,6 +176,9 @@ def test_models_errors_and_concurrency(server):
     assert r.status_code == 400
     with pytest.raises(InfrastructureError, match="HTTP 404"):
         client(server).complete({"model": "nope", "messages": [{"role": "user", "content": "x"}]})
+    lone = b'{"model": "tiny", "messages": [{"role": "user", "content": "\\ud800"}]}'  # valid JSON, not text
+    r = httpx.post(f"{server}/chat/completions", content=lone, headers={"content-type": "application/json"})
+    assert r.status_code == 400 and "lone surrogate" in r.json()["error"]["message"]
     long = {"model": "tiny", "messages": [{"role": "user", "content": "word " * 3000}]}
     r = httpx.post(f"{server}/chat/completions", json=long)
     assert r.status_code == 400 and r.json()["error"]["code"] == "context_length_exceeded"

@@ -127,3 +127,15 @@ def test_bad_split_and_bad_task_are_named(tau2_dir, tmp_path):
     result = CliRunner().invoke(app, ["tasks", "import-tau2", "--domain", str(d), "--out", str(tmp_path / "o.jsonl")])
     assert result.exit_code == 2
     assert "tasks.json: task [0]" in result.output and "user_scenario" in result.output
+
+
+def test_a_task_with_an_unknown_gold_tool_is_not_written(airline_dir, tmp_path):
+    copy = tmp_path / "airline"
+    shutil.copytree(airline_dir, copy)
+    raw = json.loads((copy / "tasks.json").read_text())
+    raw[0]["evaluation_criteria"]["actions"].append({"action_id": "x", "name": "refund_everything", "arguments": {}})
+    (copy / "tasks.json").write_text(json.dumps(raw))
+    out = tmp_path / "tasks.jsonl"
+    result = CliRunner().invoke(app, ["tasks", "import-tau2", "--domain", str(copy), "--out", str(out)])
+    assert result.exit_code == 2 and "unknown tool 'refund_everything'" in " ".join(result.output.split())
+    assert not out.exists()

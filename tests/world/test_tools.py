@@ -683,3 +683,20 @@ def test_rollback_of_a_first_edit_removes_it_from_the_overlay(tau2_world, monkey
     assert not event.ok
     assert all(not records for records in s.overlay.values())
     assert s.order("#W1080318") is tau2_world.db.orders["#W1080318"]
+
+
+def test_a_write_breaking_an_invariant_is_refused_whatever_the_tool_checked(tau2_world, monkeypatch):
+    """`execute` keeps the domain's invariants on every write: a tool that let a gift card go negative is undone."""
+    s = user_of(tau2_world, OMAR)
+    real_credit = tools._credit
+    monkeypatch.setattr(tools, "_credit", lambda s, uid, pid, amount: real_credit(s, uid, pid, amount - 1000))
+    event = refused(
+        s,
+        "modify_pending_order_payment",
+        {"order_id": "#W1080318", "payment_method_id": OMAR_GC},
+        "precondition",
+        "'gift_card_balance'",
+    )
+    assert "is negative" in event.error
+    monkeypatch.undo()
+    run(s, "modify_pending_order_address", order_id="#W1080318", **NEW_ADDRESS)  # an invariant-keeping write runs

@@ -13,18 +13,27 @@ def _result(name: str, problems: list[str]) -> ComponentResult:
 
 
 def check_reservation_changes(inp) -> ComponentResult:
-    """A reservation is never un-cancelled, keeps its passenger count, and a new one holds 1 to 5 passengers."""
+    """A cancelled reservation is never changed, a reservation keeps its passenger count and lists no flight twice,
+    and a new one holds 1 to 5 passengers and was paid with positive amounts."""
     problems = []
     base = inp.world.table("reservations")
     for rid, rec in sorted((inp.final_changed.get("reservations") or {}).items()):
         before = base.get(rid)
         n = len(rec.get("passengers", []))
+        legs = [(f.get("flight_number"), f.get("date")) for f in rec.get("flights", [])]
+        if len(set(legs)) != len(legs):
+            problems.append(f"reservation {rid} lists a flight more than once")
         if before is None:
             if not 1 <= n <= 5:
                 problems.append(f"new reservation {rid} has {n} passengers")
+            if any(not p["amount"] > 0 for p in rec.get("payment_history", [])):
+                problems.append(f"new reservation {rid} was paid with an amount that is not positive")
             continue
-        if before.status == "cancelled" and rec.get("status") != "cancelled":
-            problems.append(f"reservation {rid}: a cancelled reservation was reopened")
+        if before.status == "cancelled":
+            if rec.get("status") != "cancelled":
+                problems.append(f"reservation {rid}: a cancelled reservation was reopened")
+            else:
+                problems.append(f"reservation {rid}: a cancelled reservation was changed")
         if n != len(before.passengers):
             problems.append(f"reservation {rid}: passenger count changed {len(before.passengers)} -> {n}")
     return _result("reservation_changes", problems)
@@ -60,6 +69,8 @@ def check_balances(inp) -> ComponentResult:
 
 INVARIANTS: list[Invariant] = [
     Invariant("reservation_changes", check_reservation_changes),
-    Invariant("refund_ceiling", check_refund_ceiling),
+    # graded only: τ²-bench's own gold (airline task 32) pays a cabin upgrade by card, then refunds a cheaper flight
+    # change to that card, more than it paid with it (the reservation as a whole refunds less than it was paid)
+    Invariant("refund_ceiling", check_refund_ceiling, enforced=False),
     Invariant("balances", check_balances),
 ]

@@ -107,6 +107,14 @@ def _bookable(s: Session, ref: FlightRef, cabin: str, seats: int):
     return flight, fd
 
 
+def _distinct(flights: list[FlightRef]) -> None:
+    """A flight on a date appears once in an itinerary (listed twice, it would be sold twice)."""
+    seen = Counter((f.flight_number, f.date) for f in flights)
+    twice = sorted(f"{n} on {d}" for (n, d), k in seen.items() if k > 1)
+    if twice:
+        raise ToolError(f"flight {', '.join(twice)} is listed more than once", "invalid_arguments")
+
+
 def _flown(s: Session, res: Reservation) -> bool:
     return any(_flight_date(s, f.flight_number, f.date)[1].status in FLOWN for f in res.flights)
 
@@ -306,6 +314,10 @@ def book_reservation(
         raise ToolError(f"a reservation has 1 to {MAX_PASSENGERS} passengers, not {n}")
     if total_baggages < nonfree_baggages or nonfree_baggages < 0:
         raise ToolError("nonfree_baggages must be between 0 and total_baggages", "invalid_arguments")
+    _distinct(flights)
+    for pay in payment_methods:
+        if not pay.amount > 0:
+            raise ToolError(f"payment amounts must be positive; {pay.payment_id} has {pay.amount}", "invalid_arguments")
     segments, dates = [], []
     total = 0
     for ref in flights:
@@ -453,6 +465,7 @@ def update_reservation_flights(
         raise ToolError(f"reservation {reservation_id} is cancelled")
     if not flights:
         raise ToolError("no flights given", "invalid_arguments")
+    _distinct(flights)
     n = len(res.passengers)
     kept = {(f.flight_number, f.date): f for f in res.flights}
     itinerary_changed = {(f.flight_number, f.date) for f in flights} != set(kept)
@@ -502,6 +515,8 @@ def update_reservation_passengers(s: Session, reservation_id: str, passengers: l
         passengers: Every passenger of the reservation: {'first_name', 'last_name', 'dob' ('YYYY-MM-DD')}.
     """
     res = _reservation(s, reservation_id, "change this reservation")
+    if res.status == "cancelled":
+        raise ToolError(f"reservation {reservation_id} is cancelled")
     if len(passengers) != len(res.passengers):
         raise ToolError(f"the reservation has {len(res.passengers)} passengers; the number cannot change")
     res = s.edit("reservations", reservation_id)
