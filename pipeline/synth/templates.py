@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from pipeline.dataset.task import Task
 from pipeline.synth.assemble import assemble, gold_problems, random_messes
-from pipeline.synth.drafts import Draft
+from pipeline.synth.drafts import Draft, Want
 from pipeline.synth.kit import Grounding, SynthesisKit, kit_of
 from pipeline.world.tables import World
 
@@ -101,11 +101,11 @@ def _make_task(
     for uid in users[:200]:
         user = ctx.customer(uid)
         if pair:
-            first = templates[pair[0]](ctx, user, rng, set())
-            second = templates[pair[1]](ctx, user, rng, set(first.records)) if first else None
+            first = templates[pair[0]](ctx, user, rng, set(), Want())
+            second = templates[pair[1]](ctx, user, rng, set(first.records), Want()) if first else None
             drafts = [first, second] if second else None
         else:
-            one = templates[name](ctx, user, rng, set())
+            one = templates[name](ctx, user, rng, set(), Want())
             drafts = [one] if one else None
         if drafts is None:
             continue

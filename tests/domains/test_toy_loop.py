@@ -132,3 +132,34 @@ def test_the_dvc_stages_run_on_it_named_in_params(tmp_path, monkeypatch):
     stages.train_candidate(p)
     stages.remeasure_candidate(p)
     assert stages.gate(p).promote
+
+
+def test_templates_are_called_with_five_arguments_by_every_path():
+    """A kit whose templates take `want` without a default (as documented) runs in plain generation, pairs
+    included, and in synthesis."""
+    from pipeline.synth.templates import generate_tasks
+
+    calls: list[int] = []
+
+    def strict(template):
+        def f(ctx, customer, rng, exclude, want):
+            calls.append(5)
+            return template(ctx, customer, rng, exclude, want)
+
+        return f
+
+    class StrictKit(StudioKit):
+        templates = {name: strict(t) for name, t in KIT.templates.items()}
+
+    class StrictStudio(StudioDomain):
+        def synthesis(self):
+            return STRICT_KIT
+
+    STRICT_KIT = StrictKit()
+    domain = StrictStudio()
+    from tests.domains.toy.domain import generate
+
+    world = generate(3)
+    world = World({t: world.table(t) for t in world.table_names}, policy=world.policy, name="gen-3", domain=domain)
+    tasks = generate_tasks(world, 12, seed=0)  # the cycle holds two-request tasks
+    assert len(tasks) == 12 and any(len(t.user_script.requests) == 2 for t in tasks) and calls
