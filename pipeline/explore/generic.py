@@ -1,0 +1,95 @@
+"""The capabilities every domain has without writing them: grown from its tools and its world by execution.
+
+A domain that does not provide `tasks`, `synthesis`, `oracle`, `flaws` or `user_phrasing` gets the generic one
+(`Domain.capability`): plain generation over the generic kit (`pipeline.explore.kit`), the generic scripted
+agents (`pipeline.explore.agents`) and the generic customer phrasing (`pipeline.explore.phrasing`). A domain's own
+capability, where it has one, is a refinement and wins; `WithoutKit` hides a domain's own ones, to run the
+generic path on a domain that has a kit (`<domain>+generic` in `world.domain` / `--domain`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipeline.world.domain import Domain
+
+GENERIC: tuple[str, ...] = ("tasks", "synthesis", "oracle", "flaws", "user_phrasing")
+SUFFIX = "+generic"
+_KITS: dict[int, Any] = {}
+
+
+def generic_capability(domain: Domain, name: str) -> Any:
+    if name == "tasks":
+        from pipeline.synth.templates import generate_tasks
+
+        return generate_tasks
+    if name == "synthesis":
+        from pipeline.explore.kit import GenericKit
+
+        return _KITS.setdefault(id(domain), GenericKit(domain.tools))
+    if name == "oracle":
+        from pipeline.explore.agents import GenericOracle
+
+        return lambda: GenericOracle(domain.tools)
+    if name == "flaws":
+        from pipeline.agents.flaws import FlawConfig
+        from pipeline.explore.agents import GenericFlawed
+
+        return lambda rates, seed=0: GenericFlawed(domain.tools, FlawConfig(rates=rates, seed=seed))
+    if name == "user_phrasing":
+        from pipeline.explore.phrasing import generic_phrasing
+
+        return generic_phrasing(domain.tools)
+    return None
+
+
+class WithoutKit(Domain):
+    """A domain with its hand-written tasks, kit, scripted agents and phrasing switched off: the generic path."""
+
+    def __init__(self, base: Domain) -> None:
+        self.base = base
+        self.name = base.name + SUFFIX
+        self.tables = base.tables
+        self.tools = base.tools
+
+    def load(self, ref: str):
+        from pipeline.world.tables import World
+
+        world = self.base.load(ref)
+        if world is None:
+            return None
+        return World({t: world.table(t) for t in world.table_names}, world.policy, world.name, self)
+
+    def policy(self) -> str:
+        return self.base.policy()
+
+    def owner(self, table, record):
+        return self.base.owner(table, record)
+
+    def invariants(self):
+        return self.base.invariants()
+
+    def identity_fields(self):
+        return self.base.identity_fields()
+
+    def generator(self):
+        make = self.base.generator()
+        if make is None:
+            return None
+
+        def generate(*args: Any, **kwargs: Any):
+            from pipeline.world.tables import World
+
+            w = make(*args, **kwargs)
+            return World({t: w.table(t) for t in w.table_names}, w.policy, w.name, self)
+
+        return generate
+
+    def vocabulary(self):
+        return self.base.vocabulary()
+
+    def tau2_importer(self):
+        return None
+
+    def tau2_quirks(self):
+        return self.base.tau2_quirks()
