@@ -21,7 +21,7 @@ from pipeline.agents.flaws import MODES, FlawConfig, PlantingAgent, unit
 from pipeline.agents.script import YES, ScriptedEpisode, Steps
 from pipeline.dataset.task import Action, Request, Task
 from pipeline.explore.kit import refusal_of, say, words
-from pipeline.explore.values import vary
+from pipeline.explore.values import base_type, vary
 from pipeline.rollout.protocols import EpisodeInfo
 from pipeline.world.tools import ToolRegistry
 
@@ -52,8 +52,10 @@ def asked_write(req: Request, tools: ToolRegistry, user_id: str | None) -> Actio
     if req.intent not in tools:
         return None
     args: dict[str, Any] = {}
-    for name in tools[req.intent].args_model.model_fields:
-        if name in req.details:
+    for name, f in tools[req.intent].args_model.model_fields.items():
+        if name in req.details and base_type(f.annotation) is str:
+            args[name] = req.details[name]
+        elif name in req.details:
             try:
                 args[name] = json.loads(req.details[name])
             except json.JSONDecodeError:

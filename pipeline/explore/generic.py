@@ -9,6 +9,7 @@ generic path on a domain that has a kit (`<domain>+generic` in `world.domain` / 
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from pipeline.world.domain import Domain
@@ -43,6 +44,13 @@ def generic_capability(domain: Domain, name: str) -> Any:
     return None
 
 
+def _rehomed(world: Any, domain: Domain) -> Any:
+    """The same world (its class and records) under another domain object."""
+    clone = copy.copy(world)
+    clone.domain = domain
+    return clone
+
+
 class WithoutKit(Domain):
     """A domain with its hand-written tasks, kit, scripted agents and phrasing switched off: the generic path."""
 
@@ -53,12 +61,8 @@ class WithoutKit(Domain):
         self.tools = base.tools
 
     def load(self, ref: str):
-        from pipeline.world.tables import World
-
         world = self.base.load(ref)
-        if world is None:
-            return None
-        return World({t: world.table(t) for t in world.table_names}, world.policy, world.name, self)
+        return None if world is None else _rehomed(world, self)
 
     def policy(self) -> str:
         return self.base.policy()
@@ -78,10 +82,7 @@ class WithoutKit(Domain):
             return None
 
         def generate(*args: Any, **kwargs: Any):
-            from pipeline.world.tables import World
-
-            w = make(*args, **kwargs)
-            return World({t: w.table(t) for t in w.table_names}, w.policy, w.name, self)
+            return _rehomed(make(*args, **kwargs), self)
 
         return generate
 

@@ -30,7 +30,16 @@ ALL = ("plan_adherence", "invention", "misread")
 REFUSED, OTHER = "__refused", "__other_customer"
 REFUSE_NOTE = "The agent must refuse: "
 TRIES = 8
+SKIPPED = ("invalid_arguments", "not_found", "unauthorized", "internal")
+"""Refusal categories a `__refused` template does not ask for: a malformed call, a record that does not exist
+(a made-up id), another customer's record (`__other_customer`), a bug in a tool."""
 _REFUSE = re.compile(re.escape(REFUSE_NOTE) + r"(.*?)(?:$|\n| Then: )")
+
+
+def pattern_regex(pattern: str) -> re.Pattern[str]:
+    """A refusal group's message pattern (ids and values as <v>, numbers as <n>) as a regular expression."""
+    parts = re.split(r"(<v>|<n>)", pattern)
+    return re.compile("^" + "".join(".+?" if p in ("<v>", "<n>") else re.escape(p) for p in parts) + "$")
 
 
 def words(name: str) -> str:
@@ -115,28 +124,40 @@ class Template:
     ) -> Draft | None:
         ex, tool, user = ctx.ex, self.tool, customer.user_id
         subject, table = ex.subject(tool)
-        if self.want == "other" and (table is None or table == ex.customer_table):
+        if self.want == "other" and table is None:
             return None
+        target = self._target(ctx, rng)
+        fallback = None
         for key in self._keys(ctx, user, table, rng, exclude):
             for _ in range(TRIES):
                 args = ex.arguments(tool, user, key, rng)
                 if args is None:
                     break
                 call = ex.call(tool, user, args)
-                if self._fits(call):
+                if not self._fits(call):
+                    continue
+                if target is None or target.match(call.error or ""):
                     return self._draft(ctx, user, subject, table, key, args, call.error)
-        return None
+                fallback = fallback or (key, args, call.error)
+        return self._draft(ctx, user, subject, table, *fallback) if fallback else None
+
+    def _target(self, ctx: Grounding, rng: random.Random) -> re.Pattern[str] | None:
+        """A refusal aims at one of the tool's refusal groups (the rng's pick), so every group gets asked for."""
+        if self.want != "refused":
+            return None
+        groups = [g for g in ctx.model.writes[self.tool].refusals if g.category not in SKIPPED]
+        return pattern_regex(rng.choice(groups).pattern) if groups else None
 
     def _keys(self, ctx: Grounding, user: str, table: str | None, rng: random.Random, exclude: set[str]) -> list:
         ex = ctx.ex
         if table is None:
             return [None] if tool_key(self.tool) not in exclude else []
-        if table == ex.customer_table:
-            return [user] if f"{user}:{self.tool}" not in exclude else []
         if self.want == "other":
             others = [k for u in rng.sample(ex.customers, min(6, len(ex.customers))) if u != user
                       for k in sorted(ex.owned.get(u, {}).get(table, []))]  # fmt: skip
             return rng.sample(others, min(3, len(others)))
+        if table == ex.customer_table:
+            return [user] if f"{user}:{self.tool}" not in exclude else []
         own = [k for k in sorted(ex.owned.get(user, {}).get(table, [])) if k not in exclude]
         return rng.sample(own, len(own))
 
@@ -145,11 +166,11 @@ class Template:
             return call.ok and bool(call.changes)
         if self.want == "other":
             return not call.ok and call.category == "unauthorized"
-        return not call.ok and call.category not in ("invalid_arguments", "not_found", "unauthorized", "internal")
+        return not call.ok and call.category not in SKIPPED
 
     def _draft(self, ctx, user, subject, table, key, args, error) -> Draft:
         ex, tool = ctx.ex, self.tool
-        own_record = table == ex.customer_table
+        own_record = table == ex.customer_table and key == user
         about = None if own_record or table is None else key
         said = [f"{words(a)} {say(v)}" for a, v in args.items() if a != subject and v is not None]
         where = f" for {singular(words(table))} {key}" if about else " on my account" if own_record else ""
@@ -168,7 +189,8 @@ class Template:
     def _reads(self, ctx: Grounding, user: str, table: str | None, key: str | None) -> list:
         ex = ctx.ex
         reads = []
-        for wanted, value in ((ex.customer_table, user), (table, key)):
+        subject = [] if self.want == "other" else [(table, key)]  # another's record: the tools refuse its read
+        for wanted, value in ((ex.customer_table, user), *subject):
             if wanted is None or value is None or wanted == ex.customer_table and value != user:
                 continue
             tool = next((n for n, t in ctx.model.tools.items() if t.kind == "read" and t.reads == wanted), None)

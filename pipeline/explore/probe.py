@@ -295,7 +295,7 @@ def summarize(ex: Explorer, tool: str, calls: list[Call]) -> WriteModel:
     ok = [c for c in calls if c.ok]
     groups: dict[tuple[str, str], list[Call]] = defaultdict(list)
     for c in calls:
-        if not c.ok and c.category != "invalid_arguments":
+        if not c.ok and c.category not in ("invalid_arguments", "internal"):
             groups[(c.category or "precondition", pattern(c))].append(c)
     refusals, per_category = [], Counter()
     for (category, pat), group in sorted(groups.items(), key=lambda x: (-len(x[1]), x[0])):
