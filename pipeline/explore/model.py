@@ -58,6 +58,7 @@ class Precondition(Strict):
 
     kind: Literal["field", "compare", "owner"]
     field: str | None = None
+    on: str | None = Field(default=None, description="field: the key argument naming the record (None: the subject).")
     values: list[Any] = Field(default_factory=list, description="field: the refused record's values.")
     allowed: list[Any] = Field(default_factory=list, description="field: the values seen on successful calls.")
     relation: Literal["<", "=", ">", "!="] | None = Field(
@@ -69,7 +70,9 @@ class Precondition(Strict):
             return "the record belongs to another customer"
         if self.kind == "compare":
             return f"the new {self.field} {self.relation} the current {self.field}"
-        return f"{self.field} is {' or '.join(map(str, self.values))} (allowed: {', '.join(map(str, self.allowed))})"
+        where = f"the {self.on.replace('_', ' ')}'s " if self.on else ""
+        values, allowed = " or ".join(map(str, self.values)), ", ".join(map(str, self.allowed))
+        return f"{where}{self.field} is {values} (allowed: {allowed})"
 
 
 class RefusalGroup(Strict):

@@ -46,9 +46,9 @@ class Call:
     ok: bool
     error: str | None = None
     category: str | None = None
-    changes: list[tuple[str, str, str, Any, Any, bool]] = field(
-        default_factory=list
-    )  # table,key,field,before,after,new
+    named: dict[str, dict] = field(default_factory=dict)  # key argument → the record it named, before the call
+    # (table, key, field, before, after, created) per changed field
+    changes: list[tuple[str, str, str, Any, Any, bool]] = field(default_factory=list)
 
 
 class Explorer:
@@ -167,6 +167,10 @@ class Explorer:
         event = execute(session, tool, arguments)
         out = Call(tool, user, arguments, key, own, dump_record(rec) if rec is not None else None, event.ok,
                    event.error, event.error_category)  # fmt: skip
+        for a, m in self.tools[tool].args.items():
+            named = self.world.table(m.table).get(arguments.get(a)) if m.binds == "key" else None
+            if named is not None:
+                out.named[a] = dump_record(named)
         if event.ok:
             for t, recs in session.changed().items():
                 base = self.world.table(t)
@@ -267,13 +271,17 @@ def _relation(call: Call, arg: str) -> str | None:
 def precondition(ex: Explorer, tool: str, group: list[Call], ok: list[Call]) -> Precondition | None:
     if all(not c.own for c in group) and all(c.own for c in ok):
         return Precondition(kind="owner")
-    _, table = ex.subject(tool)
-    if table is not None and ok:
+    subject, _ = ex.subject(tool)
+    keyed = [(a, m.table) for a, m in ex.tools[tool].args.items() if m.binds == "key" and m.table]
+    for arg, table in sorted(keyed, key=lambda x: x[0] != subject) if ok else []:  # the subject's record first
         for f in ex.tables[table].enumerated:
-            refused = {_h(c.state.get(f)) for c in group if c.state}
-            allowed = {_h(c.state.get(f)) for c in ok if c.state}
-            if refused and allowed and not refused & allowed and all(c.state for c in group):
-                return Precondition(kind="field", field=f, values=_sorted(refused), allowed=_sorted(allowed))
+            if not all(arg in c.named for c in group):
+                continue
+            refused = {_h(c.named[arg].get(f)) for c in group}
+            allowed = {_h(c.named[arg].get(f)) for c in ok if arg in c.named}
+            if refused and allowed and not refused & allowed:
+                on = None if arg == subject else arg
+                return Precondition(kind="field", field=f, on=on, values=_sorted(refused), allowed=_sorted(allowed))
     for arg in ex.tools[tool].args:
         rels = {_relation(c, arg) for c in group}
         if None in rels or not rels or any(_relation(c, arg) in rels for c in ok):
@@ -334,7 +342,7 @@ def merge(groups: list[RefusalGroup]) -> list[RefusalGroup]:
         p = g.precondition
         same = next(
             (o for o in out if p and o.precondition and o.category == g.category
-             and (o.precondition.kind, o.precondition.field, o.precondition.relation) == (p.kind, p.field, p.relation)),
+             and _same(o.precondition, p)),
             None,
         )  # fmt: skip
         if same is None:
@@ -344,6 +352,10 @@ def merge(groups: list[RefusalGroup]) -> list[RefusalGroup]:
         same.precondition = same.precondition.model_copy(update={"values": values})
         same.calls += g.calls
     return out
+
+
+def _same(a: Precondition, b: Precondition) -> bool:
+    return (a.kind, a.field, a.on, a.relation) == (b.kind, b.field, b.on, b.relation)
 
 
 def effects(ok: list[Call]) -> list[Effect]:
