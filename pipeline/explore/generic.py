@@ -20,6 +20,9 @@ _KITS: dict[int, Any] = {}
 
 
 def generic_capability(domain: Domain, name: str) -> Any:
+    """The generic `name` for `domain`; None when it has no identity tool or no write tool to grow it from."""
+    if name not in GENERIC or not domain.tools.of_kind("identity") or not domain.tools.of_kind("write"):
+        return None
     if name == "tasks":
         from pipeline.synth.templates import generate_tasks
 

@@ -152,15 +152,15 @@ class Domain(ABC):
 
     def capability(self, capability: str) -> Any | None:
         """The domain's own capability, else the generic one grown from its tools and worlds by execution
-        (`pipeline.explore.generic`: tasks, synthesis, oracle, flaws, user phrasing), else None."""
+        (`pipeline.explore.generic`: tasks, synthesis, oracle, flaws, user phrasing, for a domain with an identity
+        tool and a write tool), else None."""
         if capability not in CAPABILITIES:
             raise KeyError(f"unknown capability {capability!r}; capabilities are {sorted(CAPABILITIES)}")
         value = getattr(self, capability)()
         if value is None:
-            from pipeline.explore.generic import GENERIC, generic_capability
+            from pipeline.explore.generic import generic_capability
 
-            if capability in GENERIC:
-                value = generic_capability(self, capability)
+            value = generic_capability(self, capability)
         return value
 
     def require(self, capability: str, needed_for: str | None = None) -> Any:

@@ -18,6 +18,7 @@ from pipeline.target import Targets, split_budget
 from pipeline.world.domain import DomainCapabilityError
 from pipeline.world.registry import domain_spec, resolve_domain
 from pipeline.world.tables import World
+from pipeline.world.tools import ToolRegistry
 from tests.domains.toy.domain import StudioDomain
 from tests.domains.toy.synthesis import KIT, StudioKit
 
@@ -87,9 +88,19 @@ class _NoKit(StudioDomain):
         return None
 
 
-def test_a_domain_without_synthesis_says_so():
-    with pytest.raises(DomainCapabilityError, match="domain 'nokit' does not provide 'synthesis'"):
-        Synthesizer(_generated(_NoKit()), Targets(budget=2, modes=split_budget({"invention": 0.5}, 2)), SynthConfig())
+class _NoIdentity(_NoKit):
+    name = "noidentity"
+    tools = ToolRegistry()
+
+
+def test_a_domain_without_synthesis_gets_the_generic_kit_or_says_why_not():
+    from pipeline.explore.kit import GenericKit
+
+    assert isinstance(_NoKit().require("synthesis"), GenericKit)  # grown from its tools and worlds
+    with pytest.raises(DomainCapabilityError, match="domain 'noidentity' does not provide 'synthesis'"):
+        Synthesizer(
+            _generated(_NoIdentity()), Targets(budget=2, modes=split_budget({"invention": 0.5}, 2)), SynthConfig()
+        )
 
 
 def _generated(domain):
