@@ -20,7 +20,7 @@ from pipeline.agents import phrases as P
 from pipeline.agents.flaws import MODES, FlawConfig, PlantingAgent, unit
 from pipeline.agents.script import YES, ScriptedEpisode, Steps
 from pipeline.dataset.task import Action, Request, Task
-from pipeline.explore.kit import refusal_of, say, words
+from pipeline.explore.kit import asked_field, refusal_of, say, words
 from pipeline.explore.values import base_type, vary
 from pipeline.rollout.protocols import EpisodeInfo
 from pipeline.world.tools import ToolRegistry
@@ -89,6 +89,22 @@ class GenericEpisode(ScriptedEpisode):
                     return
             reply = yield from self._say(P.NOT_FOUND_IDENTITY)
 
+    def _answer(self, req: Request, asked: tuple[str, str]) -> str:
+        """A question's answer, from the record as a read showed it."""
+        shown = next((_value(v, asked[1]) for (_, key), v in self.seen.items() if key == req.record_id), None)
+        if shown is None:
+            for m in reversed(self.messages):
+                if m.role == "tool" and not m.error and req.record_id and req.record_id in (m.content or ""):
+                    try:
+                        shown = _value(json.loads(m.content or ""), asked[1])
+                    except json.JSONDecodeError:
+                        continue
+                    if shown is not None:
+                        break
+        if shown is None:
+            return f"I'm sorry, I could not find that. {P.ANYTHING_ELSE}"
+        return f"I've looked it up: the {words(asked[1])} of {req.record_id} is {say(shown)}. {P.ANYTHING_ELSE}"
+
     def _handle(self, i: int, req: Request) -> Steps:
         actions = self._actions(i)
         write = next((a for a in actions if a.name in self.writes), None)
@@ -97,6 +113,9 @@ class GenericEpisode(ScriptedEpisode):
         for read in (a for a in actions if a.name not in self.writes):
             yield from self._call(read.name, dict(read.arguments))
         mode, variant = self.flaws.get(i, (None, None))
+        asked = asked_field(req)
+        if write is None and asked is not None:
+            return (yield from self._finish(self._answer(req, asked)))
         if write is None and mode == "misread":  # the write the shown state forbids, reported as done
             forbidden = asked_write(req, self.tools, self.user_id or self.task.customer_user_id)
             if forbidden is not None:
@@ -122,6 +141,10 @@ class GenericEpisode(ScriptedEpisode):
         shown = (result.content or "")[:300]
         yield from self._finish(f"{done_text(write.name)} The system returned: {shown} "
                                 f"{P.ANYTHING_ELSE}")  # fmt: skip
+
+
+def _value(found: Any, field: str) -> Any:
+    return found.get(field) if isinstance(found, dict) else None
 
 
 def invent(args: dict[str, Any], task: Task, i: int) -> dict[str, Any]:

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.dataset.task import KnownInfo, Request
+from pipeline.dataset.task import CommunicatedCheck, KnownInfo, Request, TaskCheck
 from pipeline.explore.probe import Explorer, world_model
 from pipeline.synth.drafts import Draft, Want, act
 from pipeline.synth.kit import SynthesisKit, authenticate
@@ -27,7 +27,9 @@ from pipeline.world.tables import World
 from pipeline.world.tools import ToolRegistry
 
 ALL = ("plan_adherence", "invention", "misread")
-REFUSED, OTHER = "__refused", "__other_customer"
+REFUSED, OTHER, QUESTION = "__refused", "__other_customer", "ask__"
+QUESTION_INTENT = "question:"
+"""A question's intent: 'question:<table>.<field>' (the record is the request's record id)."""
 REFUSE_NOTE = "The agent must refuse: "
 TRIES = 8
 SKIPPED = ("invalid_arguments", "not_found", "unauthorized", "internal")
@@ -60,7 +62,11 @@ def refusal_of(goal: str) -> list[str]:
 
 
 def taxonomy_of(tools: ToolRegistry) -> Taxonomy:
-    specs = []
+    specs = [
+        TemplateSpec(QUESTION + r, r, "done", ("misread",), question=True)
+        for r in sorted(tools.of_kind("read"))
+        if len(tools[r].args_model.model_fields) == 1
+    ]
     for w in sorted(tools.of_kind("write")):
         specs.append(TemplateSpec(w, w, "done", ALL))
         specs.append(TemplateSpec(w + REFUSED, w, "refused", ("misread",), "the tool's precondition"))
@@ -219,9 +225,9 @@ class GenericKit(SynthesisKit):
 
     def __init__(self, tools: ToolRegistry, business: str = "a customer-service desk") -> None:
         self.taxonomy = taxonomy_of(tools)
-        self.templates = {
-            name: Template(spec.tool, "done" if spec.outcome == "done" else "other" if name.endswith(OTHER) else
-                           "refused")
+        self.templates: dict[str, Any] = {
+            name: Question(spec.tool) if spec.question else
+            Template(spec.tool, "done" if spec.outcome == "done" else "other" if name.endswith(OTHER) else "refused")
             for name, spec in self.taxonomy.items()
         }  # fmt: skip
         self.business = business
@@ -240,3 +246,51 @@ class GenericKit(SynthesisKit):
 
     def record_of(self, request: Request) -> str | None:
         return request.record_id
+
+    def checks(self, session: Any, drafts: list[Draft]) -> list[TaskCheck]:
+        """A question's answer, read from the gold end state, must be told to the customer."""
+        out: list[TaskCheck] = []
+        for d in drafts:
+            asked = asked_field(d.request)
+            if asked is not None and d.request.record_id:
+                record = session.get(asked[0], d.request.record_id)
+                out.append(CommunicatedCheck(values=[say(getattr(record, asked[1]))]))
+        return out
+
+
+def asked_field(request: Request) -> tuple[str, str] | None:
+    """(table, field) a question asks about, from its intent."""
+    if not request.intent.startswith(QUESTION_INTENT):
+        return None
+    table, _, field = request.intent.removeprefix(QUESTION_INTENT).partition(".")
+    return table, field
+
+
+class Question:
+    """A question about one of the customer's own records, answered from what the read tool shows: a field the
+    world model found enumerated (a status, a count)."""
+
+    def __init__(self, tool: str) -> None:
+        self.tool = tool
+
+    def __call__(
+        self, ctx: Grounding, customer: Customer, rng: random.Random, exclude: set[str], want: Want
+    ) -> Draft | None:
+        table = ctx.model.tools[self.tool].reads
+        if table is None or table == ctx.ex.customer_table:
+            return None
+        fields = sorted(ctx.model.tables[table].enumerated)
+        own = [k for k in sorted(ctx.ex.owned.get(customer.user_id, {}).get(table, [])) if k not in exclude]
+        if not fields or not own:
+            return None
+        key, field = rng.choice(own), rng.choice(fields)
+        if getattr(ctx.world.table(table)[key], field) is None:
+            return None
+        thing = f"{singular(words(table))} {key}"
+        request = Request(intent=f"{QUESTION_INTENT}{table}.{field}", record_id=key,
+                          utterance=f"Could you tell me the {words(field)} of my {thing}?")  # fmt: skip
+        reads = Template(self.tool, "done")._reads(ctx, customer.user_id, table, key)
+        if not any(r.name == self.tool for r in reads):
+            reads.append(act(self.tool, **{next(iter(ctx.model.tools[self.tool].args)): key}))
+        goal = f"Ask for the {words(field)} of your {thing}; the agent must tell you."
+        return Draft(QUESTION + self.tool, request, goal, reads, None, None, (key,), 1)

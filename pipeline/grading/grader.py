@@ -181,7 +181,8 @@ def grade(
         )
     except InfrastructureError as exc:
         return _infra_verdict(trajectory, f"judge unavailable: {exc}")
-    components += evaluate_task_checks(task.checks, world, replayed.log, replayed.changed)
+    said = [m.content for m in trajectory.messages if m.role == "assistant" and m.content]
+    components += evaluate_task_checks(task.checks, world, replayed.log, replayed.changed, said)
     consistency = check_replay_consistency(trajectory, replayed)
     components.append(consistency)
     if not consistency.passed:

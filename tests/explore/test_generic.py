@@ -93,3 +93,18 @@ def test_airline_with_its_kit_switched_off():
     assert solved == len(tasks) >= 24
     for mode, s in per_mode.items():
         assert s.planted > 0 and s.precision >= 0.9 and s.recall >= 0.9, (mode, s)
+
+
+def test_a_question_must_be_answered_from_the_records():
+    from pipeline.dataset.task import CommunicatedCheck
+    from pipeline.grading.task_checks import evaluate_check
+
+    world = load_world("library", "tests.domains.library.domain:LIBRARY")
+    tasks = world.domain.require("tasks")(world, 40, seed=0)
+    asked = [t for t in tasks if t.provenance.template == "ask__get_loan_details"]
+    assert asked and all(any(c.kind == "communicated" for c in t.checks) for t in asked)
+    oracle = world.domain.require("oracle")()
+    assert all(grade(world, t, run_episode(world, t, oracle, ScriptedUser())).passed for t in asked)
+    check = CommunicatedCheck(values=["overdue"])
+    assert evaluate_check(check, world, [], {}, ["Loan L0001 is overdue."]).passed
+    assert not evaluate_check(check, world, [], {}, ["I have checked your loan."]).passed
