@@ -22,12 +22,19 @@ def coverage(model: WorldModel, tasks: Iterable[Task]) -> dict:
     refused = {w: {g.name: 0 for g in m.refusals if g.category in ASKED} for w, m in model.writes.items()}
     regexes = {w: [(g.name, pattern_regex(g.pattern)) for g in m.refusals if g.category in ASKED]
                for w, m in model.writes.items()}  # fmt: skip
+    kinds = {"question": 0, "unservable": 0}
     for task in tasks:
         for action in task.gold_actions:
             if action.name in done:
                 done[action.name] += 1
         reasons = iter(refusal_of(task.user_script.goal))
         for req in task.user_script.requests:
+            kind = req.intent.partition(":")[0] if ":" in req.intent else None
+            if kind in kinds:
+                kinds[kind] += 1
+                if kind == "unservable":
+                    next(reasons, "")
+                continue
             if req.expect != "refused" or req.intent not in regexes:
                 continue
             reason = next(reasons, "")
@@ -39,5 +46,7 @@ def coverage(model: WorldModel, tasks: Iterable[Task]) -> dict:
         "writes": {w: {"done": n, "refusals": refused[w]} for w, n in done.items()},
         "writes_covered": f"{sum(n > 0 for n in done.values())}/{len(done)}",
         "refusals_covered": f"{sum(refused[w][g] > 0 for w, g in groups)}/{len(groups)}",
+        "questions": kinds["question"],
+        "unservable": kinds["unservable"],
         "unexplored": sorted(model.unexplored),
     }

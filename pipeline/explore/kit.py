@@ -20,6 +20,7 @@ from typing import Any
 
 from pipeline.dataset.task import CommunicatedCheck, KnownInfo, Request, TaskCheck
 from pipeline.explore.probe import Explorer, world_model
+from pipeline.explore.values import vary
 from pipeline.synth.drafts import Draft, Want, act
 from pipeline.synth.kit import SynthesisKit, authenticate
 from pipeline.synth.taxonomy import Taxonomy, TemplateSpec
@@ -27,15 +28,15 @@ from pipeline.world.tables import World
 from pipeline.world.tools import ToolRegistry
 
 ALL = ("plan_adherence", "invention", "misread")
-REFUSED, OTHER, QUESTION = "__refused", "__other_customer", "ask__"
-QUESTION_INTENT = "question:"
+REFUSED, OTHER, QUESTION, UNSERVABLE = "__refused", "__other_customer", "ask__", "unservable__"
+QUESTION_INTENT, UNSERVABLE_INTENT = "question:", "unservable:"
 """A question's intent: 'question:<table>.<field>' (the record is the request's record id)."""
 REFUSE_NOTE = "The agent must refuse: "
 TRIES = 8
 SKIPPED = ("invalid_arguments", "not_found", "unauthorized", "internal")
 """Refusal categories a `__refused` template does not ask for: a malformed call, a record that does not exist
 (a made-up id), another customer's record (`__other_customer`), a bug in a tool."""
-_REFUSE = re.compile(re.escape(REFUSE_NOTE) + r"(.*?)(?:$|\n| Then: )")
+_REFUSE = re.compile(re.escape(REFUSE_NOTE) + r"“(.*?)”")
 
 
 def pattern_regex(pattern: str) -> re.Pattern[str]:
@@ -56,16 +57,21 @@ def say(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
+def refuse_note(reason: str | None) -> str:
+    return f"{REFUSE_NOTE}“{reason}”."
+
+
 def refusal_of(goal: str) -> list[str]:
     """The tools' reasons a generic task's goal records for its refused requests, in request order."""
-    return [m.group(1).rstrip(". ") for m in _REFUSE.finditer(goal)]
+    return [m.group(1) for m in _REFUSE.finditer(goal)]
 
 
 def taxonomy_of(tools: ToolRegistry) -> Taxonomy:
-    specs = [
-        TemplateSpec(QUESTION + r, r, "done", ("misread",), question=True)
-        for r in sorted(tools.of_kind("read"))
-        if len(tools[r].args_model.model_fields) == 1
+    single = [r for r in sorted(tools.of_kind("read")) if len(tools[r].args_model.model_fields) == 1]
+    specs = [TemplateSpec(QUESTION + r, r, "done", ("misread",), question=True) for r in single]
+    specs += [
+        TemplateSpec(UNSERVABLE + r, r, "refused", ("plan_adherence",), "no tool serves it", question=True)
+        for r in single
     ]
     for w in sorted(tools.of_kind("write")):
         specs.append(TemplateSpec(w, w, "done", ALL))
@@ -190,7 +196,7 @@ class Template:
         record = key if about else f"{user}:{tool}" if own_record else tool_key(tool)
         if self.want == "done":
             return Draft(name, request, goal, reads, act(tool, **args), None, (record,), 1)
-        return Draft(name, request, f"{goal} {REFUSE_NOTE}{error}.", reads, None, act(tool, **args), (record,), 1)
+        return Draft(name, request, f"{goal} {refuse_note(error)}", reads, None, act(tool, **args), (record,), 1)
 
     def _reads(self, ctx: Grounding, user: str, table: str | None, key: str | None) -> list:
         ex = ctx.ex
@@ -226,7 +232,7 @@ class GenericKit(SynthesisKit):
     def __init__(self, tools: ToolRegistry, business: str = "a customer-service desk") -> None:
         self.taxonomy = taxonomy_of(tools)
         self.templates: dict[str, Any] = {
-            name: Question(spec.tool) if spec.question else
+            name: Question(spec.tool, unservable=spec.outcome == "refused") if spec.question else
             Template(spec.tool, "done" if spec.outcome == "done" else "other" if name.endswith(OTHER) else "refused")
             for name, spec in self.taxonomy.items()
         }  # fmt: skip
@@ -270,8 +276,8 @@ class Question:
     """A question about one of the customer's own records, answered from what the read tool shows: a field the
     world model found enumerated (a status, a count)."""
 
-    def __init__(self, tool: str) -> None:
-        self.tool = tool
+    def __init__(self, tool: str, unservable: bool = False) -> None:
+        self.tool, self.unservable = tool, unservable
 
     def __call__(
         self, ctx: Grounding, customer: Customer, rng: random.Random, exclude: set[str], want: Want
@@ -279,6 +285,8 @@ class Question:
         table = ctx.model.tools[self.tool].reads
         if table is None or table == ctx.ex.customer_table:
             return None
+        if self.unservable:
+            return self._unservable(ctx, customer, rng, exclude, table)
         fields = sorted(ctx.model.tables[table].enumerated)
         own = [k for k in sorted(ctx.ex.owned.get(customer.user_id, {}).get(table, [])) if k not in exclude]
         if not fields or not own:
@@ -294,3 +302,29 @@ class Question:
             reads.append(act(self.tool, **{next(iter(ctx.model.tools[self.tool].args)): key}))
         goal = f"Ask for the {words(field)} of your {thing}; the agent must tell you."
         return Draft(QUESTION + self.tool, request, goal, reads, None, None, (key,), 1)
+
+    def _unservable(self, ctx: Grounding, customer: Customer, rng, exclude: set[str], table: str) -> Draft | None:
+        """A change to a field of the customer's record that no write tool ever changed (nor could be seen to)."""
+        changed = {e.field for w in ctx.model.writes.values() for e in w.effects if e.table == table}
+        own_key = ctx.model.tables[table].key_field
+        own = [k for k in sorted(ctx.ex.owned.get(customer.user_id, {}).get(table, [])) if k not in exclude]
+        if not own or ctx.model.unexplored:  # a write never run may be the one that serves it
+            return None
+        key = rng.choice(own)
+        record = ctx.world.table(table)[key]
+        fields = [
+            f
+            for f, v in sorted(record.model_dump().items())
+            if isinstance(v, str) and f not in changed and f != own_key and v != customer.user_id
+        ]
+        if not fields:
+            return None
+        field = rng.choice(fields)
+        new = vary(getattr(record, field), rng)
+        thing = f"{singular(words(table))} {key}"
+        request = Request(intent=f"{UNSERVABLE_INTENT}{table}.{field}", record_id=key, expect="refused",
+                          utterance=f"Please change the {words(field)} of my {thing} to {new}.")  # fmt: skip
+        reads = Template(self.tool, "done")._reads(ctx, customer.user_id, table, key)
+        why = f"no tool can change the {words(field)} of a {singular(words(table))}"
+        goal = f"Change the {words(field)} of your {thing} to {new}. {refuse_note(why)}"
+        return Draft(UNSERVABLE + self.tool, request, goal, reads, None, None, (key,), 1)

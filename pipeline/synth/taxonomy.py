@@ -29,7 +29,7 @@ class TemplateSpec:
     items: bool = False  # the customer names items (vague descriptions, one or two items)
     record: bool = True  # the request is about one record (not the customer's account)
     omissible: bool = True  # that record's id can be left unsaid (the agent asks); not for another's record
-    question: bool = False  # answered from the records: `tool` is the read tool, no write is made
+    question: bool = False  # no write serves it (a question, a request no tool can serve): `tool` is a read tool
 
     def dials(self) -> tuple[str, ...]:
         """The dials that make sense for this template (its coverage cells, besides 'plain')."""

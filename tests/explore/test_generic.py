@@ -55,7 +55,8 @@ def test_a_domain_without_its_own_gets_the_generic_capabilities():
     assert isinstance(kit, GenericKit) and kit is not KIT
     check_kit(domain, kit)  # every write tool has a template that carries it out
     writes = {f"{w}{x}" for w in ("cancel_booking", "modify_user_zip") for x in ("", "__refused", "__other_customer")}
-    questions = {f"ask__{r}" for r in ("get_user_details", "get_booking_details", "get_class_details")}
+    reads = ("get_user_details", "get_booking_details", "get_class_details")
+    questions = {f"{x}{r}" for r in reads for x in ("ask__", "unservable__")}
     assert set(kit.taxonomy) == writes | questions
     assert resolve_domain("tests.domains.toy.domain:TOY").require("synthesis") is KIT  # a kit of its own wins
     assert domain_spec(domain) == STUDIO and pickle.loads(pickle.dumps(domain)) is domain
@@ -106,3 +107,18 @@ def test_a_question_must_be_answered_from_the_records():
     check = CommunicatedCheck(values=["overdue"])
     assert evaluate_check(check, world, [], {}, ["Loan L0001 is overdue."]).passed
     assert not evaluate_check(check, world, [], {}, ["I have checked your loan."]).passed
+
+
+def test_a_request_no_tool_serves_is_refused_with_that_reason():
+    world = load_world("library", "tests.domains.library.domain:LIBRARY")
+    tasks = world.domain.require("tasks")(world, 40, seed=0)
+    unservable = [t for t in tasks if t.provenance.template == "unservable__get_loan_details"]
+    assert unservable and all(t.user_script.requests[0].expect == "refused" for t in unservable)
+    oracle = world.domain.require("oracle")()
+    for t in unservable:
+        traj = run_episode(world, t, oracle, ScriptedUser())
+        assert grade(world, t, traj).passed
+        assert any("no tool can change" in (m.content or "") for m in traj.messages if m.role == "assistant")
+    cov = coverage(world_model(world), tasks)
+    asked = [r for t in tasks for r in t.user_script.requests if r.intent.startswith("unservable:")]
+    assert cov["unservable"] == len(asked) >= len(unservable) and cov["questions"] > 0
