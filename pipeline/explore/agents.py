@@ -20,7 +20,8 @@ from pipeline.agents import phrases as P
 from pipeline.agents.flaws import MODES, FlawConfig, PlantingAgent, unit
 from pipeline.agents.script import YES, ScriptedEpisode, Steps
 from pipeline.dataset.task import Action, Request, Task
-from pipeline.explore.kit import asked_field, refusal_of, say, words
+from pipeline.explore.kit import refusal_of, say, words
+from pipeline.explore.questions import asked_field
 from pipeline.explore.values import base_type, vary
 from pipeline.rollout.protocols import EpisodeInfo
 from pipeline.world.tools import ToolRegistry

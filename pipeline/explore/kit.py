@@ -8,6 +8,7 @@ their records (`pipeline.explore.probe.Explorer.arguments`), runs each in a fres
 whose outcome is the one it wants, so every value in a draft is the world's and every outcome the tool's. The
 customer states every argument in plain words; the gold reads are the look-ups the world model found for the
 customer and the record. A template that fits no customer of a world is skipped, and its cell stays uncovered.
+Questions and requests no tool serves are `pipeline.explore.questions`'.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from typing import Any
 
 from pipeline.dataset.task import CommunicatedCheck, KnownInfo, Request, TaskCheck
 from pipeline.explore.probe import Explorer, world_model
-from pipeline.explore.values import vary
 from pipeline.synth.drafts import Draft, Want, act
 from pipeline.synth.kit import SynthesisKit, authenticate
 from pipeline.synth.taxonomy import Taxonomy, TemplateSpec
@@ -199,19 +199,21 @@ class Template:
         return Draft(name, request, f"{goal} {refuse_note(error)}", reads, None, act(tool, **args), (record,), 1)
 
     def _reads(self, ctx: Grounding, user: str, table: str | None, key: str | None) -> list:
-        ex = ctx.ex
-        reads = []
-        subject = [] if self.want == "other" else [(table, key)]  # another's record: the tools refuse its read
-        for wanted, value in ((ex.customer_table, user), *subject):
-            if wanted is None or value is None or wanted == ex.customer_table and value != user:
-                continue
-            tool = next((n for n, t in ctx.model.tools.items() if t.kind == "read" and t.reads == wanted), None)
-            if tool is not None:
-                arg = next(iter(ctx.model.tools[tool].args))
-                action = act(tool, **{arg: value})
-                if action not in reads:
-                    reads.append(action)
-        return reads
+        return gold_reads(ctx, user, table, key if self.want != "other" else None)  # another's: its read is refused
+
+
+def gold_reads(ctx: Grounding, user: str, table: str | None, key: str | None) -> list:
+    """The look-ups of the customer's record and of the record a request is about (the read tools that read them)."""
+    ex, reads = ctx.ex, []
+    for wanted, value in ((ex.customer_table, user), (table, key)):
+        if wanted is None or value is None or wanted == ex.customer_table and value != user:
+            continue
+        tool = next((n for n, t in ctx.model.tools.items() if t.kind == "read" and t.reads == wanted), None)
+        if tool is not None:
+            action = act(tool, **{next(iter(ctx.model.tools[tool].args)): value})
+            if action not in reads:
+                reads.append(action)
+    return reads
 
 
 def tool_key(tool: str) -> str:
@@ -231,8 +233,10 @@ class GenericKit(SynthesisKit):
 
     def __init__(self, tools: ToolRegistry, business: str = "a customer-service desk") -> None:
         self.taxonomy = taxonomy_of(tools)
+        from pipeline.explore import questions
+
         self.templates: dict[str, Any] = {
-            name: Question(spec.tool, unservable=spec.outcome == "refused") if spec.question else
+            name: questions.Question(spec.tool, unservable=spec.outcome == "refused") if spec.question else
             Template(spec.tool, "done" if spec.outcome == "done" else "other" if name.endswith(OTHER) else "refused")
             for name, spec in self.taxonomy.items()
         }  # fmt: skip
@@ -255,6 +259,8 @@ class GenericKit(SynthesisKit):
 
     def checks(self, session: Any, drafts: list[Draft]) -> list[TaskCheck]:
         """A question's answer, read from the gold end state, must be told to the customer."""
+        from pipeline.explore.questions import asked_field
+
         out: list[TaskCheck] = []
         for d in drafts:
             asked = asked_field(d.request)
@@ -262,69 +268,3 @@ class GenericKit(SynthesisKit):
                 record = session.get(asked[0], d.request.record_id)
                 out.append(CommunicatedCheck(values=[say(getattr(record, asked[1]))]))
         return out
-
-
-def asked_field(request: Request) -> tuple[str, str] | None:
-    """(table, field) a question asks about, from its intent."""
-    if not request.intent.startswith(QUESTION_INTENT):
-        return None
-    table, _, field = request.intent.removeprefix(QUESTION_INTENT).partition(".")
-    return table, field
-
-
-class Question:
-    """A question about one of the customer's own records, answered from what the read tool shows: a field the
-    world model found enumerated (a status, a count)."""
-
-    def __init__(self, tool: str, unservable: bool = False) -> None:
-        self.tool, self.unservable = tool, unservable
-
-    def __call__(
-        self, ctx: Grounding, customer: Customer, rng: random.Random, exclude: set[str], want: Want
-    ) -> Draft | None:
-        table = ctx.model.tools[self.tool].reads
-        if table is None or table == ctx.ex.customer_table:
-            return None
-        if self.unservable:
-            return self._unservable(ctx, customer, rng, exclude, table)
-        fields = sorted(ctx.model.tables[table].enumerated)
-        own = [k for k in sorted(ctx.ex.owned.get(customer.user_id, {}).get(table, [])) if k not in exclude]
-        if not fields or not own:
-            return None
-        key, field = rng.choice(own), rng.choice(fields)
-        if getattr(ctx.world.table(table)[key], field) is None:
-            return None
-        thing = f"{singular(words(table))} {key}"
-        request = Request(intent=f"{QUESTION_INTENT}{table}.{field}", record_id=key,
-                          utterance=f"Could you tell me the {words(field)} of my {thing}?")  # fmt: skip
-        reads = Template(self.tool, "done")._reads(ctx, customer.user_id, table, key)
-        if not any(r.name == self.tool for r in reads):
-            reads.append(act(self.tool, **{next(iter(ctx.model.tools[self.tool].args)): key}))
-        goal = f"Ask for the {words(field)} of your {thing}; the agent must tell you."
-        return Draft(QUESTION + self.tool, request, goal, reads, None, None, (key,), 1)
-
-    def _unservable(self, ctx: Grounding, customer: Customer, rng, exclude: set[str], table: str) -> Draft | None:
-        """A change to a field of the customer's record that no write tool ever changed (nor could be seen to)."""
-        changed = {e.field for w in ctx.model.writes.values() for e in w.effects if e.table == table}
-        own_key = ctx.model.tables[table].key_field
-        own = [k for k in sorted(ctx.ex.owned.get(customer.user_id, {}).get(table, [])) if k not in exclude]
-        if not own or ctx.model.unexplored:  # a write never run may be the one that serves it
-            return None
-        key = rng.choice(own)
-        record = ctx.world.table(table)[key]
-        fields = [
-            f
-            for f, v in sorted(record.model_dump().items())
-            if isinstance(v, str) and f not in changed and f != own_key and v != customer.user_id
-        ]
-        if not fields:
-            return None
-        field = rng.choice(fields)
-        new = vary(getattr(record, field), rng)
-        thing = f"{singular(words(table))} {key}"
-        request = Request(intent=f"{UNSERVABLE_INTENT}{table}.{field}", record_id=key, expect="refused",
-                          utterance=f"Please change the {words(field)} of my {thing} to {new}.")  # fmt: skip
-        reads = Template(self.tool, "done")._reads(ctx, customer.user_id, table, key)
-        why = f"no tool can change the {words(field)} of a {singular(words(table))}"
-        goal = f"Change the {words(field)} of your {thing} to {new}. {refuse_note(why)}"
-        return Draft(UNSERVABLE + self.tool, request, goal, reads, None, None, (key,), 1)
