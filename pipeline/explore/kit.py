@@ -25,7 +25,7 @@ from pipeline.synth.drafts import Draft, Want, act
 from pipeline.synth.kit import SynthesisKit, authenticate
 from pipeline.synth.taxonomy import Taxonomy, TemplateSpec
 from pipeline.world.tables import World
-from pipeline.world.tools import ToolRegistry
+from pipeline.world.tools import ToolRegistry, execute
 
 ALL = ("plan_adherence", "invention", "misread")
 REFUSED, OTHER, QUESTION, UNSERVABLE = "__refused", "__other_customer", "ask__", "unservable__"
@@ -148,6 +148,8 @@ class Template:
                 call = ex.call(tool, user, args)
                 if not self._fits(call):
                     continue
+                if call.ok and breaks_invariants(ctx.world, tool, user, args):
+                    continue  # the tool allows it, the domain's end-state rules do not: never a gold write
                 if target is None or target.match(call.error or ""):
                     return self._draft(ctx, user, subject, table, key, args, call.error)
                 fallback = fallback or (key, args, call.error)
@@ -214,6 +216,16 @@ def gold_reads(ctx: Grounding, user: str, table: str | None, key: str | None) ->
             if action not in reads:
                 reads.append(action)
     return reads
+
+
+def breaks_invariants(world: World, tool: str, user: str, args: dict) -> bool:
+    """Whether the call, made as the customer in a fresh session, leaves a state the domain's invariants reject."""
+    from pipeline.grading.static_checks import StaticInput
+
+    session = world.session(authenticated_user_id=user)
+    execute(session, tool, args)
+    inp = StaticInput(world, [e.to_dict() for e in session.log], session.changed())
+    return any(not inv.check(inp).passed for inv in world.domain.invariants())
 
 
 def tool_key(tool: str) -> str:
