@@ -115,6 +115,34 @@ def world_generate(
     console.print(f"world {world.name}: {', '.join(f'{len(v)} {k}' for k, v in data.items())} → {out}")
 
 
+@world_app.command("explore")
+def world_explore(
+    world: str = typer.Option(..., help="World reference: a domain directory, a db.json, or a name the domain reads."),
+    out: Path = typer.Option(..., help="Output world model (JSON)."),
+    seed: int = typer.Option(0, help="Exploration seed: same world and seed, same model."),
+    customers: int = typer.Option(24, min=1, help="Customers each write tool is called as."),
+    domain: str = typer.Option(None, help="Domain: retail, airline or module:attribute (default: from the world)."),
+) -> None:
+    """Learn a world model by running the world's write tools as its customers: which records each names, what it
+    changes, and when it refuses and why (refusals grouped into preconditions on record fields)."""
+    from pipeline.explore.probe import explore
+    from pipeline.world.registry import UnknownDomainError, load_world
+    from pipeline.world.tables import WorldLoadError
+
+    try:
+        loaded = load_world(world, domain)
+    except (UnknownDomainError, WorldLoadError) as exc:
+        _fail(str(exc))
+    model = explore(loaded, seed=seed, customers=customers)
+    model.write(out)
+    for name, w in model.writes.items():
+        why = sum(r.precondition is not None for r in w.refusals)
+        console.print(f"{name}: {w.ok}/{w.calls} calls succeeded; {len(w.refusals)} refusal group(s), {why} explained")
+    for name, why in model.unexplored.items():
+        console.print(f"[yellow]{name}: unexplored ({why})[/yellow]")
+    console.print(f"world model of {loaded.name} → {out}")
+
+
 @tasks_app.command("generate")
 def tasks_generate(
     world: str = typer.Option(..., help="World reference: gen-<seed>[-PxUxO] or a domain directory."),

@@ -200,8 +200,16 @@ class ToolNotCalledCheck(Strict):
     tool: str
 
 
+class CommunicatedCheck(Strict):
+    """Every value is told to the customer: it occurs, as a whole word, in an assistant message (a question's
+    answer, read from the records)."""
+
+    kind: Literal["communicated"] = "communicated"
+    values: list[str] = Field(min_length=1, description="The values the agent must say.")
+
+
 TaskCheck = Annotated[
-    OrderStatusCheck | NoWritesCheck | ToolBudgetCheck | TransferCheck | ToolNotCalledCheck,
+    OrderStatusCheck | NoWritesCheck | ToolBudgetCheck | TransferCheck | ToolNotCalledCheck | CommunicatedCheck,
     Field(discriminator="kind"),
 ]
 

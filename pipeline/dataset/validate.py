@@ -89,13 +89,17 @@ def _problems(world: World, task: Task) -> list[str]:
 
 
 def _gold_check_problems(world: World, task: Task, session) -> list[str]:
-    """The task's checks graded on its own gold end state: a check the gold fails makes the task unsolvable."""
+    """The task's checks graded on its own gold end state: a check the gold fails makes the task unsolvable. A check
+    on what the agent tells the customer (`communicated`) is about the conversation, which gold actions do not hold."""
+    from pipeline.dataset.task import CommunicatedCheck
     from pipeline.grading.task_checks import evaluate_check
 
     log = [event.to_dict() for event in session.log]
     changed = session.changed()
     out = []
     for i, check in enumerate(task.checks):
+        if isinstance(check, CommunicatedCheck):
+            continue
         result = evaluate_check(check, world, log, changed)
         if not result.passed:
             out.append(f"field checks.{i}: contradicts the task's gold actions: {'; '.join(result.details)}")

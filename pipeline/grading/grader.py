@@ -218,7 +218,8 @@ def grade(
         )
     except InfrastructureError as exc:
         return _infra_verdict(trajectory, f"judge unavailable: {exc}")
-    components += evaluate_task_checks(task.checks, world, replayed.agent_log, replayed.changed)
+    said = [m.content for m in trajectory.messages if m.role == "assistant" and m.content]
+    components += evaluate_task_checks(task.checks, world, replayed.agent_log, replayed.changed, said)
     assertions = task.evaluation.env_assertions if task.evaluation is not None else []
     if assertions:
         results = check_assertions(replayed.session, assertions)

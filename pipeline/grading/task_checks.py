@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pipeline.dataset.task import (
+    CommunicatedCheck,
     NoWritesCheck,
     OrderStatusCheck,
     TaskCheck,
@@ -23,8 +25,10 @@ def evaluate_check(
     world: World,
     log: list[dict[str, Any]],
     final_changed: Mapping[str, Mapping[str, dict]],
+    said: Sequence[str] = (),
 ) -> ComponentResult:
-    """One check's result, named 'task.<kind>'; `log` is the world's event log, `final_changed` the end delta."""
+    """One check's result, named 'task.<kind>'; `log` is the world's event log, `final_changed` the end delta,
+    `said` the assistant's text messages."""
     problems: list[str] = []
     if isinstance(check, OrderStatusCheck):
         record = (final_changed.get("orders") or {}).get(check.order_id)
@@ -48,6 +52,13 @@ def evaluate_check(
         transferred = any(e.get("kind") == "transfer" and e.get("ok") for e in log)
         if transferred != check.expected:
             problems.append("transferred to a human agent" if transferred else "never transferred to a human agent")
+    elif isinstance(check, CommunicatedCheck):
+        text = "\n".join(said).lower()
+        problems += [
+            f"never told the customer {v!r}"
+            for v in check.values
+            if not re.search(rf"(?<![\w]){re.escape(v.lower())}(?![\w])", text)
+        ]
     elif isinstance(check, ToolNotCalledCheck):
         n = sum(1 for e in log if e.get("name") == check.tool)
         if n:
@@ -62,12 +73,13 @@ def evaluate_task_checks(
     world: World,
     log: list[dict[str, Any]],
     final_changed: Mapping[str, Mapping[str, dict]],
+    said: Sequence[str] = (),
 ) -> list[ComponentResult]:
     """Every check of a task; a kind that repeats gets '.2', '.3', ... so component names stay unique."""
     seen: Counter[str] = Counter()
     results = []
     for check in checks:
-        result = evaluate_check(check, world, log, final_changed)
+        result = evaluate_check(check, world, log, final_changed, said)
         seen[result.name] += 1
         if seen[result.name] > 1:
             result = result.model_copy(update={"name": f"{result.name}.{seen[result.name]}"})

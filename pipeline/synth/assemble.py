@@ -73,8 +73,8 @@ def assemble(
     gold = gold_actions(authenticate(world.domain.tools, known, messes.forgot_email), drafts)
     session = replay_actions(world, gold)
     checks: list[TaskCheck] = kit.checks(session, drafts)
-    if not any(d.write for d in drafts):
-        checks = [NoWritesCheck()]
+    if not any(d.write for d in drafts):  # a kit's answers to questions stay
+        checks = [NoWritesCheck(), *(c for c in checks if c.kind == "communicated")]
     on = {**messes.model_dump(), "underspecified": underspecified}
     notes = " ".join(kit.notes[k] for k, v in on.items() if v)
     goal = f"You are {known.first_name} {known.last_name}. " + " Then: ".join(d.goal for d in drafts) + " " + notes

@@ -116,9 +116,14 @@ def check_kit(domain: Domain, kit: Any) -> None:
     problems = []
     if set(tax) != set(kit.templates):
         problems.append(f"templates {sorted(set(kit.templates) ^ set(tax))} are not both in taxonomy and templates")
+    asked = {s.tool for s in tax.values() if s.question}
+    if asked - domain.tools.of_kind("read", "identity"):
+        problems.append(
+            f"questions read with tools that are not read tools: {sorted(asked - domain.tools.of_kind('read'))}"
+        )
     if tax.writes() - writes:
         problems.append(f"templates use tools that are not write tools: {sorted(tax.writes() - writes)}")
-    done = {s.tool for s in tax.values() if s.outcome == "done"}
+    done = {s.tool for s in tax.values() if s.outcome == "done" and not s.question}
     if done != writes:
         problems.append(f"write tools without a template that carries them out: {sorted(writes - done)}")
     for s in tax.values():

@@ -33,6 +33,7 @@ from pipeline.synth.coverage import CoverageTracker
 from pipeline.synth.evolve import Lineage, apply_dial, descendant, parents_for
 from pipeline.synth.judge import JudgeCascade, JudgeConfig
 from pipeline.synth.kit import kit_of
+from pipeline.synth.partition import Partitioned, needs_partition, partition
 from pipeline.synth.rework import Outcome, Reworker
 from pipeline.synth.taxonomy import DIALS, PLAIN
 from pipeline.synth.verify import Verifier, VerifyConfig
@@ -48,6 +49,10 @@ class EvalWorldError(ValueError):
 
 
 def ensure_generated(world: World) -> None:
+    """A domain with a generator trains only on generated worlds; one without splits its world's customers
+    (`pipeline.synth.partition`) and synthesis grounds in the training partition."""
+    if needs_partition(world):
+        return
     if not _GENERATED.match(world.name) or "tau2" in world.name.lower():
         raise EvalWorldError(
             f"refusing to synthesize from world {world.name!r}: training data must be grounded in a generated "
@@ -87,6 +92,11 @@ class SynthConfig(BaseModel):
         description="Dials evolution may turn on (None = all of " + ", ".join(DIALS) + "); e.g. only the messes"
         " and shapes of the held-out tasks, so targeted data looks like the situations the agent failed in.",
     )
+    partition_seed: int = Field(
+        default=0,
+        description="A world without a generator: the seed splitting its customers into evaluation and training"
+        " partitions (`pipeline.synth.partition`); synthesis grounds only in the training partition.",
+    )
     verify: VerifyConfig = Field(default_factory=VerifyConfig)
     judge: JudgeConfig | None = Field(default=None, description="Optional judge cascade; None = off.")
 
@@ -117,6 +127,10 @@ class Synthesizer:
         self.world, self.targets, self.config = world, targets, config or SynthConfig()
         cfg = self.config
         self.ctx = self.kit.ground(world)
+        self.partition = None
+        if needs_partition(world):
+            self.partition = partition(world, cfg.partition_seed)
+            self.ctx = Partitioned(self.ctx, self.partition, "train")
         judge = JudgeCascade(cfg.judge, self.kit.business) if cfg.judge else None
         self.verifier = Verifier(world, cfg.verify, judge)
         self.reworker = Reworker(self.kit, self.ctx, self.verifier, cfg.seed, cfg.max_rework)
@@ -213,6 +227,8 @@ class Synthesizer:
         task_id = f"{self.world.name}-syn{self.config.seed}-g{self.generation}-{self._n:04d}-{spec.template}"
         self._n += 1
         dials = {"generation": self.generation, "aim": self._aim if self.generation else "atomic"}
+        if self.partition is not None:
+            dials["partition"] = self.partition.tag("train")
         cand = build(self.kit, self.ctx, spec, task_id, self.config.seed, provenance={"dials": dials})
         out = self.reworker.process(cand)
         self.outcomes.append(out)

@@ -29,6 +29,7 @@ class TemplateSpec:
     items: bool = False  # the customer names items (vague descriptions, one or two items)
     record: bool = True  # the request is about one record (not the customer's account)
     omissible: bool = True  # that record's id can be left unsaid (the agent asks); not for another's record
+    question: bool = False  # no write serves it (a question, a request no tool can serve): `tool` is a read tool
 
     def dials(self) -> tuple[str, ...]:
         """The dials that make sense for this template (its coverage cells, besides 'plain')."""
@@ -40,7 +41,7 @@ class TemplateSpec:
         if self.outcome == "refused":
             out += ["pushback", "with_write"]
         else:
-            out += ["chained", "refusal"]
+            out += ["refusal"] if self.question else ["chained", "refusal"]
             if self.items:
                 out.append("multi_item")
         return tuple(d for d in DIALS if d in out)
@@ -85,4 +86,4 @@ class Taxonomy(Mapping[str, TemplateSpec]):
 
     def writes(self) -> frozenset[str]:
         """The tools the templates write (or ask for and get refused)."""
-        return frozenset(s.tool for s in self.values())
+        return frozenset(s.tool for s in self.values() if not s.question)

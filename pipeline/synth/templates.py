@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 
 from pipeline.dataset.task import Task
 from pipeline.synth.assemble import assemble, gold_problems, random_messes
-from pipeline.synth.drafts import Draft
+from pipeline.synth.drafts import Draft, Want
 from pipeline.synth.kit import Grounding, SynthesisKit, kit_of
+from pipeline.synth.partition import Partitioned, needs_partition, partition
 from pipeline.world.tables import World
 
 log = logging.getLogger(__name__)
@@ -74,12 +75,17 @@ def generate(world: World, n: int, seed: int = 0, templates: list[str] | None = 
     kit = kit_of(world.domain, needed_for="generate tasks")
     names = expand_cycle(kit, templates)
     ctx = kit.ground(world)
+    extra: dict = {"depth": 0}
+    if needs_partition(world):  # held-out tasks of a world that also serves training: its evaluation customers
+        part = partition(world)
+        ctx = Partitioned(ctx, part, "eval")
+        extra["dials"] = {"partition": part.tag("eval")}
     result = GenerationResult(tasks=[])
     attempt = 0
     while len(result.tasks) < n and attempt < 4 * n + len(names):
         name = names[attempt % len(names)]
         rng = random.Random(f"{world.name}:{seed}:{attempt}")
-        task, why = _make_task(kit, ctx, name, rng, f"{world.name}-s{seed}-{len(result.tasks):04d}-{name}")
+        task, why = _make_task(kit, ctx, name, rng, f"{world.name}-s{seed}-{len(result.tasks):04d}-{name}", extra)
         if task is None:
             result.skipped[f"{name}:{why}"] += 1
         else:
@@ -91,7 +97,7 @@ def generate(world: World, n: int, seed: int = 0, templates: list[str] | None = 
 
 
 def _make_task(
-    kit: SynthesisKit, ctx: Grounding, name: str, rng: random.Random, task_id: str
+    kit: SynthesisKit, ctx: Grounding, name: str, rng: random.Random, task_id: str, extra: dict
 ) -> tuple[Task | None, str]:
     users = list(ctx.customers)
     rng.shuffle(users)
@@ -101,16 +107,16 @@ def _make_task(
     for uid in users[:200]:
         user = ctx.customer(uid)
         if pair:
-            first = templates[pair[0]](ctx, user, rng, set())
-            second = templates[pair[1]](ctx, user, rng, set(first.records)) if first else None
+            first = templates[pair[0]](ctx, user, rng, set(), Want())
+            second = templates[pair[1]](ctx, user, rng, set(first.records), Want()) if first else None
             drafts = [first, second] if second else None
         else:
-            one = templates[name](ctx, user, rng, set())
+            one = templates[name](ctx, user, rng, set(), Want())
             drafts = [one] if one else None
         if drafts is None:
             continue
         messes = random_messes(ctx, user, [d.request for d in drafts], rng)
-        task = assemble(kit, ctx.world, uid, user, drafts, name, messes, task_id, provenance={"depth": 0})
+        task = assemble(kit, ctx.world, uid, user, drafts, name, messes, task_id, provenance=extra)
         problems = gold_problems(ctx.world, task, drafts)
         if not problems:
             return task, ""

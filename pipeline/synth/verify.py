@@ -90,7 +90,7 @@ class Verifier:
         domain = world.domain
         self.oracle = domain.require("oracle", needed_for="verifying synthesized tasks")()
         self.flaws = domain.require("flaws", needed_for="the flaw check") if self.config.flaw_check else None
-        self.user = ScriptedUser(phrasing=domain.user_phrasing())  # None: each episode's domain's phrasing
+        self.user = ScriptedUser(phrasing=domain.capability("user_phrasing"))
         self.accepted: set[str] = set()  # content keys of tasks already accepted (see `accept`)
 
     def accept(self, task: Task) -> None:

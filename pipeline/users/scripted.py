@@ -108,7 +108,7 @@ def phrasing_of(domain: str | None) -> Phrasing:
         return DEFAULT_PHRASING
     from pipeline.world.registry import resolve_domain
 
-    found = resolve_domain(domain).user_phrasing()
+    found = resolve_domain(domain).capability("user_phrasing")
     return found if isinstance(found, Phrasing) else DEFAULT_PHRASING
 
 

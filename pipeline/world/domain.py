@@ -177,17 +177,29 @@ class Domain(ABC):
         the session the way τ²-bench's tool would have; it returns the logged event. None by default."""
         return {}
 
-    def require(self, capability: str, needed_for: str | None = None) -> Any:
-        """The capability, or a DomainCapabilityError naming the domain and the capability."""
+    def capability(self, capability: str) -> Any | None:
+        """The domain's own capability, else the generic one grown from its tools and worlds by execution
+        (`pipeline.explore.generic`: tasks, synthesis, oracle, flaws, user phrasing, for a domain with an identity
+        tool and a write tool), else None."""
         if capability not in CAPABILITIES:
             raise KeyError(f"unknown capability {capability!r}; capabilities are {sorted(CAPABILITIES)}")
         value = getattr(self, capability)()
+        if value is None:
+            from pipeline.explore.generic import generic_capability
+
+            value = generic_capability(self, capability)
+        return value
+
+    def require(self, capability: str, needed_for: str | None = None) -> Any:
+        """The capability (the generic one where the domain has none), or a DomainCapabilityError naming the
+        domain and the capability."""
+        value = self.capability(capability)
         if value is None:
             raise DomainCapabilityError(self.name, capability, needed_for)
         return value
 
     def provides(self, capability: str) -> bool:
-        return getattr(self, capability)() is not None
+        return self.capability(capability) is not None
 
     def __repr__(self) -> str:
         return f"<domain {self.name}>"
@@ -198,6 +210,6 @@ class Domain(ABC):
         from pipeline.world.registry import BUILTIN_DOMAINS, domain_spec, resolve_domain
 
         spec = domain_spec(self)
-        if spec in BUILTIN_DOMAINS or ":" in spec:
+        if spec in BUILTIN_DOMAINS or ":" in spec or spec.endswith("+generic"):
             return resolve_domain, (spec,)
         return super().__reduce_ex__(protocol)

@@ -44,6 +44,12 @@ def generated_world_name(seed: int, n_products: int, n_users: int, n_orders: int
 @lru_cache(maxsize=32)
 def resolve_domain(spec: str) -> Domain:
     """The Domain a name or `module:attribute` spec names (or the name of one resolved so before)."""
+    if spec.endswith("+generic"):  # the domain with its own kit and scripted participants switched off
+        from pipeline.explore.generic import WithoutKit
+
+        found = WithoutKit(resolve_domain(spec.removesuffix("+generic")))
+        _RESOLVED.setdefault(found.name, spec)
+        return found
     target = BUILTIN_DOMAINS.get(spec) or _RESOLVED.get(spec) or spec
     module_name, sep, attr = target.partition(":")
     if not sep or not module_name or not attr:

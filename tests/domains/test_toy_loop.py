@@ -18,6 +18,7 @@ from pipeline.target import Targets, split_budget
 from pipeline.world.domain import DomainCapabilityError
 from pipeline.world.registry import domain_spec, resolve_domain
 from pipeline.world.tables import World
+from pipeline.world.tools import ToolRegistry
 from tests.domains.toy.domain import StudioDomain
 from tests.domains.toy.synthesis import KIT, StudioKit
 
@@ -87,9 +88,19 @@ class _NoKit(StudioDomain):
         return None
 
 
-def test_a_domain_without_synthesis_says_so():
-    with pytest.raises(DomainCapabilityError, match="domain 'nokit' does not provide 'synthesis'"):
-        Synthesizer(_generated(_NoKit()), Targets(budget=2, modes=split_budget({"invention": 0.5}, 2)), SynthConfig())
+class _NoIdentity(_NoKit):
+    name = "noidentity"
+    tools = ToolRegistry()
+
+
+def test_a_domain_without_synthesis_gets_the_generic_kit_or_says_why_not():
+    from pipeline.explore.kit import GenericKit
+
+    assert isinstance(_NoKit().require("synthesis"), GenericKit)  # grown from its tools and worlds
+    with pytest.raises(DomainCapabilityError, match="domain 'noidentity' does not provide 'synthesis'"):
+        Synthesizer(
+            _generated(_NoIdentity()), Targets(budget=2, modes=split_budget({"invention": 0.5}, 2)), SynthConfig()
+        )
 
 
 def _generated(domain):
@@ -132,3 +143,34 @@ def test_the_dvc_stages_run_on_it_named_in_params(tmp_path, monkeypatch):
     stages.train_candidate(p)
     stages.remeasure_candidate(p)
     assert stages.gate(p).promote
+
+
+def test_templates_are_called_with_five_arguments_by_every_path():
+    """A kit whose templates take `want` without a default (as documented) runs in plain generation, pairs
+    included, and in synthesis."""
+    from pipeline.synth.templates import generate_tasks
+
+    calls: list[int] = []
+
+    def strict(template):
+        def f(ctx, customer, rng, exclude, want):
+            calls.append(5)
+            return template(ctx, customer, rng, exclude, want)
+
+        return f
+
+    class StrictKit(StudioKit):
+        templates = {name: strict(t) for name, t in KIT.templates.items()}
+
+    class StrictStudio(StudioDomain):
+        def synthesis(self):
+            return STRICT_KIT
+
+    STRICT_KIT = StrictKit()
+    domain = StrictStudio()
+    from tests.domains.toy.domain import generate
+
+    world = generate(3)
+    world = World({t: world.table(t) for t in world.table_names}, policy=world.policy, name="gen-3", domain=domain)
+    tasks = generate_tasks(world, 12, seed=0)  # the cycle holds two-request tasks
+    assert len(tasks) == 12 and any(len(t.user_script.requests) == 2 for t in tasks) and calls

@@ -92,6 +92,7 @@ def test_the_stages_that_read_the_domain_depend_on_it():
     for name, stage in stages.items():
         assert ("world.domain" in stage["params"]) == (name in reading), name
         assert ("pipeline/domains" in stage["deps"]) == (name in reading), name
+        assert ("pipeline/explore" in stage["deps"]) == (name in reading), name  # the generic capabilities
 
 
 def test_a_key_given_twice_is_an_error_naming_it_and_its_lines(tmp_path):

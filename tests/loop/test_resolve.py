@@ -55,5 +55,5 @@ def test_a_stage_script_stops_before_its_stage_with_one_line(tmp_path):
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip().splitlines()[-1:] == [
         f"stage target: {path}: world.domain: unknown domain 'nope': "
-        "expected one of ['airline', 'retail'] or module:attribute"
+        "expected one of ['airline', 'retail', 'telecom'] or module:attribute"
     ]

@@ -1,0 +1,210 @@
+"""Scripted participants for any domain, from a task's gold alone: an oracle that follows it, and the oracle with
+the three failure modes planted.
+
+The oracle asks for what the identity tool takes and calls it once the customer said it; per request it asks
+which record is meant when the customer did not say, reads what the gold reads, says what it will do and asks,
+writes, and reports what the tool returned; a request the tools refuse it refuses with the tool's reason (which
+a generic task's goal records). The flawed agent plants, on a request with a gold write: plan adherence (the
+write skipped after the customer's yes, then reported done; or made without asking), invention (one argument
+replaced by a value of the same shape that nobody said or showed), misread (on a request the tools refuse, the write
+made anyway against the state a read showed, and reported done).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+from pipeline.agents import phrases as P
+from pipeline.agents.flaws import MODES, FlawConfig, PlantingAgent, unit
+from pipeline.agents.script import YES, ScriptedEpisode, Steps
+from pipeline.dataset.task import Action, Request, Task
+from pipeline.explore.kit import refusal_of, say, words
+from pipeline.explore.questions import asked_field
+from pipeline.explore.values import base_type, vary
+from pipeline.rollout.protocols import EpisodeInfo
+from pipeline.world.tools import ToolRegistry
+
+ASK_RECORD = "Which one is this about? Please tell me its id."
+
+
+def _said(value: Any, text: str) -> bool:
+    return all(str(v).lower() in text.lower() for v in (value if isinstance(value, list) else [value]))
+
+
+def done_text(tool: str) -> str:
+    return f"I've completed the request: {words(tool)} went through."
+
+
+def confirm_text(write: Action) -> str:
+    """The write in words and an explicit yes/no question (the policy's confirmation step)."""
+    what = f"{words(write.name)} with {describe(write.arguments)}"
+    return f"To confirm, I will make this change: {what}. Shall I proceed {P.YES_NO}?"
+
+
+def describe(arguments: dict[str, Any]) -> str:
+    return ", ".join(f"{words(k)} {say(v)}" for k, v in arguments.items())
+
+
+def asked_write(req: Request, tools: ToolRegistry, user_id: str | None) -> Action | None:
+    """The write a request asks for, rebuilt from what the customer said: the intent names the tool, the details
+    its arguments, the record id (or, for the customer's own record, their user id) the remaining one."""
+    if req.intent not in tools:
+        return None
+    args: dict[str, Any] = {}
+    for name, f in tools[req.intent].args_model.model_fields.items():
+        if name in req.details and base_type(f.annotation) is str:
+            args[name] = req.details[name]
+        elif name in req.details:
+            try:
+                args[name] = json.loads(req.details[name])
+            except json.JSONDecodeError:
+                args[name] = req.details[name]
+        else:
+            args[name] = req.record_id or user_id
+    return Action(name=req.intent, arguments=args)
+
+
+class GenericEpisode(ScriptedEpisode):
+    def __init__(self, info: EpisodeInfo, tools: ToolRegistry, flaws: dict[int, tuple[str, str]] | None = None):
+        super().__init__(info)
+        self.tools, self.writes, self.flaws = tools, tools.of_kind("write"), flaws or {}
+        self.reasons = refusal_of(self.script.goal)
+
+    def _user_text(self) -> str:
+        return "\n".join(m.content or "" for m in self.messages if m.role == "user")
+
+    def _authenticate(self) -> Steps:
+        auth = self.task.gold_actions[0] if self.task.gold_actions else None
+        if auth is None or auth.request is not None:
+            return
+        asked = ", ".join(words(a) for a in auth.arguments)
+        reply = yield from self._say(
+            f"I'd be happy to help. First I need to verify your identity: what is your {asked}?"
+        )
+        for _ in range(3):
+            if all(_said(v, reply) for v in auth.arguments.values()):
+                result = yield from self._call(auth.name, dict(auth.arguments))
+                if not result.error:
+                    return
+            reply = yield from self._say(P.NOT_FOUND_IDENTITY)
+
+    def _answer(self, req: Request, asked: tuple[str, str]) -> str:
+        """A question's answer, from the record as a read showed it."""
+        shown = next((_value(v, asked[1]) for (_, key), v in self.seen.items() if key == req.record_id), None)
+        if shown is None:
+            for m in reversed(self.messages):
+                if m.role == "tool" and not m.error and req.record_id and req.record_id in (m.content or ""):
+                    try:
+                        shown = _value(json.loads(m.content or ""), asked[1])
+                    except json.JSONDecodeError:
+                        continue
+                    if shown is not None:
+                        break
+        if shown is None:
+            return f"I'm sorry, I could not find that. {P.ANYTHING_ELSE}"
+        return f"I've looked it up: the {words(asked[1])} of {req.record_id} is {say(shown)}. {P.ANYTHING_ELSE}"
+
+    def _handle(self, i: int, req: Request) -> Steps:
+        actions = self._actions(i)
+        write = next((a for a in actions if a.name in self.writes), None)
+        if req.record_id and not _said(req.record_id, self._user_text()):
+            yield from self._say(ASK_RECORD)
+        for read in (a for a in actions if a.name not in self.writes):
+            yield from self._call(read.name, dict(read.arguments))
+        mode, variant = self.flaws.get(i, (None, None))
+        asked = asked_field(req)
+        if write is None and asked is not None:
+            return (yield from self._finish(self._answer(req, asked)))
+        if write is None and mode == "misread":  # the write the shown state forbids, reported as done
+            forbidden = asked_write(req, self.tools, self.user_id or self.task.customer_user_id)
+            if forbidden is not None:
+                yield from self._call(forbidden.name, forbidden.arguments)
+                done = f"{done_text(forbidden.name)} {P.ANYTHING_ELSE}"
+                return (yield from self._finish(done))
+        if write is None:
+            refused = sum(r.expect == "refused" for r in self.script.requests[:i])
+            reason = self.reasons[refused] if refused < len(self.reasons) else P.NO_POLICY_REASON
+            return (yield from self._finish(P.refusal(f"{reason}."), f"{reason}."))
+        args = dict(write.arguments)
+        if mode == "invention":
+            args = invent(args, self.task, i)
+        if variant != "skip_confirmation":
+            reply = yield from self._say(confirm_text(write))  # fmt: skip
+            if not YES.search(reply):
+                return (yield from self._finish(P.declined()))
+        if variant == "no_write":
+            return (yield from self._finish(f"{done_text(write.name)} {P.ANYTHING_ELSE}"))
+        result = yield from self._call(write.name, args)
+        if result.error and mode is None:
+            return (yield from self._finish(P.failed(result.content or "")))
+        shown = (result.content or "")[:300]
+        yield from self._finish(f"{done_text(write.name)} The system returned: {shown} "
+                                f"{P.ANYTHING_ELSE}")  # fmt: skip
+
+
+def _value(found: Any, field: str) -> Any:
+    return found.get(field) if isinstance(found, dict) else None
+
+
+def invent(args: dict[str, Any], task: Task, i: int) -> dict[str, Any]:
+    """One argument replaced by a value of the same shape nobody said: a stated detail first, else the record."""
+    req = task.user_script.requests[i]
+    scalar = [a for a in args if isinstance(args[a], (str, int, float)) and not isinstance(args[a], bool)]
+    said = [a for a in scalar if a in req.details]
+    names = sorted(said or scalar, key=lambda a: not isinstance(args[a], str))  # a text value first
+    if not names:
+        return args
+    name = names[0]
+    rng = random.Random(f"invent:{task.id}:{i}")
+    old = args[name]
+    new: Any = old
+    for _ in range(20):
+        new = vary(old, rng) if isinstance(old, str) else old + rng.randrange(3, 40)
+        if new != old and str(new) not in json.dumps(task.model_dump()):
+            break
+    return {**args, name: new}
+
+
+class GenericOracle:
+    name = "generic-oracle"
+
+    def __init__(self, tools: ToolRegistry) -> None:
+        self.tools = tools
+
+    def start(self, info: EpisodeInfo) -> GenericEpisode:
+        return GenericEpisode(info, self.tools)
+
+
+def plan(config: FlawConfig, task: Task, trial: int, writes: frozenset[str]) -> dict[int, tuple[str, str]]:
+    """Request index → (mode, variant): at most one mode per request; plan adherence and invention on requests
+    with a gold write, misread on requests the tools refuse (the write asked for is made anyway)."""
+    written = sorted({a.request for a in task.gold_actions if a.name in writes and a.request is not None})
+    refused = [i for i, r in enumerate(task.user_script.requests) if r.expect == "refused" and r.intent in writes]
+    out: dict[int, tuple[str, str]] = {}
+    for mode in MODES:
+        if unit(config.seed, task.id, trial, mode) >= config.rates.get(mode, 0.0):
+            continue
+        fits = [i for i in (refused if mode == "misread" else written) if i not in out]
+        if not fits:
+            continue
+        i = fits[int(unit(config.seed, task.id, trial, mode, "where") * len(fits))]
+        variants = {"plan_adherence": ("no_write", "skip_confirmation"), "invention": ("fabricate",),
+                    "misread": ("write_refused",)}[mode]  # fmt: skip
+        out[i] = (mode, variants[int(unit(config.seed, task.id, trial, mode, "how") * len(variants))])
+    return out
+
+
+class GenericFlawed(PlantingAgent):
+    def __init__(self, tools: ToolRegistry, config: FlawConfig | None = None) -> None:
+        self.tools, self.writes = tools, tools.of_kind("write")
+        self.oracle = lambda: GenericOracle(tools)
+        super().__init__(config)
+        self.name = "generic-" + self.name
+
+    def plan_flaws(self, config: FlawConfig, task: Any, trial: int) -> dict[int, tuple[str, str]]:  # type: ignore[override]
+        return plan(config, task, trial, self.writes)
+
+    def episode(self, info: EpisodeInfo, flaws: dict, seed: int) -> GenericEpisode:  # type: ignore[override]
+        return GenericEpisode(info, self.tools, flaws)

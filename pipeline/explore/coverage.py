@@ -1,0 +1,52 @@
+"""Coverage of a world model by a task set: every write tool carried out, every refusal group asked for.
+
+A generic task records each refused request's reason, the tool's own words (`pipeline.explore.kit.REFUSE_NOTE`),
+so a refusal is matched to its group by the group's message pattern.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pipeline.dataset.task import Task
+from pipeline.explore.kit import pattern_regex, refusal_of
+from pipeline.explore.model import WorldModel
+
+ASKED = ("precondition", "unauthorized")
+"""The refusal categories tasks ask for (a made-up id's 'not_found' is no request a customer makes)."""
+
+
+def coverage(model: WorldModel, tasks: Iterable[Task]) -> dict:
+    """Per write tool: tasks carrying it out, and per refusal group the tasks asking for it; the totals."""
+    done: dict[str, int] = dict.fromkeys(model.writes, 0)
+    refused = {w: {g.name: 0 for g in m.refusals if g.category in ASKED} for w, m in model.writes.items()}
+    regexes = {w: [(g.name, pattern_regex(g.pattern)) for g in m.refusals if g.category in ASKED]
+               for w, m in model.writes.items()}  # fmt: skip
+    kinds = {"question": 0, "unservable": 0}
+    for task in tasks:
+        for action in task.gold_actions:
+            if action.name in done:
+                done[action.name] += 1
+        reasons = iter(refusal_of(task.user_script.goal))
+        for req in task.user_script.requests:
+            kind = req.intent.partition(":")[0] if ":" in req.intent else None
+            if kind in kinds:
+                kinds[kind] += 1
+                if kind == "unservable":
+                    next(reasons, "")
+                continue
+            if req.expect != "refused" or req.intent not in regexes:
+                continue
+            reason = next(reasons, "")
+            group = next((name for name, rx in regexes[req.intent] if rx.match(reason)), None)
+            if group is not None:
+                refused[req.intent][group] += 1
+    groups = [(w, g) for w, gs in refused.items() for g in gs]
+    return {
+        "writes": {w: {"done": n, "refusals": refused[w]} for w, n in done.items()},
+        "writes_covered": f"{sum(n > 0 for n in done.values())}/{len(done)}",
+        "refusals_covered": f"{sum(refused[w][g] > 0 for w, g in groups)}/{len(groups)}",
+        "questions": kinds["question"],
+        "unservable": kinds["unservable"],
+        "unexplored": sorted(model.unexplored),
+    }

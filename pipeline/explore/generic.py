@@ -1,0 +1,99 @@
+"""The capabilities every domain has without writing them: grown from its tools and its world by execution.
+
+A domain that does not provide `tasks`, `synthesis`, `oracle`, `flaws` or `user_phrasing` gets the generic one
+(`Domain.capability`): plain generation over the generic kit (`pipeline.explore.kit`), the generic scripted
+agents (`pipeline.explore.agents`) and the generic customer phrasing (`pipeline.explore.phrasing`). A domain's own
+capability, where it has one, is a refinement and wins; `WithoutKit` hides a domain's own ones, to run the
+generic path on a domain that has a kit (`<domain>+generic` in `world.domain` / `--domain`).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from pipeline.world.domain import Domain
+
+GENERIC: tuple[str, ...] = ("tasks", "synthesis", "oracle", "flaws", "user_phrasing")
+SUFFIX = "+generic"
+_KITS: dict[int, Any] = {}
+
+
+def generic_capability(domain: Domain, name: str) -> Any:
+    """The generic `name` for `domain`; None when it has no identity tool or no write tool to grow it from."""
+    if name not in GENERIC or not domain.tools.of_kind("identity") or not domain.tools.of_kind("write"):
+        return None
+    if name == "tasks":
+        from pipeline.synth.templates import generate_tasks
+
+        return generate_tasks
+    if name == "synthesis":
+        from pipeline.explore.kit import GenericKit
+
+        return _KITS.setdefault(id(domain), GenericKit(domain.tools))
+    if name == "oracle":
+        from pipeline.explore.agents import GenericOracle
+
+        return lambda: GenericOracle(domain.tools)
+    if name == "flaws":
+        from pipeline.agents.flaws import FlawConfig
+        from pipeline.explore.agents import GenericFlawed
+
+        return lambda rates, seed=0: GenericFlawed(domain.tools, FlawConfig(rates=rates, seed=seed))
+    if name == "user_phrasing":
+        from pipeline.explore.phrasing import generic_phrasing
+
+        return generic_phrasing(domain.tools)
+    return None
+
+
+def _rehomed(world: Any, domain: Domain) -> Any:
+    """The same world (its class and records) under another domain object."""
+    clone = copy.copy(world)
+    clone.domain = domain
+    return clone
+
+
+class WithoutKit(Domain):
+    """A domain with its hand-written tasks, kit, scripted agents and phrasing switched off: the generic path."""
+
+    def __init__(self, base: Domain) -> None:
+        self.base = base
+        self.name = base.name + SUFFIX
+        self.tables = base.tables
+        self.tools = base.tools
+
+    def load(self, ref: str):
+        world = self.base.load(ref)
+        return None if world is None else _rehomed(world, self)
+
+    def policy(self) -> str:
+        return self.base.policy()
+
+    def owner(self, table, record):
+        return self.base.owner(table, record)
+
+    def invariants(self):
+        return self.base.invariants()
+
+    def identity_fields(self):
+        return self.base.identity_fields()
+
+    def generator(self):
+        make = self.base.generator()
+        if make is None:
+            return None
+
+        def generate(*args: Any, **kwargs: Any):
+            return _rehomed(make(*args, **kwargs), self)
+
+        return generate
+
+    def vocabulary(self):
+        return self.base.vocabulary()
+
+    def tau2_importer(self):
+        return None
+
+    def tau2_quirks(self):
+        return self.base.tau2_quirks()

@@ -1,0 +1,282 @@
+"""The synthesis kit any domain gets from its world model: templates grown by execution, not written by hand.
+
+Per write tool three atomic templates: `<tool>` (the write done, on one of the customer's own records that the
+tool accepts), `<tool>__refused` (the write asked for on the customer's own record, in a state the tool refuses
+— a precondition on the record, or on an argument against it) and `<tool>__other_customer` (the write asked for
+on another customer's record). A template searches by execution: it forms the customer's argument sets from
+their records (`pipeline.explore.probe.Explorer.arguments`), runs each in a fresh session, and keeps the first
+whose outcome is the one it wants, so every value in a draft is the world's and every outcome the tool's. The
+customer states every argument in plain words; the gold reads are the look-ups the world model found for the
+customer and the record. A template that fits no customer of a world is skipped, and its cell stays uncovered.
+Questions and requests no tool serves are `pipeline.explore.questions`'.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from pipeline.dataset.task import CommunicatedCheck, KnownInfo, Request, TaskCheck
+from pipeline.explore.probe import Explorer, world_model
+from pipeline.synth.drafts import Draft, Want, act
+from pipeline.synth.kit import SynthesisKit, authenticate
+from pipeline.synth.taxonomy import Taxonomy, TemplateSpec
+from pipeline.world.tables import World
+from pipeline.world.tools import ToolRegistry, execute
+
+ALL = ("plan_adherence", "invention", "misread")
+REFUSED, OTHER, QUESTION, UNSERVABLE = "__refused", "__other_customer", "ask__", "unservable__"
+QUESTION_INTENT, UNSERVABLE_INTENT = "question:", "unservable:"
+"""A question's intent: 'question:<table>.<field>' (the record is the request's record id)."""
+REFUSE_NOTE = "The agent must refuse: "
+TRIES = 8
+SKIPPED = ("invalid_arguments", "not_found", "unauthorized", "internal")
+"""Refusal categories a `__refused` template does not ask for: a malformed call, a record that does not exist
+(a made-up id), another customer's record (`__other_customer`), a bug in a tool."""
+_REFUSE = re.compile(re.escape(REFUSE_NOTE) + r"“(.*?)”")
+
+
+def pattern_regex(pattern: str) -> re.Pattern[str]:
+    """A refusal group's message pattern (ids and values as <v>, numbers as <n>) as a regular expression."""
+    parts = re.split(r"(<v>|<n>)", pattern)
+    return re.compile("^" + "".join(".+?" if p in ("<v>", "<n>") else re.escape(p) for p in parts) + "$")
+
+
+def words(name: str) -> str:
+    return name.replace("_", " ").strip()
+
+
+def singular(table: str) -> str:
+    return table[:-1] if table.endswith("s") else table
+
+
+def say(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def refuse_note(reason: str | None) -> str:
+    return f"{REFUSE_NOTE}“{reason}”."
+
+
+def refusal_of(goal: str) -> list[str]:
+    """The tools' reasons a generic task's goal records for its refused requests, in request order."""
+    return [m.group(1) for m in _REFUSE.finditer(goal)]
+
+
+def taxonomy_of(tools: ToolRegistry) -> Taxonomy:
+    single = [r for r in sorted(tools.of_kind("read")) if len(tools[r].args_model.model_fields) == 1]
+    specs = [TemplateSpec(QUESTION + r, r, "done", ("misread",), question=True) for r in single]
+    specs += [
+        TemplateSpec(UNSERVABLE + r, r, "refused", ("plan_adherence",), "no tool serves it", question=True)
+        for r in single
+    ]
+    for w in sorted(tools.of_kind("write")):
+        specs.append(TemplateSpec(w, w, "done", ALL))
+        specs.append(TemplateSpec(w + REFUSED, w, "refused", ("misread",), "the tool's precondition"))
+        specs.append(TemplateSpec(w + OTHER, w, "refused", ("plan_adherence", "misread"), "another customer's",
+                                  omissible=False))  # fmt: skip
+    return Taxonomy(specs)
+
+
+class Grounding:
+    """One world's customers, their records and the explorer that forms and runs their calls."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.model = world_model(world)
+        self.ex = Explorer(world, seed=0)
+        self.customers = list(self.ex.customers)
+
+    def customer(self, user_id: str) -> Customer:
+        return Customer(user_id, known_of(self, user_id))
+
+    def identifiable_without_email(self, customer: Customer) -> bool:
+        try:
+            authenticate(self.world.domain.tools, customer.known, without_email=True)
+        except ValueError:
+            return False
+        return True
+
+
+@dataclass(frozen=True)
+class Customer:
+    user_id: str
+    known: KnownInfo
+
+
+def known_of(ctx: Grounding, user: str) -> KnownInfo:
+    """What the customer can say about themselves: the KnownInfo fields their own customer record holds."""
+    table = ctx.ex.customer_table
+    found: dict[str, Any] = {}
+
+    def walk(obj: Any) -> None:
+        if isinstance(obj, dict):
+            for k, v in obj.items():
+                if k in KnownInfo.model_fields and isinstance(v, str) and k not in found:
+                    found[k] = v
+                walk(v)
+
+    if table:
+        from pipeline.world.tables import dump_record
+
+        walk(dump_record(ctx.world.table(table)[user]))
+    found.setdefault("user_id", user)
+    return KnownInfo(**found)
+
+
+class Template:
+    def __init__(self, tool: str, want: str) -> None:
+        self.tool, self.want = tool, want  # want: done | refused | other
+
+    def __call__(
+        self, ctx: Grounding, customer: Customer, rng: random.Random, exclude: set[str], want: Want
+    ) -> Draft | None:
+        ex, tool, user = ctx.ex, self.tool, customer.user_id
+        subject, table = ex.subject(tool)
+        if self.want == "other" and table is None:
+            return None
+        target = self._target(ctx, rng)
+        fallback = None
+        for key in self._keys(ctx, user, table, rng, exclude):
+            for _ in range(TRIES):
+                args = ex.arguments(tool, user, key, rng)
+                if args is None:
+                    break
+                call = ex.call(tool, user, args)
+                if not self._fits(call):
+                    continue
+                if call.ok and breaks_invariants(ctx.world, tool, user, args):
+                    continue  # the tool allows it, the domain's end-state rules do not: never a gold write
+                if target is None or target.match(call.error or ""):
+                    return self._draft(ctx, user, subject, table, key, args, call.error)
+                fallback = fallback or (key, args, call.error)
+        return self._draft(ctx, user, subject, table, *fallback) if fallback else None
+
+    def _target(self, ctx: Grounding, rng: random.Random) -> re.Pattern[str] | None:
+        """A refusal aims at one of the tool's refusal groups (the rng's pick), so every group gets asked for."""
+        if self.want != "refused":
+            return None
+        groups = [g for g in ctx.model.writes[self.tool].refusals if g.category not in SKIPPED]
+        return pattern_regex(rng.choice(groups).pattern) if groups else None
+
+    def _keys(self, ctx: Grounding, user: str, table: str | None, rng: random.Random, exclude: set[str]) -> list:
+        ex = ctx.ex
+        if table is None:
+            return [None] if tool_key(self.tool) not in exclude else []
+        if self.want == "other":
+            others = [k for u in rng.sample(ex.customers, min(6, len(ex.customers))) if u != user
+                      for k in sorted(ex.owned.get(u, {}).get(table, []))]  # fmt: skip
+            return rng.sample(others, min(3, len(others)))
+        if table == ex.customer_table:
+            return [user] if f"{user}:{self.tool}" not in exclude else []
+        own = [k for k in sorted(ex.owned.get(user, {}).get(table, [])) if k not in exclude]
+        return rng.sample(own, len(own))
+
+    def _fits(self, call) -> bool:
+        if self.want == "done":
+            return call.ok and bool(call.changes)
+        if self.want == "other":
+            return not call.ok and call.category == "unauthorized"
+        return not call.ok and call.category not in SKIPPED
+
+    def _draft(self, ctx, user, subject, table, key, args, error) -> Draft:
+        ex, tool = ctx.ex, self.tool
+        own_record = table == ex.customer_table and key == user
+        about = None if own_record or table is None else key
+        said = [f"{words(a)} {say(v)}" for a, v in args.items() if a != subject and v is not None]
+        where = f" for {singular(words(table))} {key}" if about else " on my account" if own_record else ""
+        utterance = f"I'd like you to {words(tool)}{where}" + (f", with {', '.join(said)}." if said else ".")
+        details = {a: say(v) for a, v in args.items() if a != subject and v is not None}
+        request = Request(intent=tool, utterance=utterance, record_id=about, details=details,
+                          expect="done" if self.want == "done" else "refused")  # fmt: skip
+        reads = self._reads(ctx, user, table, key)
+        goal = f"{words(tool).capitalize()}{where}" + (f" ({'; '.join(said)})" if said else "") + "."
+        name = tool + {"done": "", "refused": REFUSED, "other": OTHER}[self.want]
+        record = key if about else f"{user}:{tool}" if own_record else tool_key(tool)
+        if self.want == "done":
+            return Draft(name, request, goal, reads, act(tool, **args), None, (record,), 1)
+        return Draft(name, request, f"{goal} {refuse_note(error)}", reads, None, act(tool, **args), (record,), 1)
+
+    def _reads(self, ctx: Grounding, user: str, table: str | None, key: str | None) -> list:
+        return gold_reads(ctx, user, table, key if self.want != "other" else None)  # another's: its read is refused
+
+
+def gold_reads(ctx: Grounding, user: str, table: str | None, key: str | None) -> list:
+    """The look-ups of the customer's record and of the record a request is about (the read tools that read them)."""
+    ex, reads = ctx.ex, []
+    for wanted, value in ((ex.customer_table, user), (table, key)):
+        if wanted is None or value is None or wanted == ex.customer_table and value != user:
+            continue
+        tool = next((n for n, t in ctx.model.tools.items() if t.kind == "read" and t.reads == wanted), None)
+        if tool is not None:
+            action = act(tool, **{next(iter(ctx.model.tools[tool].args)): value})
+            if action not in reads:
+                reads.append(action)
+    return reads
+
+
+def breaks_invariants(world: World, tool: str, user: str, args: dict) -> bool:
+    """Whether the call, made as the customer in a fresh session, leaves a state the domain's invariants reject."""
+    from pipeline.grading.static_checks import StaticInput
+
+    session = world.session(authenticated_user_id=user)
+    execute(session, tool, args)
+    inp = StaticInput(world, [e.to_dict() for e in session.log], session.changed())
+    return any(not inv.check(inp).passed for inv in world.domain.invariants())
+
+
+def tool_key(tool: str) -> str:
+    return f"tool:{tool}"
+
+
+class GenericKit(SynthesisKit):
+    """The kit of a domain that declares none: its taxonomy from the tools, its templates by execution."""
+
+    notes = {
+        "forgot_email": "You do not remember your email address.",
+        "vague_item": "",
+        "also_request": "You bring up your last request only after the others are done.",
+        "pushback": "When the agent refuses, you push back once.",
+        "underspecified": "You do not say which record you mean until the agent asks.",
+    }
+
+    def __init__(self, tools: ToolRegistry, business: str = "a customer-service desk") -> None:
+        self.taxonomy = taxonomy_of(tools)
+        from pipeline.explore import questions
+
+        self.templates: dict[str, Any] = {
+            name: questions.Question(spec.tool, unservable=spec.outcome == "refused") if spec.question else
+            Template(spec.tool, "done" if spec.outcome == "done" else "other" if name.endswith(OTHER) else "refused")
+            for name, spec in self.taxonomy.items()
+        }  # fmt: skip
+        self.business = business
+
+    def ground(self, world: World) -> Grounding:
+        return Grounding(world)
+
+    def known(self, customer: Customer) -> KnownInfo:
+        return customer.known
+
+    def unspecify(self, request: Request) -> Request | None:
+        rid = request.record_id
+        if not rid or rid not in request.utterance:
+            return None
+        return request.model_copy(update={"utterance": request.utterance.replace(f" {rid}", " of mine", 1)})
+
+    def record_of(self, request: Request) -> str | None:
+        return request.record_id
+
+    def checks(self, session: Any, drafts: list[Draft]) -> list[TaskCheck]:
+        """A question's answer, read from the gold end state, must be told to the customer."""
+        from pipeline.explore.questions import asked_field
+
+        out: list[TaskCheck] = []
+        for d in drafts:
+            asked = asked_field(d.request)
+            if asked is not None and d.request.record_id:
+                record = session.get(asked[0], d.request.record_id)
+                out.append(CommunicatedCheck(values=[say(getattr(record, asked[1]))]))
+        return out

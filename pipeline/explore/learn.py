@@ -1,0 +1,162 @@
+"""From explored calls to the world model: effects of the successful calls, and refusals grouped by message into
+preconditions (a field of a record an argument names, an argument against its record's field, another customer's
+record)."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pipeline.explore.model import Effect, Precondition, RefusalGroup, WriteModel
+
+if TYPE_CHECKING:
+    from pipeline.explore.probe import Explorer
+
+_DIGITS = re.compile(r"\S*\d\S*")
+
+
+@dataclass
+class Call:
+    """One explored call and what came of it."""
+
+    tool: str
+    user: str
+    arguments: dict
+    subject: str | None
+    own: bool
+    state: dict | None  # the subject record before the call
+    ok: bool
+    error: str | None = None
+    category: str | None = None
+    named: dict[str, dict] = field(default_factory=dict)  # key argument → the record it named, before the call
+    # (table, key, field, before, after, created) per changed field
+    changes: list[tuple[str, str, str, Any, Any, bool]] = field(default_factory=list)
+
+
+def pattern(call: Call) -> str:
+    text = call.error or ""
+    values = [v for v in (*call.arguments.values(), *(call.state or {}).values()) if isinstance(v, str) and len(v) > 1]
+    for v in sorted(values, key=len, reverse=True):
+        text = re.sub(rf"(?<!\w){re.escape(v)}(?!\w)", "<v>", text)
+    return _DIGITS.sub("<n>", text)
+
+
+def _relation(call: Call, arg: str) -> str | None:
+    a, b = call.arguments.get(arg), (call.state or {}).get(arg)
+    if a is None or b is None:
+        return None
+    if isinstance(a, list) and isinstance(b, list):
+        a, b = len(a), len(b)
+    if not isinstance(a, (int, float)) or not isinstance(b, (int, float)):
+        return "=" if a == b else None
+    return "<" if a < b else ">" if a > b else "="
+
+
+def precondition(ex: Explorer, tool: str, group: list[Call], ok: list[Call]) -> Precondition | None:
+    if all(not c.own for c in group) and all(c.own for c in ok):
+        return Precondition(kind="owner")
+    subject, _ = ex.subject(tool)
+    keyed = [(a, m.table) for a, m in ex.tools[tool].args.items() if m.binds == "key" and m.table]
+    for arg, table in sorted(keyed, key=lambda x: x[0] != subject) if ok else []:  # the subject's record first
+        for f in ex.tables[table].enumerated:
+            if not all(arg in c.named for c in group):
+                continue
+            refused = {_h(c.named[arg].get(f)) for c in group}
+            allowed = {_h(c.named[arg].get(f)) for c in ok if arg in c.named}
+            if refused and allowed and not refused & allowed:
+                on = None if arg == subject else arg
+                return Precondition(kind="field", field=f, on=on, values=_sorted(refused), allowed=_sorted(allowed))
+    for arg in ex.tools[tool].args:
+        rels = {_relation(c, arg) for c in group}
+        if None in rels or not rels or any(_relation(c, arg) in rels for c in ok):
+            continue
+        return Precondition(kind="compare", field=arg, relation=rels.pop() if len(rels) == 1 else "!=")
+    return None
+
+
+def _h(v: Any) -> Any:
+    return v if not isinstance(v, (list, dict)) else repr(v)
+
+
+def _sorted(values: set) -> list:
+    return sorted(values, key=lambda x: (x is None, str(x)))
+
+
+def summarize(ex: Explorer, tool: str, calls: list[Call]) -> WriteModel:
+    subject, table = ex.subject(tool)
+    ok = [c for c in calls if c.ok]
+    groups: dict[tuple[str, str], list[Call]] = defaultdict(list)
+    for c in calls:
+        if not c.ok and c.category not in ("invalid_arguments", "internal"):
+            groups[(c.category or "precondition", pattern(c))].append(c)
+    refusals, per_category = [], Counter()
+    for (category, pat), group in sorted(groups.items(), key=lambda x: (-len(x[1]), x[0])):
+        per_category[category] += 1
+        refusals.append(
+            RefusalGroup(
+                name=f"{category}_{per_category[category]}",
+                category=category,
+                pattern=pat,
+                calls=len(group),
+                example=group[0].error or "",
+                precondition=precondition(ex, tool, group, ok),
+            )
+        )
+    refusals = merge(refusals)
+    allowed = {
+        r.precondition.field: r.precondition.allowed
+        for r in refusals
+        if r.precondition and r.precondition.kind == "field" and r.precondition.field
+    }
+    return WriteModel(
+        subject=subject,
+        subject_table=table,
+        calls=len(calls),
+        ok=len(ok),
+        effects=effects(ok),
+        refusals=refusals,
+        allowed_when=allowed,
+    )
+
+
+def merge(groups: list[RefusalGroup]) -> list[RefusalGroup]:
+    """Groups of one category explained by the same record field are one precondition (values joined)."""
+    out: list[RefusalGroup] = []
+    for g in groups:
+        p = g.precondition
+        same = next(
+            (o for o in out if p and o.precondition and o.category == g.category
+             and _same(o.precondition, p)),
+            None,
+        )  # fmt: skip
+        if same is None:
+            out.append(g)
+            continue
+        values = _sorted({*same.precondition.values, *p.values})
+        same.precondition = same.precondition.model_copy(update={"values": values})
+        same.calls += g.calls
+    return out
+
+
+def _same(a: Precondition, b: Precondition) -> bool:
+    return (a.kind, a.field, a.on, a.relation) == (b.kind, b.field, b.on, b.relation)
+
+
+def effects(ok: list[Call]) -> list[Effect]:
+    by: dict[tuple[str, str], list[tuple[Call, Any, Any, bool]]] = defaultdict(list)
+    for c in ok:
+        for t, _k, f, before, after, new in c.changes:
+            by[(t, f)].append((c, before, after, new))
+    out = []
+    for (t, f), seen in sorted(by.items()):
+        scalar = [(b, a) for _, b, a, _ in seen if not isinstance(a, (list, dict)) and not isinstance(b, (list, dict))]
+        transitions = sorted({(b, a) for b, a in scalar}, key=str)[:10]
+        set_from = next(
+            (a for a in seen[0][0].arguments if all(c.arguments.get(a) == after for c, _, after, _ in seen)), None
+        )
+        created = all(new for *_, new in seen)
+        out.append(Effect(table=t, field=f, calls=len(seen), transitions=[list(x) for x in transitions],
+                          set_from=set_from, created=created))  # fmt: skip
+    return out

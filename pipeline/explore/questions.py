@@ -1,0 +1,89 @@
+"""Requests no write serves, for any domain: questions about the customer's own records, whose answer the agent
+must tell (a `communicated` check), and changes no tool makes (a field no write ever changed), which the agent must
+refuse saying so."""
+
+from __future__ import annotations
+
+import random
+
+from pipeline.dataset.task import Request
+from pipeline.explore.kit import (
+    QUESTION,
+    QUESTION_INTENT,
+    UNSERVABLE,
+    UNSERVABLE_INTENT,
+    Customer,
+    Grounding,
+    gold_reads,
+    refuse_note,
+    singular,
+    words,
+)
+from pipeline.explore.values import vary
+from pipeline.synth.drafts import Draft, Want, act
+
+
+def asked_field(request: Request) -> tuple[str, str] | None:
+    """(table, field) a question asks about, from its intent."""
+    if not request.intent.startswith(QUESTION_INTENT):
+        return None
+    table, _, field = request.intent.removeprefix(QUESTION_INTENT).partition(".")
+    return table, field
+
+
+class Question:
+    """A question about one of the customer's own records, answered from what the read tool shows: a field the
+    world model found enumerated (a status, a count)."""
+
+    def __init__(self, tool: str, unservable: bool = False) -> None:
+        self.tool, self.unservable = tool, unservable
+
+    def __call__(
+        self, ctx: Grounding, customer: Customer, rng: random.Random, exclude: set[str], want: Want
+    ) -> Draft | None:
+        table = ctx.model.tools[self.tool].reads
+        if table is None or table == ctx.ex.customer_table:
+            return None
+        if self.unservable:
+            return self._unservable(ctx, customer, rng, exclude, table)
+        fields = sorted(ctx.model.tables[table].enumerated)
+        own = [k for k in sorted(ctx.ex.owned.get(customer.user_id, {}).get(table, [])) if k not in exclude]
+        if not fields or not own:
+            return None
+        key, field = rng.choice(own), rng.choice(fields)
+        if getattr(ctx.world.table(table)[key], field) is None:
+            return None
+        thing = f"{singular(words(table))} {key}"
+        request = Request(intent=f"{QUESTION_INTENT}{table}.{field}", record_id=key,
+                          utterance=f"Could you tell me the {words(field)} of my {thing}?")  # fmt: skip
+        reads = gold_reads(ctx, customer.user_id, table, key)
+        if not any(r.name == self.tool for r in reads):
+            reads.append(act(self.tool, **{next(iter(ctx.model.tools[self.tool].args)): key}))
+        goal = f"Ask for the {words(field)} of your {thing}; the agent must tell you."
+        return Draft(QUESTION + self.tool, request, goal, reads, None, None, (key,), 1)
+
+    def _unservable(self, ctx: Grounding, customer: Customer, rng, exclude: set[str], table: str) -> Draft | None:
+        """A change to a field of the customer's record that no write tool ever changed (nor could be seen to)."""
+        changed = {e.field for w in ctx.model.writes.values() for e in w.effects if e.table == table}
+        own_key = ctx.model.tables[table].key_field
+        own = [k for k in sorted(ctx.ex.owned.get(customer.user_id, {}).get(table, [])) if k not in exclude]
+        if not own or ctx.model.unexplored:  # a write never run may be the one that serves it
+            return None
+        key = rng.choice(own)
+        record = ctx.world.table(table)[key]
+        fields = [
+            f
+            for f, v in sorted(record.model_dump().items())
+            if isinstance(v, str) and f not in changed and f != own_key and v != customer.user_id
+        ]
+        if not fields:
+            return None
+        field = rng.choice(fields)
+        new = vary(getattr(record, field), rng)
+        thing = f"{singular(words(table))} {key}"
+        request = Request(intent=f"{UNSERVABLE_INTENT}{table}.{field}", record_id=key, expect="refused",
+                          utterance=f"Please change the {words(field)} of my {thing} to {new}.")  # fmt: skip
+        reads = gold_reads(ctx, customer.user_id, table, key)
+        why = f"no tool can change the {words(field)} of a {singular(words(table))}"
+        goal = f"Change the {words(field)} of your {thing} to {new}. {refuse_note(why)}"
+        return Draft(UNSERVABLE + self.tool, request, goal, reads, None, None, (key,), 1)

@@ -1,0 +1,124 @@
+"""Argument values for a customer, from the tool schema and the customer's own records (never from tool code).
+
+A key argument takes the keys of the customer's records of its table; an enumerated one the schema's values;
+others the values of the same-named field anywhere in the customer's records (lists of objects cut down to the
+fields the argument's schema has), numbers nearby, or the docstring's example varied character class by
+character class (a digit for a digit), so a new zip code looks like a zip code.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import typing
+from collections import defaultdict
+from typing import Any
+
+from pydantic import BaseModel
+
+_EXAMPLE = re.compile(r"(?:such as|e\.g\.|for example)[:,]?\s*'([^']+)'")
+
+
+def examples(description: str | None) -> list[str]:
+    """The quoted examples an argument's docstring gives ('such as ...')."""
+    found = _EXAMPLE.findall(description or "")
+    return found or re.findall(r"'([^']+)'", (description or "").split("such as")[-1])[:1]
+
+
+def harvest(records: list[dict]) -> dict[str, list[Any]]:
+    """Every value under every field name, walking nested objects and lists of objects, first seen first."""
+    out: dict[str, list[Any]] = defaultdict(list)
+
+    def walk(obj: Any) -> None:
+        if isinstance(obj, dict):
+            for k, v in obj.items():
+                if v not in out[k]:
+                    out[k].append(v)
+                walk(v)
+        elif isinstance(obj, list):
+            for v in obj:
+                walk(v)
+
+    for r in records:
+        walk(r)
+    return out
+
+
+def vary(example: str, rng: random.Random) -> str:
+    """The same shape with fresh characters: digits stay digits, letters letters, the rest as is."""
+    out = []
+    for ch in example:
+        if ch.isdigit():
+            out.append(str(rng.randrange(10)))
+        elif ch.isalpha():
+            pick = rng.choice("abcdefghijklmnopqrstuvwxyz")
+            out.append(pick.upper() if ch.isupper() else pick)
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def item_fields(annotation: Any) -> set[str] | None:
+    """The fields of `list[Model]` / `Model` arguments (None for any other type)."""
+    for t in (annotation, *typing.get_args(annotation)):
+        if isinstance(t, type) and issubclass(t, BaseModel):
+            return set(t.model_fields)
+    return None
+
+
+def project(value: Any, fields: set[str] | None) -> Any:
+    """A harvested value cut down to the fields the argument's schema takes."""
+    if fields is None:
+        return value
+    if isinstance(value, list):
+        return [{k: v for k, v in x.items() if k in fields} if isinstance(x, dict) else x for x in value]
+    if isinstance(value, dict):
+        return {k: v for k, v in value.items() if k in fields}
+    return value
+
+
+def base_type(annotation: Any) -> Any:
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    return base_type(args[0]) if typing.get_origin(annotation) is typing.Union and args else annotation
+
+
+def candidates(
+    annotation: Any, schema: dict, description: str | None, harvested: list[Any], rng: random.Random
+) -> list[Any]:
+    """Values to try for one non-key argument, most plausible first."""
+    if "enum" in schema:
+        return list(schema["enum"])
+    if typing.get_origin(annotation) is typing.Literal:
+        return list(typing.get_args(annotation))
+    t = base_type(annotation)
+    fields = item_fields(annotation)
+    shaped = [project(v, fields) for v in harvested if _fits(v, t)]
+    if t is bool:
+        return [True, False]
+    if t is int or t is float:
+        nums = [v for v in shaped if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        near = [n + d for n in nums[:3] for d in (1, 2, -1)]
+        return _dedupe([*nums, *near, 1, 2, 3, 50, 100, 0])
+    if t is str:
+        found = examples(description)
+        varied = [vary(e, rng) for e in found for _ in range(2)] + [vary(str(v), rng) for v in shaped[:2]]
+        return _dedupe([*shaped, *varied, *found])
+    return shaped
+
+
+def _fits(value: Any, t: Any) -> bool:
+    if t is str:
+        return isinstance(value, str)
+    if t in (int, float):
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if t is bool:
+        return isinstance(value, bool)
+    return isinstance(value, (list, dict))
+
+
+def _dedupe(values: list[Any]) -> list[Any]:
+    out: list[Any] = []
+    for v in values:
+        if v not in out:
+            out.append(v)
+    return out

@@ -1,0 +1,92 @@
+"""Train and evaluation apart without a world generator: one world's customers in two disjoint partitions.
+
+A domain with a generator grounds training tasks in generated worlds only (`gen-<seed>`). A domain without one
+has a single world; its customers (the records of the table each of whose records its own key owns, by
+`Domain.owner`) are split by a seeded hash into an evaluation partition, in which held-out tasks are grounded,
+and a training partition, in which synthesis grounds. The partition is recorded with every task
+(`provenance.dials['partition']`, e.g. 'eval:0' — the side and the seed), and grounding a training task in an
+evaluation customer is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from pipeline.world.tables import World
+
+EVAL_SHARE = 0.5
+"""The share of customers held out for evaluation."""
+
+
+class EvalCustomerError(ValueError):
+    """Training data asked to be grounded in a customer of the evaluation partition."""
+
+
+@dataclass(frozen=True)
+class Partition:
+    seed: int
+    eval: frozenset[str]
+    train: frozenset[str]
+
+    def side(self, user_id: str) -> str:
+        return "eval" if user_id in self.eval else "train"
+
+    def tag(self, side: str) -> str:
+        return f"{side}:{self.seed}"
+
+
+def customer_table(world: World) -> str | None:
+    """The table whose every record is owned by the customer it is keyed by."""
+    for name in world.table_names:
+        records = world.table(name)
+        if records and all(world.domain.owner(name, r) == k for k, r in records.items()):
+            return name
+    return None
+
+
+def partition(world: World, seed: int = 0, eval_share: float = EVAL_SHARE) -> Partition:
+    """The world's customers split by a hash of (seed, user id): stable when customers are added or removed."""
+    table = customer_table(world)
+    if table is None:
+        raise ValueError(f"world {world.name!r}: no table of customers (records owned by their own key) to partition")
+    ids = sorted(world.table(table))
+    held = {u for u in ids if _unit(f"partition:{seed}:{u}") < eval_share}
+    if ids and not held:
+        held = {ids[0]}
+    if len(held) == len(ids) and len(ids) > 1:
+        held.discard(ids[-1])
+    return Partition(seed, frozenset(held), frozenset(ids) - held)
+
+
+def _unit(text: str) -> float:
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") / 2**64
+
+
+def needs_partition(world: World) -> bool:
+    """A world whose domain has no generator serves evaluation and training from one world."""
+    return not world.domain.provides("generator")
+
+
+class Partitioned:
+    """A grounding (`pipeline.synth.kit.Grounding`) restricted to one partition's customers; asking for a customer
+    of the other partition is refused."""
+
+    def __init__(self, inner: Any, part: Partition, side: str) -> None:
+        self._inner, self.partition, self.side = inner, part, side
+        allowed = part.eval if side == "eval" else part.train
+        self._allowed = allowed
+        self.customers = [u for u in inner.customers if u in allowed]
+
+    def customer(self, user_id: str) -> Any:
+        if user_id not in self._allowed:
+            other = "evaluation" if self.side == "train" else "training"
+            raise EvalCustomerError(
+                f"customer {user_id!r} is in the {other} partition ({self.partition.tag('eval')}); "
+                f"{'training' if self.side == 'train' else 'evaluation'} tasks are grounded only in its own customers"
+            )
+        return self._inner.customer(user_id)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
