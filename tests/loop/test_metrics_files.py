@@ -1,14 +1,16 @@
-"""`dvc metrics show` / `dvc metrics diff` read the committed headline metrics: every metrics file dvc.yaml names is
-in git, holds only scalars DVC can diff, and `dvc metrics diff` loads every one for HEAD."""
+"""`dvc metrics show` / `dvc metrics diff` read the committed headline metrics: no metrics file dvc.yaml names is
+git-ignored, each holds only scalars DVC can diff, and `dvc metrics diff` loads them from a commit."""
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 
+import pytest
 import yaml
 
-from pipeline.loop.metrics_files import gate_metrics, measure_metrics
+from pipeline.loop.metrics_files import gate_metrics, measure_metrics, write_metrics
 from tests.loop.loop_helpers import ROOT, loop_env
 from tests.needs import need_tool
 from tests.tracking.conftest import make_summary
@@ -59,29 +61,41 @@ def test_the_files_are_scalars_a_person_reads():
         assert isinstance(value, int | float | str) and not isinstance(value, bool), key
 
 
-def test_every_metrics_file_in_dvc_yaml_is_committed():
+def test_no_metrics_file_is_git_ignored():
+    """The cause of "DVC failed to load some metrics for following revisions: 'HEAD'": a metrics file under an
+    ignored directory (runs/) is in no commit."""
     paths = _metrics_paths()
-    assert paths, "dvc.yaml names no metrics"
-    tracked = subprocess.run(["git", "ls-files", *paths], cwd=ROOT, capture_output=True, text=True, check=True)
-    assert sorted(tracked.stdout.split()) == sorted(paths), "a metrics file git does not hold: HEAD has no value"
-    for path in paths:
-        blob = subprocess.run(["git", "show", f"HEAD:{path}"], cwd=ROOT, capture_output=True, text=True)
-        assert blob.returncode == 0, f"{path} is not in HEAD"
-        for key, value in _leaves(json.loads(blob.stdout)):
-            assert isinstance(value, int | float | str) and not isinstance(value, bool), f"{path}: {key}"
+    assert sorted(paths) == ["metrics/baseline.json", "metrics/candidate.json", "metrics/gate.json"]
+    ignored = subprocess.run(["git", "check-ignore", *paths], cwd=ROOT, capture_output=True, text=True)
+    assert ignored.stdout == "", f"git ignores {ignored.stdout.split()}"
 
 
-def test_dvc_metrics_diff_loads_head():
+def test_dvc_metrics_diff_compares_a_commit_with_the_workspace(tmp_path):
+    """The project's dvc.yaml and .gitignore in a fresh repository, the metrics as the stages write them, committed;
+    a new measurement in the workspace: `dvc metrics diff` loads both sides and gives old, new and the change."""
     need_tool("dvc", install="pip install dvc")
-    done = subprocess.run(
-        ["dvc", "metrics", "diff", "HEAD", "--all", "--json"],
-        cwd=ROOT,
-        env=loop_env(ROOT),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    env = loop_env(tmp_path)
+    for name in ("dvc.yaml", "params.yaml", ".gitignore"):
+        (tmp_path / name).write_text((ROOT / name).read_text())
+    run = lambda *cmd: subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)  # noqa: E731
+    assert run("git", "init", "-q").returncode == 0 and run("dvc", "init", "-q").returncode == 0
+    before = make_summary("flawed", {"a-1": [True, False, False, False], "a-2": [True] * 4})
+    after = make_summary("trained", {"a-1": [True, True, True, False], "a-2": [True] * 4})
+    gate = {
+        "outcome": "block",
+        "pass_hat_k": {"k": 4, "candidate": 0.5, "champion": 0.5, "diff": 0.0, "low": -0.5, "high": 0.5, "mde": 0.6},
+    }
+    write_metrics(tmp_path / "metrics" / "baseline.json", measure_metrics(before))
+    write_metrics(tmp_path / "metrics" / "candidate.json", measure_metrics(before))
+    write_metrics(tmp_path / "metrics" / "gate.json", gate_metrics(gate))
+    assert run("git", "add", "-A").returncode == 0 and run("git", "commit", "-qm", "iteration 1").returncode == 0
+    write_metrics(tmp_path / "metrics" / "candidate.json", measure_metrics(after))
+    write_metrics(tmp_path / "metrics" / "gate.json", gate_metrics({**gate, "outcome": "promote"}))
+
+    done = run("dvc", "metrics", "diff", "--json")
     assert done.returncode == 0 and "failed to load" not in done.stderr + done.stdout, done.stderr[-2000:]
     diff = json.loads(done.stdout)
-    for path in _metrics_paths():
-        assert isinstance(diff[path]["pass^k.k" if "gate" in path else "pass@1"]["old"], int | float), path
+    assert diff["metrics/candidate.json"]["pass@1"] == {"old": 0.625, "new": 0.875, "diff": pytest.approx(0.25)}
+    assert diff["metrics/gate.json"]["outcome"] == {"old": "block", "new": "promote"}
+    table = run("dvc", "metrics", "diff").stdout
+    assert re.search(r"metrics/candidate.json\s+pass@1\s+0.625\s+0.875\s+0.25", table), table
