@@ -25,7 +25,6 @@ from pipeline.loop.agentref import read_agent_spec
 from pipeline.loop.history import current_headline, tracking_config
 from pipeline.loop.params import Params
 from pipeline.loop.track_inputs import LoopData, StageTimes, about
-from pipeline.report.history import HISTORY_PLOT
 from pipeline.rollout.resume import atomic_write
 
 log = logging.getLogger(__name__)
@@ -81,6 +80,7 @@ def track_and_promote(p: Params, lock_path: Path = Path("dvc.lock")) -> dict[str
     from pipeline.gate.decision import read_gate
     from pipeline.loop.stages import eval_tasks_file
     from pipeline.metrics.summary import MeasureSummary
+    from pipeline.report.history import HISTORY_PLOT
     from pipeline.tracking import (
         IterationTracker,
         champion_version,
