@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pipeline.loop import paths
 from pipeline.loop.agentref import read_agent_spec, sampled, write_agent_ref
+from pipeline.loop.metrics_files import gate_metrics, measure_metrics, write_metrics
 from pipeline.loop.params import Params
 from pipeline.loop.progress import track
 
@@ -113,11 +114,15 @@ def _measure(p: Params, model_dir: Path, out: Path):
 
 
 def measure_baseline(p: Params):
-    return _measure(p, paths.BASELINE_MODEL, paths.BASELINE_RUN)
+    summary = _measure(p, paths.BASELINE_MODEL, paths.BASELINE_RUN)
+    write_metrics(paths.METRICS_DIR / "baseline.json", measure_metrics(summary))
+    return summary
 
 
 def remeasure_candidate(p: Params):
-    return _measure(p, paths.CANDIDATE_MODEL, paths.CANDIDATE_RUN)
+    summary = _measure(p, paths.CANDIDATE_MODEL, paths.CANDIDATE_RUN)
+    write_metrics(paths.METRICS_DIR / "candidate.json", measure_metrics(summary))
+    return summary
 
 
 def make_targets(p: Params):
@@ -239,10 +244,12 @@ def gate(p: Params):
     world = load_world(p.world.eval_world, p.world.domain)
     decision = decide(paths.CANDIDATE_RUN, paths.BASELINE_RUN, eval_tasks_file(p), world, p.gate)
     write_gate(decision, paths.GATE)
+    write_metrics(paths.METRICS_DIR / "gate.json", gate_metrics(decision.model_dump(mode="json")))
     return decision
 
 
 def report(p: Params) -> Path:
+    from pipeline.loop.history import iteration_history
     from pipeline.report.build import build_report
 
     return build_report(
@@ -254,4 +261,5 @@ def report(p: Params) -> Path:
         out=paths.REPORT_DIR / "report.html",
         max_flips=p.report.max_flips,
         verdict=p.gate.verdict,
+        history=iteration_history(p),
     )

@@ -6,14 +6,16 @@ import json
 from pathlib import Path
 
 from pipeline.loop import paths
+from pipeline.metrics.headline import pct, pp
 
 
 def _load(path: Path) -> dict:
     return json.loads(path.read_text()) if path.exists() else {}
 
 
-def _pct(x: object) -> str:
-    return f"{x:.1%}" if isinstance(x, int | float) else "—"
+def _n(d: dict, key: str, digits: int) -> str:
+    x = d.get(key)
+    return f"{x:,.{digits}f}" if isinstance(x, int | float) else "—"
 
 
 def job_summary(root: Path = Path(".")) -> str:
@@ -33,26 +35,34 @@ def job_summary(root: Path = Path(".")) -> str:
     ]
 
     def row(name: str, b: object, c: object) -> None:
-        change = f"{c - b:+.1%}" if isinstance(b, int | float) and isinstance(c, int | float) else ""
-        lines.append(f"| {name} | {_pct(b)} | {_pct(c)} | {change} |")
+        number = lambda x: x if isinstance(x, int | float) else None  # noqa: E731
+        b, c = number(b), number(c)
+        change = pp(c - b) if b is not None and c is not None else ""
+        lines.append(f"| {name} | {pct(b)} | {pct(c)} | {change} |")
 
     for k in cand.get("pass_hat_k", {}):
         row(f"pass^{k}", base.get("pass_hat_k", {}).get(k), cand["pass_hat_k"][k])
     for mode, rate in cand.get("failure_modes", {}).items():
         row(f"{mode} (share of trials)", base.get("failure_modes", {}).get(mode, {}).get("trials"), rate["trials"])
     bc, cc = base.get("cost", {}), cand.get("cost", {})
-    lines.append(
-        f"| cost per success ({cc.get('currency', '')}) | {bc.get('cost_per_success')} | "
-        f"{cc.get('cost_per_success')} | |"
-    )
+    if bc.get("priced") and cc.get("priced"):
+        lines.append(
+            f"| cost per success ({cc.get('currency', '')}) | {_n(bc, 'cost_per_success', 4)} | "
+            f"{_n(cc, 'cost_per_success', 4)} | |"
+        )
+    else:  # unpriced: a price of 0 says nothing, the agent's tokens do
+        lines.append(
+            f"| agent tokens per success (not priced) | {_n(bc, 'tokens_per_success', 0)} | "
+            f"{_n(cc, 'tokens_per_success', 0)} | |"
+        )
     lines.append("")
     if gate:
         ph = gate.get("pass_hat_k", {})
         outcome = gate.get("outcome") or ("promote" if gate.get("promote") else "block")
         verdict = {"promote": "**PROMOTE**", "inconclusive": "**INCONCLUSIVE**"}.get(outcome, "**BLOCKED**")
         lines.append(
-            f"Gate: {verdict} — pass^{ph.get('k')} gain {ph.get('diff', 0):+.3f} "
-            f"(interval {ph.get('low', 0):+.3f} … {ph.get('high', 0):+.3f}, margin {ph.get('margin')})"
+            f"Gate: {verdict} — pass^{ph.get('k')} gain {pp(ph.get('diff'))} "
+            f"(interval {pp(ph.get('low'))} … {pp(ph.get('high'))}, margin {pp(ph.get('margin'))})"
         )
         lines += [f"- {r}" for r in gate.get("reasons", [])]
     if promotion:

@@ -4,9 +4,10 @@ AGENTLOOP_PROMOTE=off (set by CI on pull requests) records everything but never 
 gate's outcome "promote" moves it; "block" and "inconclusive" are recorded (gate_outcome in promotion.json).
 
 Each DVC stage runs in its own process, so tracking happens once, at the end, from the stages' outputs: one
-parent run per iteration (keyed by iteration and params, so a rerun with the same params resumes it) and a
-nested run per stage carrying that stage's params, metrics, artifacts, datasets and its own recorded start and
-end (pipeline.loop.stage_times). The measurements' trials become traces here, read back from their files, so
+parent run per iteration (keyed by iteration and params, so a rerun with the same params resumes it; named,
+described and measured by the iteration's headline, pipeline.tracking.headline) and a nested run per stage
+carrying that stage's params, metrics, artifacts, datasets and its own recorded start and end
+(pipeline.loop.stage_times). The measurements' trials become traces here, read back from their files, so
 the measure itself never waits on the store (`promote.traces: false` leaves them out).
 """
 
@@ -21,6 +22,7 @@ from typing import Any
 
 from pipeline.loop import paths
 from pipeline.loop.agentref import read_agent_spec
+from pipeline.loop.history import current_headline, tracking_config
 from pipeline.loop.params import Params
 from pipeline.loop.track_inputs import LoopData, StageTimes, about
 from pipeline.rollout.resume import atomic_write
@@ -78,9 +80,9 @@ def track_and_promote(p: Params, lock_path: Path = Path("dvc.lock")) -> dict[str
     from pipeline.gate.decision import read_gate
     from pipeline.loop.stages import eval_tasks_file
     from pipeline.metrics.summary import MeasureSummary
+    from pipeline.report.history import HISTORY_PLOT
     from pipeline.tracking import (
         IterationTracker,
-        TrackingConfig,
         champion_version,
         dvc_stage_hashes,
         promote,
@@ -89,7 +91,8 @@ def track_and_promote(p: Params, lock_path: Path = Path("dvc.lock")) -> dict[str
     from pipeline.tracking.datasets import dataset_tags, log_datasets
 
     began = time.time()
-    config = TrackingConfig(experiment=p.promote.experiment, model_name=p.promote.model_name)
+    config = tracking_config(p)
+    headline = current_headline(p, config)  # before anything is registered: names what the iteration started from
     sections = p.model_dump(mode="json")
     candidate = read_agent_spec(paths.CANDIDATE_MODEL)
     decision = read_gate(paths.GATE)
@@ -124,7 +127,7 @@ def track_and_promote(p: Params, lock_path: Path = Path("dvc.lock")) -> dict[str
             _artifacts(run, paths.BASELINE_MODEL / "agent.json")
             run.set_tags({"agentloop.agent": read_agent_spec(paths.BASELINE_MODEL)})
         with stage("measure", role="baseline", params=sections["measure"]) as run:
-            run.log_summary(baseline_summary, prefix="baseline/")
+            run.log_summary(baseline_summary)
             _artifacts(run, paths.BASELINE_RUN / "metrics.json", paths.BASELINE_RUN / "per_task.csv")
             log_datasets(client, run.run_id, [(data.eval, "evaluation")] if data.eval else [])
             _traces(p, tracker, run, paths.BASELINE_RUN, "baseline", data, st.times("measure"))
@@ -144,12 +147,12 @@ def track_and_promote(p: Params, lock_path: Path = Path("dvc.lock")) -> dict[str
             log_datasets(client, run.run_id, [(ds, "training") for ds in trained_on])
             version = register_checkpoint(tracker, paths.CANDIDATE_MODEL, tags=dataset_tags(trained_on))
         with stage("remeasure", role="candidate", params=sections["measure"]) as run:
-            run.log_summary(candidate_summary, prefix="candidate/")
+            run.log_summary(candidate_summary)
             _artifacts(run, paths.CANDIDATE_RUN / "metrics.json", paths.CANDIDATE_RUN / "per_task.csv")
             log_datasets(client, run.run_id, [(data.eval, "evaluation")] if data.eval else [])
             _traces(p, tracker, run, paths.CANDIDATE_RUN, "candidate", data, st.times("remeasure"))
         with stage("gate", params=sections["gate"]) as run:
-            run.log_gate(decision.model_dump(mode="json"))
+            run.log_gate(decision.model_dump(mode="json"), propagate=False)
             _artifacts(run, paths.GATE)
             log_datasets(client, run.run_id, [(data.eval, "evaluation")] if data.eval else [])
         with stage("report", params=sections["report"]) as run:
@@ -166,6 +169,10 @@ def track_and_promote(p: Params, lock_path: Path = Path("dvc.lock")) -> dict[str
             moved = decision.promote and allowed and champion == version
             run.set_tags({"agentloop.champion_moved": str(moved).lower()})
             run.log_metrics({"stage_seconds": time.time() - began})
+        tracker.log_headline(headline.model_copy(update={"candidate_version": version, "champion_moved": moved}))
+        history_plot = paths.REPORT_DIR / "plots" / f"{HISTORY_PLOT}.png"  # the report's, on the iteration run too
+        if history_plot.exists():
+            tracker.log_artifact(history_plot)
         record = {
             "iteration": p.loop.iteration,
             "candidate": candidate,

@@ -16,13 +16,15 @@ from pathlib import Path
 from pipeline.dataset.io import read_tasks
 from pipeline.grading.failure_modes import FAILURE_MODES, SIGNATURES
 from pipeline.metrics.buckets import BUCKETS, bucket_of
+from pipeline.metrics.headline import IterationHeadline, pp
 from pipeline.metrics.summary import DIFF_KINDS, MeasureSummary
 from pipeline.report import plots
 from pipeline.report.conversation import render_flip
 from pipeline.report.cost_view import cost_section
 from pipeline.report.flips import Flip, find_flips
 from pipeline.report.gate_view import GateView, check_gate_matches, read_gate
-from pipeline.report.html import Safe, esc, img, join, note, num, page, pct, section, table, tag
+from pipeline.report.history import history_section
+from pipeline.report.html import Safe, cell, esc, img, join, note, num, page, pct, section, table, tag
 from pipeline.report.inputs import ReportInputError, RunData, load_run, load_summary
 from pipeline.report.verdicts import verdict_section
 
@@ -59,12 +61,21 @@ class _Plots:
         return img(png, alt, name)
 
 
+def _spend_row(b: MeasureSummary, c: MeasureSummary) -> list[object]:
+    """Cost per success where both runs are priced; the agent's tokens per success where not (a price of 0 for an
+    unpriced model says nothing)."""
+    if b.cost.priced and c.cost.priced:
+        return [f"cost per success ({c.cost.currency})", num(b.cost.cost_per_success), num(c.cost.cost_per_success), ""]
+    tokens = [f"{s.cost.tokens_per_success:,.0f}" if s.cost.tokens_per_success is not None else "—" for s in (b, c)]
+    return ["agent tokens per success (not priced)", *tokens, ""]
+
+
 def _overview(runs: dict[str, MeasureSummary], k: int) -> Safe:
     b, c = runs["baseline"], runs["candidate"]
 
     def row(label: str, get, fmt=pct, delta: bool = True) -> list[object]:
         vb, vc = get(b), get(c)
-        d = f"{vc - vb:+.1%}" if delta and vb is not None and vc is not None else ""
+        d = pp(vc - vb) if delta and vb is not None and vc is not None else ""
         return [label, fmt(vb), fmt(vc), d]
 
     rows = [
@@ -75,7 +86,7 @@ def _overview(runs: dict[str, MeasureSummary], k: int) -> Safe:
         row(f"pass@{k}", lambda s: s.pass_at_k.get(str(k))),
         *[row(f"tasks {bk}", lambda s, bk=bk: s.buckets.get(bk)) for bk in BUCKETS],
         row("infrastructure errors (excluded)", lambda s: s.infra_errors, str, False),
-        row("cost per success", lambda s: s.cost.cost_per_success, num, False),
+        _spend_row(b, c),
     ]
     return table(["", "baseline", "candidate", "change"], rows)
 
@@ -175,7 +186,7 @@ def _gate_section(gate: GateView | None, pl: _Plots) -> Safe:
         body.append(
             table(
                 [c.replace("_", " ") for c in cols],
-                [[num(t.get(c)) if isinstance(t.get(c), float) else t.get(c, "") for c in cols] for t in gate.tests],
+                [[cell(t.get(c)) for c in cols] for t in gate.tests],
             )
         )
     if gate.intervals and not gate.headline:
@@ -248,9 +259,11 @@ def build_report(
     extra_agents: ExtraAgents | None = None,
     max_flips: int = 20,
     verdict: str = "strict",
+    history: Sequence[IterationHeadline] | None = None,
 ) -> Path:
     """Write the report to ``out`` (and its plots to ``out.parent/plots``); returns ``out``. Flips and buckets
-    count passes under ``verdict`` (strict or tau2); the summaries are the runs' metrics.json as measured."""
+    count passes under ``verdict`` (strict or tau2); the summaries are the runs' metrics.json as measured.
+    ``history`` (earlier iterations, then this one) adds the iteration-history section."""
     out = Path(out)
     base, cand = load_run(Path(baseline_dir), verdict), load_run(Path(candidate_dir), verdict)
     tasks = {t.id: t for t in read_tasks(tasks_path)}
@@ -270,6 +283,7 @@ def build_report(
         cost_section(runs, pl),
         _bucket_section(runs, base, cand, pl),
         _gate_section(gate, pl),
+        *([history_section(history, pl)] if history else []),
         _flip_section(flips, base, cand, tasks, max_flips),
         verdict_section({"baseline": base, "candidate": cand}),
     ]
@@ -282,6 +296,7 @@ def build_report(
             ("cost", "Cost"),
             ("buckets", "Buckets"),
             ("gate", "Gate"),
+            *([("iterations", "Iterations")] if history else []),
             ("flips", "Flips"),
             ("verdicts", "Verdicts"),
         )

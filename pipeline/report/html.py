@@ -38,6 +38,19 @@ def num(x: float | None, digits: int = 4) -> str:
     return "—" if x is None else f"{x:.{digits}f}"
 
 
+def cell(x: object) -> str:
+    """A table cell for a value read from JSON: yes / no for a boolean, — for none, 4 decimals for a float.
+
+    >>> [cell(v) for v in (False, True, None, 0.05, 3, "higher")]
+    ['no', 'yes', '—', '0.0500', '3', 'higher']
+    """
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, float):
+        return num(x)
+    return "—" if x is None else str(x)
+
+
 def table(headers: Sequence[object], rows: Iterable[Sequence[object]], cls: str = "data") -> Safe:
     head = join(tag("th", h) for h in headers)
     body = join(tag("tr", join(tag("td", c) for c in row)) for row in rows)

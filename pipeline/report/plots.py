@@ -7,12 +7,13 @@ Each function takes the measured summaries by label (baseline first, candidate s
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from matplotlib.figure import Figure
 
 from pipeline.grading.failure_modes import FAILURE_MODES
 from pipeline.metrics.buckets import BUCKETS
+from pipeline.metrics.headline import IterationHeadline
 from pipeline.metrics.summary import DIFF_KINDS, MeasureSummary
 from pipeline.report.gate_view import IntervalView
 
@@ -155,4 +156,45 @@ def gate_interval(
     ax.set_xlim(-span, span)
     ax.set_yticks([])
     ax.set_xlabel(f"{primary.name}: candidate − champion")
+    return fig
+
+
+OUTCOME_COLORS = {"promote": "#2a9d5c", "block": "#c0392b", "inconclusive": "#b7791f"}
+MODE_COLORS = ("#e07b00", "#9b4dca", "#16a2b8", "#c0392b", "#2a9d5c")
+
+
+def iteration_history(points: Sequence[IterationHeadline]) -> Figure:
+    """pass^k of the champion each iteration started from and of its candidate (markers coloured by the gate's
+    outcome), and the candidate's failure-mode rates, by iteration."""
+    fig = Figure(figsize=(9.6, 3.6))
+    xs = [h.iteration for h in points]
+    k = points[-1].k if points else 0
+    ax = fig.add_subplot(1, 2, 1)
+    ax.plot(xs, [h.champion.pass_hat_k for h in points], color=BASELINE, marker="o", ls="--", label="champion")
+    ax.plot(xs, [h.candidate.pass_hat_k for h in points], color=CANDIDATE, lw=2, label="candidate")
+    for outcome, color in OUTCOME_COLORS.items():
+        shown = [h for h in points if h.outcome == outcome]
+        if shown:
+            ax.scatter(
+                [h.iteration for h in shown],
+                [h.candidate.pass_hat_k for h in shown],
+                s=60,
+                color=color,
+                zorder=3,
+                label=f"gate: {outcome}",
+            )
+    ax.set_title(f"pass^{k} by iteration", fontsize=10)
+    ax.set_ylabel("share of tasks")
+    ax.legend(fontsize=8, loc="best")
+    modes = list(dict.fromkeys(m for h in points for m in h.candidate.modes))
+    bx = fig.add_subplot(1, 2, 2)
+    for mode, color in zip(modes, MODE_COLORS * (1 + len(modes) // len(MODE_COLORS)), strict=False):
+        bx.plot(xs, [h.candidate.modes.get(mode, 0.0) for h in points], color=color, marker="o", label=mode)
+    bx.set_title("candidate's failure modes (share of trials)", fontsize=10)
+    bx.legend(fontsize=8, loc="best")
+    for a in (ax, bx):
+        a.set_xlabel("iteration")
+        a.set_ylim(-0.02, 1.02)
+        a.set_xticks(xs)
+        a.grid(alpha=0.3)
     return fig

@@ -1,7 +1,7 @@
 """Turn the loop's records (params, a MeasureSummary, a gate decision) into MLflow metrics, params and tags.
 
 Pure functions, so the names a user sees in `mlflow ui` are fixed here and tested without a store. Names use `/`
-so the UI groups them (`baseline/pass_hat_k/4`, `candidate/failure_mode/invention/trials`).
+so the UI groups them (`pass_hat_k/4`, `failure_mode/invention/trials`).
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ from pipeline.tracking.records import (
 if TYPE_CHECKING:
     from mlflow import MlflowClient
 
+    from pipeline.metrics.headline import IterationHeadline
     from pipeline.metrics.summary import MeasureSummary
 
 log = logging.getLogger(__name__)
@@ -101,20 +102,22 @@ class RunLogger:
         if propagate and self.parent is not None:
             self.parent._log(points, False)
 
-    def log_summary(self, summary: MeasureSummary, prefix: str = "", *, propagate: bool = True) -> None:
-        """A measurement's metrics under ``prefix`` ('baseline/', 'candidate/'), plus pass@k / pass^k as step
-        series (`<prefix>curve/pass_hat_k`, step = k)."""
+    def log_summary(self, summary: MeasureSummary, prefix: str = "", *, propagate: bool = False) -> None:
+        """A measurement's metrics (under ``prefix``, none by default: a stage run's role is in its name and tags,
+        so measure and remeasure runs share keys), plus pass@k / pass^k as step series (`curve/pass_hat_k`,
+        step = k)."""
         self.log_metrics(summary_metrics(summary, prefix), propagate=propagate)
         for name, series in curve_metrics(summary).items():
             self.log_series(f"{prefix}curve/{name}", series, propagate=propagate)
         self.set_tags({f"agentloop.agent.{prefix.strip('/') or 'measured'}": summary.agent})
 
     def log_gate(self, decision: Mapping[str, Any], prefix: str = "gate/", *, propagate: bool = True) -> bool:
-        """Gate metrics and the decision tags (on the parent too, so the iteration row shows the decision)."""
+        """Gate metrics (mirrored on the parent with ``propagate``) and the decision tags (on the parent too, so
+        the iteration row shows the decision)."""
         metrics, tags = gate_metrics(decision, prefix)
         self.log_metrics(metrics, propagate=propagate)
         self.set_tags(tags)
-        if propagate and self.parent is not None:
+        if self.parent is not None:
             self.parent.set_tags(tags)
         return tags["agentloop.decision"] == "promote"
 
@@ -223,6 +226,22 @@ class IterationTracker(RunLogger):
         self.log_params(self.params)
         return self
 
+    def log_headline(self, headline: IterationHeadline) -> None:
+        """The iteration's headline on its run: the compared metrics, a name that says what came of it, the
+        headline as its description, and the whole record as a tag (pipeline.tracking.headline)."""
+        from pipeline.tracking.headline import HEADLINE_TAG, description, headline_metrics, run_name
+
+        self.log_metrics(headline_metrics(headline))
+        self.set_tags(
+            {
+                HEADLINE_TAG: headline.model_dump_json(),
+                "mlflow.note.content": description(headline),
+                "agentloop.outcome": headline.outcome,
+                "agentloop.baseline": headline.baseline,
+            }
+        )
+        self.client.update_run(self.run_id, name=run_name(headline))
+
     def _end_stale_stages(self, experiment_id: str, run_id: str) -> None:
         """Stage runs of this iteration still RUNNING belong to a process that died (a kill skips `finally`):
         they are ended as KILLED, so the iteration's record shows what happened instead of runs that never end."""
@@ -253,7 +272,8 @@ class IterationTracker(RunLogger):
         """A nested run for one stage execution (a rerun of the stage is a new nested run under the same parent).
 
         ``times`` (unix seconds) are the stage's own start and end, when it recorded them: the run then spans
-        them, and `stage_seconds/<name>` lands on the parent too. Without them the run spans the logging itself.
+        them, and `stage_seconds/<name>` lands on the parent too (after the headline metrics, alphabetically).
+        Without them the run spans the logging itself.
         ``reused`` marks a stage DVC skipped (its outputs, and times, are from an earlier run)."""
         run_name = f"iter-{self.iteration:03d} · {name}" + (f" · {role}" if role else "")
         tags = self._common_tags() | {

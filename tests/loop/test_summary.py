@@ -1,5 +1,6 @@
 """The CI job summary (`python -m pipeline.loop.summary`): the headline table of candidate against champion, the
-gate's outcome, and what the registry did, including why `champion` stayed where a run may not move it."""
+gate's outcome, and what the registry did, including why `champion` stayed where a run may not move it; it reads
+as a person would write it (changes in percentage points, tokens where unpriced, no Python literals)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import json
 import shutil
 from pathlib import Path
 
+from pipeline.loop import paths
 from pipeline.loop.summary import job_summary
+from tests.tracking.conftest import make_summary
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,7 +43,7 @@ def test_the_headline_table_gate_and_registry(tmp_path):
     assert "| metric | champion | candidate | change |" in lines
     assert any(line.startswith("| pass^2 | 50.0% | 100.0% |") for line in lines), text
     assert any(line.startswith("| misread (share of trials) | 40.0% | 0.0% |") for line in lines), text
-    assert any(line.startswith("Gate: **PROMOTE**") and "interval +0.061 … +0.441" in line for line in lines)
+    assert any(line.startswith("Gate: **PROMOTE**") and "interval +6.1 pp … +44.1 pp" in line for line in lines)
     assert "Registry: version 3 is `challenger`; `champion` moved to the candidate." in lines
 
 
@@ -51,3 +54,24 @@ def test_a_run_that_may_not_promote_says_why_champion_stayed(tmp_path):
 
 def test_without_both_measurements_the_summary_points_at_the_log(tmp_path):
     assert "did not produce both measurements" in job_summary(tmp_path)
+
+
+def test_the_job_summary_has_points_tokens_and_no_python_literals(tmp_path):
+    base = make_summary("flawed", {"a-1": [True, False, False, False], "a-2": [True] * 4})
+    cand = make_summary("trained", {"a-1": [True, True, True, False], "a-2": [True] * 4})
+    for run, s in ((paths.BASELINE_RUN, base), (paths.CANDIDATE_RUN, cand)):
+        (tmp_path / run).mkdir(parents=True)
+        (tmp_path / run / "metrics.json").write_text(s.model_dump_json())
+    gate = {
+        "outcome": "block",
+        "promote": False,
+        "reasons": ["r"],
+        "pass_hat_k": {"k": 4, "diff": 0.0, "low": -0.25, "high": 0.5, "margin": 0.0},
+    }
+    (tmp_path / paths.GATE).parent.mkdir(parents=True)
+    (tmp_path / paths.GATE).write_text(json.dumps(gate))
+    text = job_summary(tmp_path)
+    assert "| pass^1 | 62.5% | 87.5% | +25.0 pp |" in text and "| pass^4 | 50.0% | 50.0% | +0.0 pp |" in text
+    assert "| agent tokens per success (not priced) |" in text and "USD" not in text
+    assert "gain +0.0 pp (interval -25.0 pp … +50.0 pp, margin +0.0 pp)" in text
+    assert not any(word in text for word in ("None", "True", "False"))

@@ -121,3 +121,17 @@ def test_both_measurements_are_traces_under_their_stage_runs(iteration):
             assert all(t.info.tags.get("agentloop.template") for t in traces)
     finally:
         mlflow.set_tracking_uri(None)
+
+
+def test_the_iteration_run_carries_the_headline_and_the_history_plot(iteration):
+    work, result, config = iteration
+    client = config.client()
+    parent = client.get_run(result["run_id"])
+    word = {"promote": "promoted v1", "block": "blocked", "inconclusive": "inconclusive"}[result["gate_outcome"]]
+    assert parent.info.run_name == f"iter-001 · flawed · {word}"
+    assert parent.data.tags["mlflow.note.content"].startswith("**pass^2 ")
+    metrics = sorted(parent.data.metrics)
+    assert metrics[:2] == ["candidate/pass_at_1", "candidate/pass_hat_2"]
+    assert [m for m in metrics if not m.startswith("stage_seconds/")] == metrics[: -len(TRACKED_STAGES)]
+    assert {f.path for f in client.list_artifacts(parent.info.run_id)} == {"iterations.png"}
+    assert (work / "metrics" / "gate.json").exists() and (work / "metrics" / "candidate.json").exists()

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from pipeline.metrics.headline import headline
 from pipeline.tracking import (
     IterationTracker,
     TrackingConfig,
@@ -56,14 +57,17 @@ def test_iteration_logged_through_a_real_server_reads_back_over_rest(mlflow_serv
         config, iteration=1, agent="hf:runs/ckpt", params={"gate": {"margin": 0.0}}, commit="feed"
     ) as it:
         with it.stage("measure", role="baseline") as st:
-            st.log_summary(baseline, prefix="baseline/")
+            st.log_summary(baseline)
         with it.stage("train") as st:
             version = register_checkpoint(it, ckpt)
         with it.stage("remeasure", role="candidate") as st:
-            st.log_summary(candidate, prefix="candidate/")
+            st.log_summary(candidate)
         with it.stage("gate") as st:
             assert st.log_gate(decision)
             promote(version, decision, tracker=it)
+        gate = {"outcome": "promote", "pass_hat_k": {"k": 4, "diff": 0.5, "low": 0.05, "high": 0.6}}
+        h = headline(1, "embedded", baseline, candidate, gate)
+        it.log_headline(h.model_copy(update={"candidate_version": version, "champion_moved": True}))
 
     exp = _get(mlflow_server, "/api/2.0/mlflow/experiments/get-by-name", experiment_name="agentloop")["experiment"]
     found = _post(
@@ -73,12 +77,14 @@ def test_iteration_logged_through_a_real_server_reads_back_over_rest(mlflow_serv
     )["runs"]
     assert len(found) == 1
     run = _get(mlflow_server, "/api/2.0/mlflow/runs/get", run_id=found[0]["info"]["run_id"])["run"]
-    assert run["info"]["run_name"] == "iter-001 · hf:ckpt · feed" and run["info"]["status"] == "FINISHED"
+    assert run["info"]["run_name"] == f"iter-001 · embedded · promoted v{version}"
+    assert run["info"]["status"] == "FINISHED"
     tags = {t["key"]: t["value"] for t in run["data"]["tags"]}
     assert tags["agentloop.decision"] == "promote" and tags["agentloop.model_version"] == version
     metrics = {m["key"]: m["value"] for m in run["data"]["metrics"]}
-    assert metrics["baseline/pass_hat_k/4"] == 0.0 and metrics["candidate/pass_hat_k/4"] == 0.5
-    assert metrics["candidate/pass_at_1"] == pytest.approx(0.875) and metrics["gate/interval_low"] == 0.05
+    assert metrics["champion/pass_hat_4"] == 0.0 and metrics["candidate/pass_hat_4"] == 0.5
+    assert metrics["candidate/pass_at_1"] == pytest.approx(0.875) and metrics["gain/low"] == 0.05
+    assert tags["mlflow.note.content"].startswith("**pass^4 0.0% → 50.0% (+50.0 pp")
     children = _post(
         mlflow_server,
         "/api/2.0/mlflow/runs/search",
