@@ -160,7 +160,7 @@ def traj_task(traj):
     )
 
 
-def test_the_compact_prompt_is_less_than_half_the_generic_one(compact_checkpoint):
+def test_the_compact_prompt_is_under_a_third_of_the_generic_one(compact_checkpoint):
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(str(compact_checkpoint))
@@ -169,4 +169,21 @@ def test_the_compact_prompt_is_less_than_half_the_generic_one(compact_checkpoint
         name: len(get_format(name).prompt_ids(list(traj.messages[:1]), SCHEMAS, world().policy, tokenizer))
         for name in ("generic", "compact")
     }
-    assert lengths["compact"] < 0.6 * lengths["generic"], lengths
+    assert lengths["compact"] < 0.3 * lengths["generic"], lengths
+
+
+def test_a_summary_stands_only_for_the_exact_policy_it_was_written_for(tmp_path):
+    from pipeline.agents.formats.compact_template import render_system
+    from pipeline.agents.formats.summaries import digest, summaries
+
+    policy = world().policy
+    short = render_system(policy, [])
+    assert short.startswith("You are a store's customer-service assistant") and len(short) < len(policy) / 4
+    edited = policy + "\n- Never offer a discount."
+    assert render_system(edited, []) == edited.strip()  # an edited policy renders in full
+    (tmp_path / "x.md").write_text(f"---\nsummarizes:\n  - {digest('p')}\n---\nshort p\n")
+    assert summaries(tmp_path) == {digest("p"): "short p"}
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "y.md").write_text("no front matter\n")
+    with pytest.raises(ValueError, match=r"y.md: a policy summary opens with front matter"):
+        summaries(tmp_path / "bad")

@@ -1,6 +1,7 @@
 """`compact`: the model's own chat template, a short system turn, and tool calls written as Python calls.
 
-For small instruct models (SmolLM2-135M, Gemma 3 270M) whose templates know no tools. The JSON schemas of every
+For small instruct models (SmolLM2-135M, Gemma 3 270M) whose templates know no tools. The policy becomes its
+summary where one is bound to its exact text (`pipeline.agents.formats.summaries`); the JSON schemas of every
 tool (two thirds of a `generic` prompt) become one line per tool, `name(arg, list_arg[], optional?) - what it
 does`; tool results are flattened to `key: value` lines (`codec.compact_tool_result`); and a call is
 
@@ -58,7 +59,10 @@ def tool_line(schema: Mapping[str, Any]) -> str:
 
 
 def render_system(policy: str | None, tools: Sequence[Mapping[str, Any]]) -> str:
-    parts = [policy.strip()] if policy and policy.strip() else []
+    """The policy's summary where one is bound to its text (`formats.summaries`), else the policy; the tools."""
+    from pipeline.agents.formats.summaries import summary_of
+
+    parts = [summary_of(policy).strip()] if policy and policy.strip() else []
     if tools:
         parts.append("\n".join([TOOLS_HEAD, *(tool_line(t) for t in tools)]))
     return "\n\n".join(parts)
