@@ -6,7 +6,8 @@ Outputs in the run directory:
     per_task.csv         one row per task: n, passes, pass^k, bucket, dominant failure mode
     metrics.json         the MeasureSummary (byte-identical for the same seeds and scripted participants)
     usage.json           tokens (and cost, where priced) of the agent, the user simulator and the judge, apart;
-                         the user simulator's settings (model, endpoint, sampling) under user.settings
+                         the agent's and the user simulator's settings (model, endpoint, sampling, the most
+                         tokens a turn may generate) under agent.settings and user.settings
     timings.jsonl        the wall-clock figures of each trial (timings, agent compute seconds, message latencies)
                          and the Ray node that ran it (node id and IP; null with the serial executor)
     journal.jsonl        every finished trial, fsynced as it finishes: a killed run started again with the same
@@ -197,8 +198,23 @@ def measure(
             for r, rec in zip(results, records, strict=True)
         ),
     )
+    valid = Counter(r.task_id for r in records if r.passed is not None)
+    lost = [t.id for t in tasks if valid[t.id] < max_k]
+    if len(lost) == len(tasks):
+        first = next((r.verdict.infra_error for r in results if r.verdict.infra_error), None)
+        raise MetricsInputError(
+            f"{out_dir}: no task has {max_k} valid trial(s); every task lost trials to infrastructure errors (the"
+            f" trajectories and verdicts are written; first: {first}); run the same command again to retry them"
+        )
+    if lost:
+        log.warning(
+            "%d of %d tasks left out of the metrics: fewer than %d valid trials (infrastructure errors): %s; the"
+            " finished trials are written, and running the same command again retries the lost ones",
+            len(lost), len(tasks), max_k, ", ".join(lost[:5]) + (" …" if len(lost) > 5 else ""),
+        )  # fmt: skip
+    kept = [r for r in records if r.task_id not in set(lost)]
     summary = summarize(
-        records,
+        kept,
         agent=agent.name,
         max_k=max_k,
         resamples=config.resamples,
@@ -206,8 +222,11 @@ def measure(
         currency=config.prices.currency if config.prices else "USD",
         priced=price is not None,
     )
+    if lost:
+        infra = sum(1 for r in records if r.passed is None)
+        summary = summary.model_copy(update={"tasks_lost": lost, "infra_errors": infra})
     atomic_write(out_dir / "metrics.json", json.dumps(summary.model_dump(mode="json"), indent=2, sort_keys=True) + "\n")
-    _write_per_task(out_dir / "per_task.csv", records, max_k)
+    _write_per_task(out_dir / "per_task.csv", kept, max_k)
     usage = {
         "agent": (agent.name, sum((r.trajectory.agent_usage for r in results), Usage())),
         "user": (user.name, sum((r.trajectory.user_usage for r in results), Usage())),
@@ -215,6 +234,7 @@ def measure(
     }
     report = _usage_report(usage, config.prices)
     report["user"]["settings"] = getattr(user, "settings", None) or {"spec": config.user}
+    report["agent"]["settings"] = getattr(agent, "settings", None) or {"spec": config.agent}
     atomic_write(out_dir / "usage.json", json.dumps(report, indent=2, sort_keys=True) + "\n")
     return summary
 

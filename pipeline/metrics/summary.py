@@ -65,6 +65,12 @@ class MeasureSummary(_Strict):
         default=0.0, description="Share of failed trials the judge put down to the user simulator, not the agent."
     )
     cost: CostSummary
+    tasks_lost: list[str] = Field(
+        default_factory=list,
+        exclude_if=lambda v: not v,
+        description="Tasks left out of every figure above: fewer valid trials than k, the rest lost to"
+        " infrastructure errors (their trials are kept in the run's files; running again retries them).",
+    )
 
 
 def _r(x: float) -> float:
