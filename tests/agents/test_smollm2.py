@@ -46,6 +46,7 @@ def _first_call_cut(traj):
     return traj.model_copy(update={"messages": traj.messages[: first + 1]})
 
 
+@pytest.mark.timeout(3600)  # minutes on idle cores; under a loaded machine's contention, most of an hour
 def test_import_measure_lora_measure(tmp_path):
     need_smollm2()
     model = tmp_path / "smollm2"
