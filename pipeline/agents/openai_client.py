@@ -17,13 +17,22 @@ Each thread gives the SDK an HTTP client of its own (`http_client=`); a timer cl
 attempt's time is up, which ends a read that waits or trickles without touching other threads' requests, and the
 thread's next attempt builds a fresh one.
 
+An attempt that times out after its request was delivered (the connection made, the body sent, no reply in
+time) means the server is up and still generating: a reply longer than `timeout_s` allows. Sending the identical
+request again would only make the server generate it again, so by default it is not resent: the call raises
+`ReplyTimeoutError` at once, naming the bound to change (`timeout_s`, or a request's `max_tokens`).
+`resend_timed_out` restores resending (a hosted API that now and then leaves a request hanging). Failures before
+delivery (refused or timed-out connections: the server down) are retried as before.
+
 Endpoint settings come from the environment: `AGENTLOOP_BASE_URL` / `AGENTLOOP_API_KEY` first, then the usual
 `OPENAI_BASE_URL` / `OPENAI_API_KEY`; `AGENTLOOP_TIMEOUT_S`, `AGENTLOOP_DEADLINE_S`, `AGENTLOOP_MAX_RETRIES`,
-`AGENTLOOP_BACKOFF_S` tune the retries.
+`AGENTLOOP_BACKOFF_S`, `AGENTLOOP_RESEND_TIMED_OUT` tune the retries.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
 import logging
 import os
 import random
@@ -55,6 +64,7 @@ __all__ = [
     "Completion",
     "ContextLengthError",
     "EndpointConfig",
+    "ReplyTimeoutError",
     "UnsupportedSettingError",
 ]
 log = logging.getLogger(__name__)
@@ -75,6 +85,11 @@ class EndpointConfig(BaseModel):
     max_retries: int = Field(default=5, ge=0, description="Retries of a transient failure before giving up.")
     backoff_s: float = Field(default=1.0, ge=0, description="First retry delay; doubles each retry.")
     backoff_cap_s: float = Field(default=30.0, ge=0, description="Longest delay between two tries.")
+    resend_timed_out: bool = Field(
+        default=False,
+        description="Resend a request that was delivered but got no reply within timeout_s (False: the server is"
+        " generating a reply too long for the timeout; resending repeats it, so the call fails at once).",
+    )
 
     @classmethod
     def from_env(cls, **overrides: Any) -> EndpointConfig:
@@ -92,6 +107,7 @@ class EndpointConfig(BaseModel):
             ("deadline_s", "AGENTLOOP_DEADLINE_S"),
             ("max_retries", "AGENTLOOP_MAX_RETRIES"),
             ("backoff_s", "AGENTLOOP_BACKOFF_S"),
+            ("resend_timed_out", "AGENTLOOP_RESEND_TIMED_OUT"),
         ):
             if env.get(var):
                 values[name] = env[var]
@@ -111,8 +127,35 @@ class Completion:
     raw: dict[str, Any] = field(default_factory=dict)
 
 
+class ReplyTimeoutError(InfrastructureError):
+    """A delivered request got no reply within the attempt's time: the server is up and generating at length."""
+
+
 class _Deadline(Exception):
     """The attempt ran out of time (raised in the calling thread, whatever the timer interrupted)."""
+
+
+@functools.cache
+def _traced_transport_class() -> type:
+    """httpx's transport (of the httpx package the SDK's client is built on), noting in `state.sent` when a
+    request's body has gone out in full (httpcore's trace events), so a timeout can tell a request the server
+    holds from one that never reached it."""
+    lib = importlib.import_module(openai.DefaultHttpxClient.__mro__[1].__module__.partition(".")[0])
+
+    class TracedTransport(lib.HTTPTransport):
+        def __init__(self, state: threading.local, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.state = state
+
+        def handle_request(self, request: Any) -> Any:
+            def trace(event: str, info: dict) -> None:
+                if event.endswith("send_request_body.complete"):
+                    self.state.sent = True
+
+            request.extensions = {**request.extensions, "trace": trace}
+            return super().handle_request(request)
+
+    return TracedTransport
 
 
 class ChatClient:
@@ -136,7 +179,7 @@ class ChatClient:
         pair = getattr(self._local, "sdk", None)
         if pair is None or pair[0].is_closed:
             cfg = self.config
-            http = openai.DefaultHttpxClient(timeout=cfg.timeout_s)
+            http = openai.DefaultHttpxClient(timeout=cfg.timeout_s, transport=_traced_transport_class()(self._local))
             sdk = openai.OpenAI(
                 base_url=cfg.base_url.rstrip("/"),
                 api_key=cfg.api_key or "none",  # the SDK insists on a key; without one the header is left out
@@ -178,8 +221,10 @@ class ChatClient:
                 return self._parse(response, time.perf_counter() - t0, attempt + 1)
             except _Deadline:
                 last = f"timed out after {budget:g}s (no complete reply in time)"
+                self._not_resent(body, last, attempt)
             except openai.APITimeoutError:
                 last = f"timed out after {budget:g}s (no reply)"
+                self._not_resent(body, last, attempt)
             except openai.APIConnectionError as exc:
                 cause = exc.__cause__ or exc
                 last = f"transport error: {type(cause).__name__}: {cause}"
@@ -193,6 +238,17 @@ class ChatClient:
             raise InfrastructureError(f"{cfg.base_url}: gave up after {cfg.max_retries + 1} attempts; last: {last}")
         raise InfrastructureError(
             f"{cfg.base_url}: gave up at the {cfg.deadline_s:g}s deadline after {attempt} attempt(s); last: {last}"
+        )
+
+    def _not_resent(self, body: dict[str, Any], last: str, attempt: int) -> None:
+        """Raise ReplyTimeoutError for a delivered request that timed out (unless `resend_timed_out`)."""
+        if self.config.resend_timed_out or not getattr(self._local, "sent", False):
+            return
+        bound = body.get("max_completion_tokens") or body.get("max_tokens")
+        raise ReplyTimeoutError(
+            f"{self.config.base_url}: {last} after the request was delivered (attempt {attempt + 1}): the server is"
+            f" up and still generating ({'max_tokens ' + str(bound) if bound else 'no max_tokens bound'}); not"
+            " resent, it would only be generated again; raise timeout_s (AGENTLOOP_TIMEOUT_S) or bound max_tokens"
         )
 
     def _refusal(self, body: dict[str, Any], exc: openai.APIStatusError) -> str:
@@ -211,6 +267,7 @@ class ChatClient:
         """One `create`, done by `deadline` (monotonic seconds) or cut off: a timer closes this thread's HTTP
         client, which ends a read that waits or trickles."""
         http, sdk = self._sdk()
+        self._local.sent = False
         left = deadline - time.monotonic()
         options: dict[str, Any] = {"timeout": left}
         if not self.config.api_key:

@@ -3,7 +3,7 @@
 oracle                                  the policy-following scripted agent (the domain's, given one)
 flawed                                  oracle with planted failure modes (default rates; the domain's)
 flawed:invention=0.3,misread=0.1,seed=2 explicit rates per mode (others 0)
-hf:PATH[,temperature=T,top_p=P,max_new_tokens=N,seed=S,draft=K,device=D,dtype=X,format=F]
+hf:PATH[,temperature=T,top_p=P,max_new_tokens=N,seed=S,draft=K,threads=N,device=D,dtype=X,format=F]
                                         a local transformers checkpoint (the embedded default or any causal LM);
                                         device cpu|cuda|cuda:N|auto, dtype auto|float32|bfloat16|float16,
                                         format: a chat format name (default: recorded, or read from the template);
@@ -57,6 +57,11 @@ class HFSettings(BaseModel):
         ge=0,
         description="With episodes in flight: draft tokens run per reply and pass, copied from text already seen;"
         " the drawn tokens are the same for any value (0: none).",
+    )
+    threads: int = Field(
+        default=1,
+        ge=1,
+        description="torch CPU threads (1 suits the embedded default; a 100M+ model prefills faster on more).",
     )
 
 
@@ -161,7 +166,7 @@ def make_agent(spec: str, domain: Domain | None = None) -> Agent:
         if unknown:
             raise UnknownAgentError(
                 f"agent {spec!r}: unknown setting(s) {unknown} (temperature, top_p, max_new_tokens, seed, draft,"
-                " device, dtype, format)"
+                " threads, device, dtype, format)"
             )
         checked = _sampling(spec, HFSettings, settings).model_dump(exclude_unset=True)
         from pipeline.agents.loading import check_placement

@@ -45,6 +45,10 @@ def decision_table(decision: GateDecision) -> Table:
         f"low > {p.margin:+.3f}",
         "[green]ok[/green]" if gain_ok else "[red]not shown better[/red]",
     )
+    if p.mde is None and p.se == 0.0:
+        table.add_row(
+            f"MDE at {p.power:.0%} power", "", "", "—", "se 0.000", "", "[yellow]not estimable (no spread)[/yellow]"
+        )
     if p.mde is not None and p.se is not None:
         seeable = p.mde <= p.margin + (p.min_effect or 0.0)
         table.add_row(

@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.gate.config import PASS_AT_1, GateConfig
 from pipeline.gate.errors import GateInputError
-from pipeline.gate.power import Outcome, mde, outcome, standard_error, tasks_needed
+from pipeline.gate.power import Outcome, mde, outcome, sign_decisive, standard_error, tasks_needed
 from pipeline.metrics.intervals import bootstrap_draws, paired_bootstrap_draws, percentile_interval
 from pipeline.metrics.passk import pass_hat_k
 
@@ -80,7 +80,9 @@ class PassHatK(_Strict):
     se: float | None = Field(default=None, description="Standard error of diff: spread of the bootstrap draws.")
     power: float | None = Field(default=None, description="Power the MDE is stated at.")
     mde: float | None = Field(
-        default=None, description="Minimum detectable effect: the true gain promoted with probability `power`."
+        default=None,
+        description="Minimum detectable effect: the true gain promoted with probability `power` (None when se is"
+        " 0: no spread to estimate it from).",
     )
     min_effect: float | None = Field(default=None, description="Gain beyond the margin the gate should see.")
     tasks_needed: int | None = Field(
@@ -229,7 +231,7 @@ def _pass_hat_k(candidate: Table, champion: Table | None, clusters: dict, config
         margin=config.margin,
         se=_r(se),
         power=config.power,
-        mde=_r(mde(se, config.margin, config.confidence, config.power)),
+        mde=None if (m := mde(se, config.margin, config.confidence, config.power)) is None else _r(m),
         min_effect=config.min_effect,
         tasks_needed=tasks_needed(len(cand), se, config.min_effect, config.confidence, config.power),
     )
@@ -286,13 +288,32 @@ def evaluate(candidate: Table, champion: Table | None, config: GateConfig) -> Ev
             f"Holm, alpha={config.alpha})"
         )
     regressed = any(t.worse for t in tests)
-    result = outcome(phk.low, phk.high, config.margin, phk.mde, config.min_effect, regressed)
-    reasons.append(_sensitivity_reason(phk, result, config))
+    decisive = sign_decisive(len(candidate), config.confidence)
+    result = outcome(phk.low, phk.high, config.margin, phk.mde, config.min_effect, regressed, decisive)
+    reasons.append(_sensitivity_reason(phk, result, config, len(candidate)))
     return Evaluation(promote=result == "promote", outcome=result, reasons=reasons, pass_hat_k=phk, tests=tests)
 
 
-def _sensitivity_reason(phk: PassHatK, result: Outcome, config: GateConfig) -> str:
+def _sign_tasks(confidence: float) -> int:
+    return next(n for n in range(1, 64) if sign_decisive(n, confidence))
+
+
+def _sensitivity_reason(phk: PassHatK, result: Outcome, config: GateConfig, n_tasks: int) -> str:
     """One line on what the gate could have seen, and for an inconclusive outcome what would resolve it."""
+    if phk.mde is None:
+        statistic = f"pass^{config.k} {'gain' if phk.champion is not None else 'value'}"
+        plural = "s" if n_tasks != 1 else ""
+        why = (
+            f"the standard error is 0: every bootstrap resample of the {n_tasks} task{plural} gave"
+            f" the same {statistic} {phk.diff:+.3f}, so there is no spread to estimate the minimum detectable"
+            " effect from"
+        )
+        if result == "inconclusive":
+            return (
+                f"inconclusive: {why}; that is no finding (with no spread a gain counts only when at least"
+                f" {_sign_tasks(config.confidence)} tasks all gained) — measure more held-out tasks or more trials"
+            )
+        return why
     seen = (
         f"minimum detectable pass^{config.k} effect {phk.mde:+.3f} at {config.power:.0%} power "
         f"(se {phk.se:.3f}; the gate should see margin + {config.min_effect:.3f} = "

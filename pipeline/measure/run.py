@@ -6,7 +6,8 @@ Outputs in the run directory:
     per_task.csv         one row per task: n, passes, pass^k, bucket, dominant failure mode
     metrics.json         the MeasureSummary (byte-identical for the same seeds and scripted participants)
     usage.json           tokens (and cost, where priced) of the agent, the user simulator and the judge, apart;
-                         the user simulator's settings (model, endpoint, sampling) under user.settings
+                         the agent's and the user simulator's settings (model, endpoint, sampling, the most
+                         tokens a turn may generate) under agent.settings and user.settings
     timings.jsonl        the wall-clock figures of each trial (timings, agent compute seconds, message latencies)
                          and the Ray node that ran it (node id and IP; null with the serial executor)
     journal.jsonl        every finished trial, fsynced as it finishes: a killed run started again with the same
@@ -217,6 +218,20 @@ def _measure(
             for r, rec in zip(results, records, strict=True)
         ),
     )
+    valid = Counter(r.task_id for r in records if r.passed is not None)
+    if not any(valid[t.id] >= max_k for t in tasks):
+        first = next((r.verdict.infra_error for r in results if r.verdict.infra_error), None)
+        raise MetricsInputError(
+            f"{out_dir}: no task has {max_k} valid trial(s); every task lost trials to infrastructure errors (the"
+            f" trajectories and verdicts are written; first: {first}); run the same command again to retry them"
+        )
+    short = [t.id for t in tasks if valid[t.id] < max_k]
+    if short:
+        log.warning(
+            "%d of %d tasks have fewer than %d valid trials (infrastructure errors): %s; each counts only at the k"
+            " its valid trials reach (metrics.json: short_tasks), and running the same command again retries them",
+            len(short), len(tasks), max_k, ", ".join(short[:5]) + (" …" if len(short) > 5 else ""),
+        )  # fmt: skip
     summary = summarize(
         records,
         agent=agent.name,
@@ -235,6 +250,7 @@ def _measure(
     }
     report = _usage_report(usage, config.prices)
     report["user"]["settings"] = getattr(user, "settings", None) or {"spec": config.user}
+    report["agent"]["settings"] = getattr(agent, "settings", None) or {"spec": config.agent}
     atomic_write(out_dir / "usage.json", json.dumps(report, indent=2, sort_keys=True) + "\n")
     return summary
 

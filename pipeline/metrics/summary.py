@@ -161,7 +161,7 @@ def summarize(
         pass_at_k=pass_at,
         pass_hat_k=pass_hat,
         intervals=intervals,
-        buckets={k: _r(v) for k, v in bucket_shares(results).items()},
+        buckets={k: _r(v) for k, v in bucket_shares(at(1)).items()},
         failure_modes={m: _rate(records, lambda r, m=m: r.analysis and m in r.analysis.modes) for m in FAILURE_MODES},
         dominant_modes={m: share(lambda r, m=m: r.analysis and r.analysis.dominant == m) for m in FAILURE_MODES},
         signatures={s: share(lambda r, s=s: r.analysis and s in r.analysis.signature) for s in SIGNATURES},

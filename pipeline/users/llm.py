@@ -118,6 +118,19 @@ class LLMUser:
         self.client = client or ChatClient(EndpointConfig.from_env())
         self.name = name or f"llm:{model}"
 
+    @property
+    def settings(self) -> dict:
+        """What decides this user's behaviour, for the run's record (never the API key)."""
+        return {
+            "kind": "llm",
+            "model": self.model,
+            "base_url": self.client.config.base_url,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "max_turns": self.max_turns,
+            "seed": self.seed,
+        }
+
     def start(self, info: EpisodeInfo) -> LLMUserEpisode:
         return LLMUserEpisode(self, info)
 

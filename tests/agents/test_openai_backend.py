@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import pickle
+import socket
 import time
 
 import pytest
 
 from pipeline.agents.openai_backend import OpenAIAgent, SamplingConfig
-from pipeline.agents.openai_client import ChatClient, EndpointConfig
+from pipeline.agents.openai_client import ChatClient, EndpointConfig, ReplyTimeoutError
 from pipeline.agents.openai_format import message_from_openai, message_to_openai, to_openai_messages
 from pipeline.agents.registry import UnknownAgentError, make_agent
 from pipeline.grading.grader import grade
@@ -152,17 +153,39 @@ def test_gives_up_after_the_cap_with_an_infrastructure_error():
     assert len(fake.requests) == 4
 
 
-def test_a_stalled_endpoint_times_out_and_is_retried():
-    with FakeOpenAI([Reply(delay_s=1.5), completion("late but fine")]) as fake:
+def test_a_stalled_endpoint_times_out_and_is_retried_when_resending_is_asked_for():
+    with FakeOpenAI([Reply(delay_s=4.0), completion("late but fine")]) as fake:
         t0 = time.perf_counter()
-        out = client(fake.base_url, timeout_s=0.3).complete({"model": "m", "messages": []})
+        out = client(fake.base_url, timeout_s=1.0, resend_timed_out=True).complete({"model": "m", "messages": []})
     assert out.message["content"] == "late but fine" and out.attempts == 2
-    assert time.perf_counter() - t0 < 1.4
+    assert time.perf_counter() - t0 < 3.5
     with (
         FakeOpenAI(default=lambda body: Reply(delay_s=1.0)) as fake,
         pytest.raises(InfrastructureError, match="timed out after 0.2s"),
     ):
-        client(fake.base_url, timeout_s=0.2, max_retries=1).complete({"model": "m", "messages": []})
+        client(fake.base_url, timeout_s=0.2, max_retries=1, resend_timed_out=True).complete(
+            {"model": "m", "messages": []}
+        )
+
+
+def test_a_delivered_request_that_times_out_is_not_resent():
+    """A server up and generating at length (the request delivered, no reply in time): sending it again would
+    only generate it again, so the call fails at once, naming the bounds; a server that is down is retried."""
+    with FakeOpenAI([completion("warm")], default=lambda body: Reply(delay_s=4.0)) as fake:
+        slow = client(fake.base_url, timeout_s=1.0, max_retries=5)
+        assert slow.complete({"model": "m", "messages": []}).message["content"] == "warm"  # the SDK client is built
+        t0 = time.perf_counter()
+        with pytest.raises(ReplyTimeoutError, match=r"timed out after 1s .*delivered.*max_tokens 64.*not resent"):
+            slow.complete({"model": "m", "messages": [], "max_tokens": 64})
+        assert time.perf_counter() - t0 < 2.5
+        time.sleep(2.0)  # time for a resent request to arrive, were there one
+        assert len(fake.requests) == 2  # the warm-up and the one slow request
+    with socket.socket() as s:  # a port nothing listens on: the server is down, so the call is retried
+        s.bind(("127.0.0.1", 0))
+        down = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+    with pytest.raises(InfrastructureError, match="gave up after 3 attempts; last: transport error") as err:
+        client(down, timeout_s=0.5, max_retries=2).complete({"model": "m", "messages": []})
+    assert not isinstance(err.value, ReplyTimeoutError)
 
 
 def test_client_errors_are_not_retried():

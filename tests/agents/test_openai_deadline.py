@@ -98,7 +98,7 @@ def test_retries_stop_at_the_call_deadline():
     with TrickleServer() as server:
         t0 = time.monotonic()
         with pytest.raises(InfrastructureError, match=r"gave up at the 3s deadline after 3 attempt"):
-            client(server.base_url, timeout_s=1, max_retries=20, deadline_s=3).complete(
+            client(server.base_url, timeout_s=1, max_retries=20, deadline_s=3, resend_timed_out=True).complete(
                 {"model": "body", "messages": []}
             )
         took = time.monotonic() - t0

@@ -123,9 +123,32 @@ def test_three_outcomes_on_constructed_tables():
     # a clear win promotes
     win = evaluate(_tables([("a", 4, 4), ("b", 4, 4)] * 10), _tables([("a", 4, 0), ("b", 4, 1)] * 10), config)
     assert win.outcome == "promote" and win.promote
-    # identical runs: no spread, nothing unseen — block
+    # identical runs: no spread, so nothing to say what it could have seen — inconclusive, never a block
     same = evaluate(cand, cand, config)
-    assert (same.pass_hat_k.se, same.pass_hat_k.tasks_needed, same.outcome) == (0.0, None, "block")
+    assert (same.pass_hat_k.se, same.pass_hat_k.mde, same.pass_hat_k.tasks_needed) == (0.0, None, None)
+    assert same.outcome == "inconclusive"
+
+
+def test_zero_spread_is_no_finding():
+    """8 tasks × 1 trial, the candidate passing exactly the champion's one task: se 0 is not an MDE of 0."""
+    config = GateConfig(k=1, **NO_TESTS)
+    rows = [(f"tpl{i}", 1, int(i == 0)) for i in range(8)]
+    tie = evaluate(_tables(rows), _tables(rows), config)
+    p = tie.pass_hat_k
+    assert (p.se, p.mde, p.tasks_needed, tie.outcome, tie.promote) == (0.0, None, None, "inconclusive", False)
+    assert any(r.startswith("inconclusive: the standard error is 0") and "no finding" in r for r in tie.reasons)
+    assert not any("minimum detectable pass^1 effect +0.000" in r for r in tie.reasons)
+    # every task gained alike: a finding only when enough tasks did (the sign test's bound)
+    few_before, few_after = _tables([("a", 1, 0), ("b", 1, 0)]), _tables([("a", 1, 1), ("b", 1, 1)])
+    assert evaluate(few_after, few_before, config).outcome == "inconclusive"
+    many_before = _tables([(f"tpl{i}", 1, 0) for i in range(8)])
+    many_after = _tables([(f"tpl{i}", 1, 1) for i in range(8)])
+    many = evaluate(many_after, many_before, config)
+    assert many.outcome == "promote" and many.pass_hat_k.mde is None
+    assert any("the standard error is 0" in r for r in many.reasons)
+    # a uniform loss still blocks, however few the clusters
+    assert evaluate(many_before, many_after, config).outcome == "block"
+    assert evaluate(few_before, few_after, config).outcome == "block"
 
 
 def test_many_tasks_turn_the_same_straddle_into_a_block():

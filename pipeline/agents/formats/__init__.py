@@ -7,6 +7,8 @@ qwen3_coder   `<tool_call><function=name><parameter=x>…</parameter></function>
 llama3        a JSON object `{"name", "parameters"}`, with or without `<|python_tag|>` (Llama 3.1-3.3)
 mistral       `[TOOL_CALLS][{…}]` or `[TOOL_CALLS]name[ARGS]{…}`
 generic       a template without tools (e.g. Gemma): schemas and results in the text, hermes calls
+compact       the model's template, one line per tool, flattened results, `<tool_call>name(k="v")</tool_call>`
+              calls (small instruct models: SmolLM2, Gemma 3 270M)
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 from pipeline.agents.formats.base import ChatFormat, ChatFormatError, single_token_id
 from pipeline.agents.formats.compact import CodecFormat
+from pipeline.agents.formats.compact_template import CompactFormat
 from pipeline.agents.formats.template import TemplateFormat
 
 CHATML_STOPS = ("<|im_end|>", "<|endoftext|>")
@@ -27,6 +30,7 @@ FORMATS: dict[str, TemplateFormat] = {
     "generic": TemplateFormat(
         "generic", "hermes", ("<end_of_turn>", "<|im_end|>", "<|eot_id|>", "<|end|>"), tools_in_system=True
     ),
+    "compact": CompactFormat("compact", "compact", ("<end_of_turn>", "<|im_end|>", "<|eot_id|>", "<|end|>")),
 }
 ALIASES = {"qwen2_5": "hermes", "qwen2": "hermes", "llama3_1": "llama3"}
 CODEC = "agentloop"
@@ -80,6 +84,7 @@ __all__ = [
     "ChatFormat",
     "ChatFormatError",
     "CodecFormat",
+    "CompactFormat",
     "TemplateFormat",
     "detect_format",
     "format_names",
