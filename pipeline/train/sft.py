@@ -163,6 +163,7 @@ class SFTResult:
     losses: list[float] = field(default_factory=list)
     manifest: dict[str, Any] = field(default_factory=dict)
     mean_loss: float = float("nan")  # TRL's training loss over all steps (logged even when `losses` is empty)
+    train_seconds: float = float("nan")  # the training loop alone (TRL's train_runtime), without set-up and saving
 
     @property
     def first_loss(self) -> float:
@@ -252,6 +253,7 @@ def run_sft(params: SFTParams, out: Path, trajectories: list[Trajectory] | None 
             trained = trained.merge_and_unload()
         losses = _losses(trainer.state.log_history)
         steps, mean_loss = int(result.global_step), float(result.training_loss)
+        train_seconds = float(result.metrics.get("train_runtime", float("nan")))
     base.save(
         Path(out),
         trained,
@@ -274,4 +276,5 @@ def run_sft(params: SFTParams, out: Path, trajectories: list[Trajectory] | None 
         losses=losses,
         manifest=manifest,
         mean_loss=mean_loss,
+        train_seconds=train_seconds,
     )
