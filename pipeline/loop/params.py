@@ -237,7 +237,7 @@ class Params(Strict):
 
     def train_world(self) -> str:
         """This iteration's training world: `world.train_world`, moved on by the iteration when
-        `world.train_world_per_iteration` is set; never the evaluation world."""
+        `world.train_world_per_iteration` is set (never onto the evaluation world)."""
         w = self.world
         ref = w.train_world
         if w.train_world_per_iteration and self.loop.iteration > 1:
@@ -248,11 +248,11 @@ class Params(Strict):
                     " (gen-<seed> or gen-<seed>-<size>) whose seed the iteration can move"
                 )
             ref = f"gen-{int(m.group(1)) + self.loop.iteration - 1}{m.group(2) or ''}"
-        if ref == w.eval_world:
-            raise ValueError(
-                f"iteration {self.loop.iteration} would train in {ref!r}, the evaluation world (world.eval_world):"
-                " choose another world.train_world"
-            )
+            if ref == w.eval_world:
+                raise ValueError(
+                    f"iteration {self.loop.iteration} would train in {ref!r}, the evaluation world (world.eval_world):"
+                    " choose another world.train_world"
+                )
         return ref
 
     def embedded_config(self) -> EmbeddedConfig:
