@@ -40,7 +40,7 @@ def _json(path):
     return json.loads(path.read_text())
 
 
-@pytest.mark.timeout(1800)  # two whole loops through DVC: about 4 minutes on 2 idle cores, 19 on a crowded host
+@pytest.mark.timeout(1800)  # two whole loops through DVC: 19 min on 2 cores at load average ~20
 def test_two_iterations_in_a_row_the_second_measures_the_first_ones_promoted_candidate(tmp_path):
     from mlflow import MlflowClient
 
