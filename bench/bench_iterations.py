@@ -188,19 +188,24 @@ def main() -> None:
             )
             rows.append(row)
             print(json.dumps({k: row[k] for k in ("iteration", "seconds", "load", "gate", "champion_version")}))
+            write(args.results, commit, rows, repo)  # after every iteration: a stopped run keeps what it measured
             print(table(rows), flush=True)
     finally:
-        report = {
-            "commit": commit,
-            "iterations": rows,
-            "table": table(rows) if rows else "",
-            "setup": {"cpus": os.cpu_count(), "python": sys.version.split()[0], "clone": str(repo)},
-        }
-        args.results.parent.mkdir(parents=True, exist_ok=True)
-        args.results.write_text(json.dumps(report, indent=2) + "\n")
+        write(args.results, commit, rows, repo)
         if not args.keep and args.workdir is None:
             shutil.rmtree(work, ignore_errors=True)
-    print(report["table"])
+    print(table(rows) if rows else "no iteration finished")
+
+
+def write(path: Path, commit: str, rows: list[dict], repo: Path) -> None:
+    report = {
+        "commit": commit,
+        "iterations": rows,
+        "table": table(rows) if rows else "",
+        "setup": {"cpus": os.cpu_count(), "python": sys.version.split()[0], "clone": str(repo)},
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2) + "\n")
 
 
 if __name__ == "__main__":
