@@ -40,7 +40,7 @@ def _json(path):
     return json.loads(path.read_text())
 
 
-@pytest.mark.timeout(1800)  # two whole loops through DVC: 19 min on 2 cores at load average ~20
+@pytest.mark.timeout(1800)  # two whole loops through DVC: about 20 min on 2 cores at load average 15-20
 def test_two_iterations_in_a_row_the_second_measures_the_first_ones_promoted_candidate(tmp_path):
     from mlflow import MlflowClient
 
@@ -72,7 +72,7 @@ def test_two_iterations_in_a_row_the_second_measures_the_first_ones_promoted_can
     assert yaml.safe_load((repo / "params.yaml").read_text())["loop"]["iteration"] == 2
 
     client = MlflowClient(f"sqlite:///{repo / 'mlruns.db'}")
-    versions = {v.version: v for v in client.search_model_versions("name = 'agentloop-agent'")}
+    versions = {str(v.version): v for v in client.search_model_versions("name = 'agentloop-agent'")}
     assert sorted(versions) == ["1", "2"]
     assert {v.tags["agentloop.agent"] for v in versions.values()} == {"hf:checkpoint,max_new_tokens=12"}
     registered = list((repo / "mlartifacts").glob("*/artifacts/checkpoint/agent.json"))  # the versions' files
