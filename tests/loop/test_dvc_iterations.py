@@ -40,7 +40,7 @@ def _json(path):
     return json.loads(path.read_text())
 
 
-@pytest.mark.timeout(1800)  # two whole loops through DVC: about 20 min on 2 cores at load average 15-20
+@pytest.mark.timeout(1800)  # two whole loops through DVC: 9 min on 2 cores at load average ~7, 20 at 15-20
 def test_two_iterations_in_a_row_the_second_measures_the_first_ones_promoted_candidate(tmp_path):
     from mlflow import MlflowClient
 
