@@ -44,10 +44,11 @@ def _registered(source: str, config: TrackingConfig) -> str | None:
 def baseline_label(p: Params, config: TrackingConfig, model_dir: Path = paths.BASELINE_MODEL) -> str:
     """What this iteration started from: `v3` for a registered version, `embedded`, or the agent's kind.
 
-    A `model_version` recorded in the baseline's agent.json wins; else the registry source is resolved."""
+    The registered `version` the baseline stage recorded in the baseline's agent.json wins; else the registry
+    source is resolved."""
     ref_path = model_dir / AGENT_FILE
     ref = json.loads(ref_path.read_text()) if ref_path.exists() else {}
-    version = ref.get("model_version") or _registered(p.baseline.source, config)
+    version = ref.get("version") or ref.get("model_version") or _registered(p.baseline.source, config)
     if version:
         return f"v{version}"
     source = p.baseline.source

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal  # noqa: F401
 
@@ -43,6 +44,8 @@ log = logging.getLogger(__name__)
 # A path written in YAML is text; the file is validated strictly, so the text is turned into a Path first.
 PathText = Annotated[Path, BeforeValidator(lambda v: Path(v) if isinstance(v, str) else v)]
 
+_GEN = re.compile(r"^gen-(\d+)(-.+)?$")
+
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -54,7 +57,16 @@ class LoopParams(Strict):
 
 class WorldParams(Strict):
     eval_world: str = Field(default="gen-101", description="Held-out evaluation world (never used for training).")
-    train_world: str = Field(default="gen-7", description="World that synthesized and curated data come from.")
+    train_world: str = Field(
+        default="gen-7",
+        description="World that synthesized and curated data come from (iteration 1's; see train_world_per_iteration).",
+    )
+    train_world_per_iteration: bool = Field(
+        default=False,
+        description="Each iteration synthesizes in a world of its own: a generated train_world gen-<seed>[-size]"
+        " becomes gen-<seed + iteration - 1>[-size] (gen-7, gen-8, gen-9, ...), so iteration N trains on fresh"
+        " data; the evaluation world and its tasks stay frozen.",
+    )
     eval_tasks: int = Field(default=EVAL_TASKS, ge=1, description="Frozen held-out tasks (the gate's power needs 200).")
     seed: int = Field(default=0, description="Seed of the held-out task draw.")
     domain: str = Field(
@@ -66,11 +78,18 @@ class WorldParams(Strict):
 class BaselineParams(Strict):
     source: str = Field(
         default="embedded",
-        pattern=r"^(embedded|champion|agent:.+)$",
-        description="'embedded' starts from the embedded default (stage `embedded`); 'champion' from the"
-        " registry's champion; 'agent:<spec>' uses any agent spec as is (e.g. agent:flawed:invention=0.5 for quick"
-        " pipeline runs).",
+        pattern=r"^(embedded|champion|challenger|[1-9][0-9]*|agent:.+)$",
+        description="'embedded' starts from the embedded default (stage `embedded`); 'champion' or 'challenger'"
+        " from the registered version behind that alias, a number from that registered version (its files fetched"
+        " and checked against the digest registered with them); 'agent:<spec>' uses any agent spec as is (e.g."
+        " agent:flawed:invention=0.5 for quick pipeline runs).",
     )
+
+    @field_validator("source", mode="before")
+    @classmethod
+    def _version_number(cls, v: Any) -> Any:
+        """`source: 3` (a YAML number, as `dvc exp run -S baseline.source=3` writes it) names version 3."""
+        return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
 
 
 class MeasureParams(Strict):
@@ -236,6 +255,31 @@ class Params(Strict):
                 " per task (raise measure.trials or lower gate.k)"
             )
         return self
+
+    @model_validator(mode="after")
+    def _train_world_resolves(self) -> Params:
+        self.train_world()
+        return self
+
+    def train_world(self) -> str:
+        """This iteration's training world: `world.train_world`, moved on by the iteration when
+        `world.train_world_per_iteration` is set (never onto the evaluation world)."""
+        w = self.world
+        ref = w.train_world
+        if w.train_world_per_iteration and self.loop.iteration > 1:
+            m = _GEN.match(ref)
+            if m is None:
+                raise ValueError(
+                    f"world.train_world={ref!r}: world.train_world_per_iteration needs a generated world"
+                    " (gen-<seed> or gen-<seed>-<size>) whose seed the iteration can move"
+                )
+            ref = f"gen-{int(m.group(1)) + self.loop.iteration - 1}{m.group(2) or ''}"
+            if ref == w.eval_world:
+                raise ValueError(
+                    f"iteration {self.loop.iteration} would train in {ref!r}, the evaluation world (world.eval_world):"
+                    " choose another world.train_world"
+                )
+        return ref
 
     def embedded_config(self) -> EmbeddedConfig:
         """The `embedded` section as the EmbeddedConfig it is (imports torch)."""

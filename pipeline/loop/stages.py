@@ -1,7 +1,8 @@
 """One function per DVC stage. Each reads its params section, calls the library, writes the stage's outputs.
 
 Paths come from `pipeline.loop.paths` (dvc.yaml lists the same ones). Models are directories holding an
-`agent.json` (the agent spec that measures them) and, for trained models, the checkpoint itself.
+`agent.json` (which agent measures them, `pipeline.loop.agentref`) and, for checkpoints, the checkpoint itself in
+`checkpoint/`, referenced relative to the directory so that the directory can be registered and fetched as is.
 """
 
 from __future__ import annotations
@@ -11,7 +12,17 @@ import shutil
 from pathlib import Path
 
 from pipeline.loop import paths
-from pipeline.loop.agentref import read_agent_spec, sampled, write_agent_ref
+from pipeline.loop.agentref import (
+    AGENT_FILE,
+    CHECKPOINT_BACKENDS,
+    CHECKPOINT_DIR,
+    AgentRefError,
+    read_agent_ref,
+    read_agent_spec,
+    sampled,
+    write_agent_ref,
+    write_checkpoint_ref,
+)
 from pipeline.loop.metrics_files import gate_metrics, measure_metrics, write_metrics
 from pipeline.loop.params import Params
 from pipeline.loop.progress import track
@@ -50,7 +61,8 @@ def build_embedded(p: Params) -> dict:
 
 
 def build_baseline(p: Params) -> str:
-    """The model this iteration starts from: the embedded default, the registry's champion, or a given agent."""
+    """The model this iteration starts from: the embedded default, a registered version (`champion`,
+    `challenger` or a number; its files fetched and checked against the registered digest), or a given agent."""
     out = paths.BASELINE_MODEL
     if out.exists():
         shutil.rmtree(out)
@@ -59,27 +71,53 @@ def build_baseline(p: Params) -> str:
         spec = source.removeprefix("agent:")
         write_agent_ref(out, spec, source=source)
         return spec
-    ckpt = out / "checkpoint"
-    if source == "champion":
-        from pipeline.tracking import TrackingConfig, champion_checkpoint
-
-        config = TrackingConfig(experiment=p.promote.experiment, model_name=p.promote.model_name)
-        got = champion_checkpoint(out / "champion", config)
-        if got is None:
-            raise RuntimeError("baseline.source is 'champion' but the registry has no champion yet")
-        if (got / "agent.json").exists():  # a registered model directory (agent ref + checkpoint)
-            shutil.copytree(got, out, dirs_exist_ok=True)
-            shutil.rmtree(out / "champion")
-            spec = read_agent_spec(out)
-            return spec
-        shutil.move(str(got), str(ckpt))
-    else:
+    if source == "embedded":
         if not (paths.EMBEDDED_MODEL / "agentloop.json").exists():
             raise FileNotFoundError(f"{paths.EMBEDDED_MODEL}: no embedded checkpoint; run `dvc repro embedded`")
-        shutil.copytree(paths.EMBEDDED_MODEL, ckpt)
-    spec = f"hf:{ckpt}"
-    write_agent_ref(out, spec, source=source)
-    return spec
+        shutil.copytree(paths.EMBEDDED_MODEL, out / CHECKPOINT_DIR)
+        write_checkpoint_ref(out, "hf", source=source)
+        return read_agent_spec(out)
+    return _fetch_registered(p, source, out)
+
+
+def _fetch_registered(p: Params, source: str, out: Path) -> str:
+    """A registered version into `out`: its files as registered (digest checked), its agent loaded from there."""
+    from pipeline.tracking import TrackingConfig, fetch_version
+
+    config = TrackingConfig(experiment=p.promote.experiment, model_name=p.promote.model_name)
+    version, digest = fetch_version(out, source, config)
+    where = f"{config.model_name} version {version}"
+    extra = {"source": source, "version": version, "registered_digest": digest}
+    if not (out / AGENT_FILE).exists():  # a bare checkpoint, registered without a reference
+        files = list(out.iterdir())
+        (out / CHECKPOINT_DIR).mkdir()
+        for f in files:
+            f.rename(out / CHECKPOINT_DIR / f.name)
+        write_checkpoint_ref(out, "hf", **extra)
+        return read_agent_spec(out)
+    ref = read_agent_ref(out)
+    if "spec" in ref:
+        kind, _, body = ref["spec"].partition(":")
+        if kind not in CHECKPOINT_BACKENDS:  # an agent without files (a scripted one, an endpoint)
+            write_agent_ref(out, ref["spec"], **extra)
+            return ref["spec"]
+        path, _, options = body.partition(",")
+        if not (out / CHECKPOINT_DIR).is_dir():
+            raise AgentRefError(
+                f"{where}: its {AGENT_FILE} names {ref['spec']!r}, a checkpoint outside the registered files"
+            )
+        # Registered before references were relative: the spec names the workspace it was trained in; the
+        # checkpoint it meant is the one registered beside it.
+        log.warning("%s names %r; measuring the checkpoint registered with it instead", where, path)
+        ref = {"backend": kind, "checkpoint": CHECKPOINT_DIR, "options": options}
+    if ref["checkpoint"] != CHECKPOINT_DIR:
+        raise AgentRefError(f"{where}: {AGENT_FILE} names checkpoint {ref['checkpoint']!r}, not {CHECKPOINT_DIR!r}")
+    recorded = ref.get("checkpoint_digest")
+    write_checkpoint_ref(out, ref["backend"], ref.get("options") or "", **extra)
+    got = read_agent_ref(out)["checkpoint_digest"]
+    if recorded is not None and recorded != got:
+        raise AgentRefError(f"{where}: the checkpoint's digest {got} is not the {recorded} its {AGENT_FILE} records")
+    return read_agent_spec(out)
 
 
 def eval_tasks_file(p: Params) -> Path:
@@ -148,7 +186,7 @@ def synthesize(p: Params):
 
     if paths.SYNTH_DIR.exists():
         shutil.rmtree(paths.SYNTH_DIR)
-    world = load_world(p.world.train_world, p.world.domain)
+    world = load_world(p.train_world(), p.world.domain)
     result = run(world, Targets.read(paths.TARGETS), paths.SYNTH_DIR, p.synthesize.config)
     write_anchors(world, p.synthesize.anchors, p.synthesize.config.seed)
     return result
@@ -173,7 +211,7 @@ def curate(p: Params) -> dict:
     config = CurateConfig(
         pool=[paths.SYNTH_DIR / "trajectories.jsonl"],
         tasks=paths.SYNTH_DIR / "tasks.jsonl",
-        world=p.world.train_world,
+        world=p.train_world(),
         domain=p.world.domain,
         agent=sampled(read_agent_spec(paths.BASELINE_MODEL), p.measure.temperature),
         probes=p.curate.probes,
@@ -229,11 +267,9 @@ def train_candidate(p: Params) -> str:
         anchor_share=p.train.anchor_share,
         seed=p.train.seed,
     )
-    ckpt = out / "checkpoint"
-    run_sft(params, ckpt)
-    spec = f"hf:{ckpt}" + (f",{options}" if options else "")
-    write_agent_ref(out, spec, method=method)
-    return spec
+    run_sft(params, out / CHECKPOINT_DIR)
+    write_checkpoint_ref(out, "hf", options, method=method)
+    return read_agent_spec(out)
 
 
 def gate(p: Params):

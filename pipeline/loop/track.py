@@ -16,12 +16,13 @@ from __future__ import annotations
 import json
 import logging
 import os
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from pipeline.loop import paths
-from pipeline.loop.agentref import read_agent_spec
+from pipeline.loop.agentref import agent_label, packaged, read_agent_spec
 from pipeline.loop.history import current_headline, tracking_config
 from pipeline.loop.params import Params
 from pipeline.loop.track_inputs import LoopData, StageTimes, about
@@ -145,7 +146,11 @@ def track_and_promote(p: Params, lock_path: Path = Path("dvc.lock")) -> dict[str
             )
         with stage("train", role="candidate", params=sections["train"]) as run:
             log_datasets(client, run.run_id, [(ds, "training") for ds in trained_on])
-            version = register_checkpoint(tracker, paths.CANDIDATE_MODEL, tags=dataset_tags(trained_on))
+            with tempfile.TemporaryDirectory(prefix=".register-", dir=paths.CANDIDATE_MODEL.parent) as scratch:
+                # what the registry stores names no local path: the directory as is, or a packaged copy of it
+                stored = packaged(paths.CANDIDATE_MODEL, Path(scratch) / "model")
+                labels = {"agentloop.agent": agent_label(stored), **dataset_tags(trained_on)}
+                version = register_checkpoint(tracker, stored, tags=labels)
         with stage("remeasure", role="candidate", params=sections["measure"]) as run:
             run.log_summary(candidate_summary)
             _artifacts(run, paths.CANDIDATE_RUN / "metrics.json", paths.CANDIDATE_RUN / "per_task.csv")

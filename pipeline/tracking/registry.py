@@ -160,23 +160,65 @@ def _download(client: MlflowClient, config: TrackingConfig, mv: Any, dst: Path) 
     )
 
 
-def champion_checkpoint(dst: str | Path, config: TrackingConfig | None = None) -> Path | None:
-    """Download the champion's checkpoint files into ``dst`` (replacing it); None when there is no champion.
+class RegistryError(RuntimeError):
+    """The registry has no such version, or what it holds is not what it recorded."""
+
+
+def resolve_version(which: str | int, config: TrackingConfig | None = None) -> tuple[str, str]:
+    """(version, how it was named) for `champion`, `challenger` or a version number; RegistryError if none."""
+    config = config or TrackingConfig()
+    client = config.client()
+    name = str(which)
+    if name in (CHAMPION, CHALLENGER):
+        version = _alias_version(client, config.model_name, name)
+        if version is None:
+            raise RegistryError(f"{config.model_name} has no {name} yet in {config.tracking_uri}: run an iteration")
+        return version, name
+    if not name.isdigit() or int(name) < 1:
+        raise RegistryError(f"{name!r}: expected {CHAMPION}, {CHALLENGER} or a version number")
+    from mlflow.exceptions import MlflowException
+
+    try:
+        client.get_model_version(config.model_name, str(int(name)))
+    except MlflowException:
+        raise RegistryError(f"{config.model_name} has no version {int(name)} ({config.tracking_uri})") from None
+    return str(int(name)), f"version {int(name)}"
+
+
+def fetch_version(dst: str | Path, which: str | int, config: TrackingConfig | None = None) -> tuple[str, str]:
+    """Download a version's files into ``dst`` (replacing it) and check them against the digest registered with
+    them; returns (version, digest). A mismatch is an error naming both digests, and ``dst`` is left untouched.
 
     The download goes to a sibling temporary directory first, so ``dst`` is never left half-written.
     """
     config = config or TrackingConfig()
-    version = champion_version(config)
-    if version is None:
-        return None
+    version, named = resolve_version(which, config)
     dst = Path(dst)
     dst.parent.mkdir(parents=True, exist_ok=True)
     client = config.client()
     mv = client.get_model_version(config.model_name, version)
+    registered = (mv.tags or {}).get(DIGEST_TAG)
+    if not registered:
+        raise RegistryError(f"{config.model_name} version {version} ({named}) records no {DIGEST_TAG}: cannot check it")
     with tempfile.TemporaryDirectory(dir=dst.parent, prefix=f".{dst.name}.") as tmp:
-        got = _download(client, config, mv, Path(tmp) / "files")
+        got = Path(_download(client, config, mv, Path(tmp) / "files"))
+        fetched = directory_digest(got)
+        if fetched != registered:
+            raise RegistryError(
+                f"{config.model_name} version {version} ({named}): the fetched files' digest {fetched} is not the"
+                f" registered {DIGEST_TAG} {registered}"
+            )
         if dst.exists():
             shutil.rmtree(dst)
-        Path(got).rename(dst)
-    log.info("fetched %s version %s (champion) into %s", config.model_name, version, dst)
-    return dst
+        got.rename(dst)
+    log.info("fetched %s version %s (%s, digest %s) into %s", config.model_name, version, named, fetched[:12], dst)
+    return version, fetched
+
+
+def champion_checkpoint(dst: str | Path, config: TrackingConfig | None = None) -> Path | None:
+    """Download the champion's files into ``dst`` (replacing it, digest checked); None when there is no champion."""
+    config = config or TrackingConfig()
+    if champion_version(config) is None:
+        return None
+    fetch_version(dst, CHAMPION, config)
+    return Path(dst)

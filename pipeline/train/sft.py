@@ -164,6 +164,7 @@ class SFTResult:
     losses: list[float] = field(default_factory=list)
     manifest: dict[str, Any] = field(default_factory=dict)
     mean_loss: float = float("nan")  # TRL's training loss over all steps (logged even when `losses` is empty)
+    train_seconds: float = float("nan")  # the training loop alone (TRL's train_runtime), without set-up and saving
 
     @property
     def first_loss(self) -> float:
@@ -254,6 +255,7 @@ def run_sft(params: SFTParams, out: Path, trajectories: list[Trajectory] | None 
             trained = trained.merge_and_unload()
         losses = _losses(trainer.state.log_history)
         steps, mean_loss = int(result.global_step), float(result.training_loss)
+        train_seconds = float(result.metrics.get("train_runtime", float("nan")))
     bad = first_non_finite(trained, trainable_only=False)
     if bad is not None:  # what the per-step check cannot see (a frozen weight, a merge)
         raise NonFiniteTrainingError(f"trained weight {bad} is not finite; nothing was saved")
@@ -279,4 +281,5 @@ def run_sft(params: SFTParams, out: Path, trajectories: list[Trajectory] | None 
         losses=losses,
         manifest=manifest,
         mean_loss=mean_loss,
+        train_seconds=train_seconds,
     )

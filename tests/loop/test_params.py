@@ -218,3 +218,48 @@ def test_measure_tasks_can_be_set_and_defaulted_sections_are_named(tmp_path, cap
     with pytest.raises(ParamsError, match="measure.tasks"):
         load_params(path)
     assert load_params(ROOT / "params.yaml").defaulted == ()
+
+
+@pytest.mark.parametrize(
+    ("text", "source"),
+    [
+        ("champion", "champion"),
+        ("challenger", "challenger"),
+        ("3", "3"),  # a YAML number, as `dvc exp run -S baseline.source=3` writes it
+        ("'12'", "12"),
+        ("agent:oracle", "agent:oracle"),
+    ],
+)
+def test_baseline_source_names_an_alias_a_version_or_an_agent(tmp_path, text, source):
+    path = tmp_path / "params.yaml"
+    path.write_text(f"baseline:\n  source: {text}\n")
+    assert load_params(path).baseline.source == source
+
+
+@pytest.mark.parametrize("text", ["latest", "0", "-1", "v3", "true"])
+def test_baseline_source_refuses_what_names_no_version(tmp_path, text):
+    path = tmp_path / "params.yaml"
+    path.write_text(f"baseline:\n  source: {text}\n")
+    with pytest.raises(ParamsError, match=r"baseline.source"):
+        load_params(path)
+
+
+def test_each_iteration_trains_in_a_world_of_its_own_seed(tmp_path):
+    path = tmp_path / "params.yaml"
+
+    def world(iteration: int, train: str = "gen-7", per_iteration: bool = True, eval_world: str = "gen-101") -> str:
+        path.write_text(
+            f"loop: {{iteration: {iteration}}}\nworld: {{train_world: {train}, eval_world: {eval_world},"
+            f" train_world_per_iteration: {str(per_iteration).lower()}}}\n"
+        )
+        return load_params(path).train_world()
+
+    assert [world(n) for n in (1, 2, 3)] == ["gen-7", "gen-8", "gen-9"]
+    assert world(3, per_iteration=False) == "gen-7"
+    assert world(2, train="gen-7-20x80x160") == "gen-8-20x80x160"
+    assert world(1, train="../shared/tau2_retail") == "../shared/tau2_retail"  # iteration 1 keeps it as given
+    with pytest.raises(ParamsError, match=r"world.train_world_per_iteration needs a generated world"):
+        world(2, train="../shared/tau2_retail")
+    with pytest.raises(ParamsError, match=r"iteration 3 would train in 'gen-9', the evaluation world"):
+        world(3, eval_world="gen-9")
+    assert load_params(ROOT / "params.yaml").world.train_world_per_iteration  # the loop's default: fresh worlds
