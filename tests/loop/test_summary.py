@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pipeline.loop import paths
 from pipeline.loop.summary import job_summary
+from pipeline.metrics.headline import pp
 from tests.tracking.conftest import make_summary
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,7 +44,9 @@ def test_the_headline_table_gate_and_registry(tmp_path):
     assert "| metric | champion | candidate | change |" in lines
     assert any(line.startswith("| pass^2 | 50.0% | 100.0% |") for line in lines), text
     assert any(line.startswith("| misread (share of trials) | 40.0% | 0.0% |") for line in lines), text
-    assert any(line.startswith("Gate: **PROMOTE**") and "interval +6.1 pp … +44.1 pp" in line for line in lines)
+    gain = json.loads((ROOT / "gate" / "gate.json").read_text())["pass_hat_k"]  # the committed decision
+    interval = f"interval {pp(gain['low'])} … {pp(gain['high'])}"
+    assert any(line.startswith("Gate: **PROMOTE**") and interval in line for line in lines), text
     assert "Registry: version 3 is `challenger`; `champion` moved to the candidate." in lines
 
 
