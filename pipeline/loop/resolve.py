@@ -97,7 +97,7 @@ def _agent(value: str) -> None:
         from pathlib import Path
 
         path = body.partition(",")[0]
-        if not path or not Path(path).is_dir():
+        if not path or not (Path(path).is_dir() or _written_by_a_stage(Path(path))):
             raise ValueError(f"agent {spec!r}: no checkpoint directory {path!r}")
         return
     if kind == "openai":
@@ -105,3 +105,19 @@ def _agent(value: str) -> None:
     from pipeline.agents.registry import make_agent
 
     make_agent(spec)
+
+
+def _written_by_a_stage(path, dvc_file: str = "dvc.yaml") -> bool:
+    """Whether `path` is (inside) an output of a stage of this pipeline: a checkpoint the loop builds before the
+    stage that reads it (`models/embedded`) need not exist when an earlier stage resolves the params."""
+    from pathlib import Path
+
+    import yaml
+
+    spec = Path(dvc_file)
+    if path.is_absolute() or not spec.is_file():
+        return False
+    stages = (yaml.safe_load(spec.read_text()) or {}).get("stages", {})
+    outs = [next(iter(o)) if isinstance(o, dict) else o for st in stages.values() for o in st.get("outs", [])]
+    target = Path(*path.parts)
+    return any(target == Path(o) or Path(o) in target.parents for o in outs)

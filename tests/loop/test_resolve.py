@@ -34,6 +34,19 @@ def test_a_name_that_names_nothing_is_refused_naming_its_key(tmp_path, text, nee
     assert needle in str(info.value) and "\n" not in str(info.value)
 
 
+def test_a_checkpoint_a_stage_builds_need_not_exist_yet(tmp_path, monkeypatch):
+    """`agent:hf:models/embedded` before the embedded stage has built it: an output of dvc.yaml, so accepted."""
+    (tmp_path / "dvc.yaml").write_text("stages:\n  embedded:\n    cmd: x\n    outs:\n      - models/embedded:\n")
+    (tmp_path / "params.yaml").write_text(
+        "baseline:\n  source: 'agent:hf:models/embedded,max_new_tokens=12'\n"
+        "train:\n  method: 'agent:hf:models/elsewhere'\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ParamsError, match=None) as info:
+        resolve_params(load_params(tmp_path / "params.yaml"))
+    assert "train.method: agent 'hf:models/elsewhere': no checkpoint directory" in str(info.value)
+
+
 def test_an_empty_model_name_is_refused_at_load(tmp_path):
     path = tmp_path / "params.yaml"
     path.write_text("promote:\n  model_name: ''\n")
