@@ -78,9 +78,9 @@ def test_retrain_gates_and_moves_champion_only_on_push_to_main(tmp_path):
     repo = copy_repo(tmp_path / "repo")
     subprocess.run(["git", "branch", "-M", "main"], cwd=repo, check=True, env=loop_env(repo))
     store = tmp_path / "mlruns.db"
-    flawed = REDUCED["baseline"]["source"].removeprefix("agent:")
-    set_params(repo, REDUCED | {"train": {"method": f"agent:{flawed}"}})
-    _commit(repo, "candidate no better")
+    worse = "agent:flawed:plan_adherence=1.0,invention=1.0,misread=1.0"  # fails what the baseline passes
+    set_params(repo, REDUCED | {"train": {"method": worse}})
+    _commit(repo, "candidate worse")
     blocked, promotion, summary = _retrain(repo, tmp_path, "blocked", store)
     assert blocked.returncode != 0, blocked.stdout[-3000:]
     assert "gate: BLOCKED" in blocked.stdout and "❌  Failure - Main Gate" in blocked.stdout
