@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import os
-import platform
 import statistics
 import time
 from pathlib import Path
+
+from machine import host_machine, write_results
 
 from pipeline.dataset.task import Action, Task
 from pipeline.grading.grader import clear_expected_cache, grade, verdict_summary
@@ -175,15 +175,9 @@ def main() -> None:
         "domains": results,
         "target_speedup": 50,
         "rounds": args.rounds,
-        "machine": {
-            "python": platform.python_version(),
-            "cpu_count": os.cpu_count(),
-            "platform": platform.platform(),
-            "load_average_at_start": [round(x, 2) for x in load],
-        },
+        "machine": host_machine(load),
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    write_results(args.out, report)
     print(f"wrote {args.out}")
 
 

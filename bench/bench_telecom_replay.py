@@ -11,11 +11,11 @@ tasks with a refused gold action; tasks meeting every assertion; assertions met 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import time
 from pathlib import Path
+
+from machine import host_machine, write_results
 
 from pipeline.tau2.data import tau2_data_dir
 from pipeline.world.registry import domain_of_directory
@@ -70,15 +70,9 @@ def main() -> None:
         )
     report = {
         "sets": results,
-        "machine": {
-            "python": platform.python_version(),
-            "cpu_count": os.cpu_count(),
-            "platform": platform.platform(),
-            "load_average_at_start": [round(x, 2) for x in load],
-        },
+        "machine": host_machine(load),
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    write_results(args.out, report)
     print(f"wrote {args.out}")
 
 

@@ -1,4 +1,4 @@
-"""What the torch benches record about the machine they ran on, and how they write their results."""
+"""What the benches record about the machine they ran on, and how they write their results."""
 
 from __future__ import annotations
 
@@ -7,16 +7,26 @@ import os
 import platform
 from pathlib import Path
 
-import torch
-
 
 def torch_machine() -> dict:
     """Threads, cores and versions: the figures a torch bench's timings depend on."""
+    import torch  # only the torch benches pay for it
+
     return {
         "torch_threads": torch.get_num_threads(),
         "cpus": os.cpu_count(),
         "python": platform.python_version(),
         "torch": torch.__version__,
+    }
+
+
+def host_machine(load: tuple[float, float, float]) -> dict:
+    """Python, cores, platform and the load average when the bench started (`os.getloadavg()`)."""
+    return {
+        "python": platform.python_version(),
+        "cpu_count": os.cpu_count(),
+        "platform": platform.platform(),
+        "load_average_at_start": [round(x, 2) for x in load],
     }
 
 
