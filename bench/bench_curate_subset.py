@@ -33,13 +33,13 @@ from pathlib import Path
 
 from pipeline.curate.curate import CurateConfig, curate
 from pipeline.dataset.io import write_tasks
+from pipeline.domains.retail.oracle import OracleAgent
+from pipeline.embedded.corpus import run_corpus
 from pipeline.loop.params import load_params
 from pipeline.measure import MeasureConfig, measure
 from pipeline.synth.templates import generate_tasks
-from pipeline.train.corpus import run_corpus
 from pipeline.train.sft import SFTParams, run_sft
 from pipeline.world.registry import load_world
-from pipeline.world.retail.oracle import OracleAgent
 
 ROOT = Path(__file__).resolve().parents[1]
 log = logging.getLogger("bench")

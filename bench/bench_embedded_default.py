@@ -3,7 +3,7 @@
 On CPU (2 threads), from nothing downloaded:
 
 1. build the embedded default baseline (tokenizer, tiny Llama with the planted copy circuit, copy warm-up,
-   training on the situation-flawed corpus) — `pipeline.train.embedded.build_baseline`;
+   training on the situation-flawed corpus) — `pipeline.embedded.build.build_baseline`;
 2. measure it on held-out tasks of the evaluation world (k trials per task): pass^1, pass^k, failure modes;
 3. split a synthesis budget across the measured failure modes (`pipeline.target`) and synthesize targeted,
    verified tasks with gold trajectories on the training world (`pipeline.synth`), aimed at the cells (template ×
@@ -36,16 +36,16 @@ import torch
 from machine import torch_machine, write_results
 
 from pipeline.dataset.io import write_tasks
+from pipeline.domains.retail.oracle import OracleAgent
+from pipeline.embedded.build import EmbeddedConfig, build_baseline
+from pipeline.embedded.corpus import run_corpus
 from pipeline.loop.params import load_params
 from pipeline.measure import MeasureConfig, measure
 from pipeline.synth.synthesize import synthesize
 from pipeline.synth.templates import generate_tasks
 from pipeline.target import Targets, make_targets, split_budget
-from pipeline.train.corpus import run_corpus
-from pipeline.train.embedded import EmbeddedConfig, build_baseline
 from pipeline.train.sft import SFTParams, run_sft
 from pipeline.world.registry import load_world
-from pipeline.world.retail.oracle import OracleAgent
 
 ROOT = Path(__file__).resolve().parents[1]
 MODES = ("plan_adherence", "invention", "misread")
@@ -128,7 +128,7 @@ def main() -> None:
     ap.add_argument("--results", type=Path, default=ROOT / "bench" / "results" / "embedded_default.json")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    for noisy in ("httpx", "datasets", "transformers", "pipeline.train.loop"):
+    for noisy in ("httpx", "datasets", "transformers", "pipeline.embedded.train_loop"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     torch.set_num_threads(2)
     out = args.out

@@ -39,9 +39,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from pipeline.domains.retail.synthesis import RETAIL_CYCLE as DEFAULT_CYCLE  # noqa: E402
 from pipeline.gate import GateConfig, TaskOutcome, evaluate  # noqa: E402
 from pipeline.grading.failure_modes import FAILURE_MODES  # noqa: E402
-from pipeline.world.retail.synthesis import RETAIL_CYCLE as DEFAULT_CYCLE  # noqa: E402
 
 K = 4
 SIGMA_TEMPLATE = 0.75

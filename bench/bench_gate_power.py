@@ -36,9 +36,9 @@ import time
 from multiprocessing import Pool
 from pathlib import Path
 
+from pipeline.domains.retail.synthesis import RETAIL_CYCLE as DEFAULT_CYCLE
 from pipeline.gate import EVAL_TASKS, GateConfig, TaskOutcome, evaluate
 from pipeline.grading.failure_modes import FAILURE_MODES
-from pipeline.world.retail.synthesis import RETAIL_CYCLE as DEFAULT_CYCLE
 
 ROOT = Path(__file__).resolve().parents[1]
 K = 4

@@ -25,8 +25,9 @@ from pathlib import Path
 
 import torch
 
-from pipeline.agents.codec import encode_conversation, format_assistant
-from pipeline.agents.hf import HFAgent, sample
+from pipeline.agents.backends.hf import HFAgent, sample
+from pipeline.agents.formats.codec import encode_conversation, format_assistant
+from pipeline.domains.retail.oracle import OracleAgent
 from pipeline.grading.grader import clear_expected_cache, grade
 from pipeline.rollout.protocols import EpisodeInfo
 from pipeline.rollout.runner import run_episode
@@ -34,7 +35,6 @@ from pipeline.rollout.trajectory import Message, Usage
 from pipeline.synth.templates import generate_tasks
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
-from pipeline.world.retail.oracle import OracleAgent
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_openai_throughput import WORLD, build_default_shape_checkpoint  # noqa: E402

@@ -27,8 +27,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pipeline.agents.hf import HFAgent  # noqa: E402
-from pipeline.agents.hf_padded import PaddedDecoder  # noqa: E402
+from pipeline.agents.backends.hf import HFAgent  # noqa: E402
+from pipeline.agents.backends.hf_padded import PaddedDecoder  # noqa: E402
 from pipeline.rollout.executor import SerialExecutor  # noqa: E402
 from pipeline.rollout.runner import Limits  # noqa: E402
 from pipeline.rollout.trajectory import Trajectory  # noqa: E402

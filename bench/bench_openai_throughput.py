@@ -28,17 +28,18 @@ from pathlib import Path
 
 import httpx
 
-from pipeline.agents.codec import CodecConfig
-from pipeline.agents.openai_backend import OpenAIAgent, SamplingConfig
-from pipeline.agents.openai_client import ChatClient, EndpointConfig
+from pipeline.agents.backends.openai import OpenAIAgent, SamplingConfig
+from pipeline.agents.formats.codec import CodecConfig
+from pipeline.domains.retail.oracle import OracleAgent
+from pipeline.domains.retail.policy import POLICY_SUMMARY
+from pipeline.domains.retail.tools import TOOLS
+from pipeline.endpoint.client import ChatClient, EndpointConfig
 from pipeline.rollout.protocols import EpisodeInfo, InfrastructureError
 from pipeline.rollout.runner import run_episode
 from pipeline.rollout.trajectory import Message
 from pipeline.synth.templates import generate_tasks
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
-from pipeline.world.retail.oracle import OracleAgent
-from pipeline.world.retail.tools import TOOLS
 
 ROOT = Path(__file__).resolve().parents[1]
 WORLD = "gen-0-20x100x200"
@@ -46,12 +47,12 @@ WORLD = "gen-0-20x100x200"
 
 def build_default_shape_checkpoint(directory: Path, world) -> Path:
     """A random model of the embedded default's shape (ModelConfig defaults), compact codec, trained tokenizer."""
-    from pipeline.train.model import CheckpointMeta, ModelConfig, build_model, save_checkpoint
-    from pipeline.train.tokenizer import build_corpus, train_tokenizer
+    from pipeline.embedded.model import CheckpointMeta, ModelConfig, build_model, save_checkpoint
+    from pipeline.embedded.tokenizer import build_corpus, train_tokenizer
 
     tokenizer = train_tokenizer(build_corpus(world, 50))
     config = ModelConfig()
-    codec = CodecConfig(system="compact", tool_results="compact")
+    codec = CodecConfig(system="compact", tool_results="compact", policy_summary=POLICY_SUMMARY)
     return save_checkpoint(
         directory, build_model(config, tokenizer), tokenizer, CheckpointMeta.for_codec(codec, model=config)
     )

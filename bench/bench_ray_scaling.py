@@ -17,13 +17,13 @@ import platform
 import time
 from pathlib import Path
 
+from pipeline.domains.retail.generator import GeneratorConfig, generate_world
+from pipeline.domains.retail.oracle import OracleAgent
 from pipeline.grading.grader import clear_expected_cache
 from pipeline.rollout.executor import SerialExecutor
 from pipeline.rollout.ray_executor import RayExecutor
 from pipeline.synth.templates import generate_tasks
 from pipeline.users.scripted import ScriptedUser
-from pipeline.world.retail.generator import GeneratorConfig, generate_world
-from pipeline.world.retail.oracle import OracleAgent
 
 ROOT = Path(__file__).resolve().parents[1]
 

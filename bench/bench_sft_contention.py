@@ -38,11 +38,11 @@ BUSY = "while True:\n    pass\n"
 def arm(checkpoint: Path, steps: int, threads: int, examples: int) -> dict:
     """One SFT run in this process (the policy came in through the environment); its speed and losses."""
     sys.path.insert(0, str(ROOT))
+    from pipeline.domains.retail.oracle import OracleAgent
+    from pipeline.embedded.corpus import run_corpus
     from pipeline.synth.templates import generate_tasks
-    from pipeline.train.corpus import run_corpus
     from pipeline.train.sft import SFTParams, run_sft
     from pipeline.world.registry import load_world
-    from pipeline.world.retail.oracle import OracleAgent
 
     world = load_world("gen-7")
     trajectories = run_corpus(

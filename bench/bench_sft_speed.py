@@ -42,10 +42,10 @@ def training_data(checkpoint: Path, examples: int):
         anchors = [ROOT / paths.ANCHORS] if (ROOT / paths.ANCHORS).exists() else []
         params = SFTParams(base=checkpoint, data=loop_data, anchors=anchors, anchor_share=0.3)
         return load_data(params)[0], "loop"
+    from pipeline.domains.retail.oracle import OracleAgent
+    from pipeline.embedded.corpus import run_corpus
     from pipeline.synth.templates import generate_tasks
-    from pipeline.train.corpus import run_corpus
     from pipeline.world.registry import load_world
-    from pipeline.world.retail.oracle import OracleAgent
 
     world = load_world("gen-7")
     tasks = generate_tasks(world, examples, seed=0)

@@ -22,11 +22,11 @@ from pathlib import Path
 from machine import write_results
 
 import pipeline.grading.static_checks as static_checks
+from pipeline.domains.retail.tau2 import load_tau2_domain
 from pipeline.grading.confirmation import Reading, read_reply
 from pipeline.grading.grader import grade
 from pipeline.tau2.data import tau2_data_dir
 from pipeline.tau2.gold import gold_conversation
-from pipeline.world.retail.tau2 import load_tau2_domain
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPORA = ("confirmation_replies.jsonl", "confirmation_holdout.jsonl")

@@ -278,9 +278,9 @@ def measure_cmd(
     Every finished trial is journaled in --out; run the same command again after a crash to resume."""
     from pydantic import ValidationError
 
-    from pipeline.agents.openai_errors import UnsupportedSettingError
     from pipeline.agents.registry import UnknownAgentError
     from pipeline.dataset.io import TaskFileError, read_tasks
+    from pipeline.endpoint.errors import UnsupportedSettingError
     from pipeline.grading.llm_judge import UnknownJudgeError
     from pipeline.measure import MeasureConfig, measure
     from pipeline.measure.run import RUN_FILES
@@ -359,7 +359,7 @@ def serve_cmd(
     chat_format: str = typer.Option(None, "--format", help="Chat format (default: recorded, or from the template)."),
 ) -> None:
     """Serve a local model over an OpenAI-compatible chat-completions API with tool calls."""
-    from pipeline.agents.codec import CodecMismatchError
+    from pipeline.agents.formats.codec import CodecMismatchError
     from pipeline.serve import load_engine, serve
 
     if api_key is not None and not api_key.strip():

@@ -1,6 +1,6 @@
 """How exactly the planted copy circuit copies an id before any training, for a few circuit shapes.
 
-The embedded default copies ids with a planted induction head (`pipeline.train.induction`) whose match key is
+The embedded default copies ids with a planted induction head (`pipeline.embedded.copy_circuit`) whose match key is
 the last `offsets` tokens. An id case is a listing of ten `item <10-digit id> | price ...` lines and then
 `I will use item ` plus the first three digits of one of them; it passes when greedy decoding writes the other
 seven digits. `random` ids are uniform; `run of 4` ids hold four equal digits in a row (`0877779...`), which a
@@ -23,8 +23,8 @@ import torch
 from machine import torch_machine, write_results
 from transformers import AutoTokenizer
 
-from pipeline.train.induction import COPY_ROPE, plant_copy_circuit
-from pipeline.train.model import ModelConfig, build_model
+from pipeline.embedded.copy_circuit import COPY_ROPE, plant_copy_circuit
+from pipeline.embedded.model import ModelConfig, build_model
 from pipeline.world.registry import load_world
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -24,10 +24,10 @@ from pathlib import Path
 
 from machine import write_results
 
+from pipeline.domains.retail.tools import WRITE_TOOLS
 from pipeline.gate.load import read_trajectories
 from pipeline.grading.utterances import refuses
 from pipeline.rollout.trajectory import Message
-from pipeline.world.retail.tools import WRITE_TOOLS
 
 ROOT = Path(__file__).resolve().parents[2]
 COPY_SLIP = ("not found", "could not parse", "not a variant")

@@ -1,7 +1,7 @@
 """Lean decoding vs transformers' forward: the embedded default's episodes, side by side, same samples.
 
 Runs the same held-out episodes (scripted user, temperature 0.7, one torch thread, serial) with the `hf`
-agent decoding through `pipeline.agents.lean.LeanLlama` and through `LlamaForCausalLM.forward`, alternating
+agent decoding through `pipeline.agents.backends.lean.LeanLlama` and through `LlamaForCausalLM.forward`, alternating
 rounds so both see the same machine load. Reports episodes per second, tokens per second, the speed ratio,
 and whether the two produced the same conversations (they sample from the same logits up to float rounding).
 
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from machine import torch_machine, write_results
 
-from pipeline.agents.hf import HFAgent
+from pipeline.agents.backends.hf import HFAgent
 from pipeline.dataset.io import read_tasks
 from pipeline.rollout.runner import run_episode
 from pipeline.synth.templates import generate_tasks

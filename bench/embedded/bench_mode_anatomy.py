@@ -33,11 +33,11 @@ from pathlib import Path
 
 from machine import write_results
 
+from pipeline.domains.retail.tools import WRITE_TOOLS
 from pipeline.gate.load import read_trajectories
 from pipeline.grading.failure_modes import FAILURE_MODES
 from pipeline.grading.provenance import normalize
 from pipeline.rollout.trajectory import Message
-from pipeline.world.retail.tools import WRITE_TOOLS
 
 ROOT = Path(__file__).resolve().parents[2]
 KINDS = ("copy slip", "spliced copy", "degenerate", "made up")

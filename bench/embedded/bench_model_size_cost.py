@@ -33,10 +33,10 @@ import torch
 from machine import torch_machine, write_results
 from transformers import LlamaForCausalLM
 
-from pipeline.agents.hf import HFAgent
+from pipeline.agents.backends.hf import HFAgent
 from pipeline.dataset.io import read_tasks
+from pipeline.embedded.model import load_checkpoint, read_meta, save_checkpoint
 from pipeline.rollout.runner import run_episode
-from pipeline.train.model import load_checkpoint, read_meta, save_checkpoint
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
 

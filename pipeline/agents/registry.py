@@ -152,7 +152,7 @@ def make_agent(spec: str, domain: Domain | None = None) -> Agent:
         except ValidationError as exc:
             raise UnknownAgentError(f"agent {spec!r}: {exc.errors()[0]['msg']}") from None
     if kind == "hf" and body:
-        from pipeline.agents.hf import HFAgent
+        from pipeline.agents.backends.hf import HFAgent
 
         path, _, rest = body.partition(",")
         words = {}
@@ -169,7 +169,7 @@ def make_agent(spec: str, domain: Domain | None = None) -> Agent:
                 " threads, device, dtype, format)"
             )
         checked = _sampling(spec, HFSettings, settings).model_dump(exclude_unset=True)
-        from pipeline.agents.loading import check_placement
+        from pipeline.agents.backends.loading import check_placement
 
         try:
             check_placement(words.get("device"), words.get("dtype", "auto"))
@@ -185,7 +185,7 @@ def make_agent(spec: str, domain: Domain | None = None) -> Agent:
         target, _, rest = body.partition(",")
         settings = _settings(spec, rest, OMISSIBLE if kind == "openai" else frozenset())
         if kind == "openai":
-            from pipeline.agents.openai_backend import OpenAIAgent, SamplingConfig
+            from pipeline.agents.backends.openai import OpenAIAgent, SamplingConfig
 
             if not (os.environ.get("AGENTLOOP_BASE_URL") or os.environ.get("OPENAI_BASE_URL")):
                 raise UnknownAgentError(
@@ -194,7 +194,7 @@ def make_agent(spec: str, domain: Domain | None = None) -> Agent:
                 )
 
             return OpenAIAgent(target, sampling=_sampling(spec, SamplingConfig, settings))
-        from pipeline.agents.vllm_backend import VLLMAgent, VLLMConfig
+        from pipeline.agents.backends.vllm import VLLMAgent, VLLMConfig
 
         return VLLMAgent(target, _sampling(spec, VLLMConfig, settings))
     raise UnknownAgentError(

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 
 Persona = Literal["terse", "chatty", "formal", "anxious"]
 PERSONAS: tuple[str, ...] = Persona.__args__  # type: ignore[attr-defined]
-# Retail's request intents (pipeline.world.retail); a request's intent is any domain's word, e.g. airline 'book'.
+# Retail's request intents (pipeline.domains.retail); a request's intent is any domain's word, e.g. airline 'book'.
 Intent = Literal[
     "cancel",
     "modify_address",

@@ -1,2 +1,2 @@
-"""Domain packages beyond the reference retail world (pipeline.world.retail); each sits behind
+"""Domain packages beyond the reference retail world (pipeline.domains.retail); each sits behind
 pipeline.world.domain.Domain and is named in `world.domain`."""

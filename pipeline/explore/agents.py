@@ -16,9 +16,9 @@ import json
 import random
 from typing import Any
 
-from pipeline.agents import phrases as P
-from pipeline.agents.flaws import MODES, FlawConfig, PlantingAgent, unit
-from pipeline.agents.script import YES, ScriptedEpisode, Steps
+from pipeline.agents.scripted import phrases as P
+from pipeline.agents.scripted.flaws import MODES, FlawConfig, PlantingAgent, unit
+from pipeline.agents.scripted.script import YES, ScriptedEpisode, Steps
 from pipeline.dataset.task import Action, Request, Task
 from pipeline.explore.kit import refusal_of, say, words
 from pipeline.explore.questions import asked_field

@@ -36,7 +36,7 @@ def generic_capability(domain: Domain, name: str) -> Any:
 
         return lambda: GenericOracle(domain.tools)
     if name == "flaws":
-        from pipeline.agents.flaws import FlawConfig
+        from pipeline.agents.scripted.flaws import FlawConfig
         from pipeline.explore.agents import GenericFlawed
 
         return lambda rates, seed=0: GenericFlawed(domain.tools, FlawConfig(rates=rates, seed=seed))

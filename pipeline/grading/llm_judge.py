@@ -15,9 +15,9 @@ import logging
 import re
 import threading
 
-from pipeline.agents.openai_client import ChatClient, EndpointConfig
-from pipeline.agents.openai_format import text_of
 from pipeline.dataset.task import Task
+from pipeline.endpoint.client import ChatClient, EndpointConfig
+from pipeline.endpoint.wire import text_of
 from pipeline.grading.verdict import ComponentResult, Verdict
 from pipeline.rollout.protocols import InfrastructureError
 from pipeline.rollout.trajectory import Trajectory, Usage

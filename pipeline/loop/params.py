@@ -36,7 +36,7 @@ from pipeline.target import TargetConfig
 from pipeline.train.lora import LoraSpec
 
 if TYPE_CHECKING:
-    from pipeline.train.embedded import EmbeddedConfig
+    from pipeline.embedded.build import EmbeddedConfig
 
 
 log = logging.getLogger(__name__)
@@ -214,7 +214,7 @@ class Params(Strict):
     world: WorldParams = Field(default_factory=WorldParams)
     embedded: dict[str, Any] = Field(
         default_factory=dict,
-        description="EmbeddedConfig settings (pipeline/train/embedded.py); {} = its defaults (the committed"
+        description="EmbeddedConfig settings (pipeline/embedded/build.py); {} = its defaults (the committed"
         " checkpoint's). A mapping, so that stages without a model read params.yaml without importing torch"
         " (~4 s each); a non-empty section is still validated here, and an unknown key fails with its path.",
     )
@@ -238,7 +238,7 @@ class Params(Strict):
     @classmethod
     def _embedded_fits(cls, v: dict[str, Any]) -> dict[str, Any]:
         if v:  # only then is torch worth importing: {} is the defaults, valid by construction
-            from pipeline.train.embedded import EmbeddedConfig
+            from pipeline.embedded.build import EmbeddedConfig
 
             try:
                 EmbeddedConfig.model_validate(v)
@@ -283,7 +283,7 @@ class Params(Strict):
 
     def embedded_config(self) -> EmbeddedConfig:
         """The `embedded` section as the EmbeddedConfig it is (imports torch)."""
-        from pipeline.train.embedded import EmbeddedConfig
+        from pipeline.embedded.build import EmbeddedConfig
 
         return EmbeddedConfig.model_validate(self.embedded)
 

@@ -43,7 +43,7 @@ def make_eval_tasks(p: Params) -> int:
 
 def build_embedded_data(p: Params) -> dict:
     """What the embedded default trains on: its tokenizer and flawed corpus, encoded (a minute, not an hour)."""
-    from pipeline.train.embedded_data import build_data
+    from pipeline.embedded.data import build_data
 
     if paths.EMBEDDED_DATA.exists():
         shutil.rmtree(paths.EMBEDDED_DATA)
@@ -52,7 +52,7 @@ def build_embedded_data(p: Params) -> dict:
 
 def build_embedded(p: Params) -> dict:
     """The embedded default checkpoint, trained on the `embedded_data` stage's output from nothing downloaded."""
-    from pipeline.train.embedded import build_baseline as build
+    from pipeline.embedded.build import build_baseline as build
 
     out = paths.EMBEDDED_MODEL
     if out.exists():
@@ -194,8 +194,8 @@ def synthesize(p: Params):
 
 def write_anchors(world, n: int, seed: int) -> int:
     """Gold trajectories of plain generated tasks (the default template mix), verified by the grader."""
+    from pipeline.embedded.corpus import run_corpus
     from pipeline.synth.templates import generate_tasks
-    from pipeline.train.corpus import run_corpus
 
     tasks = generate_tasks(world, n, seed=10_000 + seed) if n else []
     oracle = world.domain.require("oracle", needed_for="the anchors (stage synthesize)")

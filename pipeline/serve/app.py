@@ -21,7 +21,7 @@ from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from pipeline.agents.openai_format import call_to_openai, message_from_openai
+from pipeline.endpoint.wire import call_to_openai, message_from_openai
 from pipeline.serve.engine import Engine, GenerationParams, Limiter, PromptTooLongError
 from pipeline.serve.guard import DEFAULT_MAX_REQUEST_BYTES, Guard, check_exposure, fewest_prompt_tokens
 from pipeline.serve.schema import ChatRequest

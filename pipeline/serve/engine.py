@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pipeline.agents.hf import HFAgent, HFAgentEpisode
+from pipeline.agents.backends.hf import HFAgent, HFAgentEpisode
 from pipeline.rollout.protocols import EpisodeInfo
 from pipeline.rollout.trajectory import Message
 from pipeline.serve.guard import max_token_bytes

@@ -61,7 +61,7 @@ def baseline(
     seed: int = typer.Option(None, help="Override the build seed."),
 ) -> None:
     """Build the embedded default on CPU: tokenizer, tiny Llama, copy warm-up, flawed-corpus baseline."""
-    from pipeline.train.embedded import EmbeddedConfig, build_baseline
+    from pipeline.embedded.build import EmbeddedConfig, build_baseline
 
     _check_out(out, **{"--config": config})
     try:
@@ -85,8 +85,8 @@ def check_embedded(
     checkpoint records: corpus counts, the corpus digest, the tokenizer. Exits 1 and names each difference."""
     import tempfile
 
+    from pipeline.embedded.data import build_data, check_checkpoint
     from pipeline.loop.params import ParamsError, load_params
-    from pipeline.train.embedded_data import build_data, check_checkpoint
 
     try:
         recipe = load_params(params).embedded_config()
@@ -137,7 +137,7 @@ def sft(
 ) -> None:
     """Supervised fine-tuning through TRL's SFTTrainer on verified trajectories, rendered as the base checkpoint
     renders them (the codec, or an outside model's own chat template); loss on assistant tokens only."""
-    from pipeline.agents.codec import CodecMismatchError
+    from pipeline.agents.formats.codec import CodecMismatchError
     from pipeline.train.sft import SFTParams, run_sft
 
     _check_out(out, **{"--base": base, "--data": data, "--anchors": anchors, "--tasks": tasks})
@@ -205,7 +205,7 @@ def grpo(
     seed: int = typer.Option(0),
 ) -> None:
     """GRPO through TRL's GRPOTrainer; episodes run by our runner with the scripted user; reward = verdict."""
-    from pipeline.agents.codec import CodecMismatchError
+    from pipeline.agents.formats.codec import CodecMismatchError
     from pipeline.rollout.runner import Limits
     from pipeline.train.grpo import GRPOParams, run_grpo
 

@@ -4,7 +4,7 @@ TRL 1.16's GRPOTrainer accepts a `rollout_func(prompts, trainer)` that returns p
 sampling logprob of each completion token (for TRL's importance-sampling correction) and extra fields; an
 `env_mask` among them marks which completion tokens the model produced (the rest are masked out of the loss).
 Each dataset row is a task id; `rollout_func` runs whole episodes (policy ↔ scripted user ↔ tools) with
-`pipeline.train.rollouts`, and the reward function returns the grader's verdict carried in the extra fields.
+`pipeline.train.grpo_rollouts`, and the reward function returns the grader's verdict carried in the extra fields.
 Dynamic sampling and infrastructure refills happen there (see that module).
 
 CPU smoke configuration (the default here): 2 tasks per step, 4 episodes per task, sampling at temperature 1,
@@ -40,8 +40,7 @@ from pipeline.dataset.validate import check_tasks
 from pipeline.loop.progress import track
 from pipeline.rollout.runner import Limits
 from pipeline.train.finite import FiniteCallback, NonFiniteTrainingError, first_non_finite
-from pipeline.train.progress_callback import TrackerCallback
-from pipeline.train.rollouts import (
+from pipeline.train.grpo_rollouts import (
     EpisodeRollouts,
     PolicyAgent,
     grouped,
@@ -51,6 +50,7 @@ from pipeline.train.rollouts import (
     vllm_generate,
     vllm_generate_batch,
 )
+from pipeline.train.progress_callback import TrackerCallback
 from pipeline.train.sft import LoraParams, file_sha256
 from pipeline.train.sft_base import TrainBase, load_base
 from pipeline.users.scripted import ScriptedUser

@@ -35,7 +35,7 @@ from typing import Any
 import torch
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from pipeline.agents.denormals import flushed_denormals
+from pipeline.agents.backends.denormals import flushed_denormals
 from pipeline.loop.progress import track
 from pipeline.rollout.trajectory import Trajectory
 from pipeline.train.finite import FiniteCallback, NonFiniteTrainingError, first_non_finite

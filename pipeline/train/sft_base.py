@@ -15,10 +15,10 @@ from typing import Any, Literal
 
 import torch
 
-from pipeline.agents.codec import CodecConfig, encode_conversation
 from pipeline.agents.formats import CODEC, ChatFormat
+from pipeline.agents.formats.codec import CodecConfig, encode_conversation
+from pipeline.embedded.model import META_FILE, CheckpointMeta, load_checkpoint, read_meta, save_checkpoint
 from pipeline.rollout.trajectory import Trajectory
-from pipeline.train.model import META_FILE, CheckpointMeta, load_checkpoint, read_meta, save_checkpoint
 from pipeline.train.sft_data import world_prompt
 from pipeline.train.sft_template import encode_with_template
 
@@ -86,7 +86,7 @@ def load_base(path: str | Path, train_dtype: torch.dtype = torch.float32) -> Tra
     if (path / META_FILE).exists() and read_meta(path).chat_format == CODEC:
         ckpt = load_checkpoint(path)  # exactly as agentloop checkpoints always loaded
         return TrainBase(ckpt.model, ckpt.tokenizer, ckpt.meta, path)
-    from pipeline.agents.loading import load_model
+    from pipeline.agents.backends.loading import load_model
 
     loaded = load_model(path, dtype=str(train_dtype).removeprefix("torch."))
     if loaded.format.name == CODEC:  # an outside directory in the codec format: recorded now, load it as ours

@@ -14,9 +14,9 @@ import hashlib
 import logging
 from typing import Any
 
-from pipeline.agents.openai_client import ChatClient, ContextLengthError, EndpointConfig
-from pipeline.agents.openai_format import text_of
 from pipeline.dataset.task import UserScript
+from pipeline.endpoint.client import ChatClient, ContextLengthError, EndpointConfig
+from pipeline.endpoint.wire import text_of
 from pipeline.rollout.protocols import EpisodeInfo, InfrastructureError, UserReply
 from pipeline.rollout.trajectory import STOP_TOKEN, Message
 from pipeline.users.persona import persona_for

@@ -26,7 +26,7 @@ class UnknownUserError(ValueError):
 
 def user_endpoint():
     """The simulator's endpoint: its own variables first, then the shared ones."""
-    from pipeline.agents.openai_client import ChatClient, EndpointConfig
+    from pipeline.endpoint.client import ChatClient, EndpointConfig
 
     return ChatClient(
         EndpointConfig.from_env(
@@ -53,7 +53,7 @@ def _settings(spec: str, rest: str, allowed: tuple[str, ...]) -> dict[str, float
 
 
 def make_tau2_user(spec: str, body: str) -> User:
-    from pipeline.agents.openai_client import EndpointConfig
+    from pipeline.endpoint.client import EndpointConfig
     from pipeline.users.tau2_llm import Tau2LLMUser
 
     head, _, rest = body.partition(",")

@@ -23,8 +23,8 @@ import hashlib
 import logging
 from typing import Any
 
-from pipeline.agents.openai_format import call_from_openai, call_to_openai, text_of
 from pipeline.dataset.task import Scenario, UserScript
+from pipeline.endpoint.wire import call_from_openai, call_to_openai, text_of
 from pipeline.rollout.protocols import EpisodeInfo, InfrastructureError, UserReply
 from pipeline.rollout.trajectory import USER_SIGNALS, Message, ToolCall, Usage
 
@@ -154,9 +154,9 @@ class Tau2LLMUser:
 
     @property
     def client(self):
-        """The shared endpoint client (`pipeline.agents.openai_client`): its deadlines and retry policy."""
+        """The shared endpoint client (`pipeline.endpoint.client`): its deadlines and retry policy."""
         if self._client is None:
-            from pipeline.agents.openai_client import ChatClient, EndpointConfig
+            from pipeline.endpoint.client import ChatClient, EndpointConfig
 
             self._client = ChatClient(
                 EndpointConfig(
@@ -175,7 +175,7 @@ class Tau2LLMUser:
         self, messages: list[dict[str, Any]], seed: int, tools: list[dict] | None = None
     ) -> tuple[str, Usage] | tuple[str, Usage, list[ToolCall]]:
         """(text, usage), and the tool calls asked for when `tools` were offered."""
-        from pipeline.agents.openai_errors import ContextLengthError
+        from pipeline.endpoint.errors import ContextLengthError
 
         body: dict[str, Any] = {"model": self.model, "messages": messages, "max_tokens": self.max_tokens, "seed": seed}
         if tools:

@@ -1,7 +1,7 @@
 """The environment protocol: six functions any world implements to run through the whole pipeline.
 
 Bring your own environment: implement these and measure, synthesize, curate, train and gate all work
-unchanged. The retail world (`pipeline.world.retail.environment.RetailEnvironment`) is the reference.
+unchanged. The retail world (`pipeline.domains.retail.environment.RetailEnvironment`) is the reference.
 """
 
 from __future__ import annotations

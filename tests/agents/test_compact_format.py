@@ -11,18 +11,18 @@ import random
 import pytest
 from fastapi.testclient import TestClient
 
+from pipeline.agents.backends.hf import HFAgent, HFAgentEpisode
+from pipeline.agents.backends.loading import import_model
 from pipeline.agents.formats import get_format
 from pipeline.agents.formats.compact_template import format_call, parse_call
-from pipeline.agents.hf import HFAgent, HFAgentEpisode
-from pipeline.agents.loading import import_model
-from pipeline.agents.openai_format import to_openai_messages
+from pipeline.domains.retail.tools import TOOLS
+from pipeline.endpoint.wire import to_openai_messages
 from pipeline.rollout.protocols import EpisodeInfo
 from pipeline.rollout.trajectory import ToolCall
 from pipeline.serve.app import create_app
 from pipeline.serve.engine import load_engine
+from pipeline.train.grpo_transcript import Transcript
 from pipeline.train.sft_base import load_base
-from pipeline.train.transcript import Transcript
-from pipeline.world.retail.tools import TOOLS
 from tests.agents.tiny_families import FAMILIES, build_checkpoint, corpus
 from tests.train.helpers import gold, world
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pipeline.agents.draws import exact, pick_rows
-from pipeline.agents.hf import pick
+from pipeline.agents.backends.draws import exact, pick_rows
+from pipeline.agents.backends.hf import pick
 
 
 def streams(n: int, base: int) -> list[torch.Generator]:

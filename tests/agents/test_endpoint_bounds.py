@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import time
 
-from pipeline.agents.openai_backend import SamplingConfig
+from pipeline.agents.backends.openai import SamplingConfig
 from pipeline.agents.registry import make_agent
 from pipeline.dataset.io import write_tasks
 from pipeline.measure import MeasureConfig, measure

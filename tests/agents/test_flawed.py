@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from pipeline.domains.retail.flawed import MODES, FlawConfig, FlawedAgent, FlawedEpisode, plan
+from pipeline.domains.retail.oracle import OracleAgent
+from pipeline.domains.retail.tools import WRITE_TOOLS
 from pipeline.grading.grader import grade
 from pipeline.rollout.runner import run_episode
 from pipeline.users.scripted import ScriptedUser
-from pipeline.world.retail.flawed import MODES, FlawConfig, FlawedAgent, FlawedEpisode, plan
-from pipeline.world.retail.oracle import OracleAgent
-from pipeline.world.retail.tools import WRITE_TOOLS
 from tests.agents.scripted_helpers import small_tasks, small_world, strip_timings, unsupported_write_values
 
 # variant → (components that must fail, components that must pass)
@@ -107,7 +107,7 @@ def test_each_variant_fails_the_verdict_for_its_own_reason():
 
 
 def _variants(mode, i, req):
-    from pipeline.world.retail.flawed import _variants as variants
+    from pipeline.domains.retail.flawed import _variants as variants
 
     return variants(mode, i, req)
 

@@ -9,8 +9,8 @@ import pytest
 
 from pipeline.agents.formats import FORMATS, ChatFormatError, CodecFormat, detect_format, get_format
 from pipeline.agents.formats.parsers import parse_hermes, parse_llama3, parse_mistral, parse_qwen3_coder
+from pipeline.domains.retail.tools import TOOLS
 from pipeline.rollout.trajectory import Message, ToolCall
-from pipeline.world.retail.tools import TOOLS
 from tests.agents.tiny_families import FAMILIES, build_tokenizer, corpus, template
 
 EXCHANGE = {

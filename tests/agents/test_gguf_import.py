@@ -11,9 +11,9 @@ import torch
 from gguf import GGUFWriter
 from typer.testing import CliRunner
 
-from pipeline.agents.gguf_import import GGUFImportError, check_gguf, find_gguf, import_gguf
+from pipeline.agents.backends.gguf import GGUFImportError, check_gguf, find_gguf, import_gguf
 from pipeline.cli import app
-from pipeline.train.model import META_FILE
+from pipeline.embedded.model import META_FILE
 from tests.agents.smollm2 import need_smollm2
 
 

@@ -7,24 +7,25 @@ import json
 
 import pytest
 
-from pipeline.agents.codec import (
+from pipeline.agents.backends.hf import HFAgent
+from pipeline.agents.formats.codec import (
     CodecConfig,
     CodecMismatchError,
     encode_conversation,
     format_assistant,
     parse_assistant,
 )
-from pipeline.agents.hf import HFAgent
 from pipeline.dataset.task import Provenance, Task, UserScript
+from pipeline.domains.retail.generator import generate_world
+from pipeline.domains.retail.policy import POLICY_SUMMARY
+from pipeline.domains.retail.tools import TOOLS
+from pipeline.embedded.model import META_FILE, CheckpointMeta, ModelConfig, build_model, save_checkpoint
+from pipeline.embedded.tokenizer import TokenizerConfig, build_corpus, train_tokenizer
 from pipeline.rollout.protocols import Agent, EpisodeInfo, UserReply
 from pipeline.rollout.runner import Limits, run_episode
 from pipeline.rollout.trajectory import Message, Trajectory
-from pipeline.train.model import META_FILE, CheckpointMeta, ModelConfig, build_model, save_checkpoint
-from pipeline.train.tokenizer import TokenizerConfig, build_corpus, train_tokenizer
-from pipeline.world.retail.generator import generate_world
-from pipeline.world.retail.tools import TOOLS
 
-COMPACT = CodecConfig(system="compact", tool_results="compact")
+COMPACT = CodecConfig(system="compact", tool_results="compact", policy_summary=POLICY_SUMMARY)
 TINY = ModelConfig(hidden_size=32, intermediate_size=64, num_layers=1, num_heads=2, max_position_embeddings=1024)
 
 
@@ -129,7 +130,7 @@ def test_a_checkpoint_that_learned_a_call_makes_it_through_the_runner(world, che
     stops at the end-of-turn token, and the runner executes it: rendering for training and for acting agree."""
     import torch
 
-    from pipeline.train.model import load_checkpoint
+    from pipeline.embedded.model import load_checkpoint
 
     ckpt = load_checkpoint(checkpoint)
     model, tokenizer = ckpt.model, ckpt.tokenizer
@@ -166,7 +167,7 @@ def test_a_checkpoint_that_learned_a_call_makes_it_through_the_runner(world, che
 def test_prefix_cache_reuse_gives_the_same_tokens_as_a_fresh_prompt(checkpoint, lean):
     """Turn t reuses turn t-1's key/value cache up to the common prefix, and samples exactly what a fresh
     prompt would; a prompt that diverges early crops the cache (or restarts it)."""
-    from pipeline.agents.hf import PrefixCache, sample
+    from pipeline.agents.backends.hf import PrefixCache, sample
 
     model = HFAgent(checkpoint).model
     prompt = [(7 * i) % 300 + 5 for i in range(120)]

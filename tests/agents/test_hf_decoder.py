@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from pipeline.agents.drafts import SeenText
-from pipeline.agents.hf_batch import HFDecoder
+from pipeline.agents.backends.drafts import SeenText
+from pipeline.agents.backends.hf_batch import HFDecoder
 from pipeline.agents.registry import make_agent
 from pipeline.rollout.protocols import EpisodeInfo
 from pipeline.rollout.trajectory import Message

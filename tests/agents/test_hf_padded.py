@@ -10,9 +10,9 @@ from collections import defaultdict
 import pytest
 import torch
 
-import pipeline.agents.hf as hf
-from pipeline.agents.hf import HFAgent
-from pipeline.agents.hf_padded import PaddedDecoder
+import pipeline.agents.backends.hf as hf
+from pipeline.agents.backends.hf import HFAgent
+from pipeline.agents.backends.hf_padded import PaddedDecoder
 from pipeline.rollout.batch import OneByOne
 from pipeline.rollout.protocols import EpisodeInfo
 from pipeline.synth.templates import generate_tasks

@@ -6,9 +6,9 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from pipeline.agents.hf import PrefixCache, sample
-from pipeline.agents.lean import LeanLlama
-from pipeline.train.induction import COPY_ROPE
+from pipeline.agents.backends.hf import PrefixCache, sample
+from pipeline.agents.backends.lean import LeanLlama
+from pipeline.embedded.copy_circuit import COPY_ROPE
 
 
 def tiny(kv_heads: int = 4, rope: dict | None = None, **extra) -> LlamaForCausalLM:

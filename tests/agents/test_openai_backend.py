@@ -10,10 +10,12 @@ import time
 
 import pytest
 
-from pipeline.agents.openai_backend import OpenAIAgent, SamplingConfig
-from pipeline.agents.openai_client import ChatClient, EndpointConfig, ReplyTimeoutError
-from pipeline.agents.openai_format import message_from_openai, message_to_openai, to_openai_messages
+from pipeline.agents.backends.openai import OpenAIAgent, SamplingConfig
 from pipeline.agents.registry import UnknownAgentError, make_agent
+from pipeline.domains.retail.generator import generate_world
+from pipeline.domains.retail.tools import TOOLS
+from pipeline.endpoint.client import ChatClient, EndpointConfig, ReplyTimeoutError
+from pipeline.endpoint.wire import message_from_openai, message_to_openai, to_openai_messages
 from pipeline.grading.grader import grade
 from pipeline.rollout.executor import SerialExecutor
 from pipeline.rollout.protocols import EpisodeInfo, InfrastructureError
@@ -21,8 +23,6 @@ from pipeline.rollout.runner import Limits, run_episode
 from pipeline.rollout.trajectory import Message, ToolCall
 from pipeline.synth.templates import generate_tasks
 from pipeline.users.scripted import ScriptedUser
-from pipeline.world.retail.generator import generate_world
-from pipeline.world.retail.tools import TOOLS
 from tests.agents.fake_openai import FakeOpenAI, Reply, completion, tool_call
 
 

@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from pipeline.agents.openai_client import ChatClient, EndpointConfig
+from pipeline.endpoint.client import ChatClient, EndpointConfig
 from pipeline.rollout.protocols import InfrastructureError
 from tests.agents.fake_openai import completion
 

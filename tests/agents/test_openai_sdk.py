@@ -10,10 +10,10 @@ import time
 
 import pytest
 
-from pipeline.agents.openai_backend import OpenAIAgent
-from pipeline.agents.openai_client import ChatClient, EndpointConfig
-from pipeline.agents.openai_errors import ContextLengthError, UnsupportedSettingError, retry_after
+from pipeline.agents.backends.openai import OpenAIAgent
 from pipeline.agents.registry import make_agent
+from pipeline.endpoint.client import ChatClient, EndpointConfig
+from pipeline.endpoint.errors import ContextLengthError, UnsupportedSettingError, retry_after
 from pipeline.grading.grader import grade
 from pipeline.metrics.cost import Price, PriceTable
 from pipeline.rollout.executor import SerialExecutor

@@ -7,15 +7,15 @@ import re
 
 import pytest
 
-from pipeline.agents import phrases as P
-from pipeline.agents.codec import compact_tool_result
+from pipeline.agents.formats.codec import compact_tool_result
+from pipeline.agents.scripted import phrases as P
+from pipeline.domains.retail.oracle import OracleAgent, appears_in
+from pipeline.domains.retail.tools import TOOLS, WRITE_TOOLS
 from pipeline.grading.static_checks import affirms
 from pipeline.rollout.protocols import EpisodeInfo, UserReply
 from pipeline.rollout.runner import run_episode
 from pipeline.rollout.trajectory import Message
 from pipeline.users.scripted import ScriptedUser
-from pipeline.world.retail.oracle import OracleAgent, appears_in
-from pipeline.world.retail.tools import TOOLS, WRITE_TOOLS
 from tests.agents.scripted_helpers import find, small_tasks, small_world, unsupported_write_values
 
 MONEY = re.compile(r"\$(\d+\.\d\d)")

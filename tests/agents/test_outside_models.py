@@ -11,17 +11,17 @@ import torch
 import transformers
 from typer.testing import CliRunner
 
+from pipeline.agents.backends.hf import HFAgent, PrefixCache
 from pipeline.agents.formats import ChatFormatError
-from pipeline.agents.hf import HFAgent, PrefixCache
 from pipeline.agents.registry import make_agent
 from pipeline.dataset.io import write_tasks
+from pipeline.domains.retail.tools import TOOLS
+from pipeline.embedded.model import META_FILE
 from pipeline.measure import MeasureConfig, measure
 from pipeline.rollout.runner import Limits
 from pipeline.rollout.trajectory import Message
 from pipeline.synth.templates import generate_tasks
-from pipeline.train.model import META_FILE
 from pipeline.world.registry import load_world
-from pipeline.world.retail.tools import TOOLS
 from tests.agents.tiny_families import EMAIL_CALL, FAMILIES, build_checkpoint, corpus
 
 WORLD = "gen-5-8x10x20"

@@ -7,8 +7,8 @@ import importlib.util
 
 import pytest
 
+from pipeline.agents.backends.vllm import BackendUnavailableError
 from pipeline.agents.registry import make_agent
-from pipeline.agents.vllm_backend import BackendUnavailableError
 
 HAS_VLLM = importlib.util.find_spec("vllm") is not None
 
@@ -29,14 +29,14 @@ def _need_vllm_and_a_gpu() -> None:
 @pytest.mark.gpu
 def test_vllm_matches_the_hf_backend_greedy(tmp_path):
     _need_vllm_and_a_gpu()
-    from pipeline.agents.hf import HFAgent
-    from pipeline.agents.vllm_backend import VLLMAgent, VLLMConfig
+    from pipeline.agents.backends.hf import HFAgent
+    from pipeline.agents.backends.vllm import VLLMAgent, VLLMConfig
+    from pipeline.domains.retail.generator import generate_world
+    from pipeline.domains.retail.tools import TOOLS
+    from pipeline.embedded.model import CheckpointMeta, build_model, save_checkpoint
+    from pipeline.embedded.tokenizer import TokenizerConfig, build_corpus, train_tokenizer
     from pipeline.rollout.protocols import EpisodeInfo
     from pipeline.rollout.trajectory import Message
-    from pipeline.train.model import CheckpointMeta, build_model, save_checkpoint
-    from pipeline.train.tokenizer import TokenizerConfig, build_corpus, train_tokenizer
-    from pipeline.world.retail.generator import generate_world
-    from pipeline.world.retail.tools import TOOLS
     from tests.agents.test_hf_agent import COMPACT, TINY
 
     world = generate_world(seed=5, n_users=10, n_orders=20, n_products=8)
@@ -53,7 +53,7 @@ def test_vllm_matches_the_hf_backend_greedy(tmp_path):
 @pytest.mark.gpu
 def test_vllm_batches_episodes_in_flight_and_refuses_an_over_long_prompt_per_trial(tmp_path):
     _need_vllm_and_a_gpu()
-    from pipeline.agents.vllm_backend import VLLMAgent, VLLMConfig
+    from pipeline.agents.backends.vllm import VLLMAgent, VLLMConfig
     from pipeline.rollout.batch import run_batched
     from pipeline.rollout.runner import Limits
     from pipeline.users.scripted import ScriptedUser

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from pipeline.agents import phrases
-from pipeline.agents.codec import IM_END, format_assistant
+from pipeline.agents.formats.codec import IM_END, format_assistant
+from pipeline.agents.scripted import phrases
 from pipeline.rollout.batch import run_batched
 from pipeline.rollout.executor import run_trial
 from pipeline.rollout.runner import Limits
@@ -80,7 +80,7 @@ def checkpoint(tmp_path_factory):
 
 
 def _agent(checkpoint, **config):
-    from pipeline.agents.vllm_backend import VLLMAgent, VLLMConfig
+    from pipeline.agents.backends.vllm import VLLMAgent, VLLMConfig
 
     return VLLMAgent(checkpoint, VLLMConfig(max_tokens=32, **config))
 
@@ -102,7 +102,7 @@ def test_episodes_in_flight_share_one_generate_call_and_match_one_at_a_time(chec
 
 
 def test_an_over_long_prompt_is_its_own_trials_error_not_the_batchs(checkpoint, fake_vllm):
-    from pipeline.agents.vllm_backend import PromptTooLongError
+    from pipeline.agents.backends.vllm import PromptTooLongError
 
     probe = _agent(checkpoint)
     firsts = {}

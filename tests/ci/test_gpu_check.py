@@ -55,7 +55,7 @@ def test_the_fixture_builder_writes_a_qwen2_checkpoint_with_wide_heads(tmp_path)
         check=True, capture_output=True, text=True, cwd=ROOT,
     )  # fmt: skip
     assert '"head_dim": 64' in out.stdout
-    from pipeline.agents.loading import resolve_format
+    from pipeline.agents.backends.loading import resolve_format
 
     fmt, _, meta, ours = resolve_format(tmp_path / "m")
     assert fmt.name == "hermes" and not ours and meta.architecture == "Qwen2ForCausalLM"

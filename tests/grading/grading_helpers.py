@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pipeline.dataset.task import Action
+from pipeline.domains.retail.state import RetailWorld
+from pipeline.domains.retail.tools import WRITE_TOOLS
 from pipeline.rollout.runner import run_tool_call
 from pipeline.rollout.trajectory import Message, ToolCall, Trajectory
-from pipeline.world.retail.state import RetailWorld
-from pipeline.world.retail.tools import WRITE_TOOLS
 
 
 @dataclass

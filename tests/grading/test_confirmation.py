@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.agents.openai_client import ChatClient, EndpointConfig
+from pipeline.endpoint.client import ChatClient, EndpointConfig
 from pipeline.grading.confirmation import affirms, asks_yes_no, read_reply
 from pipeline.grading.grader import grade
 from pipeline.grading.llm_judge import LLMJudge, parse_confirmation

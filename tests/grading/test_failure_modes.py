@@ -7,6 +7,9 @@ from dataclasses import dataclass
 import pytest
 
 from pipeline.dataset.task import Provenance, Request, Task, UserScript
+from pipeline.domains.retail.flawed import MODES, FlawConfig, FlawedAgent, FlawedEpisode, _variants
+from pipeline.domains.retail.oracle import OracleAgent
+from pipeline.domains.retail.tools import WRITE_TOOLS
 from pipeline.grading.failure_modes import FAILURE_MODES, FailureAnalysis, analyze, dominant_mode
 from pipeline.grading.grader import grade
 from pipeline.grading.mode_recovery import score
@@ -16,9 +19,6 @@ from pipeline.grading.timeline import build_timeline
 from pipeline.grading.verdict import ComponentResult, Verdict
 from pipeline.rollout.runner import run_episode
 from pipeline.users.scripted import ScriptedUser
-from pipeline.world.retail.flawed import MODES, FlawConfig, FlawedAgent, FlawedEpisode, _variants
-from pipeline.world.retail.oracle import OracleAgent
-from pipeline.world.retail.tools import WRITE_TOOLS
 from tests.agents.scripted_helpers import small_tasks, small_world
 from tests.grading.grading_helpers import Call, record
 

@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from pipeline.agents.openai_client import ChatClient, EndpointConfig
+from pipeline.domains.retail.oracle import OracleAgent
+from pipeline.endpoint.client import ChatClient, EndpointConfig
 from pipeline.grading.grader import grade
 from pipeline.grading.llm_judge import (
     DEFAULT_RUBRIC,
@@ -23,7 +24,6 @@ from pipeline.rollout.trajectory import Usage
 from pipeline.synth.templates import generate_tasks
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
-from pipeline.world.retail.oracle import OracleAgent
 from tests.agents.fake_openai import FakeOpenAI, Reply, completion
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import copy
 
+from pipeline.domains.retail.schema import dump_record
 from pipeline.grading.state_diff import count_by_kind, describe_diff, diff_states, summarize_diffs
-from pipeline.world.retail.schema import dump_record
 
 ORDER = "#W2417020"  # pending, paid 2674.4 with gift_card_8541487 (user emma_smith_8564)
 

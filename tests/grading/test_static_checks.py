@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from pipeline.domains.retail.invariants import check_gift_card_balances, check_refund_ceiling, check_status_transitions
+from pipeline.domains.retail.schema import dump_record
 from pipeline.grading import grade
 from pipeline.grading.static_checks import StaticInput, affirms
 from pipeline.rollout.runner import Limits
-from pipeline.world.retail.invariants import check_gift_card_balances, check_refund_ceiling, check_status_transitions
-from pipeline.world.retail.schema import dump_record
 from tests.grading.grading_helpers import Call, record
 
 EMMA = "emma_smith_8564"

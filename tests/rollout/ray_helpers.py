@@ -6,8 +6,8 @@ import os
 from collections import Counter
 from pathlib import Path
 
+from pipeline.domains.retail.oracle import OracleAgent
 from pipeline.rollout.protocols import EpisodeInfo, InfrastructureError
-from pipeline.world.retail.oracle import OracleAgent
 
 
 class KillWorkerAgent(OracleAgent):

@@ -8,13 +8,13 @@ import time
 import pytest
 import torch
 
+from pipeline.domains.retail.flawed import FlawConfig, FlawedAgent
+from pipeline.domains.retail.oracle import OracleAgent
 from pipeline.rollout.batch import Concurrent, SharedFlight, run_batched
 from pipeline.rollout.executor import SerialExecutor
 from pipeline.synth.templates import generate_tasks
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
-from pipeline.world.retail.flawed import FlawConfig, FlawedAgent
-from pipeline.world.retail.oracle import OracleAgent
 from tests.rollout.ray_helpers import FlakyAgent
 
 WORLD = "gen-4-12x60x120"
@@ -120,7 +120,7 @@ def test_concurrent_calls_share_one_flight(world, tasks):
 def test_batched_logits_match_one_sequence_at_a_time():
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from pipeline.agents.lean import LeanCache, LeanLlama
+    from pipeline.agents.backends.lean import LeanCache, LeanLlama
 
     torch.manual_seed(0)
     config = LlamaConfig(
@@ -164,7 +164,7 @@ def test_ragged_runs_of_several_tokens_match_one_token_at_a_time():
     its tokens one by one gives, and keeps only the rows asked for."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from pipeline.agents.lean import LeanCache, LeanLlama
+    from pipeline.agents.backends.lean import LeanCache, LeanLlama
 
     torch.manual_seed(0)
     config = LlamaConfig(

@@ -13,12 +13,12 @@ import time
 
 import pytest
 
+from pipeline.domains.retail.oracle import OracleAgent
 from pipeline.rollout.executor import SerialExecutor
 from pipeline.rollout.ray_executor import RayExecutor, RayExecutorError
 from pipeline.synth.templates import generate_tasks
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
-from pipeline.world.retail.oracle import OracleAgent
 from tests.rollout.ray_helpers import Blocker, SleepyAgent
 
 pytestmark = pytest.mark.slow

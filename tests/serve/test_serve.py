@@ -16,25 +16,26 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from pipeline.agents.codec import CodecConfig, encode_conversation, parse_assistant
-from pipeline.agents.hf import HFAgent
-from pipeline.agents.openai_backend import OpenAIAgent, SamplingConfig
-from pipeline.agents.openai_client import ChatClient, EndpointConfig
+from pipeline.agents.backends.hf import HFAgent
+from pipeline.agents.backends.openai import OpenAIAgent, SamplingConfig
+from pipeline.agents.formats.codec import CodecConfig, encode_conversation, parse_assistant
 from pipeline.dataset.io import write_tasks
 from pipeline.dataset.task import Provenance, Task, UserScript
+from pipeline.domains.retail.policy import POLICY_SUMMARY
+from pipeline.domains.retail.tools import TOOLS
+from pipeline.embedded.model import META_FILE, CheckpointMeta, ModelConfig, build_model, save_checkpoint
+from pipeline.embedded.tokenizer import TokenizerConfig, build_corpus, train_tokenizer
+from pipeline.endpoint.client import ChatClient, EndpointConfig
 from pipeline.measure import MeasureConfig, measure
 from pipeline.rollout.protocols import EpisodeInfo, InfrastructureError, UserReply
 from pipeline.rollout.runner import Limits, run_episode
 from pipeline.rollout.trajectory import Message
 from pipeline.synth.templates import generate_tasks
-from pipeline.train.model import META_FILE, CheckpointMeta, ModelConfig, build_model, save_checkpoint
-from pipeline.train.tokenizer import TokenizerConfig, build_corpus, train_tokenizer
 from pipeline.world.registry import load_world
-from pipeline.world.retail.tools import TOOLS
 
 pytestmark = pytest.mark.slow
 WORLD = "gen-5-8x10x20"
-COMPACT = CodecConfig(system="compact", tool_results="compact")
+COMPACT = CodecConfig(system="compact", tool_results="compact", policy_summary=POLICY_SUMMARY)
 TINY = ModelConfig(hidden_size=32, intermediate_size=64, num_layers=1, num_heads=2, max_position_embeddings=1024)
 OPENING = "Hi, I want to cancel an order."
 

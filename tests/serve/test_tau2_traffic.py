@@ -15,12 +15,12 @@ import time
 import httpx
 import pytest
 
-from pipeline.agents.codec import encode_conversation
+from pipeline.agents.formats.codec import encode_conversation
+from pipeline.domains.retail.tools import TOOLS
+from pipeline.embedded.model import CheckpointMeta, ModelConfig, build_model, save_checkpoint
+from pipeline.embedded.tokenizer import TokenizerConfig, build_corpus, train_tokenizer
 from pipeline.rollout.trajectory import Message, ToolCall
-from pipeline.train.model import CheckpointMeta, ModelConfig, build_model, save_checkpoint
-from pipeline.train.tokenizer import TokenizerConfig, build_corpus, train_tokenizer
 from pipeline.world.registry import load_world
-from pipeline.world.retail.tools import TOOLS
 from pipeline.world.tools import execute
 from tests.serve.test_serve import COMPACT, WORLD, free_port
 

@@ -6,18 +6,18 @@ import json
 
 import pytest
 
-from pipeline.agents.phrases import ASK_ORDER
+from pipeline.agents.scripted.phrases import ASK_ORDER
 from pipeline.dataset.io import read_tasks
+from pipeline.domains.retail.flawed import FlawConfig, FlawedAgent
+from pipeline.domains.retail.oracle import OracleAgent
+from pipeline.domains.retail.synthesis import RETAIL_KIT, TAXONOMY
 from pipeline.grading.grader import grade
 from pipeline.rollout.runner import run_episode
 from pipeline.rollout.trajectory import Trajectory
 from pipeline.synth.coverage import task_cells
 from pipeline.synth.synthesize import EvalWorldError, SynthConfig, Synthesizer, synthesize
 from pipeline.users.scripted import ScriptedUser
-from pipeline.world.retail.flawed import FlawConfig, FlawedAgent
-from pipeline.world.retail.oracle import OracleAgent
-from pipeline.world.retail.replay import replay_gold
-from pipeline.world.retail.synthesis import RETAIL_KIT, TAXONOMY
+from pipeline.world.replay import replay_gold
 from tests.agents.scripted_helpers import small_world, unsupported_write_values
 from tests.synth.synth_helpers import BUDGET, synthesized, targets
 

@@ -5,15 +5,16 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from pipeline.agents.codec import CodecConfig
+from pipeline.agents.formats.codec import CodecConfig
+from pipeline.domains.retail.oracle import OracleAgent
+from pipeline.domains.retail.policy import POLICY_SUMMARY
+from pipeline.embedded.corpus import run_corpus
+from pipeline.embedded.model import CheckpointMeta, ModelConfig, build_model, save_checkpoint
+from pipeline.embedded.tokenizer import TokenizerConfig, build_corpus, train_tokenizer
 from pipeline.synth.templates import generate_tasks
-from pipeline.train.corpus import run_corpus
-from pipeline.train.model import CheckpointMeta, ModelConfig, build_model, save_checkpoint
-from pipeline.train.tokenizer import TokenizerConfig, build_corpus, train_tokenizer
 from pipeline.world.registry import load_world
-from pipeline.world.retail.oracle import OracleAgent
 
-COMPACT = CodecConfig(system="compact", tool_results="compact")
+COMPACT = CodecConfig(system="compact", tool_results="compact", policy_summary=POLICY_SUMMARY)
 TINY = ModelConfig(hidden_size=32, intermediate_size=64, num_layers=1, num_heads=2, max_position_embeddings=4096)
 WORLD = "gen-5-8x30x60"
 

@@ -6,11 +6,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from pipeline.grading.failure_modes import analyze
-from pipeline.grading.grader import grade
-from pipeline.rollout.runner import run_episode
-from pipeline.synth.templates import generate_tasks
-from pipeline.train.corpus import (
+from pipeline.domains.retail.oracle import OracleAgent
+from pipeline.embedded.corpus import (
     SITUATION_MODE,
     SituatedFlawedAgent,
     SituatedFlaws,
@@ -19,9 +16,12 @@ from pipeline.train.corpus import (
     situation_counts,
     situations,
 )
+from pipeline.grading.failure_modes import analyze
+from pipeline.grading.grader import grade
+from pipeline.rollout.runner import run_episode
+from pipeline.synth.templates import generate_tasks
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
-from pipeline.world.retail.oracle import OracleAgent
 from tests.train.helpers import COMPACT, tokenizer
 
 ALWAYS = SituatedFlaws(rates={"forgot_email": 1.0, "later_request": 1.0, "wrong_status": 1.0, "gift_card_short": 1.0})

@@ -11,11 +11,11 @@ import itertools
 import pytest
 import torch
 
-from pipeline.agents.codec import format_assistant
+from pipeline.agents.formats.codec import format_assistant
+from pipeline.domains.retail.oracle import OracleAgent
+from pipeline.embedded.model import read_meta
 from pipeline.train.grpo import GRPOParams, build_trainer, run_grpo
-from pipeline.train.model import read_meta
-from pipeline.train.rollouts import PolicyAgent, PolicyEpisode, score
-from pipeline.world.retail.oracle import OracleAgent
+from pipeline.train.grpo_rollouts import PolicyAgent, PolicyEpisode, score
 from tests.train.helpers import tasks, tiny_checkpoint
 
 pytestmark = pytest.mark.slow

@@ -11,7 +11,7 @@ import torch
 
 from pipeline.rollout.protocols import InfrastructureError
 from pipeline.rollout.runner import Limits
-from pipeline.train.rollouts import (
+from pipeline.train.grpo_rollouts import (
     EpisodeRollouts,
     PolicyAgent,
     PromptTooLongError,

@@ -12,13 +12,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pipeline.agents.hf import PrefixCache, sample
+from pipeline.agents.backends.hf import PrefixCache, sample
+from pipeline.domains.retail.oracle import OracleAgent
 from pipeline.rollout.runner import Limits
 from pipeline.rollout.trajectory import Message
-from pipeline.train.rollouts import EpisodeRollouts, PolicyAgent, PolicyEpisode, local_generate, score
+from pipeline.train.grpo_rollouts import EpisodeRollouts, PolicyAgent, PolicyEpisode, local_generate, score
 from pipeline.train.sft_base import load_base
 from pipeline.users.scripted import ScriptedUser
-from pipeline.world.retail.oracle import OracleAgent
 from tests.agents.tiny_families import FAMILIES, build_checkpoint, corpus, template
 from tests.train.helpers import gold, tasks, world
 
@@ -206,7 +206,7 @@ class _Forgetful:
 
 def test_a_turn_the_new_rendering_has_lost_is_a_clear_error(qwen3):
     from pipeline.agents.formats import ChatFormatError
-    from pipeline.train.transcript import Transcript
+    from pipeline.train.grpo_transcript import Transcript
 
     tok, fmt = qwen3.tokenizer, qwen3.format
     stops = fmt.stop_ids(tok)

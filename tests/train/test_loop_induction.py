@@ -7,11 +7,11 @@ import random
 import pytest
 import torch
 
-from pipeline.train.embedded import EmbeddedConfig
-from pipeline.train.induction import COPY_ROPE, offset_attention, plant_copy_circuit
-from pipeline.train.loop import IGNORE, Example, LoopConfig, batches, collate, masked_loss, train_loop
-from pipeline.train.model import ModelConfig, build_model
-from pipeline.train.warmup import WarmupConfig, warmup_examples
+from pipeline.embedded.build import EmbeddedConfig
+from pipeline.embedded.copy_circuit import COPY_ROPE, offset_attention, plant_copy_circuit
+from pipeline.embedded.model import ModelConfig, build_model
+from pipeline.embedded.train_loop import IGNORE, Example, LoopConfig, batches, collate, masked_loss, train_loop
+from pipeline.embedded.warmup import WarmupConfig, warmup_examples
 from tests.train.helpers import TINY, tokenizer
 
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.agents import phrases
-from pipeline.agents.codec import IM_END, format_assistant
+from pipeline.agents.formats.codec import IM_END, format_assistant
+from pipeline.agents.scripted import phrases
+from pipeline.domains.retail.oracle import OracleAgent
 from pipeline.rollout.protocols import InfrastructureError
 from pipeline.rollout.trajectory import Message
-from pipeline.train.rollouts import EpisodeRollouts, PolicyAgent, PolicyEpisode, grouped, to_trl
+from pipeline.train.grpo_rollouts import EpisodeRollouts, PolicyAgent, PolicyEpisode, grouped, to_trl
 from pipeline.users.scripted import ScriptedUser
-from pipeline.world.retail.oracle import OracleAgent
 from tests.train.helpers import COMPACT, tasks, tokenizer, world
 
 

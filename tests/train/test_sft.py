@@ -7,13 +7,13 @@ import json
 
 import pytest
 
-from pipeline.agents.codec import codec_hash, encode_conversation
-from pipeline.agents.hf import HFAgent
+from pipeline.agents.backends.hf import HFAgent
+from pipeline.agents.formats.codec import codec_hash, encode_conversation
+from pipeline.domains.retail.tools import TOOLS
+from pipeline.embedded.model import META_FILE, read_meta
 from pipeline.rollout.runner import Limits, run_episode
-from pipeline.train.model import META_FILE, read_meta
 from pipeline.train.sft import SFTParams, encode_for_sft, mix_anchors, run_sft, verify
 from pipeline.users.scripted import ScriptedUser
-from pipeline.world.retail.tools import TOOLS
 from tests.train.helpers import COMPACT, gold, tasks, tiny_checkpoint, tokenizer, world, write_jsonl
 
 
@@ -98,8 +98,8 @@ def test_labelled_loss_equals_trls_loss_and_micro_batches_take_the_same_steps(tm
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
+    from pipeline.embedded.model import load_checkpoint
     from pipeline.train.labelled_loss import LabelledLossSFTTrainer
-    from pipeline.train.model import load_checkpoint
 
     ckpt = load_checkpoint(tiny_checkpoint(tmp_path / "base"))
     columns = encode_for_sft(list(gold()[:3]), ckpt.tokenizer, COMPACT)
@@ -127,7 +127,7 @@ def test_labelled_loss_equals_trls_loss_and_micro_batches_take_the_same_steps(tm
 def test_lora_sft_trains_the_adapter_and_saves_merged_plain_weights(tmp_path):
     import torch
 
-    from pipeline.train.model import load_checkpoint
+    from pipeline.embedded.model import load_checkpoint
     from pipeline.train.sft import LoraParams
 
     base = tiny_checkpoint(tmp_path / "base")
@@ -153,7 +153,7 @@ def test_lora_sft_trains_the_adapter_and_saves_merged_plain_weights(tmp_path):
 def test_training_on_cpu_flushes_subnormals_and_sets_the_process_back():
     import torch
 
-    from pipeline.agents.denormals import flushed_denormals
+    from pipeline.agents.backends.denormals import flushed_denormals
 
     supported = torch.set_flush_denormal(True)  # False on a CPU without FTZ/DAZ
     torch.set_flush_denormal(False)

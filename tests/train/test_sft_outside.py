@@ -11,12 +11,12 @@ import re
 import pytest
 import torch
 
-from pipeline.agents.loading import resolve_format
+from pipeline.agents.backends.loading import resolve_format
 from pipeline.agents.registry import make_agent
-from pipeline.train.model import META_FILE
+from pipeline.domains.retail.tools import TOOLS
+from pipeline.embedded.model import META_FILE
 from pipeline.train.sft import LoraParams, SFTParams, run_sft
 from pipeline.train.sft_base import fit_length, load_base
-from pipeline.world.retail.tools import TOOLS
 from tests.agents.tiny_families import FAMILIES, build_checkpoint, corpus, template
 from tests.train.helpers import gold, world
 

@@ -8,13 +8,13 @@ import json
 import pytest
 
 from pipeline.dataset.io import write_tasks
+from pipeline.embedded.model import META_FILE
 from pipeline.loop import paths
 from pipeline.loop.agentref import read_agent_spec, write_agent_ref
 from pipeline.loop.params import Params
 from pipeline.loop.stages import train_candidate
 from pipeline.measure import MeasureConfig, measure
 from pipeline.rollout.runner import Limits
-from pipeline.train.model import META_FILE
 from tests.agents.tiny_families import FAMILIES, build_checkpoint, corpus
 from tests.train.helpers import WORLD, gold, tasks, write_jsonl
 

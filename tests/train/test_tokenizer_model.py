@@ -9,7 +9,7 @@ import re
 import pytest
 import torch
 
-from pipeline.agents.codec import (
+from pipeline.agents.formats.codec import (
     ADDED_TOKENS,
     IM_END,
     SPECIAL_TOKENS,
@@ -18,7 +18,9 @@ from pipeline.agents.codec import (
     codec_hash,
     compact_tool_result,
 )
-from pipeline.train.model import (
+from pipeline.domains.retail.generator import generate_world
+from pipeline.domains.retail.policy import POLICY_SUMMARY
+from pipeline.embedded.model import (
     META_FILE,
     CheckpointMeta,
     ModelConfig,
@@ -27,10 +29,9 @@ from pipeline.train.model import (
     load_checkpoint,
     save_checkpoint,
 )
-from pipeline.train.tokenizer import TokenizerConfig, build_corpus, load_tokenizer, save_tokenizer, train_tokenizer
-from pipeline.world.retail.generator import generate_world
+from pipeline.embedded.tokenizer import TokenizerConfig, build_corpus, load_tokenizer, save_tokenizer, train_tokenizer
 
-COMPACT = CodecConfig(system="compact", tool_results="compact")
+COMPACT = CodecConfig(system="compact", tool_results="compact", policy_summary=POLICY_SUMMARY)
 
 
 @pytest.fixture(scope="module")

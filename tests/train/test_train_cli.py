@@ -80,7 +80,7 @@ def test_grpo_cli_max_resamples_bounds_the_replacements_of_a_zero_variance_group
     import json
 
     from pipeline.dataset.io import write_tasks
-    from pipeline.train.model import META_FILE
+    from pipeline.embedded.model import META_FILE
     from tests.train.helpers import tasks
 
     base = tiny_checkpoint(tmp_path / "base")

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.agents.openai_backend import OpenAIAgent
-from pipeline.agents.openai_client import ChatClient, EndpointConfig
+from pipeline.agents.backends.openai import OpenAIAgent
+from pipeline.endpoint.client import ChatClient, EndpointConfig
 from pipeline.grading.grader import grade
 from pipeline.rollout.runner import run_episode
 from pipeline.rollout.trajectory import STOP_TOKEN, Message, ToolCall

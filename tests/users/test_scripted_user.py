@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 
 from pipeline.dataset.task import PERSONAS
+from pipeline.domains.retail.oracle import OracleAgent
 from pipeline.grading.static_checks import affirms
 from pipeline.rollout.protocols import EpisodeInfo
 from pipeline.rollout.runner import run_episode
 from pipeline.rollout.trajectory import STOP_TOKEN, Message
 from pipeline.users import scripted as U
 from pipeline.users.scripted import ScriptedUser
-from pipeline.world.retail.oracle import OracleAgent
 from tests.agents.scripted_helpers import find, small_tasks, small_world
 
 

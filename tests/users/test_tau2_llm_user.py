@@ -9,7 +9,8 @@ import pickle
 
 import pytest
 
-from pipeline.agents.openai_client import ChatClient, EndpointConfig
+from pipeline.domains.retail.oracle import OracleAgent
+from pipeline.endpoint.client import ChatClient, EndpointConfig
 from pipeline.grading.failure_modes import analyze
 from pipeline.grading.grader import grade
 from pipeline.grading.llm_judge import LLMJudge, judge_usage, parse_user_review
@@ -20,7 +21,6 @@ from pipeline.tau2.importer import import_tau2
 from pipeline.users.llm import PERSONA_STYLE
 from pipeline.users.registry import UnknownUserError, make_user
 from pipeline.users.tau2_llm import GREETING, Tau2LLMUser, flipped, signal_of, system_prompt
-from pipeline.world.retail.oracle import OracleAgent
 from tests.agents.fake_openai import FakeOpenAI, Reply, completion
 from tests.users.scenario_standin import scenario_reply
 

@@ -7,7 +7,7 @@ import contextlib
 
 import pytest
 
-from pipeline.world.retail.arith import MAX_LENGTH, ArithmeticError_, evaluate
+from pipeline.world.arith import MAX_LENGTH, ArithmeticError_, evaluate
 
 
 @pytest.mark.parametrize(

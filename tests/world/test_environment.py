@@ -3,10 +3,10 @@
 import pytest
 
 from pipeline.dataset.task import Action, Provenance, Task, UserScript
+from pipeline.domains.retail.environment import RetailEnvironment, WorldMismatchError
+from pipeline.domains.retail.generator import GeneratorConfig, generate_world
+from pipeline.domains.retail.tools import execute
 from pipeline.world.protocol import Environment
-from pipeline.world.retail.environment import RetailEnvironment, WorldMismatchError
-from pipeline.world.retail.generator import GeneratorConfig, generate_world
-from pipeline.world.retail.tools import execute
 
 
 @pytest.fixture(scope="module")

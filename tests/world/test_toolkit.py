@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.world.retail.toolkit import ToolError, ToolRegistry, _parse_docstring, make_tool
-from pipeline.world.retail.tools import TOOLS, WRITE_TOOLS
+from pipeline.domains.retail.tools import TOOLS, WRITE_TOOLS
+from pipeline.world.tools import ToolError, ToolRegistry, _parse_docstring, make_tool
 from tests.needs import need_module
 
 

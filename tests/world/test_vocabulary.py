@@ -13,7 +13,7 @@ from pipeline.world.vocabulary import EMPTY, Vocabulary
 
 
 def test_retail_declares_its_cancel_reasons_statuses_and_order_ids():
-    from pipeline.world.retail.schema import CANCEL_REASONS, ORDER_STATUSES
+    from pipeline.domains.retail.schema import CANCEL_REASONS, ORDER_STATUSES
 
     v = resolve_domain("retail").require("vocabulary")
     assert v.choices == {"reason": frozenset(CANCEL_REASONS)}

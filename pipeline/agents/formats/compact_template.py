@@ -26,8 +26,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.agents.codec import compact_tool_result
 from pipeline.agents.formats.base import ChatFormatError
+from pipeline.agents.formats.codec import compact_tool_result
 from pipeline.agents.formats.parsers import call_from_text
 from pipeline.agents.formats.template import TemplateFormat
 from pipeline.rollout.trajectory import Message, ToolCall
@@ -51,7 +51,7 @@ def _first_sentence(text: str) -> str:
 
 def tool_line(schema: Mapping[str, Any]) -> str:
     """`name(arg, list_arg[], optional_arg?) - first sentence of the description`."""
-    from pipeline.agents.codec import tool_signature
+    from pipeline.agents.formats.codec import tool_signature
 
     fn = schema.get("function", schema)
     about = _first_sentence(fn.get("description") or "")

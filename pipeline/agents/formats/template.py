@@ -44,7 +44,7 @@ class TemplateFormat:
         self, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]], policy: str | None
     ) -> list[dict[str, Any]]:
         """Our messages as the dicts chat templates read (content never None, arguments as objects)."""
-        from pipeline.agents.codec import CodecConfig, format_tool_call, render_system
+        from pipeline.agents.formats.codec import CodecConfig, format_tool_call, render_system
 
         system = render_system(policy, tools, CodecConfig()) if self.tools_in_system else policy
         out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []

@@ -110,7 +110,7 @@ class AirlineDomain(Domain):
 
     def flaws(self):
         def make(rates: dict[str, float], seed: int = 0):
-            from pipeline.agents.flaws import FlawConfig
+            from pipeline.agents.scripted.flaws import FlawConfig
             from pipeline.domains.airline.flawed import AirlineFlawedAgent
 
             return AirlineFlawedAgent(FlawConfig(rates=rates, seed=seed))

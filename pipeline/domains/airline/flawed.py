@@ -1,5 +1,5 @@
 """The airline flawed agent: the airline oracle with failure modes planted at known rates (the ground truth for
-the failure-mode classifier on airline), planted the way retail's are (`pipeline.world.retail.flawed`): a hash of
+the failure-mode classifier on airline), planted the way retail's are (`pipeline.domains.retail.flawed`): a hash of
 (seed, task id, trial, mode) decides, at most one mode per request, only on a request with a gold write.
 
 - plan_adherence: writes without asking for confirmation / never issues the write after the customer's yes but
@@ -20,9 +20,9 @@ import random
 import re
 import string
 
-from pipeline.agents.flaws import MODES, FlawConfig, PlantingAgent
-from pipeline.agents.flaws import unit as _unit
-from pipeline.agents.script import Steps, appears_in
+from pipeline.agents.scripted.flaws import MODES, FlawConfig, PlantingAgent
+from pipeline.agents.scripted.flaws import unit as _unit
+from pipeline.agents.scripted.script import Steps, appears_in
 from pipeline.dataset.task import Action, Request, Task
 from pipeline.domains.airline import phrases as A
 from pipeline.domains.airline.oracle import AirlineOracle, AirlineOracleEpisode

@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 
 from pipeline.domains.airline.drafts import FREE_BAGS
 from pipeline.domains.airline.tools import BAG_FEE, INSURANCE_PER_PASSENGER, NOW
-from pipeline.world.retail.catalog import CARD_BRANDS, CITIES, FIRST_NAMES, LAST_NAMES, STREETS
+from pipeline.domains.retail.catalog import CARD_BRANDS, CITIES, FIRST_NAMES, LAST_NAMES, STREETS
 from pipeline.world.tables import World
 
 AIRPORTS = ("ATL", "BOS", "CLT", "DEN", "DFW", "DTW", "EWR", "IAH", "JFK", "LAS", "LAX", "LGA", "MCO", "MIA", "MSP",

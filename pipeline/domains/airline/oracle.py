@@ -1,6 +1,6 @@
 """The airline oracle: follows the airline policy and solves every generated airline task, with no model.
 
-As in retail (`pipeline.world.retail.oracle`, whose conversation primitives it reuses), it may read the task to know
+As in retail (`pipeline.domains.retail.oracle`, whose conversation primitives it reuses), it may read the task to know
 what to do, but every value it writes has appeared earlier in a user message or a tool result, and every figure
 it states comes from a tool. It identifies the customer first, reads the reservation before anything else, checks
 each policy rule from what the tools showed (basic economy flights never change, bags are never removed, the
@@ -18,9 +18,9 @@ import logging
 import re
 from datetime import datetime, timedelta
 
-from pipeline.agents import phrases as P
-from pipeline.agents.script import YES as _YES
-from pipeline.agents.script import ScriptedEpisode, Steps, appears_in, evidence
+from pipeline.agents.scripted import phrases as P
+from pipeline.agents.scripted.script import YES as _YES
+from pipeline.agents.scripted.script import ScriptedEpisode, Steps, appears_in, evidence
 from pipeline.dataset.task import Action, Request
 from pipeline.domains.airline import phrases as A
 from pipeline.domains.airline.tools import FLOWN, NOW

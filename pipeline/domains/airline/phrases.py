@@ -1,14 +1,14 @@
 """The airline oracle's sentences: its questions, its confirmations and its reports.
 
-Like retail's (`pipeline.agents.phrases`, whose closing and refusal sentences these reuse), nothing here invents a
-figure: every amount or id is passed in by the caller, who took it from a tool result or a user message. The
-policy's own figures (the bag fee, the insurance price) are never stated: an agent states a price only once a
-tool has shown it (`calculate`).
+Like the scripted kit's (`pipeline.agents.scripted.phrases`, whose closing and refusal sentences these reuse),
+nothing here invents a figure: every amount or id is passed in by the caller, who took it from a tool result
+or a user message. The policy's own figures (the bag fee, the insurance price) are never stated: an agent
+states a price only once a tool has shown it (`calculate`).
 """
 
 from __future__ import annotations
 
-from pipeline.agents.phrases import ANYTHING_ELSE, YES_NO, money
+from pipeline.agents.scripted.phrases import ANYTHING_ELSE, YES_NO, money
 
 ASK_USER_ID = "I'd be happy to help. First I need to identify you: what is your user id?"
 ASK_USER_ID_FIRST = "Before I can do that, I need to identify you: what is your user id?"

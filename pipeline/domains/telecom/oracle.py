@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 
-from pipeline.agents.script import ScriptedEpisode, Steps
+from pipeline.agents.scripted.script import ScriptedEpisode, Steps
 from pipeline.domains.telecom.tools import TODAY
 from pipeline.rollout.protocols import EpisodeInfo
 

