@@ -28,7 +28,7 @@ AIRLINE_STAGES = (
 
 
 def airline_overrides(world: str) -> list[str]:
-    """The README's `dvc exp run` overrides of the small airline loop: held-out tasks in τ²-bench's airline
+    """The `dvc exp run` overrides of the small airline loop in docs/domains.md: held-out tasks in τ²-bench's airline
     database (`world`, a directory), training data from a generated airline world."""
     sets = {
         "world.domain": "airline",
@@ -50,9 +50,9 @@ def airline_overrides(world: str) -> list[str]:
     return [arg for key, value in sets.items() for arg in ("-S", f"{key}={value}")]
 
 
-def test_the_readme_shows_this_command():
-    """The README's command is the one the slow test runs (with the airline data where the README puts it)."""
-    section = (ROOT / "README.md").read_text().split("### The loop on airline", 1)[1]
+def test_the_docs_show_this_command():
+    """docs/domains.md's command is the one the slow test runs (with the airline data where the docs put it)."""
+    section = (ROOT / "docs" / "domains.md").read_text().split("## The loop on airline", 1)[1]
     command = re.search(r"```bash\n(.*?)```", section, flags=re.S).group(1).replace("\\\n", " ")
     args = shlex.split(command)
     assert args[:4] == ["dvc", "exp", "run", "--single-item"]

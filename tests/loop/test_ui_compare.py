@@ -1,4 +1,4 @@
-"""Two iterations logged by `promote`, compared in the MLflow UI as the README says: headless Chromium opens the
+"""Two iterations logged by `promote`, compared in the MLflow UI as docs/mlflow.md says: headless Chromium opens the
 server, switches to *Model training*, opens the experiment, ticks both iteration runs and clicks **Compare**; the
 compare view lines up each iteration's pass^k (the candidate's and the champion's) under the same keys, and the
 run page shows the headline as the run's description."""

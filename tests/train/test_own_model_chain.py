@@ -1,4 +1,4 @@
-"""The README's own-model path, command by command, on a random-weight tiny checkpoint of each family (Qwen2.5,
+"""The own-model path of docs/models.md, command by command, on a random-weight tiny checkpoint of each family (Qwen2.5,
 Qwen3, Llama 3.1, Gemma 3 templates): measure → target → synthesize → SFT with LoRA → measure → GRPO, through
 `agentloop` (the typer app the console script runs), offline on CPU. Every step writes its artifact, every
 checkpoint stays in the base's own architecture and chat format, and both measures grade every trial."""
