@@ -106,6 +106,8 @@ class Environment:
             raise EnvironmentUsageError(
                 f"world {self.world.name!r} belongs to domain {self.world.domain.name!r}, not {self.domain.name!r}"
             )
+        if verdict not in ("strict", "tau2"):
+            raise EnvironmentUsageError(f"verdict {verdict!r}: expected 'strict' or 'tau2'")
         self.limits, self.judge, self.tau2, self.verdict_kind = limits or Limits(), judge, tau2, verdict
         self.task: Task | None = None
         self.session: Session | None = None

@@ -168,9 +168,25 @@ def test_out_of_order_and_foreign_input_are_clear_errors(loaded):
         fresh.run({"name": "x"}, "customer")  # type: ignore[arg-type]
     with pytest.raises(EnvironmentUsageError, match="field arguments must be an object"):
         fresh.run({"name": "x", "arguments": [1]})
+    with pytest.raises(EnvironmentUsageError, match="verdict 'best'"):
+        Environment(env.domain, env.world, verdict="best")  # type: ignore[arg-type]
     other = next(d for d in DOMAINS if d != env.domain.name)
     with pytest.raises(EnvironmentUsageError, match=f"belongs to domain {env.domain.name!r}, not {other!r}"):
         Environment(other, env.world)
+
+
+def test_the_tau2_verdict_reads_tau2s_reward(loaded):
+    env, tasks = loaded
+    task = next(t for t in tasks if _writes(env, t))
+    tau2 = Environment(env.domain, env.world, verdict="tau2")
+    tau2.init(task, authenticated_user_id=task.customer_user_id)
+    _replay(tau2, task)
+    for info in task.evaluation.communicate_info if task.evaluation else []:  # what τ²-bench wants told (COMMUNICATE)
+        tau2.say(f"For the record: {info}.")
+    reward = tau2.reward()
+    assert reward.verdict_kind == "tau2" and reward.reward == 1.0 and reward.verdict.tau2.passed
+    tau2.init(task, authenticated_user_id=task.customer_user_id)  # nothing done: the database is not the gold one
+    assert tau2.reward().reward == 0.0
 
 
 def test_the_tool_budget_is_measures(loaded):
