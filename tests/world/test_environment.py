@@ -1,72 +1,202 @@
-"""The six-function environment protocol, exercised on the retail reference implementation."""
+"""The environment facade drives every domain from outside through the same six functions: τ²-bench's retail,
+airline and telecom tasks replayed through `run` earn reward 1, a wrong write earns 0, a call from the wrong side
+is refused and changes nothing."""
+
+from __future__ import annotations
 
 import pytest
 
-from pipeline.dataset.task import Action, Provenance, Task, UserScript
-from pipeline.domains.retail.environment import RetailEnvironment, WorldMismatchError
-from pipeline.domains.retail.generator import GeneratorConfig, generate_world
-from pipeline.domains.retail.tools import execute
-from pipeline.world.protocol import Environment
+from pipeline.dataset.task import Task
+from pipeline.rollout.runner import Limits
+from pipeline.world.environment import Environment, EnvironmentUsageError
+from pipeline.world.registry import resolve_domain
+from tests.test_domain_boundary import ROOT, _domain_imports
+
+DOMAINS = ("retail", "airline", "telecom")
+QUESTION, YES = "Shall I go ahead with that? (yes/no)", "Yes, please go ahead."
 
 
-@pytest.fixture(scope="module")
-def env():
-    return RetailEnvironment(generate_world(GeneratorConfig(seed=3, n_products=10, n_users=30, n_orders=60)))
+@pytest.fixture(scope="module", params=DOMAINS)
+def loaded(request) -> tuple[Environment, list[Task]]:
+    """A domain's facade over τ²-bench's world, named by the domain and the directory, and the data set's tasks."""
+    from tests.needs import need_tau2
+
+    path = need_tau2(request.param)
+    _, tasks = resolve_domain(request.param).require("tau2_importer").load(path)
+    return Environment(request.param, str(path)), tasks
 
 
-def _cancel_task(env) -> Task:
-    order = env.query_data("orders", {"status": "pending"})[0]
-    user = env.query_data("users", {"user_id": order["user_id"]})[0]
-    return Task(
-        id="cancel-1",
-        world=env.world.name,
-        user_script=UserScript(goal="cancel"),
-        gold_actions=[
-            Action(name="find_user_id_by_email", arguments={"email": user["email"]}),
-            Action(
-                name="cancel_pending_order", arguments={"order_id": order["order_id"], "reason": "no longer needed"}
-            ),
-        ],
-        provenance=Provenance(source="eval"),
+def _writes(env: Environment, task: Task) -> bool:
+    return any(
+        env.world.side_of(a.requestor) == "assistant" and env.world.tools[a.name].kind == "write"
+        for a in task.gold_actions
     )
 
 
-def test_is_an_environment(env):
-    assert isinstance(env, Environment)
+def _replay(env: Environment, task: Task, actions=None) -> None:
+    """The task's gold actions through `run`, each on its side, every agent write asked and confirmed first."""
+    for action in task.gold_actions if actions is None else actions:
+        side = env.world.side_of(action.requestor)
+        if side == "assistant" and env.world.tools[action.name].kind == "write":
+            env.say(QUESTION)
+            env.say(YES, "user")
+        env.run({"name": action.name, "arguments": action.arguments}, side)
 
 
-def test_metadata(env):
+def _graded_only(env: Environment) -> set[str]:
+    """The static checks of the domain's rules its own reference data does not keep (graded, not enforced)."""
+    return {f"static.{inv.name}" for inv in env.domain.invariants() if not inv.enforced}
+
+
+def _gold_rewards(env: Environment, tasks: list[Task]) -> None:
+    assert tasks
+    excused = []
+    for task in tasks:
+        env.init(task, authenticated_user_id=task.customer_user_id)
+        _replay(env, task)
+        reward = env.reward()
+        assert reward.verdict.component("replay_consistency").passed, task.id
+        if reward.reward != 1.0:
+            failed = set(reward.verdict.failed_components)
+            assert failed <= _graded_only(env), (task.id, failed)
+            excused.append(task.id)
+    assert len(excused) <= 1, excused  # airline's task 32: its gold refund breaks the graded-only refund ceiling
+
+
+def test_every_tasks_gold_actions_through_run_earn_reward_1(loaded):
+    env, tasks = loaded
+    _gold_rewards(env, tasks)
+
+
+def test_a_wrong_write_earns_reward_0(loaded):
+    env, tasks = loaded
+    pairs = [
+        (t, o)
+        for t in tasks
+        for o in tasks
+        if o.id != t.id and o.customer_user_id == t.customer_user_id and _writes(env, t) and _writes(env, o)
+    ]
+    for task, other in pairs:  # the same customer's other task's writes: writes this task never asked for
+        env.init(task, authenticated_user_id=task.customer_user_id)
+        _replay(env, task)
+        assert env.reward().reward == 1.0
+        gold = env.state()
+        _replay(env, other, [a for a in other.gold_actions if env.world.side_of(a.requestor) == "assistant"])
+        if env.state().changed != gold.changed:
+            break
+    else:
+        pytest.fail("no task's writes go through in another task's end state")
+    reward = env.reward()
+    assert reward.reward == 0.0
+    assert "state" in reward.verdict.failed_components and reward.verdict.diffs
+
+
+def test_a_tool_of_the_other_side_is_refused_and_changes_nothing(loaded):
+    env, tasks = loaded
+    task = tasks[0]
+    start = env.init(task)
     meta = env.get_metadata()
-    assert meta.name == env.world.name
-    assert "establish who the customer is" in meta.policy
-    names = {t["function"]["name"] for t in meta.tools}
-    assert {"cancel_pending_order", "exchange_delivered_order_items", "calculate"} <= names
-    assert set(meta.state_schema["properties"]) == {"products", "users", "orders"}
+    agent_tool = meta.tools[0]["function"]["name"]
+    refused = env.run({"name": agent_tool, "arguments": {}}, "user")  # the customer holds none of the agent's tools
+    assert refused.error and "unknown tool" in refused.content
+    garbled = env.run({"name": agent_tool, "arguments": {"no_such_argument": 1}})
+    assert garbled.error and "invalid arguments" in garbled.content
+    for schema in meta.user_tools[:5]:  # dual control: the customer's phone is not the agent's to touch
+        name = schema["function"]["name"]
+        result = env.run({"name": name, "arguments": {}}, "assistant")
+        assert result.error and f"unknown tool {name!r}" in result.content
+    assert env.state() == start
+    assert env.reward().verdict.component("replay_consistency").passed
 
 
-def test_init_and_state_are_isolated(env):
-    task = _cancel_task(env)
-    s1, s2 = env.init(task), env.init(task)
-    before = env.state(s1)
-    for action in task.gold_actions:
-        assert execute(s1, action.name, action.arguments).ok
-    after = env.state(s1)
-    assert after.hash != before.hash
-    assert set(after.changed["orders"]) == {task.gold_actions[1].arguments["order_id"]}
-    assert env.state(s2).hash == before.hash
-    assert env.state(env.init(task)).hash == before.hash
+def test_metadata_tells_the_domain_its_world_and_both_sides(loaded):
+    env, _ = loaded
+    meta = env.get_metadata()
+    domain = env.domain
+    assert meta.domain == domain.name and meta.world == env.world.name
+    assert meta.world_digest == env.world.fingerprint and len(meta.world_digest) == 64
+    assert meta.policy == env.world.policy and meta.policy.strip()
+    assert [t["function"]["name"] for t in meta.tools] == list(domain.tools.tools)
+    user_tools = list(domain.user_tools.tools) if domain.user_tools is not None else []
+    assert [t["function"]["name"] for t in meta.user_tools] == user_tools
+    assert list(meta.tables) == list(domain.tables) and list(meta.user_tables) == list(domain.user_tables)
+    assert all(schema["type"] == "object" and schema["properties"] for schema in meta.tables.values())
 
 
-def test_query_data_predicates(env):
-    by_dict = env.query_data("orders", {"status": "delivered"})
-    by_callable = env.query_data("orders", lambda o: o.status == "delivered")
-    assert by_dict == by_callable and by_dict
-    assert all(o["status"] == "delivered" for o in by_dict)
-    with pytest.raises(KeyError, match="unknown table"):
-        env.query_data("shoes", None)
+def test_init_runs_the_set_up_on_both_sides_and_every_init_starts_afresh(loaded):
+    env, tasks = loaded
+    set_up = [t for t in tasks if (t.initial_state or {}).get("initialization_actions")]
+    task = (set_up or [t for t in tasks if _writes(env, t)])[0]
+    first = env.init(task, authenticated_user_id=task.customer_user_id)
+    assert first.world_digest == env.world.fingerprint
+    assert bool(env.domain.user_tables) == bool(first.user_state)
+    bare = Environment(env.domain, env.world).init(task.model_copy(update={"initial_state": None}))
+    assert (first != bare) == bool(set_up)  # telecom's set-up unseats a SIM, suspends a line: on either side
+    _replay(env, task)
+    assert env.state().hash != first.hash
+    assert env.init(task, authenticated_user_id=task.customer_user_id) == first
 
 
-def test_wrong_world_is_a_clear_error(env):
-    task = _cancel_task(env).model_copy(update={"world": "somewhere-else"})
-    with pytest.raises(WorldMismatchError, match="field world is 'somewhere-else'"):
-        env.init(task)
+def test_query_data_reads_the_session_as_it_is_now(loaded):
+    env, tasks = loaded
+    task = next(t for t in tasks if _writes(env, t))
+    before = Environment(env.domain, env.world)  # no session yet: the base world
+    env.init(task, authenticated_user_id=task.customer_user_id)
+    _replay(env, task)
+    changed = env.state().changed
+    table, key = next((table, key) for table, records in changed.items() for key in records)
+    record = changed[table][key]
+    assert record in env.query_data(table) and record not in before.query_data(table)
+    assert len(env.query_data(table)) >= len(before.query_data(table)) > 0
+    field, value = next((f, v) for f, v in record.items() if isinstance(v, str))
+    assert record in env.query_data(table, {field: value})
+    assert all(r[field] == value for r in env.query_data(table, {field: value}))
+    assert env.query_data(table, lambda r: False) == []
+    with pytest.raises(EnvironmentUsageError, match="unknown table 'shoes'"):
+        env.query_data("shoes")
+
+
+def test_out_of_order_and_foreign_input_are_clear_errors(loaded):
+    env, tasks = loaded
+    fresh = Environment(env.domain, env.world)
+    with pytest.raises(EnvironmentUsageError, match=r"run\(\) before init\(task\)"):
+        fresh.run({"name": "x"})
+    with pytest.raises(EnvironmentUsageError, match="field world is 'elsewhere'"):
+        fresh.init(tasks[0].model_copy(update={"world": "elsewhere"}))
+    fresh.init(tasks[0])
+    with pytest.raises(EnvironmentUsageError, match="side 'customer'"):
+        fresh.run({"name": "x"}, "customer")  # type: ignore[arg-type]
+    with pytest.raises(EnvironmentUsageError, match="field arguments must be an object"):
+        fresh.run({"name": "x", "arguments": [1]})
+    with pytest.raises(EnvironmentUsageError, match="verdict 'best'"):
+        Environment(env.domain, env.world, verdict="best")  # type: ignore[arg-type]
+    other = next(d for d in DOMAINS if d != env.domain.name)
+    with pytest.raises(EnvironmentUsageError, match=f"belongs to domain {env.domain.name!r}, not {other!r}"):
+        Environment(other, env.world)
+
+
+def test_the_tau2_verdict_reads_tau2s_reward(loaded):
+    env, tasks = loaded
+    task = next(t for t in tasks if _writes(env, t))
+    tau2 = Environment(env.domain, env.world, verdict="tau2")
+    tau2.init(task, authenticated_user_id=task.customer_user_id)
+    _replay(tau2, task)
+    for info in task.evaluation.communicate_info if task.evaluation else []:  # what τ²-bench wants told (COMMUNICATE)
+        tau2.say(f"For the record: {info}.")
+    reward = tau2.reward()
+    assert reward.verdict_kind == "tau2" and reward.reward == 1.0 and reward.verdict.tau2.passed
+    tau2.init(task, authenticated_user_id=task.customer_user_id)  # nothing done: the database is not the gold one
+    assert tau2.reward().reward == 0.0
+
+
+def test_the_tool_budget_is_measures(loaded):
+    env, tasks = loaded
+    budgeted = Environment(env.domain, env.world, tasks[0], limits=Limits(max_tool_calls=1))
+    name = budgeted.get_metadata().tools[0]["function"]["name"]
+    budgeted.run({"name": name, "arguments": {}})
+    assert budgeted.run({"name": name, "arguments": {}}).content.startswith("Error: not run")
+    assert "static.tool_budget" in budgeted.reward().verdict.failed_components
+
+
+def test_the_facade_names_no_domain():
+    assert _domain_imports([ROOT / "pipeline" / "world" / "environment.py"]) == []

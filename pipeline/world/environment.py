@@ -1,0 +1,265 @@
+"""Driving a domain's environment from outside: six functions over any `Domain`, on the paths measure uses.
+
+`Environment` is a thin facade, not a second extension point: a domain provides it by being a `Domain` (see
+`pipeline.world.domain`); nothing here names one. It serves one world of one domain, one task at a time:
+
+- `get_metadata()`: the domain, the world and its digest, the policy, each side's tool schemas, the tables;
+- `init(task)`: a fresh session in the task's starting state (its set-up actions run on both sides);
+- `run(call, side)`: one tool call on the side that makes it, through the same `execute` an episode uses (the
+  call validated, the domain's invariants kept, a refused call changes nothing); returns the tool message;
+- `state()`: both sides' state (the records that differ from the base world, the customer's side in full);
+- `query_data(table, filters)`: records as the session sees them now (the base world before `init`);
+- `reward()`: the verdict measure's grader gives the calls made so far (replayed from the task's starting state).
+
+`say(text, side)` adds a conversation message: the static checks read the conversation (a write needs the
+customer's explicit confirmation), so a driver that wants the strict verdict says what an agent would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pipeline.dataset.task import Task
+from pipeline.grading.grader import grade
+from pipeline.grading.judge import Judge
+from pipeline.grading.tau2_reward import Tau2Config
+from pipeline.grading.verdict import Verdict
+from pipeline.rollout.runner import Limits, not_run_message, run_tool_call
+from pipeline.rollout.trajectory import CustomerCall, Message, ToolCall, Trajectory
+from pipeline.world.domain import Domain
+from pipeline.world.registry import domain_spec, load_world, resolve_domain
+from pipeline.world.replay import user_state
+from pipeline.world.setup import start_session
+from pipeline.world.tables import Session, World, dump_record
+
+Side = Literal["assistant", "user"]
+SIDES: tuple[str, ...] = ("assistant", "user")
+DRIVER = "environment"
+"""The agent and user names a facade-driven trajectory records."""
+
+
+class EnvironmentUsageError(ValueError):
+    """A facade used out of order or with a world, task or side it does not serve; the message names which."""
+
+
+class EnvironmentMetadata(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    domain: str = Field(description="The domain's name (or module:attribute for one outside this repository).")
+    world: str = Field(description="The world's name; tasks refer to it in their `world` field.")
+    world_digest: str = Field(description="sha256 of the world's base database: equal digests, equal worlds.")
+    policy: str = Field(description="The policy document the agent is held to.")
+    tools: list[dict] = Field(description="OpenAI-style JSON schemas of the agent's tools ('assistant' side).")
+    user_tools: list[dict] = Field(
+        description="The customer's own tools ('user' side, dual control); empty where the customer only talks."
+    )
+    tables: dict[str, dict] = Field(description="The agent side's tables: name → JSON Schema of one record.")
+    user_tables: dict[str, dict] = Field(description="The customer side's tables, likewise; empty without any.")
+
+
+class EnvironmentState(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    world_digest: str = Field(description="The base world's digest (see EnvironmentMetadata).")
+    changed: dict[str, dict[str, dict]] = Field(
+        description="Agent side: per table, the records (τ²-bench JSON) that differ from the base world."
+    )
+    user_state: dict[str, Any] = Field(
+        description="Customer side in full, laid out as the domain's files are; empty without dual control."
+    )
+    hash: str = Field(description="sha256 over the base digest and every changed record; equal states, equal hashes.")
+
+
+class Reward(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    reward: float = Field(description="1.0 when the chosen verdict passes, else 0.0.")
+    verdict_kind: Literal["strict", "tau2"] = Field(description="Which verdict the reward reads (measure's choice).")
+    verdict: Verdict = Field(description="The grader's full verdict: every component, every state difference.")
+
+
+class Environment:
+    """One world of one domain behind the six functions (see the module docstring).
+
+    `domain` is a domain name or `module:attribute` (resolved by the registry); `world` a `World` of that domain
+    or a reference the domain reads (a τ²-bench directory, a db.json, a generated-world name); `task`, when given,
+    starts a session at once. `limits`, `judge` and `tau2` are what the grader is given, as in measure.
+    """
+
+    def __init__(
+        self,
+        domain: str | Domain,
+        world: str | World,
+        task: Task | None = None,
+        *,
+        limits: Limits | None = None,
+        judge: Judge | None = None,
+        tau2: Tau2Config | None = None,
+        verdict: Literal["strict", "tau2"] = "strict",
+    ) -> None:
+        self.domain = resolve_domain(domain) if isinstance(domain, str) else domain
+        self.world = load_world(world, domain_spec(self.domain)) if isinstance(world, str) else world
+        if self.world.domain.name != self.domain.name:
+            raise EnvironmentUsageError(
+                f"world {self.world.name!r} belongs to domain {self.world.domain.name!r}, not {self.domain.name!r}"
+            )
+        if verdict not in ("strict", "tau2"):
+            raise EnvironmentUsageError(f"verdict {verdict!r}: expected 'strict' or 'tau2'")
+        self.limits, self.judge, self.tau2, self.verdict_kind = limits or Limits(), judge, tau2, verdict
+        self.task: Task | None = None
+        self.session: Session | None = None
+        self.trajectory: Trajectory | None = None
+        self._authenticated: str | None = None
+        self._calls = 0
+        if task is not None:
+            self.init(task)
+
+    # ---- the six functions --------------------------------------------------------------------------------------
+    def get_metadata(self) -> EnvironmentMetadata:
+        user_tools = self.world.user_tools
+        return EnvironmentMetadata(
+            domain=domain_spec(self.domain),
+            world=self.world.name,
+            world_digest=self.world.fingerprint,
+            policy=self.world.policy,
+            tools=self.world.tools.schemas(),
+            user_tools=user_tools.schemas() if user_tools is not None else [],
+            tables={name: record.model_json_schema() for name, record in self.domain.tables.items()},
+            user_tables={name: record.model_json_schema() for name, record in self.domain.user_tables.items()},
+        )
+
+    def init(self, task: Task, *, authenticated_user_id: str | None = None) -> EnvironmentState:
+        """A fresh session in `task`'s starting state (its set-up actions run, on both sides); its state.
+
+        `authenticated_user_id` is whom the session starts authenticated as: None, as in measure, leaves it to the
+        agent's identity tool; the task's `customer_user_id` replays as its gold actions are replayed."""
+        if task.world != self.world.name:
+            raise EnvironmentUsageError(
+                f"task {task.id!r}: field world is {task.world!r}, but this environment serves {self.world.name!r}"
+            )
+        self.session = start_session(self.world, task, authenticated_user_id=authenticated_user_id)
+        self.task, self._authenticated, self._calls = task, authenticated_user_id, 0
+        self.trajectory = Trajectory(
+            task_id=task.id,
+            agent=DRIVER,
+            user=DRIVER,
+            world=self.world.name,
+            domain=domain_spec(self.domain),
+        )
+        return self.state()
+
+    def run(self, call: ToolCall | Mapping[str, Any], side: Side = "assistant") -> Message:
+        """One tool call on `side` ('assistant': the agent; 'user': the customer's own tools, dual control); the
+        tool message the caller reads (`content`, `error`). A tool the side does not hold, bad arguments, a broken
+        rule or the agent's tool-call budget used up (`limits.max_tool_calls`) come back as errors, changing nothing.
+
+        `call` is a ToolCall or a mapping with `name` and `arguments` (and optionally `id`)."""
+        session, trajectory = self._started("run")
+        if side not in SIDES:
+            raise EnvironmentUsageError(f"side {side!r}: expected one of {', '.join(SIDES)}")
+        call = self._tool_call(call, len(trajectory.messages) + len(trajectory.customer_calls))
+        if side == "user":
+            result = run_tool_call(session, call, requestor="user")
+            trajectory.customer_calls.append(CustomerCall(at=len(trajectory.messages), call=call, result=result))
+            return result
+        trajectory.messages.append(Message(role="assistant", tool_calls=[call]))
+        if self._calls >= self.limits.max_tool_calls:
+            result = not_run_message(call)
+        else:
+            result = run_tool_call(session, call)
+            self._calls += 1
+        trajectory.messages.append(result)
+        return result
+
+    def state(self) -> EnvironmentState:
+        session, _ = self._started("state")
+        changed = session.changed()
+        user_tables = set(self.domain.user_tables)
+        return EnvironmentState(
+            world_digest=self.world.fingerprint,
+            changed={table: records for table, records in changed.items() if table not in user_tables},
+            user_state=user_state(session),
+            hash=session.state_hash(),
+        )
+
+    def query_data(self, table: str, filters: Mapping[str, Any] | Callable[[Any], bool] | None = None) -> list[dict]:
+        """The records of `table` matching `filters` ({dotted.field: value}, all must hold, or a predicate on the
+        record), in key order, as τ²-bench JSON: as the session sees them now, or the base world before `init`."""
+        if table not in self.world.table_names:
+            raise EnvironmentUsageError(f"unknown table {table!r}; tables are {', '.join(self.world.table_names)}")
+        if filters is None:
+            match: Callable[[Any], bool] = lambda record: True  # noqa: E731
+        elif callable(filters):
+            match = filters
+        elif isinstance(filters, Mapping):
+            wanted = dict(filters)
+            match = lambda record: all(_field(record, k) == v for k, v in wanted.items())  # noqa: E731
+        else:
+            raise EnvironmentUsageError(f"filters: expected a mapping or a predicate, got {type(filters).__name__}")
+        if self.session is None:
+            records = self.world.table(table)
+            found = [records[key] for key in sorted(records)]
+        else:
+            found = [self.session.get(table, key) for key in self.session.keys(table)]
+        return [dump_record(record) for record in found if match(record)]
+
+    def reward(self) -> Reward:
+        """The grader's verdict on the calls (and words) so far, as measure grades an episode: the calls replayed
+        from the task's starting state, the end state against the gold actions' one, the static and task checks,
+        the env assertions; `reward` reads the verdict this facade was built with ('strict' or 'tau2')."""
+        session, trajectory = self._started("reward")
+        assert self.task is not None
+        trajectory.world_log = [event.to_dict() for event in session.log]
+        trajectory.final_changed = session.changed()
+        trajectory.final_hash = session.state_hash()
+        verdict = grade(
+            self.world,
+            self.task,
+            trajectory,
+            self.limits,
+            self.judge,
+            authenticated_user_id=self._authenticated,
+            tau2=self.tau2,
+        )
+        passed = verdict.outcome(self.verdict_kind)
+        return Reward(reward=1.0 if passed else 0.0, verdict_kind=self.verdict_kind, verdict=verdict)
+
+    # ---- the conversation the checks read ---------------------------------------------------------------------
+    def say(self, text: str, side: Side = "assistant") -> None:
+        """A message of the conversation: the agent's words ('assistant') or the customer's ('user')."""
+        _, trajectory = self._started("say")
+        if side not in SIDES:
+            raise EnvironmentUsageError(f"side {side!r}: expected one of {', '.join(SIDES)}")
+        trajectory.messages.append(Message(role=side, content=text))
+
+    # ---- internals ----------------------------------------------------------------------------------------------
+    def _started(self, what: str) -> tuple[Session, Trajectory]:
+        if self.session is None or self.trajectory is None:
+            raise EnvironmentUsageError(f"{what}() before init(task): no session is running")
+        return self.session, self.trajectory
+
+    @staticmethod
+    def _tool_call(call: ToolCall | Mapping[str, Any], n: int) -> ToolCall:
+        if isinstance(call, ToolCall):
+            return call
+        if not isinstance(call, Mapping) or not isinstance(call.get("name"), str):
+            raise EnvironmentUsageError(f"call: expected a ToolCall or a mapping with a string 'name', got {call!r}")
+        arguments = call.get("arguments", {})
+        if arguments is not None and not isinstance(arguments, Mapping):
+            raise EnvironmentUsageError(f"call {call['name']!r}: field arguments must be an object, got {arguments!r}")
+        return ToolCall(
+            id=str(call.get("id") or f"call-{n}"),
+            name=call["name"],
+            arguments=dict(arguments) if arguments is not None else None,
+            raw_arguments=call.get("raw_arguments"),
+        )
+
+
+def _field(record: Any, path: str) -> Any:
+    value = record
+    for part in path.split("."):
+        value = value.get(part) if isinstance(value, dict) else getattr(value, part, None)
+    return value
