@@ -143,6 +143,20 @@ class TelecomDomain(Domain):
 
         return TelecomOracle
 
+    def vocabulary(self):
+        from pipeline.domains.telecom.vocabulary import VOCABULARY
+
+        return VOCABULARY
+
+    def flaws(self):
+        def make(rates: dict[str, float], seed: int = 0):
+            from pipeline.agents.flaws import FlawConfig
+            from pipeline.domains.telecom.flawed import TelecomFlawedAgent
+
+            return TelecomFlawedAgent(FlawConfig(rates=rates, seed=seed))
+
+        return make
+
     def tau2_importer(self):
         from pipeline.domains.telecom.tau2 import Tau2Telecom
 
