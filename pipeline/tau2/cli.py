@@ -1,5 +1,5 @@
-"""τ²-bench on the command line: `agentloop tasks import-tau2` (its tasks) and `agentloop import tau2-run`
-(its results files, as our runs)."""
+"""τ²-bench on the command line: `agentloop tasks import-tau2` (its tasks), `agentloop tasks lint` (what in them
+would make a score mean less) and `agentloop import tau2-run` (its results files, as our runs)."""
 
 from __future__ import annotations
 
@@ -81,3 +81,38 @@ def import_tau2_cmd(
     part = f" (split {split})" if split else ""
     refused = f"; {len(imported.refused)} with gold writes our tools refuse" if imported.refused else ""
     console.print(f"{len(imported.tasks)} τ²-bench tasks{part} of {imported.world.name} → {out}{refused}")
+
+
+def lint_cmd(
+    domain: Path = typer.Option(..., help="τ²-bench domain directory (db.json, tasks.json, policy.md)."),
+    split: str = typer.Option(None, help="A split of split_tasks.json (train, test, base); default: every task."),
+    kind: str = typer.Option(
+        None, "--kind", help="Domain name or module:attribute (default: the domain whose tables db.json holds)."
+    ),
+    out: Path = typer.Option(None, help="Write the summary and every finding as JSON here."),
+    strict: bool = typer.Option(False, help="Exit 1 when there is any finding."),
+) -> None:
+    """Lint τ²-bench tasks: gold actions that fail on replay, a reward basis that passes with nothing done, tools
+    the policy names that the agent does not have, counts the scenario never states."""
+    from pipeline.tau2.lint import CLASSES, lint_directory, write_findings
+    from pipeline.world.domain import DomainCapabilityError
+    from pipeline.world.tables import WorldLoadError
+
+    if out is not None:
+        _check_out(out, inputs={"--domain": domain})
+    try:
+        report, findings = lint_directory(domain, split, kind)
+    except (WorldLoadError, DomainCapabilityError, ValueError, FileNotFoundError) as exc:
+        console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
+        raise typer.Exit(2) from None
+    print(f"{report['tasks']} tasks of {report['domain']} ({domain}); policy names {report['policy_names']} tools")
+    for c in CLASSES:
+        entry = report["classes"][c]
+        print(f"{c:<22}{entry['findings']:>5} findings in {entry['tasks']} tasks")
+        for e in entry["examples"]:
+            print(f"    {e['task_id'] or '(policy)'}: {e['detail']}")
+    if out is not None:
+        write_findings(out, report, findings)
+        console.print(f"→ {out}")
+    if strict and findings:
+        raise typer.Exit(1)

@@ -3,11 +3,12 @@
 A refuel of 1 or 2 GB is the policy's (at most 2 GB at a time), a pick from it rather than a figure to invent.
 
 `workflow_steps`: what the customer's phone can show that the technical-support workflow fixes with one step of
-theirs (airplane mode on: turn it off; the SIM missing: reseat it; a broken APN or one without its MMS server: reset it, then reboot; mobile
-data off; Data Saver on; a VPN connected; Wi-Fi Calling on, for MMS; the messaging app without its SMS or storage
-permission). Data roaming off is a problem only abroad and a network mode only for some goals, so neither is read
-as a step the workflow always requires. `harmful_changes`: a change the customer made that leaves the phone worse
-for every goal (airplane mode on, mobile data or roaming off, Data Saver on, a 2G or 3G network mode).
+theirs (airplane mode on: turn it off; the SIM missing: reseat it; a broken APN or one without its MMS server:
+reset it, then reboot; mobile data off; Data Saver on; a VPN connected; Wi-Fi Calling on, for MMS; the messaging
+app without its SMS or storage permission). Data roaming off is a problem only abroad and a network mode only for
+some goals, so neither is read as a step the workflow always requires.
+`harmful_changes`: a change the customer made that leaves the phone worse for every goal (airplane mode on,
+mobile data or roaming off, Data Saver on, a 2G or 3G network mode).
 """
 
 from __future__ import annotations
