@@ -33,6 +33,9 @@ app.command("gate-aa")(gate_aa_cmd)
 from pipeline.tau2.cli import import_app  # noqa: E402
 
 app.add_typer(import_app, name="import")
+from pipeline.tau2.cli import export_app  # noqa: E402
+
+app.add_typer(export_app, name="export")
 from pipeline.agents.model_cli import model_app  # noqa: E402
 
 app.add_typer(model_app, name="model")
