@@ -1,12 +1,13 @@
-"""Telecom's flawed agent plants the failure modes dual control adds, and the failure-mode analysis names each one
-for what it is (the fast version of `bench/bench_failure_modes.py --domain telecom`)."""
+"""Telecom's flawed agent plants the failure modes (those dual control adds, and plan adherence and invention on the
+carrier's side), and the failure-mode analysis names each one for what it is (the fast version of
+`bench/bench_failure_modes.py --domain telecom`)."""
 
 from __future__ import annotations
 
 import pytest
 
 from pipeline.agents.flaws import FlawConfig
-from pipeline.domains.telecom.flawed import TelecomFlawedAgent, TelecomFlawedEpisode, _variants
+from pipeline.domains.telecom.flawed import PLANTED, TelecomFlawedAgent, TelecomFlawedEpisode, _variants
 from pipeline.grading.dual_control import DUAL_CONTROL_MODES, PARENT
 from pipeline.grading.failure_modes import FAILURE_MODES, analyze
 from pipeline.grading.grader import grade
@@ -45,21 +46,25 @@ def test_each_planted_variant_is_named_alone_and_dominant(loaded):
     world, tasks = loaded
     seen: dict[str, int] = {}
     for task in tasks[::3]:
-        for mode in DUAL_CONTROL_MODES:
+        for mode in PLANTED:
             for variant in _variants(mode, task):
                 _, verdict, a = _run(world, task, Forced(mode, variant))
                 assert not verdict.passed, (task.id, variant)
-                assert a.dual_control == [mode] and a.modes == [PARENT[mode]], (task.id, variant, a)
-                assert a.dominant == PARENT[mode] and any(mode in e for e in a.evidence[PARENT[mode]])
+                parent = PARENT.get(mode, mode)
+                assert a.modes == [parent] and a.dominant == parent, (task.id, variant, a)
+                assert a.dual_control == ([mode] if mode in DUAL_CONTROL_MODES else []), (task.id, variant, a)
+                assert parent != mode or a.evidence[mode]
+                assert parent == mode or any(mode in e for e in a.evidence[parent])
                 seen[variant] = seen.get(variant, 0) + 1
-    assert {"claim_early", "airplane_on", "data_off", "network_2g", "toggle_airplane_mode"} <= set(seen), seen
+    expected = {"claim_early", "airplane_on", "data_off", "network_2g", "toggle_airplane_mode", "skip_confirmation"}
+    assert expected | {"fabricate"} <= set(seen), seen
 
 
 def test_transfer_tasks_get_no_flaw_and_the_unflawed_trials_are_the_oracles(loaded):
     world, tasks = loaded
     agent = TelecomFlawedAgent()
     transfer = [t for t in tasks if any(a.name == "transfer_to_human_agents" for a in t.gold_actions)]
-    assert transfer and all(_variants(m, t) == [] for t in transfer for m in DUAL_CONTROL_MODES)
+    assert transfer and all(_variants(m, t) == [] for t in transfer for m in PLANTED)
     for task in tasks[:10]:
         assert agent.planted(task, 0) == []
         _, verdict, a = _run(world, task, agent)
@@ -68,15 +73,14 @@ def test_transfer_tasks_get_no_flaw_and_the_unflawed_trials_are_the_oracles(load
 
 def test_recovery_of_planted_modes_on_a_small_run(loaded):
     world, tasks = loaded
-    agent = TelecomFlawedAgent(FlawConfig(rates=dict.fromkeys(DUAL_CONTROL_MODES, 0.3), seed=5))
+    agent = TelecomFlawedAgent(FlawConfig(rates=dict.fromkeys(PLANTED, 0.25), seed=5))
     rows = []
     for task in tasks[:60]:
         for trial in range(2):
             _, verdict, a = _run(world, task, agent, trial)
             rows.append((agent.planted(task, trial), [*a.modes, *a.dual_control], a.dominant, verdict.passed))
     report = score(rows, (*FAILURE_MODES, *DUAL_CONTROL_MODES))
-    for mode in DUAL_CONTROL_MODES:
-        s = report.per_mode[mode]
+    for mode, s in report.per_mode.items():
         assert s.planted >= 5, (mode, s)
         assert s.precision >= 0.9 and s.recall >= 0.9, (mode, s)
-    assert report.per_mode["invention"].detected == 0 and report.false_modes_on_clean == 0
+    assert report.false_modes_on_clean == 0

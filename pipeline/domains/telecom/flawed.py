@@ -1,7 +1,11 @@
 """The telecom flawed agent: the telecom oracle with the failure modes dual control adds planted at known rates (the
 ground truth for the failure-mode classifier on telecom). A hash of (seed, task id, trial, mode) decides, as for
 retail and airline (`pipeline.agents.flaws`); at most one mode per trial, only in a task the workflow can fix (not
-one whose gold is a transfer).
+one whose gold is a transfer). Besides the three dual control adds, two of the modes every domain has, on the
+carrier's side (a task whose gold changes the account: roaming enabled, data refuelled):
+
+- plan_adherence: it changes the account without asking the customer first.
+- invention: it changes the account on a line id nobody said or showed (the tool refuses; it carries on).
 
 - unverified_fix: once it has read the customer's line, it says the issue is resolved before anything was done
   or checked on the phone; told it still does not work, it transfers.
@@ -16,15 +20,19 @@ Each planted mode is counted with the mode the loop targets it falls under (`PAR
 
 from __future__ import annotations
 
+import random
+
 from pipeline.agents.flaws import DUAL_CONTROL_MODES, FlawConfig, PlantingAgent
 from pipeline.agents.flaws import unit as _unit
-from pipeline.agents.script import Steps
+from pipeline.agents.script import Steps, appears_in
 from pipeline.dataset.task import Task
 from pipeline.domains.telecom.oracle import TelecomOracle, TelecomOracleEpisode
 from pipeline.grading.dual_control import PARENT
 from pipeline.rollout.protocols import EpisodeInfo
 
 __all__ = ["DUAL_CONTROL_MODES", "FlawConfig", "TelecomFlawedAgent", "plan"]
+PLANTED = ("plan_adherence", "invention", *DUAL_CONTROL_MODES)
+CARRIER_WRITES = ("enable_roaming", "refuel_data")
 SKIPPABLE = (
     "toggle_airplane_mode",
     "reseat_sim_card",
@@ -52,6 +60,9 @@ def _wants_data(task: Task) -> bool:
 def _variants(mode: str, task: Task) -> list[str]:
     if any(a.name == "transfer_to_human_agents" for a in task.gold_actions):
         return []
+    if mode in ("plan_adherence", "invention"):
+        writes = [a.name for a in task.gold_actions if a.requestor != "user" and a.name in CARRIER_WRITES]
+        return ["skip_confirmation" if mode == "plan_adherence" else "fabricate"] if writes else []
     if mode == "unverified_fix":
         return ["claim_early"]
     if mode == "skipped_step":
@@ -67,7 +78,7 @@ def _variants(mode: str, task: Task) -> list[str]:
 def plan(config: FlawConfig, task: Task, trial: int) -> dict[int, tuple[str, str]]:
     """{0: (mode, variant)} when a mode is planted in this trial; the first of the modes (in an order the hash
     shuffles) whose rate the coin falls under and that fits the task."""
-    order = sorted(DUAL_CONTROL_MODES, key=lambda m: _unit(config.seed, task.id, trial, m, "order"))
+    order = sorted(PLANTED, key=lambda m: _unit(config.seed, task.id, trial, m, "order"))
     for mode in order:
         if _unit(config.seed, task.id, trial, mode) >= config.rates.get(mode, 0.0):
             continue
@@ -85,6 +96,7 @@ class TelecomFlawedEpisode(TelecomOracleEpisode):
     def __init__(self, info: EpisodeInfo, flaws: dict[int, tuple[str, str]], seed: int) -> None:
         self.mode, self.variant = flaws.get(0, (None, None))
         self.claimed = False
+        self.rng = random.Random(f"{seed}:{info.task.id}:{info.trial}:values")
         super().__init__(info)
 
     def _run(self) -> Steps:
@@ -103,6 +115,22 @@ class TelecomFlawedEpisode(TelecomOracleEpisode):
             return ""
         return (yield from super()._ask(tool, text))
 
+    def _write(self, name: str, arguments: dict, what: str) -> Steps:
+        if self.variant == "skip_confirmation" and name in CARRIER_WRITES:
+            result = yield from self._call(name, arguments)
+            yield from self._say("I have updated your account.")
+            return not result.error
+        if self.variant == "fabricate" and name in CARRIER_WRITES:
+            arguments = {**arguments, "line_id": self._invented_line()}
+        return (yield from super()._write(name, arguments, what))
+
+    def _invented_line(self) -> str:
+        texts = [m.content or "" for m in self.messages]
+        while True:
+            line = f"L{self.rng.randrange(2000, 9999)}"
+            if not appears_in(line, texts):
+                return line
+
     def _resolved(self) -> Steps:
         if self.mode == "wrong_instruction":
             yield from super()._ask("", WRONG[self.variant])
@@ -110,8 +138,8 @@ class TelecomFlawedEpisode(TelecomOracleEpisode):
 
 
 class TelecomFlawedAgent(PlantingAgent):
-    """The telecom oracle with the dual-control modes planted per `FlawConfig`; `planted` names each with the mode
-    it falls under."""
+    """The telecom oracle with flaws planted per `FlawConfig`; `planted` names a dual-control mode with the mode it
+    falls under."""
 
     oracle = TelecomOracle
     episode = TelecomFlawedEpisode
