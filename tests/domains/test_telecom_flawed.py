@@ -84,3 +84,17 @@ def test_recovery_of_planted_modes_on_a_small_run(loaded):
         assert s.planted >= 5, (mode, s)
         assert s.precision >= 0.9 and s.recall >= 0.9, (mode, s)
     assert report.false_modes_on_clean == 0
+
+
+def test_the_agent_spec_plants_the_dual_control_modes_at_their_modes_rates():
+    from pipeline.agents.registry import make_agent
+    from pipeline.world.registry import resolve_domain
+
+    telecom = resolve_domain("telecom")
+    rates = make_agent("flawed", telecom).config.rates
+    assert set(rates) == set(PLANTED) | {"misread"} and len(set(rates.values())) == 1
+    assert make_agent("flawed:misread=0.3,unverified_fix=0.1", telecom).config.rates == {
+        "misread": 0.3,
+        "wrong_instruction": 0.3,
+        "unverified_fix": 0.1,
+    }
