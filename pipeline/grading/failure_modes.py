@@ -38,9 +38,9 @@ specific explanation first).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from pipeline.dataset.task import Task
 from pipeline.grading.dual_control import DUAL_CONTROL_MODES, DualControlMode, dual_control_findings
@@ -81,13 +81,20 @@ class FailureAnalysis(Strict):
     dual_control: list[DualControlMode] = Field(
         default_factory=list,
         description="The dual-control modes that apply (unverified_fix, skipped_step, wrong_instruction), each"
-        " also counted under its mode in `modes`.",
+        " also counted under its mode in `modes`; left out of the JSON when none.",
     )
     user_simulator: list[str] = Field(
         default_factory=list,
         description="Why the user simulator, not the agent, failed the trial (the judge's review); when set, no"
         " agent failure mode is named.",
     )
+
+    @model_serializer(mode="wrap")
+    def _drop_no_dual_control(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        if isinstance(data, dict) and not data.get("dual_control"):
+            data.pop("dual_control", None)
+        return data
 
 
 def vocabulary_of(domain: str) -> Vocabulary:
