@@ -2,8 +2,11 @@
 
 A domain's world (`--domain retail`, the default: a seeded generated world of 50 products, 500 users, 1000 orders;
 `--domain airline`: τ²-bench airline's database, ../shared/tau2_airline), `--tasks` of the domain's generated
-evaluation tasks (its `tasks` capability), each run `--trials` times by the domain's flawed scripted agent (its
+evaluation tasks (its `tasks` capability; a domain without one, as telecom, takes the first `--tasks` of its
+τ²-bench base tasks, ../shared/tau2_telecom), each run `--trials` times by the domain's flawed scripted agent (its
 `flaws` capability) with every mode planted at `--rate`, against the scripted customer in the domain's phrasing.
+A domain whose customer holds tools (dual control) is scored on the dual-control modes as well (unverified_fix,
+wrong_instruction, skipped_step: each counted under its mode too), with 60 turns per episode.
 Each trial is graded and analysed (`pipeline.grading.failure_modes.analyze`, which sees only the trajectory, its
 world log and the verdict); the modes it names are then compared with the modes the agent planted (`planted`).
 Reported: per-mode precision and recall, the planted-vs-detected confusion matrix (every pair per trial,
@@ -23,17 +26,22 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from pipeline.grading.dual_control import DUAL_CONTROL_MODES
 from pipeline.grading.failure_modes import FAILURE_MODES, SIGNATURES, analyze
 from pipeline.grading.grader import grade
 from pipeline.grading.mode_recovery import format_report, score
-from pipeline.rollout.runner import run_episode
+from pipeline.rollout.runner import Limits, run_episode
 from pipeline.tau2.data import tau2_data_dir
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world, resolve_domain
 
 ROOT = Path(__file__).resolve().parents[1]
 MIN_SCORE = 0.9
-DEFAULT_WORLDS = {"retail": lambda seed: f"gen-{seed}", "airline": lambda seed: str(tau2_data_dir("airline"))}
+DEFAULT_WORLDS = {
+    "retail": lambda seed: f"gen-{seed}",
+    "airline": lambda seed: str(tau2_data_dir("airline")),
+    "telecom": lambda seed: str(tau2_data_dir("telecom")),
+}
 
 
 def main() -> None:
@@ -53,10 +61,17 @@ def main() -> None:
         raise SystemExit(f"domain {domain.name!r} has no default world: give --world")
     suffix = "" if domain.name == "retail" else f"_{domain.name}"
     out = args.out or ROOT / "bench" / "results" / f"failure_modes{suffix}.json"
-    world = load_world(ref, args.domain)
     need = "the failure-mode proof"
-    tasks = domain.require("tasks", needed_for=need)(world, args.tasks, seed=args.seed)
-    agent = domain.require("flaws", needed_for=need)(dict.fromkeys(FAILURE_MODES, args.rate), seed=args.seed)
+    dual = bool(domain.user_tools)
+    modes = (*FAILURE_MODES, *DUAL_CONTROL_MODES) if dual else FAILURE_MODES
+    limits = Limits(max_turns=60) if dual else Limits()
+    if domain.tasks() is not None or domain.tau2_importer() is None:
+        world = load_world(ref, args.domain)
+        tasks = domain.require("tasks", needed_for=need)(world, args.tasks, seed=args.seed)
+    else:
+        world, tasks = domain.require("tau2_importer", needed_for=need).load(ref)
+        tasks = tasks[: args.tasks]
+    agent = domain.require("flaws", needed_for=need)(dict.fromkeys(modes, args.rate), seed=args.seed)
     oracle = domain.require("oracle", needed_for=need)()
     rows, signatures, variants = [], Counter(), defaultdict(lambda: [0, 0])
     looked_complete = planted_but_passed = 0
@@ -64,24 +79,29 @@ def main() -> None:
     for task in tasks:
         for trial in range(args.trials):
             t0 = time.perf_counter()
-            traj = run_episode(world, task, agent, ScriptedUser(), trial=trial)
-            verdict = grade(world, task, traj)
+            traj = run_episode(world, task, agent, ScriptedUser(), trial=trial, limits=limits)
+            verdict = grade(world, task, traj, limits=limits)
             t1 = time.perf_counter()
             analysis = analyze(task, traj, verdict)
             analyze_s += time.perf_counter() - t1
             run_s += t1 - t0
             planted = agent.planted(task, trial)
-            rows.append((planted, analysis.modes, analysis.dominant, verdict.passed))
+            detected = [*analysis.modes, *analysis.dual_control]
+            rows.append((planted, detected, analysis.dominant, verdict.passed))
             planted_but_passed += bool(planted) and verdict.passed
             if not verdict.passed:
                 signatures.update(analysis.signature)
                 looked_complete += analysis.looked_complete
             for mode, variant in agent.planted_variants(task, trial).values():
                 variants[variant][0] += 1
-                variants[variant][1] += mode in analysis.modes
+                variants[variant][1] += mode in detected
 
-    oracle_failed = [t.id for t in tasks if not grade(world, t, run_episode(world, t, oracle, ScriptedUser())).passed]
-    report = score(rows, FAILURE_MODES)
+    oracle_failed = [
+        t.id
+        for t in tasks
+        if not grade(world, t, run_episode(world, t, oracle, ScriptedUser(), limits=limits), limits=limits).passed
+    ]
+    report = score(rows, modes)
     failed = report.failed_trials
     result = {
         "world": world.name,

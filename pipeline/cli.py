@@ -21,6 +21,9 @@ app.add_typer(tasks_app, name="tasks")
 from pipeline.tau2.cli import import_tau2_cmd  # noqa: E402
 
 tasks_app.command("import-tau2")(import_tau2_cmd)
+from pipeline.tau2.cli import lint_cmd  # noqa: E402
+
+tasks_app.command("lint")(lint_cmd)
 from pipeline.train.cli import train_app  # noqa: E402  (light: heavy imports happen inside the commands)
 
 app.add_typer(train_app, name="train")
@@ -30,6 +33,9 @@ app.command("gate-aa")(gate_aa_cmd)
 from pipeline.tau2.cli import import_app  # noqa: E402
 
 app.add_typer(import_app, name="import")
+from pipeline.tau2.cli import export_app  # noqa: E402
+
+app.add_typer(export_app, name="export")
 from pipeline.agents.model_cli import model_app  # noqa: E402
 
 app.add_typer(model_app, name="model")

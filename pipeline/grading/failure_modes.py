@@ -22,9 +22,11 @@ Evidence rules, each tied to the message where it shows:
   payment; an assistant message stating a status for an order that contradicts the status the
   tools last showed; a completion claim right after a refused write that nothing else explains.
 
-Dual control (a customer who holds tools): a message that says the issue is fixed or resolved while the end state
-fails an env assertion is plan adherence when the customer's phone was not checked after the agent's last change
-(the fix was claimed, never verified).
+Dual control (a customer who holds tools; `pipeline.grading.dual_control`), each while the end state fails an env
+assertion, named in `dual_control` and counted under its mode: the agent claims a fix it never verified on the
+customer's side (unverified_fix, plan adherence); skips a step the workflow requires for what the customer's tools
+showed (skipped_step, plan adherence); asks the customer to do what leaves their side worse (wrong_instruction,
+misread).
 
 A trial the judge's review finds the user simulator to blame for (it stopped before its goal, leaked its
 instructions, asked for something its scenario does not) names no agent mode: it is its own category.
@@ -36,12 +38,12 @@ specific explanation first).
 
 from __future__ import annotations
 
-import re
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from pipeline.dataset.task import Task
+from pipeline.grading.dual_control import DUAL_CONTROL_MODES, DualControlMode, dual_control_findings
 from pipeline.grading.mode_rules import Finding, find_modes
 from pipeline.grading.timeline import Timeline, build_timeline
 from pipeline.grading.utterances import claims_completion, order_ids, refuses
@@ -76,11 +78,23 @@ class FailureAnalysis(Strict):
         default=False,
         description="Final message signals completion, at least one write happened, last tool result no error.",
     )
+    dual_control: list[DualControlMode] = Field(
+        default_factory=list,
+        description="The dual-control modes that apply (unverified_fix, skipped_step, wrong_instruction), each"
+        " also counted under its mode in `modes`; left out of the JSON when none.",
+    )
     user_simulator: list[str] = Field(
         default_factory=list,
         description="Why the user simulator, not the agent, failed the trial (the judge's review); when set, no"
         " agent failure mode is named.",
     )
+
+    @model_serializer(mode="wrap")
+    def _drop_no_dual_control(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        if isinstance(data, dict) and not data.get("dual_control"):
+            data.pop("dual_control", None)
+        return data
 
 
 def vocabulary_of(domain: str) -> Vocabulary:
@@ -101,11 +115,11 @@ def analyze(task: Task, trajectory: Trajectory, verdict: Verdict) -> FailureAnal
             looked_complete=looked_complete(timeline),
             user_simulator=review.details or ["the judge found the user simulator at fault"],
         )
-    found = find_modes(timeline, vocabulary) + unverified_fixes(trajectory, verdict)
+    found = find_modes(timeline, vocabulary) + dual_control_findings(trajectory, verdict, vocabulary)
     modes = [m for m in FAILURE_MODES if any(f.mode == m for f in found)]
     evidence: dict[str, list[str]] = {}
     for f in found:
-        line = f"message {f.pos}: {f.text}"
+        line = f"message {f.pos}: " + (f"{f.kind}: " if f.kind else "") + f.text
         if line not in evidence.setdefault(f.mode, []):
             evidence[f.mode].append(line)
     return FailureAnalysis(
@@ -114,31 +128,8 @@ def analyze(task: Task, trajectory: Trajectory, verdict: Verdict) -> FailureAnal
         evidence=evidence,
         signature=signatures(task, timeline, verdict, vocabulary),  # type: ignore[arg-type]
         looked_complete=looked_complete(timeline),
+        dual_control=[k for k in DUAL_CONTROL_MODES if any(f.kind == k for f in found)],  # type: ignore[misc]
     )
-
-
-_FIXED = re.compile(r"\b(fixed|resolved|should (now )?work|working (again|now)|all set)\b", re.IGNORECASE)
-
-
-def unverified_fixes(trajectory: Trajectory, verdict: Verdict) -> list[Finding]:
-    """Dual control: the agent says the issue is fixed, the end state fails an env assertion, and the customer did
-    not check their phone after the agent's last change before that message."""
-    env = verdict.component("env_assertions")
-    if env is None or env.passed:
-        return []
-    checked_at = [c.at for c in trajectory.customer_calls]
-    out = []
-    last_change = -1
-    for pos, m in enumerate(trajectory.messages):
-        if m.role == "assistant" and m.tool_calls:
-            last_change = pos
-        claim = m.role == "assistant" and not m.tool_calls and bool(m.content) and bool(_FIXED.search(m.content or ""))
-        if claim and not any(last_change < at <= pos for at in checked_at):
-            unmet = "; ".join(env.details[:2])
-            out.append(
-                Finding(pos, "plan_adherence", f"says the issue is fixed, never verified on the phone ({unmet})")
-            )
-    return out[:1]
 
 
 def dominant_mode(found: list[Finding]) -> str | None:

@@ -32,6 +32,7 @@ class Finding:
     pos: int
     mode: str
     text: str
+    kind: str | None = None  # the finer name a rule gives it (dual control: unverified_fix, ...), if any
 
 
 @dataclass
@@ -142,7 +143,7 @@ class _Pass:
         if before_auth:
             self.add(step.pos, "plan_adherence", f"write before authenticating: {step.label()}")
         choices = self.vocabulary.choices
-        skip = [a for a, values in choices.items() if isinstance(args.get(a), str) and args[a] in values]
+        skip = [a for a, values in choices.items() if _scalar(args.get(a)) and str(args[a]) in values]
         invented = self.pool.ungrounded(args, skip)
         if invented:
             self.add(step.pos, "invention", f"{step.name}: {', '.join(invented)} appear in no earlier message")
@@ -170,6 +171,10 @@ class _Pass:
             self.touched.update(k for _, k in step.touched)
             if order_id:
                 self.touched.add(str(order_id))
+
+
+def _scalar(value: object) -> bool:
+    return isinstance(value, (str, int, float)) and not isinstance(value, bool)
 
 
 def _short(text: str, n: int = 80) -> str:

@@ -58,10 +58,33 @@ class Vocabulary:
     """Write tool → the request intent it serves (retail: cancel_pending_order → 'cancel'): a request with no
     record named counts as addressed once a write of its intent was called."""
 
+    workflow_steps: Mapping[str, str] = field(default_factory=dict)
+    """Dual control: a regular expression over what one of the customer's own tools showed → the customer's tool
+    the workflow fixes that with (telecom: 'Airplane Mode: ON' → toggle_airplane_mode). Shown, never asked for
+    afterwards, and the end state short of the task's assertions: a skipped step."""
+
+    harmful_changes: tuple[str, ...] = ()
+    """Dual control: regular expressions over the result of a change the customer made that leave their side
+    worse (telecom: 'Airplane Mode is now ON'). Asked for by the agent while the end state falls short: a wrong
+    instruction."""
+
     def __post_init__(self) -> None:
-        mappings = ("choices", "status_synonyms", "status_covers", "required_status", "lookup_groups", "write_intents")
+        mappings = (
+            "choices",
+            "status_synonyms",
+            "status_covers",
+            "required_status",
+            "lookup_groups",
+            "write_intents",
+            "workflow_steps",
+        )
         for name in mappings:
             object.__setattr__(self, name, _frozen(getattr(self, name)))
+        for pattern in (*self.workflow_steps, *self.harmful_changes):
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"vocabulary pattern {pattern!r} is not a regular expression: {exc}") from None
         if self.record_ref is not None:
             try:
                 re.compile(self.record_ref)

@@ -278,8 +278,8 @@ def test_a_fix_claimed_and_never_verified_is_plan_adherence(loaded):
     user = ScriptUser([UserReply(content="My data does not work."), UserReply(content="###STOP###", stop=True)])
     traj = run_episode(world, task, agent, user)
     analysis = analyze(task, traj, grade(world, task, traj))
-    assert analysis.modes == ["plan_adherence"]
-    assert "never verified on the phone" in analysis.evidence["plan_adherence"][0]
+    assert analysis.modes == ["plan_adherence"] and analysis.dual_control == ["unverified_fix"]
+    assert "unverified_fix: says the issue is fixed, never verified" in analysis.evidence["plan_adherence"][0]
     # an episode that met every assertion names no unverified fix (whatever else it did wrong)
     _, _, fixed = _fixing_episode(world, task)
     evidence = analyze(task, fixed, grade(world, task, fixed)).evidence

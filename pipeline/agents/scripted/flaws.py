@@ -3,7 +3,8 @@
 Whether a mode is planted in a trial is decided by a hash of (seed, task id, trial, mode), so the same
 configuration always plants the same flaws and a domain's flawed agent can say which were planted without
 running anything (`planted(task, trial)`). How a mode is planted is the domain's (retail:
-`pipeline.domains.retail.flawed`; airline: `pipeline.domains.airline.flawed`).
+`pipeline.domains.retail.flawed`; airline: `pipeline.domains.airline.flawed`). A domain where the customer holds
+tools may plant the dual-control modes too (telecom: `pipeline.domains.telecom.flawed`).
 """
 
 from __future__ import annotations
@@ -13,8 +14,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Mode = Literal["plan_adherence", "invention", "misread"]
-MODES: tuple[str, ...] = Mode.__args__  # type: ignore[attr-defined]
+ClassicMode = Literal["plan_adherence", "invention", "misread"]
+MODES: tuple[str, ...] = ClassicMode.__args__  # type: ignore[attr-defined]
+DualControlMode = Literal["unverified_fix", "wrong_instruction", "skipped_step"]
+DUAL_CONTROL_MODES: tuple[str, ...] = DualControlMode.__args__  # type: ignore[attr-defined]
+Mode = Literal[ClassicMode, DualControlMode]
 
 
 class FlawConfig(BaseModel):
@@ -23,7 +27,8 @@ class FlawConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     rates: dict[Mode, Annotated[float, Field(ge=0.0, le=1.0)]] = Field(
-        default_factory=dict, description="Mode → rate, e.g. {'invention': 0.3}; modes: " + ", ".join(MODES) + "."
+        default_factory=dict,
+        description="Mode → rate, e.g. {'invention': 0.3}; modes: " + ", ".join((*MODES, *DUAL_CONTROL_MODES)) + ".",
     )
     seed: int = Field(default=0, description="Seed of the planting hash; same seed, same planted flaws.")
 

@@ -143,6 +143,24 @@ class TelecomDomain(Domain):
 
         return TelecomOracle
 
+    def vocabulary(self):
+        from pipeline.domains.telecom.vocabulary import VOCABULARY
+
+        return VOCABULARY
+
+    def flaws(self):
+        def make(rates: dict[str, float], seed: int = 0):
+            """A dual-control mode given no rate of its own is planted at its mode's (`flawed:misread=0.2` plants
+            wrong instructions at 0.2)."""
+            from pipeline.agents.flaws import FlawConfig
+            from pipeline.domains.telecom.flawed import TelecomFlawedAgent
+            from pipeline.grading.dual_control import PARENT
+
+            inherited = {m: rates[p] for m, p in PARENT.items() if m not in rates and p in rates}
+            return TelecomFlawedAgent(FlawConfig(rates={**rates, **inherited}, seed=seed))
+
+        return make
+
     def tau2_importer(self):
         from pipeline.domains.telecom.tau2 import Tau2Telecom
 

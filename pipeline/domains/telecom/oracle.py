@@ -66,7 +66,7 @@ class TelecomOracleEpisode(ScriptedEpisode):
 
     def _write(self, name: str, arguments: dict, what: str) -> Steps:
         """A change to the account, once the customer said yes to it; False when they did not."""
-        reply = yield from self._say(f"{what} Shall I go ahead?")
+        reply = yield from self._say(f"{what} To confirm, shall I make this change to your account (yes/no)?")
         if not re.search(r"\b(yes|go ahead|sure|ok|okay)\b", reply.lower()):
             return False
         result = yield from self._call(name, arguments)

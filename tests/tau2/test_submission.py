@@ -1,0 +1,170 @@
+"""`agentloop export tau2-submission`: pass^1..4 from a run's verdicts, the methodology, and the written file checked
+against the leaderboard's documented submission format (τ²-bench's submission guide: required and optional
+fields, pass_k as percentages 0-100 or null, no fields of our own)."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+from typer.testing import CliRunner
+
+from pipeline.cli import app
+from pipeline.tau2.submission import SubmissionError, build_submission, summarize_run
+
+_NUM = {"anyOf": [{"type": "number", "minimum": 0, "maximum": 100}, {"type": "null"}]}
+_STR = {"anyOf": [{"type": "string"}, {"type": "null"}]}
+_BOOL = {"anyOf": [{"type": "boolean"}, {"type": "null"}]}
+_DOMAIN = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        **{f"pass_{k}": _NUM for k in range(1, 5)},
+        "cost": {"anyOf": [{"type": "number", "minimum": 0}, {"type": "null"}]},
+        "retrieval_config": _STR,
+    },
+}
+# the format as the leaderboard's submission guide documents it, written out for this test
+LEADERBOARD_FORMAT = {
+    "type": "object",
+    "required": [
+        "model_name",
+        "model_organization",
+        "submitting_organization",
+        "submission_date",
+        "contact_info",
+        "results",
+    ],
+    "additionalProperties": False,
+    "properties": {
+        "model_name": {"type": "string"},
+        "model_organization": {"type": "string"},
+        "submitting_organization": {"type": "string"},
+        "submission_date": {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"},
+        "submission_type": {"enum": ["standard", "custom"]},
+        "modality": {"enum": ["text", "voice"]},
+        "contact_info": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {"email": _STR, "name": _STR, "github": _STR},
+        },
+        "results": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                d: {"anyOf": [_DOMAIN, {"type": "null"}]} for d in ("retail", "airline", "telecom", "banking_knowledge")
+            },
+        },
+        "is_new": {"type": "boolean"},
+        "trajectories_available": {"type": "boolean"},
+        "trajectory_files": {
+            "anyOf": [{"type": "object", "additionalProperties": {"type": "string"}}, {"type": "null"}]
+        },
+        "references": {"type": "array"},
+        "methodology": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "evaluation_date": {"anyOf": [{"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"}, {"type": "null"}]},
+                "tau2_bench_version": _STR,
+                "user_simulator": _STR,
+                "notes": _STR,
+                "verification": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {"modified_prompts": _BOOL, "omitted_questions": _BOOL, "details": _STR},
+                },
+            },
+        },
+    },
+}
+
+
+def _run(tmp_path, name: str, domain: str, outcomes: dict[str, list[bool | None]], user: str = "tau2-llm:gpt-4.1"):
+    d = tmp_path / name
+    d.mkdir()
+    trajs, verdicts = [], []
+    for task, trials in outcomes.items():
+        for i, ok in enumerate(trials):
+            trajs.append({"task_id": task, "trial": i, "agent": "openai:my-model", "user": user, "domain": domain})
+            tau2 = None if ok is None else {"passed": ok, "reward": float(ok)}
+            v = {"task_id": task, "trial": i, "passed": bool(ok), "infra_error": ok is None, "tau2": tau2}
+            verdicts.append({"verdict": v, "analysis": None})
+    (d / "trajectories.jsonl").write_text("".join(json.dumps(t) + "\n" for t in trajs))
+    (d / "verdicts.jsonl").write_text("".join(json.dumps(v) + "\n" for v in verdicts))
+    return d
+
+
+def test_pass_hat_k_per_domain_from_the_verdicts(tmp_path):
+    run = _run(
+        tmp_path, "r", "retail", {"a": [True, True, False, True], "b": [True] * 4, "c": [True, None, True, True, True]}
+    )
+    s = summarize_run(run)
+    # a: c=3 of 4; b: 4 of 4; c: 4 of 4 valid (the infrastructure error left out)
+    assert s.results.pass_1 == round(100 * (0.75 + 1 + 1) / 3, 2)
+    assert s.results.pass_2 == round(100 * (0.5 + 1 + 1) / 3, 2)
+    assert s.results.pass_4 == round(100 * (0 + 1 + 1) / 3, 2)
+    short = summarize_run(_run(tmp_path, "s", "airline", {"a": [True, False]}))
+    assert (short.results.pass_1, short.results.pass_2, short.results.pass_3) == (50.0, 0.0, None)
+
+
+def test_the_written_submission_follows_the_leaderboard_format(tmp_path):
+    runs = [
+        _run(tmp_path, "retail", "retail", {"0": [True] * 4, "1": [False, True, True, True]}),
+        _run(tmp_path, "airline", "airline", {"0": [True, False, False, False]}),
+        _run(tmp_path, "telecom", "telecom", {"x": [True] * 4}),
+    ]
+    out = tmp_path / "submission.json"
+    args = ["export", "tau2-submission", "--out", str(out), "--model-organization", "Lab", "--submitting-organization"]
+    args += ["Lab", "--contact-email", "team@example.org"]
+    for r in runs:
+        args += ["--run", str(r)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    jsonschema.validate(data, LEADERBOARD_FORMAT)
+    assert set(data["results"]) == {"retail", "airline", "telecom"}
+    assert data["results"]["airline"] == {"pass_1": 25.0, "pass_2": 0.0, "pass_3": 0.0, "pass_4": 0.0}
+    assert data["model_name"] == "my-model" and data["methodology"]["user_simulator"] == "gpt-4.1"
+    notes = data["methodology"]["notes"]
+    assert "τ²-compatible reward and strict verdict agree on" in notes and "base tasks not run" in notes
+    assert data["methodology"]["verification"]["omitted_questions"] is True
+    broken = {**data, "results": {"retail": {"pass_1": 140}}}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, LEADERBOARD_FORMAT)
+
+
+def test_an_imported_run_reports_agreement_with_the_recorded_reward(tmp_path):
+    run = _run(tmp_path, "t", "telecom", {"x": [True, True]})
+    (run / "tau2_import.json").write_text(json.dumps({"upstream_agreement": 2, "upstream_rewards": 2}))
+    assert "equals the reward τ²-bench recorded on 2 of 2 trials" in summarize_run(run).agreement
+
+
+@pytest.mark.parametrize(
+    ("runs", "message"),
+    [
+        ({"a": ("retail", "tau2-llm:gpt-4.1"), "b": ("retail", "tau2-llm:gpt-4.1")}, "a second run of retail"),
+        ({"a": ("retail", "tau2-llm:gpt-4.1"), "b": ("airline", "scripted")}, "different users"),
+    ],
+)
+def test_runs_that_cannot_make_one_submission_are_refused(tmp_path, runs, message):
+    dirs = [_run(tmp_path, n, d, {"0": [True]}, user=u) for n, (d, u) in runs.items()]
+    with pytest.raises(SubmissionError, match=message):
+        build_submission(dirs, model_name=None, model_organization="L", submitting_organization="L")
+
+
+def test_a_trial_without_the_tau2_reward_is_named(tmp_path):
+    run = _run(tmp_path, "r", "retail", {"0": [True]})
+    lines = [json.loads(x) for x in (run / "verdicts.jsonl").read_text().splitlines()]
+    lines[0]["verdict"]["tau2"] = None
+    (run / "verdicts.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    with pytest.raises(SubmissionError, match=r"verdicts.jsonl: line 1: field verdict.tau2"):
+        summarize_run(run)
+    assert summarize_run(run, verdict="strict").results.pass_1 == 100.0
+    result = CliRunner().invoke(
+        app,
+        ["export", "tau2-submission", "--run", str(run), "--out", str(tmp_path / "s.json")]
+        + ["--model-organization", "L", "--submitting-organization", "L"],
+    )
+    assert result.exit_code == 2 and "use --verdict strict" in result.output
