@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.agents.flaws import FlawConfig
+from pipeline.agents.scripted.flaws import FlawConfig
 from pipeline.domains.telecom.flawed import PLANTED, TelecomFlawedAgent, TelecomFlawedEpisode, _variants
 from pipeline.grading.dual_control import DUAL_CONTROL_MODES, PARENT
 from pipeline.grading.failure_modes import FAILURE_MODES, analyze

@@ -152,7 +152,7 @@ class TelecomDomain(Domain):
         def make(rates: dict[str, float], seed: int = 0):
             """A dual-control mode given no rate of its own is planted at its mode's (`flawed:misread=0.2` plants
             wrong instructions at 0.2)."""
-            from pipeline.agents.flaws import FlawConfig
+            from pipeline.agents.scripted.flaws import FlawConfig
             from pipeline.domains.telecom.flawed import TelecomFlawedAgent
             from pipeline.grading.dual_control import PARENT
 

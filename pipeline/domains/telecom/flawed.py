@@ -1,7 +1,8 @@
 """The telecom flawed agent: the telecom oracle with the failure modes dual control adds planted at known rates (the
 ground truth for the failure-mode classifier on telecom). A hash of (seed, task id, trial, mode) decides, as for
-retail and airline (`pipeline.agents.flaws`); at most one mode per trial, only in a task the workflow can fix (not
-one whose gold is a transfer). Besides the three dual control adds, two of the modes every domain has, on the
+retail and airline (`pipeline.agents.scripted.flaws`); at most one mode per trial, only in a task the workflow
+can fix (not one
+whose gold is a transfer). Besides the three dual control adds, two of the modes every domain has, on the
 carrier's side (a task whose gold changes the account: roaming enabled, data refuelled):
 
 - plan_adherence: it changes the account without asking the customer first.
@@ -22,9 +23,9 @@ from __future__ import annotations
 
 import random
 
-from pipeline.agents.flaws import DUAL_CONTROL_MODES, FlawConfig, PlantingAgent
-from pipeline.agents.flaws import unit as _unit
-from pipeline.agents.script import Steps, appears_in
+from pipeline.agents.scripted.flaws import DUAL_CONTROL_MODES, FlawConfig, PlantingAgent
+from pipeline.agents.scripted.flaws import unit as _unit
+from pipeline.agents.scripted.script import Steps, appears_in
 from pipeline.dataset.task import Task
 from pipeline.domains.telecom.oracle import TelecomOracle, TelecomOracleEpisode
 from pipeline.grading.dual_control import PARENT
