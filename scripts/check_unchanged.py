@@ -33,7 +33,7 @@ SMALL = {
     "synthesize": {"anchors": 30},
     "curate": {"max_items": 8},
     "train": {"epochs": 1.0},
-    "gate": {"resamples": 200},
+    "gate": {"resamples": 200, "k": 2},
 }
 TINY_EMBEDDED = {
     "corpus_tasks": 40,
