@@ -29,6 +29,7 @@ from pydantic import (
 )
 
 from pipeline.curate.bands import Bands
+from pipeline.errors import InputError
 from pipeline.gate.config import EVAL_TASKS, GateConfig
 from pipeline.metrics.cost import PriceTable
 from pipeline.synth.synthesize import SynthConfig
@@ -288,7 +289,7 @@ class Params(Strict):
         return EmbeddedConfig.model_validate(self.embedded)
 
 
-class ParamsError(ValueError):
+class ParamsError(InputError, ValueError):
     """params.yaml that does not fit; the message names the file and the key path."""
 
 

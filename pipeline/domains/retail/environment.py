@@ -9,6 +9,7 @@ from pipeline.dataset.task import Task
 from pipeline.domains.retail.schema import RetailDB, dump_record
 from pipeline.domains.retail.state import RetailWorld, Session
 from pipeline.domains.retail.tools import TOOLS
+from pipeline.errors import WorldError
 from pipeline.grading.verdict import Verdict
 from pipeline.rollout.protocols import Agent, User
 from pipeline.rollout.runner import Limits, run_episode
@@ -16,7 +17,7 @@ from pipeline.rollout.trajectory import Trajectory
 from pipeline.world.protocol import EnvironmentMetadata, WorldState
 
 
-class WorldMismatchError(ValueError):
+class WorldMismatchError(WorldError, ValueError):
     """A task that refers to another world than the one this environment serves."""
 
 
