@@ -76,3 +76,79 @@ def test_errors_keep_their_builtin_bases() -> None:
     assert issubclass(Tau2DataNotFound, FileNotFoundError)
     assert issubclass(DomainCapabilityError, LookupError)
     assert issubclass(InfrastructureError, RuntimeError)
+
+
+def _app(raise_: BaseException):
+    import typer
+
+    from pipeline.cli.errors import AgentloopGroup
+
+    app = typer.Typer(cls=AgentloopGroup)
+
+    @app.command("boom")
+    def boom() -> None:
+        raise raise_
+
+    @app.command("other")
+    def other() -> None: ...
+
+    return app
+
+
+@pytest.mark.parametrize(
+    ("error", "line"),
+    [
+        (WorldError("the world refuses [this]"), "error: the world refuses [this]"),
+        (FileNotFoundError("tasks.jsonl: no such file"), "error: tasks.jsonl: no such file"),
+    ],
+)
+def test_the_cli_turns_agentloop_errors_into_one_line_and_exit_2(error: BaseException, line: str) -> None:
+    from typer.testing import CliRunner
+
+    result = CliRunner().invoke(_app(error), ["boom"])
+    assert result.exit_code == 2
+    assert result.output.strip() == line
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_a_validation_error_names_each_field() -> None:
+    from pydantic import BaseModel, ConfigDict, ValidationError
+    from typer.testing import CliRunner
+
+    class Settings(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        k: int
+
+    try:
+        Settings.model_validate({"k": "x", "kk": 1})
+    except ValidationError as exc:
+        error = exc
+    result = CliRunner().invoke(_app(error), ["boom"])
+    assert result.exit_code == 2
+    assert (
+        result.output.strip() == "error: k: Input should be a valid integer, unable to parse string as an integer;"
+        " kk: Extra inputs are not permitted"
+    )
+
+
+def test_any_other_error_is_a_bug_and_keeps_its_traceback() -> None:
+    from typer.testing import CliRunner
+
+    result = CliRunner().invoke(_app(KeyError("x")), ["boom"])
+    assert result.exit_code == 1
+    assert isinstance(result.exception, KeyError)
+
+
+def test_the_command_is_a_package_whose_help_needs_no_heavy_library() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.argv = ['agentloop', '--help']\n"
+        "from pipeline.cli import app\n"
+        "try:\n    app()\nexcept SystemExit:\n    pass\n"
+        "heavy = {'torch', 'transformers', 'trl', 'ray', 'mlflow', 'pydantic'} & set(sys.modules)\n"
+        "print('HEAVY', sorted(heavy))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    assert out.strip().splitlines()[-1] == "HEAVY []"
