@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pipeline.errors import InputError
 from pipeline.rollout.protocols import Agent
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ _HF_WORDS = {"device": "device", "dtype": "dtype", "format": "chat_format"}
 """hf settings that are words, not numbers (spec key → HFAgent argument)."""
 
 
-class UnknownAgentError(ValueError):
+class UnknownAgentError(InputError, ValueError):
     """An agent spec that names no known backend, or has bad settings."""
 
 

@@ -2,7 +2,7 @@
 
 from pipeline.curate.bands import DEFAULT_EDGES, Bands, betainc
 from pipeline.curate.curate import CurateConfig, curate
-from pipeline.curate.pool import PoolError, PoolItem, read_pool
+from pipeline.curate.pool import PoolItem, Rejection, read_pool
 from pipeline.curate.select import Probed, mix, task_key, trajectory_key
 from pipeline.curate.verify import Verified, replay_verify
 
@@ -10,7 +10,7 @@ __all__ = [
     "DEFAULT_EDGES",
     "Bands",
     "CurateConfig",
-    "PoolError",
+    "Rejection",
     "PoolItem",
     "Probed",
     "Verified",

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.agents.registry import make_agent
 from pipeline.curate.bands import Bands
-from pipeline.curate.pool import PoolError, read_pool
+from pipeline.curate.pool import Rejection, read_pool
 from pipeline.curate.select import Probed, mix, task_key, trajectory_key
 from pipeline.curate.verify import Verified, replay_verify
 from pipeline.dataset.io import read_tasks
@@ -80,31 +80,31 @@ def curate(
     world = load_world(config.world, config.domain)
     tasks = {t.id: t for t in read_tasks(config.tasks)}
     items, errors = read_pool(list(config.pool))
-    rejected: list[PoolError] = list(errors)
+    rejected: list[Rejection] = list(errors)
     demos: dict[str, Verified] = {}
     seen_traj: set[str] = set()
     seen_task: dict[str, str] = {}
     verified = 0
     for item in items:
         got = replay_verify(world, tasks, item, config.limits)
-        if isinstance(got, PoolError):
+        if isinstance(got, Rejection):
             rejected.append(got)
             continue
         verified += 1
         key = trajectory_key(got.item.trajectory)
         if key in seen_traj:
-            rejected.append(PoolError(item.source, "duplicate_trajectory", "same conversation as an earlier one"))
+            rejected.append(Rejection(item.source, "duplicate_trajectory", "same conversation as an earlier one"))
             continue
         seen_traj.add(key)
         if not got.verdict.passed:
-            rejected.append(PoolError(item.source, "failed_verdict", ", ".join(got.verdict.failed_components)))
+            rejected.append(Rejection(item.source, "failed_verdict", ", ".join(got.verdict.failed_components)))
             continue
         if got.task.id in demos:
-            rejected.append(PoolError(item.source, "task_has_demo", f"task {got.task.id} already has one"))
+            rejected.append(Rejection(item.source, "task_has_demo", f"task {got.task.id} already has one"))
             continue
         first = seen_task.setdefault(task_key(got.task), got.task.id)
         if first != got.task.id:
-            rejected.append(PoolError(item.source, "duplicate_task", f"same task as {first}"))
+            rejected.append(Rejection(item.source, "duplicate_task", f"same task as {first}"))
             continue
         demos[got.task.id] = got
     mismatched = [r for r in rejected if r.reason in ("wrong_world", "unknown_task")]
@@ -132,16 +132,16 @@ def curate(
     for task_id, demo in demos.items():
         n, passes = tally[task_id]
         if n == 0:
-            rejected.append(PoolError(demo.item.source, "probes_lost", "every probe hit an infrastructure error"))
+            rejected.append(Rejection(demo.item.source, "probes_lost", "every probe hit an infrastructure error"))
             continue
         masses = config.bands.masses(passes, n)
         probed.append(Probed(demo.task, demo.item.trajectory, n, passes, masses, config.bands.band(passes, n)))
     labels = config.bands.labels()
     for p in probed:
         if p.band == 0:
-            rejected.append(PoolError(p.task.id, "too_hard", f"{p.passes}/{p.n} passes: most mass in {labels[0]}"))
+            rejected.append(Rejection(p.task.id, "too_hard", f"{p.passes}/{p.n} passes: most mass in {labels[0]}"))
         elif p.band == len(labels) - 1:
-            rejected.append(PoolError(p.task.id, "too_easy", f"{p.passes}/{p.n} passes: most mass in {labels[-1]}"))
+            rejected.append(Rejection(p.task.id, "too_easy", f"{p.passes}/{p.n} passes: most mass in {labels[-1]}"))
     selected = mix(probed, config.bands, config.anchor_ratio, config.max_items)
     with staged_folder(out_dir) as staging:  # whole or not at all: manifest.json with its selection
         with (staging / "selected.jsonl").open("w") as fh:

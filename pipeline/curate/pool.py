@@ -26,7 +26,11 @@ class PoolItem:
 
 
 @dataclass
-class PoolError:
+class Rejection:
+    """A pool entry curation set aside: where it came from (file:line), why (a short code) and the detail.
+
+    A record for the curation report, not an exception: one bad line never stops the pool."""
+
     source: str
     reason: str
     detail: str
@@ -57,9 +61,9 @@ def _files(entries: list[Path]) -> list[Path]:
     return out
 
 
-def read_pool(entries: list[Path]) -> tuple[list[PoolItem], list[PoolError]]:
+def read_pool(entries: list[Path]) -> tuple[list[PoolItem], list[Rejection]]:
     items: list[PoolItem] = []
-    errors: list[PoolError] = []
+    errors: list[Rejection] = []
     for path in _files(entries):
         vpath = _verdicts_for(path)
         verdicts = vpath.read_text().splitlines() if vpath else []
@@ -72,7 +76,7 @@ def read_pool(entries: list[Path]) -> tuple[list[PoolItem], list[PoolError]]:
             except ValidationError as exc:
                 err = exc.errors()[0]
                 where = ".".join(str(p) for p in err["loc"])
-                errors.append(PoolError(source, "unparseable", f"field {where}: {err['msg']}"))
+                errors.append(Rejection(source, "unparseable", f"field {where}: {err['msg']}"))
                 continue
             recorded = None
             if i < len(verdicts) and verdicts[i].strip():
@@ -80,7 +84,7 @@ def read_pool(entries: list[Path]) -> tuple[list[PoolItem], list[PoolError]]:
                     data = json.loads(verdicts[i])
                     recorded = data.get("verdict", data) if isinstance(data, dict) else None
                 except json.JSONDecodeError:
-                    errors.append(PoolError(source, "unparseable", f"{vpath}:{i + 1}: verdict is not JSON"))
+                    errors.append(Rejection(source, "unparseable", f"{vpath}:{i + 1}: verdict is not JSON"))
                     continue
             items.append(PoolItem(source, traj, recorded))
     return items, errors

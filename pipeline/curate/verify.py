@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipeline.curate.pool import PoolError, PoolItem
+from pipeline.curate.pool import PoolItem, Rejection
 from pipeline.dataset.task import Task
 from pipeline.grading.grader import grade
 from pipeline.grading.verdict import Verdict
@@ -26,15 +26,15 @@ class Verified:
 
 def replay_verify(
     world: World, tasks: dict[str, Task], item: PoolItem, limits: Limits | None = None
-) -> Verified | PoolError:
+) -> Verified | Rejection:
     traj = item.trajectory
     task = tasks.get(traj.task_id)
     if task is None:
-        return PoolError(item.source, "unknown_task", f"task {traj.task_id!r} is not in the task file")
+        return Rejection(item.source, "unknown_task", f"task {traj.task_id!r} is not in the task file")
     if traj.infra_error:
-        return PoolError(item.source, "infra_error", traj.error or "episode lost to an infrastructure error")
+        return Rejection(item.source, "infra_error", traj.error or "episode lost to an infrastructure error")
     if traj.world != world.name or task.world != world.name:
-        return PoolError(
+        return Rejection(
             item.source,
             "wrong_world",
             f"trajectory world {traj.world!r}, task world {task.world!r}, curating in {world.name!r}",
@@ -42,14 +42,14 @@ def replay_verify(
     verdict = grade(world, task, traj, limits)
     consistency = next((c for c in verdict.components if c.name == "replay_consistency"), None)
     if consistency is not None and not consistency.passed:
-        return PoolError(item.source, "replay_mismatch", "; ".join(consistency.details[:3]))
+        return Rejection(item.source, "replay_mismatch", "; ".join(consistency.details[:3]))
     if item.recorded is not None:
         recorded_passed = item.recorded.get("passed")
         recorded_failed = _failed(item.recorded)
         if recorded_passed != verdict.passed or (
             recorded_failed is not None and recorded_failed != sorted(verdict.failed_components)
         ):
-            return PoolError(
+            return Rejection(
                 item.source,
                 "verdict_mismatch",
                 f"recorded passed={recorded_passed} failed={recorded_failed}, replayed passed="

@@ -9,11 +9,12 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from pipeline.dataset.task import Task
+from pipeline.errors import InputError
 
 MAX_TASK_FILE_BYTES = 1 << 30  # 1 GiB: far above any task set (200 tasks are ~1 MB), far below a runaway file
 
 
-class TaskFileError(ValueError):
+class TaskFileError(InputError, ValueError):
     """A task file that cannot be read; the message names the file, line and field."""
 
 

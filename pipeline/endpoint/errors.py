@@ -13,6 +13,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from pipeline.errors import InputError, TaskError
+
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 CONTEXT_PHRASES = (
     "context_length_exceeded",
@@ -33,11 +35,11 @@ SETTING_HINTS = {
 REFUSAL_WORDS = ("unsupported", "not supported", "does not support", "not allowed", "only the default")
 
 
-class ContextLengthError(RuntimeError):
+class ContextLengthError(TaskError, RuntimeError):
     """The endpoint refused the prompt as longer than the model's context: the conversation, not the endpoint."""
 
 
-class UnsupportedSettingError(ValueError):
+class UnsupportedSettingError(InputError, ValueError):
     """The endpoint rejects a request setting for this model (e.g. `temperature` on a reasoning model): every
     request would fail the same way, so the run stops with the fix instead of excluding each trial."""
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pipeline.errors import InputError
 
-class GateInputError(ValueError):
+
+class GateInputError(InputError, ValueError):
     """Inputs the gate cannot decide on; the message names the run, file or tasks at fault."""

@@ -18,6 +18,7 @@ import threading
 from pipeline.dataset.task import Task
 from pipeline.endpoint.client import ChatClient, EndpointConfig
 from pipeline.endpoint.wire import text_of
+from pipeline.errors import InputError
 from pipeline.grading.verdict import ComponentResult, Verdict
 from pipeline.rollout.protocols import InfrastructureError
 from pipeline.rollout.trajectory import Trajectory, Usage
@@ -85,7 +86,7 @@ def parse_judgement(text: str, n_items: int) -> list[tuple[bool, str]]:
     return out
 
 
-class UnknownJudgeError(ValueError):
+class UnknownJudgeError(InputError, ValueError):
     """A judge spec that names no known judge."""
 
 

@@ -18,12 +18,14 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from pipeline.errors import InputError
+
 AGENT_FILE = "agent.json"
 CHECKPOINT_DIR = "checkpoint"
 CHECKPOINT_BACKENDS = ("hf", "vllm")
 
 
-class AgentRefError(ValueError):
+class AgentRefError(InputError, ValueError):
     """An agent.json that does not say which agent measures its directory, or says it wrongly."""
 
 

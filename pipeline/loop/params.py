@@ -29,6 +29,7 @@ from pydantic import (
 )
 
 from pipeline.curate.bands import Bands
+from pipeline.errors import InputError
 from pipeline.gate.config import EVAL_TASKS, GateConfig
 from pipeline.metrics.cost import PriceTable
 from pipeline.synth.synthesize import SynthConfig
@@ -62,7 +63,7 @@ class WorldParams(Strict):
         description="World that synthesized and curated data come from (iteration 1's; see train_world_per_iteration).",
     )
     train_world_per_iteration: bool = Field(
-        default=False,
+        default=True,
         description="Each iteration synthesizes in a world of its own: a generated train_world gen-<seed>[-size]"
         " becomes gen-<seed + iteration - 1>[-size] (gen-7, gen-8, gen-9, ...), so iteration N trains on fresh"
         " data; the evaluation world and its tasks stay frozen.",
@@ -96,7 +97,7 @@ class MeasureParams(Strict):
     trials: int = Field(default=4, ge=1, description="Trials per task (the k of pass^k); remeasure uses the same.")
     seed: int = Field(default=0)
     resamples: int = Field(default=1000, ge=1)
-    executor: Literal["serial", "ray"] = "serial"
+    executor: Literal["serial", "ray"] = Field(default="ray", description="Where trials run: serial, or ray workers.")
     ray_address: str | None = Field(
         default=None,
         description="With executor ray (measure, remeasure and curate's probes): an existing Ray cluster to connect"
@@ -138,15 +139,34 @@ class MeasureParams(Strict):
 
 class TargetParams(Strict):
     budget: int = Field(
-        default=160, ge=1, le=100_000, description="Synthesized tasks to make, split across failure modes."
+        default=200, ge=1, le=100_000, description="Synthesized tasks to make, split across failure modes."
     )
     config: TargetConfig = Field(default_factory=TargetConfig)
 
 
+LOOP_DIALS = [
+    "forgot_email",
+    "vague_item",
+    "also_request",
+    "pushback",
+    "chained",
+    "refusal",
+    "with_write",
+    "multi_item",
+]
+"""The messes and shapes the held-out tasks have ('underspecified' never occurs there)."""
+
+
+def _loop_synth_config() -> SynthConfig:
+    """The loop's synthesis: tasks shaped like the held-out ones (two parts, depth two, their dials), which the tiny
+    embedded model learns most from; `agentloop synthesize` keeps SynthConfig's broader defaults."""
+    return SynthConfig(max_parts=2, max_depth=2, dials=LOOP_DIALS)
+
+
 class SynthesizeParams(Strict):
-    config: SynthConfig = Field(default_factory=SynthConfig)
+    config: SynthConfig = Field(default_factory=_loop_synth_config)
     anchors: int = Field(
-        default=60,
+        default=300,
         ge=0,
         description="Untargeted gold trajectories (plain generated tasks, training world) written beside the"
         " targeted data, replayed during training against forgetting.",
@@ -154,11 +174,16 @@ class SynthesizeParams(Strict):
 
 
 class CurateParams(Strict):
-    probes: int = Field(default=4, ge=1, description="Probe episodes of the current agent per pooled task.")
-    executor: Literal["serial", "ray"] = Field(default="serial", description="Where probe episodes run.")
+    probes: int = Field(
+        default=1,
+        ge=1,
+        description="Probe episodes of the current agent per pooled task (one: a failed task's posterior peaks in"
+        " the target band, a passed one's in the anchor band).",
+    )
+    executor: Literal["serial", "ray"] = Field(default="ray", description="Where probe episodes run.")
     anchor_ratio: float = Field(default=0.3, ge=0, le=1)
     bands: Bands = Field(default_factory=Bands)
-    max_items: int | None = Field(default=None, ge=1)
+    max_items: int | None = Field(default=40, ge=1, description="Cap on selected tasks (null: no cap).")
     seed: int = 0
 
 
@@ -169,7 +194,7 @@ class TrainParams(Strict):
         description="'sft' fine-tunes the baseline checkpoint; 'agent:<spec>' takes that agent as the candidate"
         " without training (quick pipeline runs and CI checks of the gate).",
     )
-    epochs: float = Field(default=2.0, gt=0)
+    epochs: float = Field(default=8.0, gt=0)
     learning_rate: float = Field(default=1e-3, gt=0)
     batch_size: int = Field(default=4, ge=1, description="Examples per optimizer step (per device).")
     gradient_accumulation_steps: int = Field(
@@ -190,7 +215,7 @@ class TrainParams(Strict):
     bf16: bool = Field(
         default=False, description="bf16 mixed precision on a GPU (with LoRA the frozen base is held in bf16)."
     )
-    anchor_share: float = Field(default=0.25, ge=0, lt=1)
+    anchor_share: float = Field(default=0.3, ge=0, lt=1)
     use_curated: bool = Field(default=True, description="Train on synthesized + curated data (else synthesized only).")
     seed: int = 0
 
@@ -288,7 +313,7 @@ class Params(Strict):
         return EmbeddedConfig.model_validate(self.embedded)
 
 
-class ParamsError(ValueError):
+class ParamsError(InputError, ValueError):
     """params.yaml that does not fit; the message names the file and the key path."""
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pipeline.errors import InputError
 
-class MetricsInputError(ValueError):
+
+class MetricsInputError(InputError, ValueError):
     """Input a metric cannot be computed from; the message names the offending task, value or argument."""

@@ -17,8 +17,10 @@ import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from pipeline.errors import InputError
 
-class OutputError(ValueError):
+
+class OutputError(InputError, ValueError):
     """An output the command must not or cannot write; the message names the option and the path."""
 
 

@@ -12,8 +12,10 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from pipeline.errors import InputError
 
-class FolderBusyError(RuntimeError):
+
+class FolderBusyError(InputError, RuntimeError):
     """Another process is writing the folder."""
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from pipeline.errors import InputError
 from pipeline.grading.failure_modes import FailureAnalysis
 from pipeline.grading.verdict import Verdict
 from pipeline.metrics.summary import MeasureSummary
@@ -21,7 +22,7 @@ from pipeline.rollout.trajectory import Trajectory
 TrialKey = tuple[str, int]
 
 
-class ReportInputError(ValueError):
+class ReportInputError(InputError, ValueError):
     """A report input (run directory, gate.json, task file) that is missing or cannot be read."""
 
 

@@ -10,11 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from pipeline.dataset.task import Task
+from pipeline.errors import InfrastructureError
 from pipeline.rollout.trajectory import Message, ToolCall, Usage
-
-
-class InfrastructureError(RuntimeError):
-    """An endpoint down, a timeout, a crashed worker: not the agent's fault; the trial is retried or excluded."""
 
 
 @dataclass

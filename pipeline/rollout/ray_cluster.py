@@ -16,11 +16,13 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
+from pipeline.errors import InfrastructureError
+
 log = logging.getLogger(__name__)
 ADDRESS_ENV = "RAY_ADDRESS"  # Ray's convention: ray.init() and the `ray` CLI read it too
 
 
-class RayExecutorError(TimeoutError):
+class RayExecutorError(InfrastructureError, TimeoutError):
     """Workers that cannot start, or trials that never finish: the run stops instead of waiting forever."""
 
 

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pipeline.dataset.task import Task
+from pipeline.errors import InputError
 from pipeline.grading.verdict import Verdict
 from pipeline.rollout.executor import TrialResult
 from pipeline.rollout.trajectory import Trajectory
@@ -26,7 +27,7 @@ JOURNAL_VERSION = 1
 Key = tuple[str, int]
 
 
-class ResumeMismatchError(ValueError):
+class ResumeMismatchError(InputError, ValueError):
     """The run directory holds the journal of a different run."""
 
 

@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from pipeline.endpoint.wire import call_to_openai, message_from_openai
+from pipeline.errors import InputError
 from pipeline.serve.engine import Engine, GenerationParams, Limiter, PromptTooLongError
 from pipeline.serve.guard import DEFAULT_MAX_REQUEST_BYTES, Guard, check_exposure, fewest_prompt_tokens
 from pipeline.serve.schema import ChatRequest
@@ -29,7 +30,7 @@ from pipeline.serve.schema import ChatRequest
 log = logging.getLogger(__name__)
 
 
-class APIError(Exception):
+class APIError(InputError):
     def __init__(self, status: int, message: str, kind: str = "invalid_request_error", code: str | None = None):
         super().__init__(message)
         self.status, self.message, self.kind, self.code = status, message, kind, code

@@ -18,15 +18,12 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.agents.backends.hf import HFAgent, HFAgentEpisode
+from pipeline.errors import PromptTooLongError
 from pipeline.rollout.protocols import EpisodeInfo
 from pipeline.rollout.trajectory import Message
 from pipeline.serve.guard import max_token_bytes
 
 log = logging.getLogger(__name__)
-
-
-class PromptTooLongError(ValueError):
-    """The conversation does not fit the model's context."""
 
 
 class GenerationParams(BaseModel):

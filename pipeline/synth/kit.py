@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pipeline.dataset.task import Action, KnownInfo, Request, TaskCheck
+from pipeline.errors import InputError
 from pipeline.grading.failure_modes import FAILURE_MODES
 from pipeline.synth.drafts import Draft, Want
 from pipeline.synth.taxonomy import MESS_DIALS, Taxonomy
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from pipeline.world.tools import ToolRegistry
 
 
-class SynthesisKitError(ValueError):
+class SynthesisKitError(InputError, ValueError):
     """A domain's synthesis kit that does not fit the domain's tools; the message names the domain."""
 
 

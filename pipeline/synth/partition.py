@@ -14,13 +14,14 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
+from pipeline.errors import InputError
 from pipeline.world.tables import World
 
 EVAL_SHARE = 0.5
 """The share of customers held out for evaluation."""
 
 
-class EvalCustomerError(ValueError):
+class EvalCustomerError(InputError, ValueError):
     """Training data asked to be grounded in a customer of the evaluation partition."""
 
 

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from pipeline.dataset.io import write_tasks
 from pipeline.dataset.task import Task
+from pipeline.errors import InputError
 from pipeline.grading.failure_modes import FAILURE_MODES
 from pipeline.outputs import staged_folder
 from pipeline.rollout.trajectory import Trajectory
@@ -44,7 +45,7 @@ log = logging.getLogger(__name__)
 _GENERATED = re.compile(r"^gen-\d+(-\d+x\d+x\d+)?$")
 
 
-class EvalWorldError(ValueError):
+class EvalWorldError(InputError, ValueError):
     """Synthesis asked to ground tasks in a world that is not a generated one (e.g. the τ² evaluation world)."""
 
 

@@ -19,13 +19,14 @@ from pathlib import Path
 
 from pipeline.dataset.io import read_tasks
 from pipeline.dataset.task import Task
+from pipeline.errors import InputError
 from pipeline.synth.coverage import task_cells
 from pipeline.synth.kit import SynthesisKit, kit_of
 from pipeline.world.domain import Domain
 from pipeline.world.registry import resolve_domain
 
 
-class VerdictsReadError(ValueError):
+class VerdictsReadError(InputError, ValueError):
     """A verdicts file that cannot be read, or names a task the tasks file lacks; the message names both."""
 
 

@@ -16,6 +16,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pipeline.errors import InputError
 from pipeline.grading.failure_modes import FAILURE_MODES
 
 DEFAULT_DIALS: dict[str, dict[str, float]] = {
@@ -83,7 +84,7 @@ class Targets(Strict):
         return cls.model_validate_json(Path(path).read_text())
 
 
-class MetricsReadError(ValueError):
+class MetricsReadError(InputError, ValueError):
     """A metrics file without the fields a split needs; the message names the file and the field."""
 
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from pipeline.dataset.task import EnvAssertion, Evaluation, Task
+from pipeline.errors import TaskError
 
 DEFAULT_BASIS = ("DB", "COMMUNICATE")  # τ²-bench's reward basis when a task names none
 
 
-class Tau2CriteriaError(ValueError):
+class Tau2CriteriaError(TaskError, ValueError):
     """A τ²-bench task record whose evaluation criteria do not fit; the message names the task and field."""
 
 

@@ -19,12 +19,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+from pipeline.errors import InputError
+
 DATASETS = ("retail", "airline", "telecom")
 SHARED_VAR = "AGENTLOOP_SHARED"
 MARKER = "db.json"
 
 
-class Tau2DataNotFound(FileNotFoundError):
+class Tau2DataNotFound(InputError, FileNotFoundError):
     """A τ²-bench data set found in none of the places searched (or not where a variable points)."""
 
 

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pipeline.dataset.io import write_tasks
 from pipeline.dataset.task import Task
+from pipeline.errors import InputError
 from pipeline.grading.grader import grade
 from pipeline.grading.tau2_reward import Tau2Config, VerdictName
 from pipeline.rollout.executor import TrialResult
@@ -40,7 +41,7 @@ NOT_EVALUABLE = frozenset({"infrastructure_error", "context_window_exceeded"})  
 TAU2_STOPS = frozenset({"agent_stop", "user_stop"})  # τ²-bench's evaluated terminations (transfers are user_stop)
 
 
-class Tau2ImportError(ValueError):
+class Tau2ImportError(InputError, ValueError):
     """A results file or domain directory that cannot be imported; the message names the file and the field."""
 
 

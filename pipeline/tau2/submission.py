@@ -25,13 +25,14 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pipeline.errors import InputError
 from pipeline.metrics.passk import pass_hat_k
 
 DOMAINS = ("retail", "airline", "telecom")
 MAX_K = 4
 
 
-class SubmissionError(ValueError):
+class SubmissionError(InputError, ValueError):
     """Runs that cannot make a submission; the message names the run, the file and the field."""
 
 

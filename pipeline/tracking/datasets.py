@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pipeline.errors import InputError
+
 if TYPE_CHECKING:
     from mlflow import MlflowClient
     from mlflow.data.pandas_dataset import PandasDataset
@@ -26,7 +28,7 @@ log = logging.getLogger(__name__)
 DIGEST_CHARS = 12
 
 
-class DatasetFileError(ValueError):
+class DatasetFileError(InputError, ValueError):
     """A data file that cannot be read as a dataset; the message names the file and line."""
 
 

@@ -13,10 +13,12 @@ from pathlib import Path
 
 import yaml
 
+from pipeline.errors import TrackingError
+
 DIGEST_CHARS = 12
 
 
-class DvcLockError(ValueError):
+class DvcLockError(TrackingError, ValueError):
     """dvc.lock is missing its `stages` table or is not a DVC lock file."""
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipeline.agents.registry import directory_digest
+from pipeline.errors import TrackingError
 from pipeline.tracking.config import TrackingConfig
 from pipeline.tracking.records import GateRecord
 
@@ -35,7 +36,7 @@ CHECKPOINT_ARTIFACT = "checkpoint"
 DIGEST_TAG = "agentloop.checkpoint_digest"
 
 
-class PromotionRefused(RuntimeError):
+class PromotionRefused(TrackingError, RuntimeError):
     """`promote` was called with a gate decision that does not allow promotion."""
 
 
@@ -160,7 +161,7 @@ def _download(client: MlflowClient, config: TrackingConfig, mv: Any, dst: Path) 
     )
 
 
-class RegistryError(RuntimeError):
+class RegistryError(TrackingError, RuntimeError):
     """The registry has no such version, or what it holds is not what it recorded."""
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from pipeline.errors import InputError
 from pipeline.grading.failure_modes import FailureAnalysis
 from pipeline.grading.verdict import Verdict
 from pipeline.rollout.trajectory import Trajectory
@@ -34,7 +35,7 @@ SOURCE_RUN = "mlflow.sourceRun"
 BATCH_TAG = "agentloop.trace_batch"
 
 
-class TraceInputError(ValueError):
+class TraceInputError(InputError, ValueError):
     """A measurement's files that cannot be read as trials; the message names the file and line."""
 
 

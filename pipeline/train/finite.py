@@ -12,8 +12,10 @@ import math
 import torch
 from transformers import TrainerCallback
 
+from pipeline.errors import TrainingError
 
-class NonFiniteTrainingError(ValueError):
+
+class NonFiniteTrainingError(TrainingError, ValueError):
     """Training produced an infinite or NaN loss or weight; nothing was saved."""
 
 

@@ -16,15 +16,12 @@ from pipeline.agents.backends.hf import episode_seed, sample
 from pipeline.agents.formats import ChatFormat, CodecFormat
 from pipeline.agents.formats.base import single_token_id
 from pipeline.agents.formats.codec import IM_END, CodecConfig
-from pipeline.rollout.protocols import EpisodeInfo, InfrastructureError
+from pipeline.errors import InfrastructureError
+from pipeline.rollout.protocols import EpisodeInfo
 from pipeline.rollout.trajectory import Message, Usage
 from pipeline.train.grpo_transcript import Transcript
 
 log = logging.getLogger(__name__)
-
-
-class PromptTooLongError(ValueError):
-    """A task's first prompt does not fit `max_prompt_length`: no episode of it can be trained on."""
 
 
 class Generate(Protocol):

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.dataset.task import Task
+from pipeline.errors import PromptTooLongError
 from pipeline.grading.grader import grade
 from pipeline.rollout.batch import run_batched
 from pipeline.rollout.executor import trial_seed
@@ -40,7 +41,6 @@ from pipeline.train.grpo_policy import (  # noqa: F401  (re-exported: the rollou
     Generate,
     PolicyAgent,
     PolicyEpisode,
-    PromptTooLongError,
     local_generate,
     local_generate_batch,
     score,

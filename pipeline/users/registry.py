@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import os
 
+from pipeline.errors import InputError
 from pipeline.rollout.protocols import User
 
 
-class UnknownUserError(ValueError):
+class UnknownUserError(InputError, ValueError):
     """A user spec that names no known simulator, or has bad settings."""
 
 

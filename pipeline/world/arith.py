@@ -6,12 +6,14 @@ import ast
 import math
 import operator
 
+from pipeline.errors import WorldError
+
 _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
 _UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
 MAX_LENGTH = 500
 
 
-class ArithmeticError_(ValueError):
+class ExpressionError(WorldError, ValueError):
     """An expression that is not plain arithmetic, or cannot be evaluated."""
 
 
@@ -23,22 +25,22 @@ def evaluate(expression: str) -> float:
     >>> evaluate("__import__('os')")
     Traceback (most recent call last):
     ...
-    pipeline.world.arith.ArithmeticError_: only numbers, + - * / and parentheses are allowed
+    pipeline.world.arith.ExpressionError: only numbers, + - * / and parentheses are allowed
     """
     if len(expression) > MAX_LENGTH:
-        raise ArithmeticError_(f"expression longer than {MAX_LENGTH} characters")
+        raise ExpressionError(f"expression longer than {MAX_LENGTH} characters")
     try:
         tree = ast.parse(expression.strip(), mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        raise ArithmeticError_(f"not a valid arithmetic expression: {expression!r}") from None
+        raise ExpressionError(f"not a valid arithmetic expression: {expression!r}") from None
     try:
         value = float(_walk(tree.body))
     except OverflowError:  # e.g. a 300-digit integer, or a quotient too large for a float
-        raise ArithmeticError_("the result is too large") from None
+        raise ExpressionError("the result is too large") from None
     except RecursionError:
-        raise ArithmeticError_("the expression is nested too deeply") from None
+        raise ExpressionError("the expression is nested too deeply") from None
     if not math.isfinite(value):
-        raise ArithmeticError_("the result is too large")
+        raise ExpressionError("the result is too large")
     return value
 
 
@@ -48,8 +50,8 @@ def _walk(node: ast.AST) -> float:
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
         left, right = _walk(node.left), _walk(node.right)
         if isinstance(node.op, ast.Div) and right == 0:
-            raise ArithmeticError_("division by zero")
+            raise ExpressionError("division by zero")
         return _BINARY[type(node.op)](left, right)
     if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
         return _UNARY[type(node.op)](_walk(node.operand))
-    raise ArithmeticError_("only numbers, + - * / and parentheses are allowed")
+    raise ExpressionError("only numbers, + - * / and parentheses are allowed")

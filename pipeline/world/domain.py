@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel
 
+from pipeline.errors import WorldError
+
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -38,7 +40,7 @@ CAPABILITIES: dict[str, str] = {
 }
 
 
-class DomainCapabilityError(LookupError):
+class DomainCapabilityError(WorldError, LookupError):
     """A domain asked for something it does not provide; the message names the domain and the capability."""
 
     def __init__(self, domain: str, capability: str, needed_for: str | None = None) -> None:

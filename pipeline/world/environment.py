@@ -23,6 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.dataset.task import Task
+from pipeline.errors import InputError
 from pipeline.grading.grader import grade
 from pipeline.grading.judge import Judge
 from pipeline.grading.tau2_reward import Tau2Config
@@ -41,7 +42,7 @@ DRIVER = "environment"
 """The agent and user names a facade-driven trajectory records."""
 
 
-class EnvironmentUsageError(ValueError):
+class EnvironmentUsageError(InputError, ValueError):
     """A facade used out of order or with a world, task or side it does not serve; the message names which."""
 
 

@@ -15,6 +15,7 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
+from pipeline.errors import InputError
 from pipeline.world.domain import Domain
 from pipeline.world.tables import World, WorldLoadError
 
@@ -31,7 +32,7 @@ _RESOLVED: dict[str, str] = {}
 """A domain resolved from `module:attribute`: its name → that spec, so its name resolves too (trajectories)."""
 
 
-class UnknownDomainError(ValueError):
+class UnknownDomainError(InputError, ValueError):
     """A domain name or `module:attribute` that does not resolve to a Domain."""
 
 

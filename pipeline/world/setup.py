@@ -14,6 +14,7 @@ from collections import OrderedDict
 from typing import Any
 
 from pipeline.dataset.task import Action, Task
+from pipeline.errors import TaskError
 from pipeline.world.tables import Session, World, sha256_json
 from pipeline.world.tools import ToolError, synchronise
 
@@ -24,7 +25,7 @@ _lock = threading.Lock()
 _UNSUPPORTED = ("initialization_data", "message_history")
 
 
-class TaskSetupError(ValueError):
+class TaskSetupError(TaskError, ValueError):
     """A task whose set-up cannot run; the message names the task and the action."""
 
 

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
+from pipeline.errors import WorldError
+
 if TYPE_CHECKING:
     from pipeline.world.domain import Domain
 
@@ -29,7 +31,7 @@ def sha256_json(obj: Any) -> str:
     return hashlib.sha256(canonical_json(obj).encode()).hexdigest()
 
 
-class WorldLoadError(ValueError):
+class WorldLoadError(WorldError, ValueError):
     """A database file that does not fit the schema; the message names the file and the field."""
 
 

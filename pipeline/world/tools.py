@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
+from pipeline.errors import WorldError
 from pipeline.world.tables import ToolEvent
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ TOOL_KINDS: tuple[str, ...] = ToolKind.__args__  # type: ignore[attr-defined]
 TRANSFERRED = "transferred"  # the error category of a write refused because the conversation was handed over
 
 
-class ToolError(Exception):
+class ToolError(WorldError):
     """A refusal: the tool ran, found the request not allowed or not possible, and changed nothing."""
 
     def __init__(self, message: str, category: str = "precondition") -> None:

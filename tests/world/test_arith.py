@@ -7,7 +7,7 @@ import contextlib
 
 import pytest
 
-from pipeline.world.arith import MAX_LENGTH, ArithmeticError_, evaluate
+from pipeline.world.arith import MAX_LENGTH, ExpressionError, evaluate
 
 
 @pytest.mark.parametrize(
@@ -68,13 +68,13 @@ def test_plain_arithmetic(expression, expected):
     ],
 )
 def test_refuses_everything_but_plain_arithmetic(expression, message):
-    with pytest.raises(ArithmeticError_, match=message):
+    with pytest.raises(ExpressionError, match=message):
         evaluate(expression)
 
 
 def test_deep_unary_chain_is_evaluated_or_refused_never_crashes():
     expression = "-" * (MAX_LENGTH - 2) + "1"  # an even number of minus signs
-    with contextlib.suppress(ArithmeticError_):  # refusing is fine; any other exception (RecursionError) is not
+    with contextlib.suppress(ExpressionError):  # refusing is fine; any other exception (RecursionError) is not
         assert evaluate(expression) == 1.0
 
 
@@ -85,5 +85,5 @@ def test_never_calls_eval_or_exec(monkeypatch):
     for name in ("eval", "exec"):
         monkeypatch.setattr(builtins, name, forbidden)
     assert evaluate("6 * 7") == 42.0
-    with pytest.raises(ArithmeticError_):
+    with pytest.raises(ExpressionError):
         evaluate("__import__('os')")

@@ -24,12 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.embedded.model import META_FILE, CheckpointMeta
+from pipeline.errors import InputError
 
 log = logging.getLogger(__name__)
 GGUF_DTYPES = ("float32", "bfloat16", "float16")
 
 
-class GGUFImportError(ValueError):
+class GGUFImportError(InputError, ValueError):
     """A GGUF file that cannot be imported (the message names the file and what is wrong in one line)."""
 
 

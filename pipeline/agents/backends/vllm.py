@@ -25,13 +25,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pipeline.rollout.protocols import EpisodeInfo, InfrastructureError
+from pipeline.errors import InfrastructureError, PromptTooLongError
+from pipeline.rollout.protocols import EpisodeInfo
 from pipeline.rollout.trajectory import Message, Usage
 
 log = logging.getLogger(__name__)
 
 
-class BackendUnavailableError(ImportError):
+class BackendUnavailableError(InfrastructureError, ImportError):
     """The backend's engine is not installed on this machine."""
 
 
@@ -56,10 +57,6 @@ def import_vllm() -> Any:
             " (on CPU use hf:PATH, or serve the checkpoint and use openai:MODEL)"
         ) from exc
     return vllm
-
-
-class PromptTooLongError(InfrastructureError):
-    """A prompt that does not fit the engine's context: its trial ends with this error, the batch goes on."""
 
 
 class VLLMAgent:

@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from pipeline.errors import InputError
 from pipeline.rollout.trajectory import Message
 
 
-class ChatFormatError(ValueError):
+class ChatFormatError(InputError, ValueError):
     """A format that cannot be used with this tokenizer or conversation (the message says which and why)."""
 
 

@@ -34,6 +34,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.agents.scripted.phrases import name_payment
+from pipeline.errors import InputError
 from pipeline.rollout.trajectory import Message, ToolCall
 
 # 2: order items `Name (options) item <id>`; 3: variants `(options) item <id>`; 4: `Name <id> (options)`;
@@ -61,7 +62,7 @@ _CALL_RE = re.compile(r"<tool_call>(.*?)(?:</tool_call>|(?=<tool_call>)|\Z)", re
 _NAME_RE = re.compile(r"""["']name["']\s*:\s*["']([^"'\\]*)["']""")
 
 
-class CodecMismatchError(ValueError):
+class CodecMismatchError(InputError, ValueError):
     """A checkpoint was trained with a different template or codec configuration than the one in use."""
 
 

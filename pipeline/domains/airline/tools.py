@@ -18,7 +18,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from pipeline.domains.airline.schema import Cabin, Passenger, Payment, PaymentMethod, Reservation, ReservationFlight
-from pipeline.world.arith import ArithmeticError_, evaluate
+from pipeline.world.arith import ExpressionError, evaluate
 from pipeline.world.tables import Session, dump_record
 from pipeline.world.tools import ToolError, ToolRegistry
 
@@ -257,7 +257,7 @@ def calculate(s: Session, expression: str) -> str:
     """
     try:
         return str(round(evaluate(expression), 2))
-    except ArithmeticError_ as exc:
+    except ExpressionError as exc:
         raise ToolError(str(exc), "invalid_arguments") from None
 
 

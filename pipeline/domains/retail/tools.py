@@ -15,7 +15,7 @@ from typing import Any
 from pipeline.agents.scripted.phrases import TRANSFER
 from pipeline.domains.retail.schema import CANCEL_REASONS, Address, Order, PaymentTransaction, dump_record
 from pipeline.domains.retail.state import Session, ToolEvent, email_key, name_zip_key
-from pipeline.world.arith import ArithmeticError_, evaluate
+from pipeline.world.arith import ExpressionError, evaluate
 from pipeline.world.tools import ToolError, ToolRegistry
 from pipeline.world.tools import execute as _execute
 
@@ -206,7 +206,7 @@ def calculate(s: Session, expression: str) -> str:
     """
     try:
         return str(round(evaluate(expression), 2))
-    except ArithmeticError_ as exc:
+    except ExpressionError as exc:
         raise ToolError(str(exc), "invalid_arguments") from None
 
 

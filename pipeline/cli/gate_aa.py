@@ -8,9 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
+
+from pipeline.cli.console import console as err
+from pipeline.cli.console import stdout, warn
+from pipeline.cli.errors import fail, invalid
 
 
 def _table(check) -> Table:
@@ -51,24 +53,11 @@ def gate_aa_cmd(
 
     from pipeline.gate.aa import aa_check, write_aa
     from pipeline.gate.config import GateConfig
-    from pipeline.gate.errors import GateInputError
-    from pipeline.metrics.errors import MetricsInputError
+    from pipeline.outputs import check_output
     from pipeline.world.registry import load_world
-    from pipeline.world.tables import WorldLoadError
 
-    err = Console(stderr=True)
-
-    def fail(message: str) -> None:
-        err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
-        raise typer.Exit(2)
-
-    from pipeline.outputs import OutputError, check_output
-
-    try:
-        given = {"RUN_A": run_a, "RUN_B": run_b, "--tasks": tasks, "--world": world, "--config": config}
-        check_output(out, inputs=given)
-    except OutputError as exc:
-        fail(str(exc))
+    given = {"RUN_A": run_a, "RUN_B": run_b, "--tasks": tasks, "--world": world, "--config": config}
+    check_output(out, inputs=given)
     try:
         settings = yaml.safe_load(config.read_text()) if config is not None else {}
         result = aa_check(run_a, run_b, tasks, load_world(world), GateConfig.model_validate(settings or {}))
@@ -77,13 +66,11 @@ def gate_aa_cmd(
     except yaml.YAMLError as exc:
         fail(f"{config}: not YAML ({exc})")
     except ValidationError as exc:
-        fail(f"{config}: " + "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()))
-    except (GateInputError, MetricsInputError, WorldLoadError) as exc:
-        fail(str(exc))
+        fail(f"{config}: {invalid(exc)}")
     write_aa(result, out)
-    Console().print(_table(result))
+    stdout().print(_table(result))
     if not result.same_agent:
-        err.print(f"[yellow]warning:[/yellow] the runs name different agents: {escape(str(result.agents))}")
+        warn(f"the runs name different agents: {result.agents}")
     err.print(f"gate A/A: {'FALSE PROMOTION' if result.false_promotion else 'no false promotion'} → {out}")
     if check and result.false_promotion:
         raise typer.Exit(1)

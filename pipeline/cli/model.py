@@ -5,14 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
-model_app = typer.Typer(help="Models: import an outside checkpoint, list chat formats.", no_args_is_help=True)
-console = Console(stderr=True)
+from pipeline.cli.console import console
+from pipeline.cli.errors import failing
+
+app = typer.Typer(help="Models: import an outside checkpoint, list chat formats.", no_args_is_help=True)
 
 
-@model_app.command("import")
+@app.command("import")
 def import_cmd(
     source: str = typer.Argument(
         ...,
@@ -30,7 +31,7 @@ def import_cmd(
     from pipeline.agents.backends.loading import import_model
 
     path = Path(source)
-    try:
+    with failing(FileExistsError, OSError, ValueError):
         if path.is_dir():
             if out is not None:
                 raise ValueError(f"--out: {source} is a model directory already; --out is for a GGUF source")
@@ -41,13 +42,10 @@ def import_cmd(
             with console.status(f"dequantizing {escape(source)} into {escape(str(out))}"):
                 meta = import_gguf(source, out, dtype=dtype, chat_format=chat_format, force=force)
             path = out
-    except (FileNotFoundError, FileExistsError, OSError, ValueError) as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
-        raise typer.Exit(2) from None
     typer.echo(f"{path}: format {meta.chat_format}, {meta.architecture}, {meta.dtype}")
 
 
-@model_app.command("formats")
+@app.command("formats")
 def formats_cmd() -> None:
     """The chat formats a checkpoint can be read in."""
     import pipeline.agents.formats as formats

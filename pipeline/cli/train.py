@@ -1,4 +1,4 @@
-"""`agentloop train ...`: build the embedded default baseline, SFT, GRPO (mounted by pipeline.cli)."""
+"""`agentloop train ...`: build the embedded default baseline, SFT, GRPO."""
 
 from __future__ import annotations
 
@@ -7,42 +7,30 @@ import logging
 from pathlib import Path
 
 import typer
-import yaml
-from pydantic import ValidationError
-from rich.console import Console
 from rich.markup import escape
 
-train_app = typer.Typer(help="Train: the embedded default baseline, SFT and GRPO through TRL.", no_args_is_help=True)
-console = Console(stderr=True)
+from pipeline.cli.console import console
+from pipeline.cli.errors import fail, failing
+
+app = typer.Typer(help="Train: the embedded default baseline, SFT and GRPO through TRL.", no_args_is_help=True)
 log = logging.getLogger(__name__)
-
-
-def _fail(message: str) -> None:
-    console.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
-    raise typer.Exit(2)
-
-
-def _invalid(exc: ValidationError) -> str:
-    """A settings error in one line: each field and what is wrong with it."""
-    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}" for e in exc.errors())
 
 
 def _check_out(out: Path, **inputs) -> None:
     """Refuse, before any training, a checkpoint folder that is or holds an input or cannot be written."""
-    from pipeline.outputs import OutputError, check_output
+    from pipeline.outputs import check_output
 
-    try:
-        check_output(out, "--out", folder=True, inputs=inputs)
-    except OutputError as exc:
-        _fail(str(exc))
+    check_output(out, "--out", folder=True, inputs=inputs)
 
 
 def _overrides(config: Path | None) -> dict:
+    import yaml
+
     if config is None:
         return {}
     data = yaml.safe_load(config.read_text()) or {}
     if not isinstance(data, dict):
-        _fail(f"{config}: expected a mapping of settings")
+        fail(f"{config}: expected a mapping of settings")
     return data
 
 
@@ -54,7 +42,7 @@ def _lora(enabled: bool, r: int, alpha: int, dropout: float, targets: str | None
     return LoraParams(enabled=enabled, r=r, alpha=alpha, dropout=dropout, save_adapter=save_adapter, **modules)
 
 
-@train_app.command("baseline")
+@app.command("baseline")
 def baseline(
     out: Path = typer.Option(..., help="Checkpoint directory to write."),
     config: Path = typer.Option(None, help="YAML file of EmbeddedConfig settings (unknown keys fail)."),
@@ -64,18 +52,15 @@ def baseline(
     from pipeline.embedded.build import EmbeddedConfig, build_baseline
 
     _check_out(out, **{"--config": config})
-    try:
-        settings = _overrides(config)
-        if seed is not None:
-            settings["seed"] = seed
-        cfg = EmbeddedConfig.model_validate(settings)
-    except ValidationError as exc:
-        _fail(str(exc))
+    settings = _overrides(config)
+    if seed is not None:
+        settings["seed"] = seed
+    cfg = EmbeddedConfig.model_validate(settings)
     report = build_baseline(cfg, out)
     console.print(f"baseline → {out} ({report['seconds_total']:.0f} s; {json.dumps(report['seconds'])})")
 
 
-@train_app.command("check-embedded")
+@app.command("check-embedded")
 def check_embedded(
     checkpoint: Path = typer.Option(Path("models/embedded"), help="The checkpoint to check."),
     params: Path = typer.Option(Path("params.yaml"), help="params.yaml whose `embedded` section is the recipe."),
@@ -86,21 +71,16 @@ def check_embedded(
     import tempfile
 
     from pipeline.embedded.data import build_data, check_checkpoint
-    from pipeline.loop.params import ParamsError, load_params
+    from pipeline.loop.params import load_params
 
-    try:
-        recipe = load_params(params).embedded_config()
-    except ParamsError as exc:
-        _fail(str(exc))
+    recipe = load_params(params).embedded_config()
     with tempfile.TemporaryDirectory() as tmp:
         if data is None:
             data = Path(tmp)
             with console.status("building the embedded default's data from the recipe…"):
                 build_data(recipe, data)
-        try:
+        with failing(ValueError):
             problems = check_checkpoint(data, checkpoint)
-        except (FileNotFoundError, ValueError) as exc:
-            _fail(str(exc))
     if problems:
         for p in problems:
             console.print(f"[red]differs:[/red] {escape(p)}", soft_wrap=True)
@@ -109,7 +89,7 @@ def check_embedded(
     console.print(f"{checkpoint} matches its recipe (corpus counts, digest where recorded, tokenizer)")
 
 
-@train_app.command("sft")
+@app.command("sft")
 def sft(
     base: Path = typer.Option(..., help="Checkpoint to fine-tune."),
     data: list[Path] = typer.Option(..., help="trajectories.jsonl (repeatable)."),
@@ -137,11 +117,10 @@ def sft(
 ) -> None:
     """Supervised fine-tuning through TRL's SFTTrainer on verified trajectories, rendered as the base checkpoint
     renders them (the codec, or an outside model's own chat template); loss on assistant tokens only."""
-    from pipeline.agents.formats.codec import CodecMismatchError
     from pipeline.train.sft import SFTParams, run_sft
 
     _check_out(out, **{"--base": base, "--data": data, "--anchors": anchors, "--tasks": tasks})
-    try:
+    with failing(ValueError):
         params = SFTParams(
             base=base,
             data=data,
@@ -160,17 +139,13 @@ def sft(
             lora=_lora(lora, lora_r, lora_alpha, lora_dropout, lora_targets, save_adapter),
         )
         result = run_sft(params, out)
-    except ValidationError as exc:
-        _fail(_invalid(exc))
-    except (CodecMismatchError, FileNotFoundError, ValueError) as exc:
-        _fail(str(exc))
     loss = f"loss {result.first_loss:.3f} → {result.last_loss:.3f}, " if result.losses else ""  # every logging_steps
     console.print(
         f"SFT: {result.examples} examples, {result.steps} steps, {loss}mean loss {result.mean_loss:.3f}; wrote {out}"
     )
 
 
-@train_app.command("grpo")
+@app.command("grpo")
 def grpo(
     base: Path = typer.Option(..., help="Checkpoint to train."),
     tasks: list[Path] = typer.Option(..., help="tasks.jsonl task pool (repeatable)."),
@@ -205,12 +180,11 @@ def grpo(
     seed: int = typer.Option(0),
 ) -> None:
     """GRPO through TRL's GRPOTrainer; episodes run by our runner with the scripted user; reward = verdict."""
-    from pipeline.agents.formats.codec import CodecMismatchError
     from pipeline.rollout.runner import Limits
     from pipeline.train.grpo import GRPOParams, run_grpo
 
     _check_out(out, **{"--base": base, "--tasks": tasks, "--world": world})
-    try:
+    with failing(ValueError):
         params = GRPOParams(
             base=base,
             tasks=tasks,
@@ -237,10 +211,6 @@ def grpo(
             seed=seed,
         )
         result = run_grpo(params, out)
-    except ValidationError as exc:
-        _fail(_invalid(exc))
-    except (CodecMismatchError, FileNotFoundError, ValueError) as exc:
-        _fail(str(exc))
     console.print(
         f"GRPO: {result.steps} steps, mean reward per step {result.rewards}, rollouts {result.stats}; wrote {out}"
     )

@@ -7,23 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
-from rich.markup import escape
+
+from pipeline.cli.console import console
+from pipeline.cli.errors import fail, failing
 
 import_app = typer.Typer(help="Import runs made elsewhere: τ²-bench results files.", no_args_is_help=True)
+
 export_app = typer.Typer(help="Export our runs for elsewhere: τ²-bench's leaderboard.", no_args_is_help=True)
-console = Console(stderr=True)
-
-
-def _check_out(out: Path, **kwargs) -> None:
-    """Refuse, before any work, an output that is an input or cannot be written (`pipeline.outputs`)."""
-    from pipeline.outputs import OutputError, check_output
-
-    try:
-        check_output(out, "--out", **kwargs)
-    except OutputError as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
-        raise typer.Exit(2) from None
 
 
 @import_app.command("tau2-run")
@@ -41,17 +31,13 @@ def tau2_run(
 ) -> None:
     """Turn a τ²-bench results file into a run directory, re-graded with both verdicts, for gate and report."""
     from pipeline.grading.tau2_reward import VERDICTS, Tau2Config
-    from pipeline.tau2.import_run import Tau2ImportError, import_run
+    from pipeline.outputs import check_output
+    from pipeline.tau2.import_run import import_run
 
     if verdict not in VERDICTS:
-        console.print(f"[red]error:[/red] --verdict {escape(verdict)!r}: expected strict or tau2")
-        raise typer.Exit(2)
-    _check_out(out, folder=True, inputs={"RESULTS": results, "--domain": domain})
-    try:
-        record = import_run(results, domain, out, verdict=verdict, tau2=Tau2Config(upstream_tools=upstream_tools))  # type: ignore[arg-type]
-    except Tau2ImportError as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
-        raise typer.Exit(2) from None
+        fail(f"--verdict {verdict!r}: expected strict or tau2")
+    check_output(out, "--out", folder=True, inputs={"RESULTS": results, "--domain": domain})
+    record = import_run(results, domain, out, verdict=verdict, tau2=Tau2Config(upstream_tools=upstream_tools))  # type: ignore[arg-type]
     console.print(
         f"{record['trials']} trials of {record['tasks']} tasks → {out}: strict {record['strict_passes']} pass,"
         f" τ² {record['tau2_passes']} pass, {record['disagreements']} disagree; τ²-compatible reward equals the"
@@ -70,16 +56,12 @@ def import_tau2_cmd(
 ) -> None:
     """Convert τ²-bench tasks, keeping the user scenario, the gold actions with their requestor,
     communicate_info, NL assertions, reward basis and initial state; end states come from replaying gold."""
+    from pipeline.outputs import check_output
     from pipeline.tau2.importer import write_import
-    from pipeline.world.domain import DomainCapabilityError
-    from pipeline.world.tables import WorldLoadError
 
-    _check_out(out, inputs={"--domain": domain})
-    try:
+    check_output(out, "--out", inputs={"--domain": domain})
+    with failing(ValueError):
         imported = write_import(domain, out, split, kind)
-    except (WorldLoadError, DomainCapabilityError, ValueError, FileNotFoundError) as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
-        raise typer.Exit(2) from None
     part = f" (split {split})" if split else ""
     refused = f"; {len(imported.refused)} with gold writes our tools refuse" if imported.refused else ""
     console.print(f"{len(imported.tasks)} τ²-bench tasks{part} of {imported.world.name} → {out}{refused}")
@@ -96,17 +78,13 @@ def lint_cmd(
 ) -> None:
     """Lint τ²-bench tasks: gold actions that fail on replay, a reward basis that passes with nothing done, tools
     the policy names that the agent does not have, counts the scenario never states."""
+    from pipeline.outputs import check_output
     from pipeline.tau2.lint import CLASSES, lint_directory, write_findings
-    from pipeline.world.domain import DomainCapabilityError
-    from pipeline.world.tables import WorldLoadError
 
     if out is not None:
-        _check_out(out, inputs={"--domain": domain})
-    try:
+        check_output(out, "--out", inputs={"--domain": domain})
+    with failing(ValueError):
         report, findings = lint_directory(domain, split, kind)
-    except (WorldLoadError, DomainCapabilityError, ValueError, FileNotFoundError) as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
-        raise typer.Exit(2) from None
     print(f"{report['tasks']} tasks of {report['domain']} ({domain}); policy names {report['policy_names']} tools")
     for c in CLASSES:
         entry = report["classes"][c]
@@ -137,16 +115,15 @@ def tau2_submission(
 ) -> None:
     """Write τ²-bench's leaderboard submission.json from our runs: per domain pass^1..pass^4, the methodology (the
     customer's model, the τ²-bench version, how far our reward agrees with τ²-bench's)."""
+    from pipeline.outputs import check_output
     from pipeline.tau2.submission import SubmissionError, build_submission, write_submission
 
     if submission_type not in ("custom", "standard"):
-        console.print(f"[red]error:[/red] --submission-type {escape(submission_type)!r}: expected custom or standard")
-        raise typer.Exit(2)
+        fail(f"--submission-type {submission_type!r}: expected custom or standard")
     if verdict not in ("tau2", "strict"):
-        console.print(f"[red]error:[/red] --verdict {escape(verdict)!r}: expected tau2 or strict")
-        raise typer.Exit(2)
-    _check_out(out, inputs={f"--run {r}": r for r in run})
-    try:
+        fail(f"--verdict {verdict!r}: expected tau2 or strict")
+    check_output(out, "--out", inputs={f"--run {r}": r for r in run})
+    with failing(SubmissionError):
         submission, runs = build_submission(
             run,
             model_name=model_name,
@@ -158,9 +135,6 @@ def tau2_submission(
             verdict=verdict,
             tau2_bench_version=tau2_version,
         )
-    except SubmissionError as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
-        raise typer.Exit(2) from None
     write_submission(out, submission)
     for r in runs:
         figures = ", ".join(f"pass^{k} {getattr(r.results, f'pass_{k}')}" for k in range(1, 5))

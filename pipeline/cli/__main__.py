@@ -1,0 +1,5 @@
+"""`python -m pipeline.cli`: the `agentloop` command."""
+
+from pipeline.cli import app
+
+app()

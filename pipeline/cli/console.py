@@ -1,0 +1,30 @@
+"""The command line's one console: messages and progress on stderr, result tables on stdout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+
+console = Console(stderr=True)
+"""Messages, warnings and progress: stderr, so a command's stdout is only its result."""
+
+
+def stdout() -> Console:
+    """A console on the current stdout for result tables (made per use, so a redirected stdout is the one used)."""
+    return Console()
+
+
+def warn(message: str) -> None:
+    console.print(f"[yellow]warning:[/yellow] {escape(message)}", soft_wrap=True)
+
+
+def load_mapping(path: Path) -> dict:
+    """A JSON or YAML file holding one mapping (a config section)."""
+    import yaml
+
+    data = yaml.safe_load(path.read_text())
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a mapping")
+    return data

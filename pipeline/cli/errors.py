@@ -1,0 +1,67 @@
+"""The one place the command line turns an error into a one-line message and exit code 2.
+
+Every command runs inside `AgentloopGroup.invoke`: an `AgentloopError` (bad input, a world's or a task's refusal,
+an unreachable endpoint, a refused promotion...), a pydantic `ValidationError` (each field and what is wrong with
+it) or a `FileNotFoundError` becomes `error: MESSAGE` on stderr and exit code 2. Anything else is a bug and keeps
+its traceback. A command that expects a builtin error from a library call (a YAML file that does not parse, a Ray
+cluster that does not answer) says so with `failing(...)` around that call, and its message goes the same way.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, NoReturn
+
+import typer
+from rich.markup import escape
+from typer.core import TyperGroup
+
+from pipeline.cli.console import console
+from pipeline.errors import AgentloopError
+
+EXIT_BAD_INPUT = 2
+
+
+def fail(message: str) -> NoReturn:
+    """Print `error: MESSAGE` on stderr and exit 2."""
+    console.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
+    raise typer.Exit(EXIT_BAD_INPUT)
+
+
+def invalid(exc: Any) -> str:
+    """A pydantic ValidationError in one line: each field and what is wrong with it."""
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}" for e in exc.errors())
+
+
+def message(exc: BaseException) -> str | None:
+    """The one-line message of an error the user can act on; None for anything else (a bug)."""
+    pydantic = sys.modules.get("pydantic")  # never imported here: no ValidationError can exist without it
+    if pydantic is not None and isinstance(exc, pydantic.ValidationError):
+        return invalid(exc)
+    if isinstance(exc, (AgentloopError, FileNotFoundError)):
+        return str(exc)
+    return None
+
+
+@contextmanager
+def failing(*errors: type[BaseException]) -> Iterator[None]:
+    """Within the block, `errors` (builtin ones a library call may raise on bad input) also end in one line."""
+    try:
+        yield
+    except errors as exc:
+        fail(message(exc) or str(exc))
+
+
+class AgentloopGroup(TyperGroup):
+    """The root command group: runs the chosen command, and turns the errors above into one line and exit 2."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except Exception as exc:
+            text = message(exc)
+            if text is None:
+                raise
+            fail(text)

@@ -1,0 +1,62 @@
+"""`agentloop synthesize`: targeted, evolved, verified tasks with gold trajectories, in a generated world."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from pipeline.cli.console import console, load_mapping, stdout
+from pipeline.cli.errors import failing
+from pipeline.loop.progress import track
+
+
+def synthesize_cmd(
+    world: str = typer.Option(..., help="A generated world: gen-<seed>[-PxUxO] (never the evaluation world)."),
+    targets: Path = typer.Option(..., help="targets.json from `agentloop target`."),
+    out: Path = typer.Option(..., help="Output directory: tasks.jsonl, trajectories.jsonl, manifest.json."),
+    seed: int = typer.Option(0),
+    generations: int = typer.Option(8, min=0, help="Generations of descendants after the atomic one."),
+    config: Path = typer.Option(None, help="SynthConfig as JSON or YAML (overrides --seed/--generations)."),
+    judge_url: str = typer.Option(None, help="OpenAI-compatible base URL for the optional judge cascade."),
+    judge_model: str = typer.Option(None, help="Model name for the judge cascade."),
+    domain: str = typer.Option(None, help="Domain: retail, airline or module:attribute (default: from the world)."),
+) -> None:
+    """Targeted, evolved, verified tasks grounded in a generated world, with the oracle's gold trajectories."""
+    from pipeline.outputs import check_output
+    from pipeline.synth.synthesize import SynthConfig, synthesize
+    from pipeline.target import Targets
+    from pipeline.world.registry import load_world
+
+    check_output(
+        out,
+        "--out",
+        folder=True,
+        inputs={"--world": world, "--targets": targets, "--config": config},
+        owned=("tasks.jsonl", "trajectories.jsonl", "manifest.json"),
+    )
+    with failing(ValueError, LookupError, OSError):
+        data = load_mapping(config) if config else {"seed": seed, "max_generations": generations}
+        if judge_url:
+            data["judge"] = {"base_url": judge_url, "model": judge_model or "judge"}
+        cfg = SynthConfig.model_validate(data)
+        the_targets = Targets.read(targets)
+        w = load_world(world, domain)
+        total = sum(t.count for t in the_targets.modes.values())
+        with track("synthesize", total, "tasks", console=console) as progress:
+            result = synthesize(w, the_targets, out, cfg, on_task=lambda _: progress.advance())
+    m = result.manifest
+    table = Table(title=f"synthesized {m['tasks']} tasks in {w.name} ({m['generations']} generations)")
+    table.add_column("mode")
+    table.add_column("target", justify="right")
+    table.add_column("made", justify="right")
+    for mode, n in m["targets"].items():
+        table.add_row(mode, str(n), str(m["counts"]["by_mode"].get(mode, 0)))
+    stdout().print(table)
+    cov, rw = m["coverage"], m["rework"]["totals"]
+    console.print(
+        f"coverage {cov['covered']}/{cov['cells']} cells; first try {rw['first_try']}, reworked "
+        f"{rw['reworked']}, dropped {rw['dropped']}; wrote {out}/tasks.jsonl, trajectories.jsonl, "
+        "manifest.json"
+    )
