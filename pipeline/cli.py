@@ -68,8 +68,8 @@ def world_replay(
     ),
 ) -> None:
     """Replay every task's gold actions on a fresh copy of the database; write each end state."""
+    from pipeline.tau2.replay import write_replay
     from pipeline.world.domain import DomainCapabilityError
-    from pipeline.world.replay import write_replay
     from pipeline.world.tables import WorldLoadError
 
     _check_out(out, inputs={"--domain": domain})

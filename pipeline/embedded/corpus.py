@@ -35,10 +35,10 @@ from pipeline.domains.retail.state import RetailWorld
 from pipeline.domains.retail.tools import TOOLS, WRITE_TOOLS
 from pipeline.embedded.train_loop import Example
 from pipeline.grading.grader import grade
-from pipeline.rollout.executor import trial_seed
 from pipeline.rollout.protocols import Agent, EpisodeInfo
 from pipeline.rollout.runner import Limits, run_episode
 from pipeline.rollout.trajectory import Trajectory
+from pipeline.rollout.trial import trial_seed
 from pipeline.users.scripted import ScriptedUser
 
 log = logging.getLogger(__name__)

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from pipeline.dataset.task import Task
 from pipeline.grading.verdict import Verdict
-from pipeline.rollout.executor import TrialResult
 from pipeline.rollout.trajectory import Trajectory
+from pipeline.rollout.trial import TrialResult
 
 log = logging.getLogger(__name__)
 JOURNAL_VERSION = 1

@@ -203,13 +203,3 @@ class Domain(ABC):
 
     def __repr__(self) -> str:
         return f"<domain {self.name}>"
-
-    def __reduce_ex__(self, protocol):
-        """A domain the registry resolved travels by its spec (to Ray workers, say) and comes back as the same
-        registered instance there, so what it records (a trajectory's domain) reads the same in every process."""
-        from pipeline.world.registry import BUILTIN_DOMAINS, domain_spec, resolve_domain
-
-        spec = domain_spec(self)
-        if spec in BUILTIN_DOMAINS or ":" in spec or spec.endswith("+generic"):
-            return resolve_domain, (spec,)
-        return super().__reduce_ex__(protocol)

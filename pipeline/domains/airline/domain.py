@@ -89,7 +89,7 @@ class AirlineDomain(Domain):
             except ValidationError as exc:
                 err = exc.errors()[0]
                 raise WorldLoadError(f"airline generator: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
-            return generate_world(config, self.policy())
+            return generate_world(config, self.policy(), self)
 
         return generate
 
@@ -125,7 +125,7 @@ class AirlineDomain(Domain):
     def tau2_importer(self):
         from pipeline.domains.airline.tau2 import Tau2Airline
 
-        return Tau2Airline()
+        return Tau2Airline(self)
 
 
 @cache
