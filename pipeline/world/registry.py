@@ -37,12 +37,6 @@ class UnknownDomainError(ValueError):
     """A domain name or `module:attribute` that does not resolve to a Domain."""
 
 
-def generated_world_name(seed: int, n_products: int, n_users: int, n_orders: int) -> str:
-    if (n_products, n_users, n_orders) == (50, 500, 1000):
-        return f"gen-{seed}"
-    return f"gen-{seed}-{n_products}x{n_users}x{n_orders}"
-
-
 @lru_cache(maxsize=32)
 def resolve_domain(spec: str) -> Domain:
     """The Domain a name or `module:attribute` spec names (or the name of one resolved so before)."""

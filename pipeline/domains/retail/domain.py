@@ -82,8 +82,7 @@ class RetailDomain(Domain):
 
     def generator(self):
         def generate(seed: int, sizes: dict[str, int], name: str | None = None) -> Any:
-            from pipeline.domains.retail.generator import GeneratorConfig, generate_world
-            from pipeline.world.registry import generated_world_name
+            from pipeline.domains.retail.generator import GeneratorConfig, generate_world, generated_world_name
             from pipeline.world.tables import WorldLoadError
 
             unknown = sorted(set(sizes) - {"n_products", "n_users", "n_orders"})

@@ -34,9 +34,17 @@ from pipeline.domains.retail.catalog import (
 from pipeline.domains.retail.policy import load_policy
 from pipeline.domains.retail.schema import CANCEL_REASONS, ORDER_STATUSES
 from pipeline.domains.retail.state import RetailWorld
-from pipeline.world.registry import generated_world_name
 
 logger = logging.getLogger(__name__)
+
+
+def generated_world_name(seed: int, n_products: int, n_users: int, n_orders: int) -> str:
+    """A generated world's reference: `gen-<seed>` at the default sizes, else `gen-<seed>-<products>x<users>x<orders>`
+    (what `RetailDomain.load` reads back)."""
+    if (n_products, n_users, n_orders) == (50, 500, 1000):
+        return f"gen-{seed}"
+    return f"gen-{seed}-{n_products}x{n_users}x{n_orders}"
+
 
 PAYMENT_SOURCES: tuple[str, ...] = ("credit_card", "paypal", "gift_card")
 # Payment-method mixes per user and their weights (roughly τ²-bench's).
