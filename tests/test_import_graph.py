@@ -80,33 +80,14 @@ def test_the_graph_sees_every_module_and_lazy_imports():
     assert not graph.has_edge("pipeline.world.tables", "pipeline.world.domain")
 
 
-PENDING: frozenset[str] = frozenset(
-    "pipeline.domains.retail." + m
-    for m in ("domain", "flawed", "generator", "oracle", "state", "synthesis", "synthesis.atomic",
-              "synthesis.grounding", "synthesis.kit", "tau2", "tools")
-)  # fmt: skip
-"""The one cycle left: retail's world (`RetailWorld`) binds itself to the `RETAIL` domain, whose capabilities
-(loading, generation, τ²-bench import, synthesis, scripted agents) make retail worlds. Airline and telecom broke
-theirs by handing the domain to what makes their worlds; retail's world makers take it the same way once their
-callers pass it. Nothing may join this component, and it must go when it is broken."""
-
-
 def test_no_import_cycle():
     graph, _ = imports(modules())
     cycles = []
     for component in nx.strongly_connected_components(graph):
-        if component == PENDING:
-            continue
         if len(component) > 1:
             cycle = nx.find_cycle(graph.subgraph(component))
             cycles.append(" -> ".join(f"{u} ({graph.edges[u, v]['at']})" for u, v in cycle) + f" -> {cycle[0][0]}")
     assert not cycles, "import cycles:\n" + "\n".join(cycles)
-
-
-def test_the_pending_cycle_is_still_there():
-    """When retail's cycle is broken, PENDING goes (this fails so that it does)."""
-    graph, _ = imports(modules())
-    assert PENDING in [set(c) for c in nx.strongly_connected_components(graph)]
 
 
 def test_no_private_name_imported_across_modules():

@@ -4,8 +4,9 @@ import pytest
 
 from pipeline.dataset.task import Action, Provenance, Task, UserScript
 from pipeline.domains.retail.environment import RetailEnvironment, WorldMismatchError
-from pipeline.domains.retail.generator import GeneratorConfig, generate_world
+from pipeline.domains.retail.generator import GeneratorConfig
 from pipeline.domains.retail.tools import execute
+from pipeline.domains.retail.worlds import generate_world
 from pipeline.world.protocol import Environment
 
 
