@@ -24,7 +24,6 @@ CROSS_DOMAIN = {
 }
 
 NOT_YET_MOVED = {
-    ("pipeline/agents/scripted/phrases.py", "modify_user_address"),
     ("pipeline/tau2/gold.py", "find_user_id_by_email"),
     ("pipeline/tau2/gold.py", "find_user_id_by_name_zip"),
     ("pipeline/tau2/gold.py", "modify_user_address"),

@@ -16,7 +16,7 @@ from pipeline.dataset.task import Request, Task
 from pipeline.rollout.protocols import EpisodeInfo, UserReply
 from pipeline.rollout.trajectory import STOP_TOKEN, Message
 from pipeline.users.persona import persona_for
-from pipeline.users.phrasing import FORGOT, Phrasing
+from pipeline.users.phrasing import Phrasing
 
 # Persona wrappers; "{x}" is the persona-neutral content. Non-confirming replies avoid words a grader reads
 # as a "yes" (yes, sure, okay, confirm, proceed, go ahead), so only the confirmation answer affirms.
@@ -53,8 +53,6 @@ BYE = {
 NEXT_STATED = "There's one more thing I mentioned. {x}"
 NEXT_ALSO = "Oh, can you also help me with something else? {x}"
 PUSHBACK = "Are you sure? I really need this done. Can't you make an exception just this once?"
-NAME_ZIP = "My name is {first} {last} and my zip code is {zip}."
-EMAIL = "My email is {email}."
 CONFUSED = "Sorry, I'm not sure what you mean. {x}"
 DECLINE = "No, that's not what I asked for. {x}"
 GIVE_UP = "This isn't getting anywhere. I'll try again another time."
@@ -187,23 +185,8 @@ class ScriptedUserEpisode:
         return self._reply(CONFUSED.format(x=self._utterance(req)) if req else "Could you say that again?", False)
 
     def _identity(self, t: str) -> UserReply | None:
-        if self.phrasing.identity is not None:
-            return self.phrasing.identity(self, t)
-        known = self.script.known
-        name_zip = NAME_ZIP.format(first=known.first_name, last=known.last_name, zip=known.zip)
-        wants_name = "name" in t and "zip" in t
-        if "email" in t and not (self.script.messes.forgot_email and wants_name):
-            if not self.script.messes.forgot_email and known.email:
-                return self._reply(EMAIL.format(email=known.email))
-            if not self.said_forgot:
-                self.said_forgot = True
-                return self._reply(FORGOT)
-            return self._reply(f"I really don't remember it. {name_zip}")
-        if wants_name:
-            prefix = f"{FORGOT} " if self.script.messes.forgot_email and not self.said_forgot else ""
-            self.said_forgot = True
-            return self._reply(prefix + name_zip)
-        return None
+        identity = self.phrasing.identity
+        return identity(self, t) if identity is not None else None
 
     def _matches(self, req: Request, text: str) -> bool:
         """A confirmation is about the current request if it names its order (or the new zip code)."""

@@ -123,9 +123,9 @@ class RetailDomain(Domain):
         return make
 
     def user_phrasing(self):
-        from pipeline.users.scripted import DEFAULT_PHRASING
+        from pipeline.domains.retail.user import PHRASING
 
-        return DEFAULT_PHRASING
+        return PHRASING
 
     def vocabulary(self):
         from pipeline.domains.retail.vocabulary import VOCABULARY
