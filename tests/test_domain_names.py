@@ -23,22 +23,6 @@ CROSS_DOMAIN = {
     ("*", "calculate"),
 }
 
-NOT_YET_MOVED = {
-    ("pipeline/tau2/gold.py", "find_user_id_by_email"),
-    ("pipeline/tau2/gold.py", "find_user_id_by_name_zip"),
-    ("pipeline/tau2/gold.py", "modify_user_address"),
-    ("pipeline/tau2/gold.py", "send_certificate"),
-    ("pipeline/grading/mode_rules.py", "get_user_details"),
-    ("pipeline/grading/mode_rules.py", "modify_pending_order_payment"),
-    ("pipeline/grading/tau2_reward.py", "modify_pending_order_items"),
-    ("pipeline/tau2/cli.py", "modify_pending_order_items"),
-    ("pipeline/dataset/task.py", "modify_user_address"),
-    ("pipeline/dataset/task.py", "cancel_pending_order"),
-}
-"""Retail (and airline) tool names generic modules still hold; each goes behind the `Domain` (a capability) or
-into its domain's package, and leaves this list with it. The test fails on any hit not listed here, and on any
-listed one that is gone."""
-
 
 def tool_names() -> dict[str, str]:
     names: dict[str, str] = {}
@@ -97,10 +81,7 @@ def test_docstrings_are_prose_not_code(tmp_path):
 
 
 def test_no_generic_module_names_a_domains_tool():
-    found = hits()
-    new = sorted(found - NOT_YET_MOVED)
-    assert not new, "domain tool names in generic modules (move them behind the Domain):\n" + "\n".join(
-        f"{path}: {name}" for path, name in new
+    found = sorted(hits())
+    assert not found, "domain tool names in generic modules (move them behind the Domain):\n" + "\n".join(
+        f"{path}: {name}" for path, name in found
     )
-    gone = sorted(NOT_YET_MOVED - found)
-    assert not gone, "no longer named, take them off NOT_YET_MOVED:\n" + "\n".join(f"{p}: {n}" for p, n in gone)

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 CAPABILITIES: dict[str, str] = {
     "tau2_importer": "load a τ²-bench domain directory (db.json, tasks.json, policy.md) into a world and tasks",
+    "tau2_gold": "the domain's side of a τ²-bench task's gold conversation (authentication, an extra write)",
     "generator": "generate fresh seeded worlds (gen-<seed> references)",
     "tasks": "generate held-out evaluation tasks from a world",
     "synthesis": "atomic actions with preconditions and refusals, for task synthesis",
@@ -140,6 +141,12 @@ class Domain(ABC):
 
     # ---- optional capabilities (None: not provided) ---------------------------------------------------------------
     def tau2_importer(self) -> Tau2Importer | None:
+        return None
+
+    def tau2_gold(self) -> Any | None:
+        """The domain's side of the gold conversations `pipeline.tau2.gold` builds (`GoldSpeech`): how the customer
+        is authenticated and what they say for it, and a write no task asks for. None: authentication by user id
+        where an identity tool takes one, and no extra write."""
         return None
 
     def generator(self) -> Callable[[int, dict[str, int]], World] | None:

@@ -58,6 +58,18 @@ class Vocabulary:
     """Write tool → the request intent it serves (retail: cancel_pending_order → 'cancel'): a request with no
     record named counts as addressed once a write of its intent was called."""
 
+    payment_methods_from: str | None = None
+    """The read tool whose result lists a customer's payment methods under `payment_methods` (retail:
+    'get_user_details'); a write paying with a method it did not list (when the id came from the conversation) is a
+    misread. None: payment methods are not followed."""
+
+    payment_argument: str | None = None
+    """The write argument that names a payment method (retail: 'payment_method_id')."""
+
+    payment_change: str | None = None
+    """The write that moves a record's payment to another method (retail: 'modify_pending_order_payment'); paying
+    with a gift card whose shown balance is below the record's shown payment is a misread."""
+
     def __post_init__(self) -> None:
         mappings = ("choices", "status_synonyms", "status_covers", "required_status", "lookup_groups", "write_intents")
         for name in mappings:

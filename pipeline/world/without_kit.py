@@ -63,5 +63,8 @@ class WithoutKit(Domain):
     def tau2_importer(self):
         return None
 
+    def tau2_gold(self):
+        return self.base.tau2_gold()
+
     def tau2_quirks(self):
         return self.base.tau2_quirks()

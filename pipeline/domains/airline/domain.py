@@ -122,6 +122,11 @@ class AirlineDomain(Domain):
 
         return PHRASING
 
+    def tau2_gold(self):
+        from pipeline.domains.airline.gold import GOLD
+
+        return GOLD
+
     def tau2_importer(self):
         from pipeline.domains.airline.tau2 import Tau2Airline
 

@@ -75,6 +75,11 @@ class RetailDomain(Domain):
     def identity_fields(self) -> tuple[str, ...]:
         return ("email", "first_name", "last_name", "zip")
 
+    def tau2_gold(self):
+        from pipeline.domains.retail.gold import GOLD
+
+        return GOLD
+
     def tau2_importer(self) -> _Tau2Retail:
         return _Tau2Retail(self)
 
