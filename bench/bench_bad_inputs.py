@@ -150,7 +150,7 @@ def runs(tmp: Path) -> dict[str, Path]:
 
 
 def tau2_retail():
-    from pipeline.domains.retail.tau2 import load_tau2_domain
+    from pipeline.domains.retail.worlds import load_tau2_domain
 
     return load_tau2_domain(tau2("retail"))
 
@@ -227,20 +227,22 @@ def _twin_db(**changes) -> dict:
 
 @case(2, "world: two users share name + zip")
 def _(tmp: Path) -> Outcome:
-    from pipeline.domains.retail.state import RetailWorld, WorldLoadError
+    from pipeline.domains.retail.state import WorldLoadError
+    from pipeline.domains.retail.worlds import world_from_dict
 
     db = _twin_db(email="other.sofia@example.com")
-    return raises(lambda: RetailWorld.from_dict(db, source="db.json"), (WorldLoadError,), "'sofia_rossi_0001'")
+    return raises(lambda: world_from_dict(db, source="db.json"), (WorldLoadError,), "'sofia_rossi_0001'")
 
 
 @case(2, "world: emails differ only in case")
 def _(tmp: Path) -> Outcome:
-    from pipeline.domains.retail.state import RetailWorld, WorldLoadError
+    from pipeline.domains.retail.state import WorldLoadError
+    from pipeline.domains.retail.worlds import world_from_dict
 
     db = json.loads((tau2("retail") / "db.json").read_text())
     sofia = db["users"]["sofia_rossi_8776"]
     db = _twin_db(email=sofia["email"].upper(), address={**sofia["address"], "zip": "00000"})
-    return raises(lambda: RetailWorld.from_dict(db, source="db.json"), (WorldLoadError,), "share the email")
+    return raises(lambda: world_from_dict(db, source="db.json"), (WorldLoadError,), "share the email")
 
 
 # ---- item 4: silent wrong results ---------------------------------------------------------------------------------

@@ -17,8 +17,9 @@ import platform
 import time
 from pathlib import Path
 
-from pipeline.domains.retail.generator import GeneratorConfig, generate_world
+from pipeline.domains.retail.generator import GeneratorConfig
 from pipeline.domains.retail.oracle import OracleAgent
+from pipeline.domains.retail.worlds import generate_world
 from pipeline.grading.grader import clear_expected_cache
 from pipeline.rollout.executor import SerialExecutor
 from pipeline.rollout.ray_executor import RayExecutor

@@ -22,7 +22,7 @@ from pathlib import Path
 from machine import write_results
 
 import pipeline.grading.static_checks as static_checks
-from pipeline.domains.retail.tau2 import load_tau2_domain
+from pipeline.domains.retail.worlds import load_tau2_domain
 from pipeline.grading.confirmation import Reading, read_reply
 from pipeline.grading.grader import grade
 from pipeline.tau2.data import tau2_data_dir

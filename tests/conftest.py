@@ -29,6 +29,6 @@ def tau2_airline_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def tau2_world(tau2_dir):
-    from pipeline.domains.retail.state import RetailWorld
+    from pipeline.domains.retail.worlds import world_from_json
 
-    return RetailWorld.from_json(tau2_dir / "db.json", name="tau2_retail")
+    return world_from_json(tau2_dir / "db.json", name="tau2_retail")

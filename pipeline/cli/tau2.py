@@ -26,7 +26,7 @@ def tau2_run(
     verdict: str = typer.Option("strict", help="Verdict metrics.json counts passes by: strict or tau2."),
     upstream_tools: bool = typer.Option(
         False,
-        help="Replay with τ²-bench's tool quirks for the τ²-compatible reward (retail modify_pending_order_items).",
+        help="Replay with τ²-bench's tool quirks for the τ²-compatible reward (the domain's tau2_quirks).",
     ),
 ) -> None:
     """Turn a τ²-bench results file into a run directory, re-graded with both verdicts, for gate and report."""

@@ -23,7 +23,7 @@ def world_replay(
 ) -> None:
     """Replay every task's gold actions on a fresh copy of the database; write each end state."""
     from pipeline.outputs import check_output
-    from pipeline.world.replay import write_replay
+    from pipeline.tau2.replay import write_replay
 
     check_output(out, "--out", inputs={"--domain": domain})
     with failing(ValueError):

@@ -24,8 +24,9 @@ from pipeline.curate.select import Probed, mix, task_key, trajectory_key
 from pipeline.curate.verify import Verified, replay_verify
 from pipeline.dataset.io import read_tasks
 from pipeline.outputs import staged_folder
-from pipeline.rollout.executor import SerialExecutor, TrialResult
+from pipeline.rollout.executor import SerialExecutor
 from pipeline.rollout.runner import Limits
+from pipeline.rollout.trial import TrialResult
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
 

@@ -11,18 +11,6 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 
 Persona = Literal["terse", "chatty", "formal", "anxious"]
 PERSONAS: tuple[str, ...] = Persona.__args__  # type: ignore[attr-defined]
-# Retail's request intents (pipeline.domains.retail); a request's intent is any domain's word, e.g. airline 'book'.
-Intent = Literal[
-    "cancel",
-    "modify_address",
-    "modify_payment",
-    "modify_items",
-    "return",
-    "exchange",
-    "modify_user_address",
-    "info",
-    "transfer",
-]
 Source = Literal["eval", "synthesized", "curated", "tau2"]
 
 
@@ -33,7 +21,7 @@ class Strict(BaseModel):
 class Action(Strict):
     """One tool call: a gold action, or a call replayed from a trajectory."""
 
-    name: str = Field(description="Tool name, e.g. 'cancel_pending_order'.")
+    name: str = Field(description="Tool name, as the domain's tools name it.")
     arguments: dict[str, Any] = Field(default_factory=dict, description="Tool arguments by name.")
     request: int | None = Field(
         default=None, description="Index of the user-script request this action serves (None: authentication)."
@@ -69,7 +57,9 @@ class KnownInfo(Strict):
 class Request(Strict):
     """One thing the customer wants done, in the order they bring it up."""
 
-    intent: str = Field(description="What kind of request this is, in the domain's words (retail: `Intent`).")
+    intent: str = Field(
+        description="What kind of request this is, in the domain's words (retail: its vocabulary's `Intent`)."
+    )
     utterance: str = Field(description="How the customer first states the request (persona-neutral).")
     vague_utterance: str | None = Field(
         default=None, description="A vaguer way to state it, used when the 'vague_item' mess is on."

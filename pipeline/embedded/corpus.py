@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pipeline.agents.formats.codec import CodecConfig, encode_conversation
 from pipeline.agents.scripted import phrases as P
 from pipeline.dataset.task import Action, Request, Task
+from pipeline.domains.retail import phrases as R
 from pipeline.domains.retail.flawed import MODES, FlawedEpisode
 from pipeline.domains.retail.oracle import REQUIRED_STATUS, OracleAgent, OracleEpisode, Steps
 from pipeline.domains.retail.schema import CANCEL_REASONS
@@ -35,10 +36,10 @@ from pipeline.domains.retail.state import RetailWorld
 from pipeline.domains.retail.tools import TOOLS, WRITE_TOOLS
 from pipeline.embedded.train_loop import Example
 from pipeline.grading.grader import grade
-from pipeline.rollout.executor import trial_seed
 from pipeline.rollout.protocols import Agent, EpisodeInfo
 from pipeline.rollout.runner import Limits, run_episode
 from pipeline.rollout.trajectory import Trajectory
+from pipeline.rollout.trial import trial_seed
 from pipeline.users.scripted import ScriptedUser
 
 log = logging.getLogger(__name__)
@@ -164,7 +165,7 @@ class SituatedEpisode(FlawedEpisode):
         self._fact = self._status_fact(req, as_status=REQUIRED_STATUS[req.intent])
         topics = self._topics(req)
         if details is None and topics:
-            details = yield from self._say(P.ask_details(req.intent, topics))
+            details = yield from self._say(R.ask_details(req.intent, topics))
         yield from self._go_ahead(i, req, write)
 
     def _go_ahead(self, i: int, req: Request, write: Action) -> Steps:
@@ -181,7 +182,7 @@ class SituatedEpisode(FlawedEpisode):
         if reason:
             return (yield from self._refuse(reason))
         if details is None:
-            details = yield from self._say(P.ask_details(req.intent, self._topics(req)))
+            details = yield from self._say(R.ask_details(req.intent, self._topics(req)))
         yield from self._reads(i, req, after_details=True)
         method = self._named_method(details or "")
         if method is None:
@@ -195,12 +196,12 @@ class SituatedEpisode(FlawedEpisode):
         self._fact = self._status_fact(req, as_status=REQUIRED_STATUS[req.intent])
         topics = self._topics(req)
         if details is None and topics:
-            details = yield from self._say(P.ask_details(req.intent, topics))
+            details = yield from self._say(R.ask_details(req.intent, topics))
         if self._user() is None and self.user_id:
             yield from self._call("get_user_details", {"user_id": self.user_id})
         said, pairs = req.details.get("items", ""), []
         for item in (self._order(req.order_id) or {}).get("items", []):
-            head = f"{P.describe_item(item['name'], item['options'])}: I'd like it with "
+            head = f"{R.describe_item(item['name'], item['options'])}: I'd like it with "
             if head not in said or item["item_id"] in [old for old, _ in pairs]:
                 continue
             product = self.seen.get(("get_product_details", item["product_id"]))
@@ -210,7 +211,7 @@ class SituatedEpisode(FlawedEpisode):
             wanted = [
                 vid
                 for vid, v in product.get("variants", {}).items()
-                if f"{head}{P.describe_options(v['options'])} instead" in said
+                if f"{head}{R.describe_options(v['options'])} instead" in said
             ]
             if wanted:
                 pairs.append((item["item_id"], wanted[0]))

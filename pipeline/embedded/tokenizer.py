@@ -28,6 +28,7 @@ from pipeline.agents.formats.codec import (
     render_conversation,
 )
 from pipeline.agents.scripted import phrases
+from pipeline.domains.retail import phrases as R
 from pipeline.domains.retail.policy import POLICY_SUMMARY
 from pipeline.domains.retail.state import RetailWorld
 from pipeline.domains.retail.tools import TOOLS, execute
@@ -112,7 +113,7 @@ def build_corpus(world: RetailWorld, n_conversations: int = 200, seed: int = 0) 
         render_conversation([], TOOLS.schemas(), world.policy, config)[0].text
         for config in (CodecConfig(system=s, policy_summary=POLICY_SUMMARY) for s in ("full", "compact"))
     ]
-    texts += [phrases.ASK_EMAIL, phrases.ASK_NAME_ZIP, phrases.NOT_FOUND_IDENTITY, phrases.GOODBYE]
+    texts += [R.ASK_EMAIL, R.ASK_NAME_ZIP, phrases.NOT_FOUND_IDENTITY, phrases.GOODBYE]
     user_ids = sorted(world.db.users)
     rng.shuffle(user_ids)
     configs = [
@@ -150,11 +151,9 @@ def lookup_conversation(world: RetailWorld, user_id: str, rng: random.Random) ->
         call("get_order_details", {"order_id": order_id})
         item = rng.choice(order.items)
         call("get_product_details", {"product_id": item.product_id})
-        lines = [
-            f"{phrases.describe_item(item.name, item.options)}, item id {item.item_id}, {phrases.money(item.price)}"
-        ]
+        lines = [f"{R.describe_item(item.name, item.options)}, item id {item.item_id}, {phrases.money(item.price)}"]
         intent = "cancel" if order.status == "pending" else "return"
-        messages.append(Message(role="assistant", content=phrases.confirm(intent, order_id, lines)))
+        messages.append(Message(role="assistant", content=R.confirm(intent, order_id, lines)))
         messages.append(Message(role="user", content=rng.choice(["yes", "Yes, please.", "no, wait"])))
     messages.append(Message(role="assistant", content=phrases.ANYTHING_ELSE))
     messages.append(Message(role="user", content="No, that's all. Thanks!"))

@@ -3,19 +3,18 @@
 A domain that does not provide `tasks`, `synthesis`, `oracle`, `flaws` or `user_phrasing` gets the generic one
 (`Domain.capability`): plain generation over the generic kit (`pipeline.explore.kit`), the generic scripted
 agents (`pipeline.explore.agents`) and the generic customer phrasing (`pipeline.explore.phrasing`). A domain's own
-capability, where it has one, is a refinement and wins; `WithoutKit` hides a domain's own ones, to run the
-generic path on a domain that has a kit (`<domain>+generic` in `world.domain` / `--domain`).
+capability, where it has one, is a refinement and wins; `pipeline.world.without_kit.WithoutKit` hides a domain's
+own ones, to run the generic path on a domain that has a kit (`<domain>+generic` in `world.domain` / `--domain`).
 """
 
 from __future__ import annotations
 
-import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pipeline.world.domain import Domain
+if TYPE_CHECKING:
+    from pipeline.world.domain import Domain
 
 GENERIC: tuple[str, ...] = ("tasks", "synthesis", "oracle", "flaws", "user_phrasing")
-SUFFIX = "+generic"
 _KITS: dict[int, Any] = {}
 
 
@@ -28,7 +27,7 @@ def generic_capability(domain: Domain, name: str) -> Any:
 
         return generate_tasks
     if name == "synthesis":
-        from pipeline.explore.kit import GenericKit
+        from pipeline.explore.generic_kit import GenericKit
 
         return _KITS.setdefault(id(domain), GenericKit(domain.tools))
     if name == "oracle":
@@ -45,55 +44,3 @@ def generic_capability(domain: Domain, name: str) -> Any:
 
         return generic_phrasing(domain.tools)
     return None
-
-
-def _rehomed(world: Any, domain: Domain) -> Any:
-    """The same world (its class and records) under another domain object."""
-    clone = copy.copy(world)
-    clone.domain = domain
-    return clone
-
-
-class WithoutKit(Domain):
-    """A domain with its hand-written tasks, kit, scripted agents and phrasing switched off: the generic path."""
-
-    def __init__(self, base: Domain) -> None:
-        self.base = base
-        self.name = base.name + SUFFIX
-        self.tables = base.tables
-        self.tools = base.tools
-
-    def load(self, ref: str):
-        world = self.base.load(ref)
-        return None if world is None else _rehomed(world, self)
-
-    def policy(self) -> str:
-        return self.base.policy()
-
-    def owner(self, table, record):
-        return self.base.owner(table, record)
-
-    def invariants(self):
-        return self.base.invariants()
-
-    def identity_fields(self):
-        return self.base.identity_fields()
-
-    def generator(self):
-        make = self.base.generator()
-        if make is None:
-            return None
-
-        def generate(*args: Any, **kwargs: Any):
-            return _rehomed(make(*args, **kwargs), self)
-
-        return generate
-
-    def vocabulary(self):
-        return self.base.vocabulary()
-
-    def tau2_importer(self):
-        return None
-
-    def tau2_quirks(self):
-        return self.base.tau2_quirks()

@@ -19,10 +19,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.dataset.task import CommunicatedCheck, KnownInfo, Request, TaskCheck
+from pipeline.dataset.task import KnownInfo, Request
 from pipeline.explore.probe import Explorer, world_model
 from pipeline.synth.drafts import Draft, Want, act
-from pipeline.synth.kit import SynthesisKit, authenticate
+from pipeline.synth.kit import authenticate
 from pipeline.synth.taxonomy import Taxonomy, TemplateSpec
 from pipeline.world.tables import World
 from pipeline.world.tools import ToolRegistry, execute
@@ -230,53 +230,3 @@ def breaks_invariants(world: World, tool: str, user: str, args: dict) -> bool:
 
 def tool_key(tool: str) -> str:
     return f"tool:{tool}"
-
-
-class GenericKit(SynthesisKit):
-    """The kit of a domain that declares none: its taxonomy from the tools, its templates by execution."""
-
-    notes = {
-        "forgot_email": "You do not remember your email address.",
-        "vague_item": "",
-        "also_request": "You bring up your last request only after the others are done.",
-        "pushback": "When the agent refuses, you push back once.",
-        "underspecified": "You do not say which record you mean until the agent asks.",
-    }
-
-    def __init__(self, tools: ToolRegistry, business: str = "a customer-service desk") -> None:
-        self.taxonomy = taxonomy_of(tools)
-        from pipeline.explore import questions
-
-        self.templates: dict[str, Any] = {
-            name: questions.Question(spec.tool, unservable=spec.outcome == "refused") if spec.question else
-            Template(spec.tool, "done" if spec.outcome == "done" else "other" if name.endswith(OTHER) else "refused")
-            for name, spec in self.taxonomy.items()
-        }  # fmt: skip
-        self.business = business
-
-    def ground(self, world: World) -> Grounding:
-        return Grounding(world)
-
-    def known(self, customer: Customer) -> KnownInfo:
-        return customer.known
-
-    def unspecify(self, request: Request) -> Request | None:
-        rid = request.record_id
-        if not rid or rid not in request.utterance:
-            return None
-        return request.model_copy(update={"utterance": request.utterance.replace(f" {rid}", " of mine", 1)})
-
-    def record_of(self, request: Request) -> str | None:
-        return request.record_id
-
-    def checks(self, session: Any, drafts: list[Draft]) -> list[TaskCheck]:
-        """A question's answer, read from the gold end state, must be told to the customer."""
-        from pipeline.explore.questions import asked_field
-
-        out: list[TaskCheck] = []
-        for d in drafts:
-            asked = asked_field(d.request)
-            if asked is not None and d.request.record_id:
-                record = session.get(asked[0], d.request.record_id)
-                out.append(CommunicatedCheck(values=[say(getattr(record, asked[1]))]))
-        return out

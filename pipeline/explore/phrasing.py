@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pipeline.users.scripted import FORGOT, Phrasing
+from pipeline.users.phrasing import FORGOT, Phrasing
 from pipeline.world.tools import ToolRegistry
 
 

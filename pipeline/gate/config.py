@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from pipeline.grading.failure_modes import FAILURE_MODES
+from pipeline.grading.modes import FAILURE_MODES
 from pipeline.grading.tau2_reward import Tau2Config, VerdictName
 from pipeline.rollout.runner import Limits
 

@@ -45,6 +45,7 @@ from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 from pipeline.dataset.task import Task
 from pipeline.grading.dual_control import DUAL_CONTROL_MODES, DualControlMode, dual_control_findings
 from pipeline.grading.mode_rules import Finding, find_modes
+from pipeline.grading.modes import FAILURE_MODES, FailureMode
 from pipeline.grading.timeline import Timeline, build_timeline
 from pipeline.grading.utterances import claims_completion, order_ids, refuses
 from pipeline.grading.verdict import Verdict
@@ -53,8 +54,6 @@ from pipeline.rollout.trajectory import Strict, Trajectory
 from pipeline.world.registry import resolve_domain
 from pipeline.world.vocabulary import EMPTY, Vocabulary
 
-FailureMode = Literal["plan_adherence", "invention", "misread"]
-FAILURE_MODES: tuple[str, ...] = FailureMode.__args__  # type: ignore[attr-defined]
 Signature = Literal[
     "tool_error_unrecovered",
     "empty_lookup_unrecovered",

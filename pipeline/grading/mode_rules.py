@@ -124,7 +124,8 @@ class _Pass:
             history = rec.get("payment_history")
             if isinstance(history, list) and len(history) == 1 and isinstance(history[0], dict):
                 self.paid[rec[key]] = float(history[0].get("amount") or 0.0)
-        if step.name == "get_user_details" and isinstance(rec.get("payment_methods"), dict):
+        lists = self.vocabulary.payment_methods_from
+        if lists is not None and step.name == lists and isinstance(rec.get("payment_methods"), dict):
             self.methods[str(rec.get("user_id"))] = set(rec["payment_methods"])
             for pid, m in rec["payment_methods"].items():
                 if isinstance(m, dict) and m.get("source") == "gift_card" and m.get("balance") is not None:
@@ -154,13 +155,15 @@ class _Pass:
         if need and shown is not None and shown != need:
             self.add(step.pos, "misread", f"{step.name} on order {order_id}, which the tools showed as '{shown}'")
             self.explained.add(id(step))
-        method = args.get("payment_method_id")
+        vocabulary = self.vocabulary
+        method = args.get(vocabulary.payment_argument) if vocabulary.payment_argument else None
         owner = self.order_user.get(str(order_id)) or self.user
         if method and owner in self.methods and method not in self.methods[owner] and self.pool.grounded(method):
-            self.add(step.pos, "misread", f"{step.name} with {method}, which get_user_details did not list")
+            listed = vocabulary.payment_methods_from
+            self.add(step.pos, "misread", f"{step.name} with {method}, which {listed} did not list")
             self.explained.add(id(step))
         balance, due = self.balances.get(str(method)), self.paid.get(str(order_id))
-        if step.name == "modify_pending_order_payment" and balance is not None and due is not None and balance < due:
+        if step.name == vocabulary.payment_change and balance is not None and due is not None and balance < due:
             self.add(step.pos, "misread", f"{step.name} with {method}, whose balance {balance} was shown below {due}")
             self.explained.add(id(step))
         if step.ok and not self.confirmed:

@@ -62,8 +62,8 @@ class Tau2Config(BaseModel):
 
     upstream_tools: bool = Field(
         default=False,
-        description="Replay with τ²-bench's tool behaviour where it differs from ours (retail:"
-        " modify_pending_order_items gives every replaced item the last new variant's price and options).",
+        description="Replay with τ²-bench's tool behaviour where it differs from ours (the domain's `tau2_quirks`;"
+        " retail's item modification gives every replaced item the last new variant's price and options).",
     )
     check_record: bool = Field(
         default=True,

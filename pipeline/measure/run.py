@@ -42,10 +42,11 @@ from pipeline.metrics.errors import MetricsInputError
 from pipeline.metrics.passk import pass_hat_k
 from pipeline.metrics.summary import MeasureSummary, TrialRecord, summarize
 from pipeline.outputs import folder_lock
-from pipeline.rollout.executor import SerialExecutor, TrialResult
+from pipeline.rollout.executor import SerialExecutor
 from pipeline.rollout.resume import TrialJournal, atomic_write
 from pipeline.rollout.runner import Limits
 from pipeline.rollout.trajectory import Usage
+from pipeline.rollout.trial import TrialResult
 from pipeline.users.registry import make_user
 from pipeline.world.registry import load_world
 from pipeline.world.tables import sha256_json
@@ -118,7 +119,8 @@ class MeasureConfig(BaseModel):
         )[:16]
 
 
-def _record(result: TrialResult, cost: float, verdict: VerdictName = "strict") -> TrialRecord:
+def trial_record(result: TrialResult, cost: float, verdict: VerdictName = "strict") -> TrialRecord:
+    """A graded trial as a `trials.jsonl` line: its outcome under `verdict`, its failure analysis when it failed."""
     v, usage = result.verdict, result.trajectory.agent_usage
     passed = None if v.infra_error else v.outcome(verdict)
     analysis = analyze(result.task, result.trajectory, v) if passed is False else None
@@ -184,7 +186,7 @@ def _measure(
         log.info("resuming %s: %d trials already finished", out_dir, len(finished))
 
     def record_of(result: TrialResult) -> TrialRecord:
-        return _record(result, price.cost(result.trajectory.agent_usage) if price else 0.0, config.verdict)
+        return trial_record(result, price.cost(result.trajectory.agent_usage) if price else 0.0, config.verdict)
 
     if on_trial:
         for result in finished.values():
@@ -242,7 +244,7 @@ def _measure(
         priced=price is not None,
     )
     atomic_write(out_dir / "metrics.json", json.dumps(summary.model_dump(mode="json"), indent=2, sort_keys=True) + "\n")
-    _write_per_task(out_dir / "per_task.csv", records, max_k)
+    write_per_task(out_dir / "per_task.csv", records, max_k)
     usage = {
         "agent": (agent.name, sum((r.trajectory.agent_usage for r in results), Usage())),
         "user": (user.name, sum((r.trajectory.user_usage for r in results), Usage())),
@@ -284,7 +286,8 @@ def _timings(result: TrialResult) -> dict:
     }
 
 
-def _write_per_task(path: Path, records: list[TrialRecord], k: int) -> None:
+def write_per_task(path: Path, records: list[TrialRecord], k: int) -> None:
+    """`per_task.csv`: one row per task (its valid trials, passes, pass^k, bucket and dominant failure mode)."""
     by_task: dict[str, list[TrialRecord]] = defaultdict(list)
     for r in records:
         by_task[r.task_id].append(r)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from statistics import fmean
 
 from pipeline.metrics.errors import MetricsInputError
-from pipeline.metrics.passk import _as_count, pass_at_k, pass_hat_k
+from pipeline.metrics.passk import as_count, pass_at_k, pass_hat_k
 
 Outcome = bool | None
 Results = Mapping[str, Sequence[Outcome]]
@@ -75,7 +75,7 @@ def _require_trials(counts: Mapping[str, tuple[int, int]], k: int) -> None:
 
 
 def _per_task(results: Results, k: int, estimator: Callable[[int, int, int], float]) -> dict[str, float]:
-    kk = _as_count(k, "k")
+    kk = as_count(k, "k")
     if kk < 1:
         raise MetricsInputError(f"k must be >= 1, got k={kk}")
     counts = task_counts(results)
@@ -129,7 +129,7 @@ def pass_curve(results: Results, max_k: int) -> dict[int, tuple[float, float]]:
     >>> pass_curve({"a": [True, False], "b": [True, True]}, 2)
     {1: (0.75, 0.75), 2: (1.0, 0.5)}
     """
-    kk = _as_count(max_k, "max_k")
+    kk = as_count(max_k, "max_k")
     if kk < 1:
         raise MetricsInputError(f"max_k must be >= 1, got max_k={kk}")
     counts = task_counts(results)

@@ -19,7 +19,7 @@ from statistics import fmean
 from typing import Any, NamedTuple, TypeVar
 
 from pipeline.metrics.errors import MetricsInputError
-from pipeline.metrics.passk import _as_count
+from pipeline.metrics.passk import as_count
 
 T = TypeVar("T")
 Statistic = Callable[[Sequence[Any]], float]
@@ -68,7 +68,7 @@ def _quantile(ordered: Sequence[float], q: float) -> float:
 
 
 def _check(resamples: int, confidence: float) -> int:
-    n = _as_count(resamples, "resamples")
+    n = as_count(resamples, "resamples")
     if n < 1:
         raise MetricsInputError(f"resamples must be >= 1, got resamples={n}")
     if not 0.0 < confidence < 1.0:

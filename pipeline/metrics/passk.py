@@ -14,7 +14,7 @@ from math import comb
 from pipeline.metrics.errors import MetricsInputError
 
 
-def _as_count(value: object, name: str) -> int:
+def as_count(value: object, name: str) -> int:
     """Accept ints (and integer-likes such as numpy ints), but not bools or floats: a count is never 2.5 or True."""
     if isinstance(value, bool):
         raise MetricsInputError(f"{name} must be an integer count, got the bool {value!r}")
@@ -34,9 +34,9 @@ def check_counts(successes: object, trials: object, k: object) -> tuple[int, int
     ...
     pipeline.metrics.errors.MetricsInputError: k=5 exceeds the n=3 valid trials (pass@k and pass^k need n >= k)
     """
-    c = _as_count(successes, "successes")
-    n = _as_count(trials, "trials")
-    kk = _as_count(k, "k")
+    c = as_count(successes, "successes")
+    n = as_count(trials, "trials")
+    kk = as_count(k, "k")
     if n < 0:
         raise MetricsInputError(f"trials must be >= 0, got n={n}")
     if c < 0:

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 
 from matplotlib.figure import Figure
 
-from pipeline.grading.failure_modes import FAILURE_MODES
+from pipeline.grading.modes import FAILURE_MODES
 from pipeline.metrics.buckets import BUCKETS
 from pipeline.metrics.headline import IterationHeadline
 from pipeline.metrics.summary import DIFF_KINDS, MeasureSummary

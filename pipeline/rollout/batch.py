@@ -27,10 +27,10 @@ from typing import Any
 from pipeline.dataset.task import Task
 from pipeline.grading.grader import grade
 from pipeline.grading.judge import Judge
-from pipeline.rollout.executor import TrialResult, trial_seed
 from pipeline.rollout.protocols import Agent, AgentEpisode, InfrastructureError, TurnDecoder, User
 from pipeline.rollout.runner import AgentTurn, Limits, episode_steps
 from pipeline.rollout.trajectory import Message, Trajectory
+from pipeline.rollout.trial import TrialResult, trial_seed
 from pipeline.world.tables import World
 
 log = logging.getLogger(__name__)

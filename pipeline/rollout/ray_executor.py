@@ -36,7 +36,6 @@ from typing import Any
 from pipeline.dataset.task import Task
 from pipeline.grading.grader import grade
 from pipeline.grading.judge import Judge
-from pipeline.rollout.executor import TrialResult, run_trial, trial_seed
 from pipeline.rollout.protocols import Agent, User
 from pipeline.rollout.ray_cluster import (
     RayExecutorError,
@@ -49,6 +48,7 @@ from pipeline.rollout.ray_cluster import (
 )
 from pipeline.rollout.runner import Limits
 from pipeline.rollout.trajectory import Trajectory
+from pipeline.rollout.trial import TrialResult, run_trial, trial_seed
 from pipeline.world.tables import World
 
 log = logging.getLogger(__name__)

@@ -19,8 +19,8 @@ from pathlib import Path
 from pipeline.dataset.task import Task
 from pipeline.errors import InputError
 from pipeline.grading.verdict import Verdict
-from pipeline.rollout.executor import TrialResult
 from pipeline.rollout.trajectory import Trajectory
+from pipeline.rollout.trial import TrialResult
 
 log = logging.getLogger(__name__)
 JOURNAL_VERSION = 1

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pipeline.dataset.task import Action, KnownInfo, Request, TaskCheck
 from pipeline.errors import InputError
-from pipeline.grading.failure_modes import FAILURE_MODES
+from pipeline.grading.modes import FAILURE_MODES
 from pipeline.synth.drafts import Draft, Want
 from pipeline.synth.taxonomy import MESS_DIALS, Taxonomy
 

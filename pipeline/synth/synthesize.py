@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pipeline.dataset.io import write_tasks
 from pipeline.dataset.task import Task
 from pipeline.errors import InputError
-from pipeline.grading.failure_modes import FAILURE_MODES
+from pipeline.grading.modes import FAILURE_MODES
 from pipeline.outputs import staged_folder
 from pipeline.rollout.trajectory import Trajectory
 from pipeline.synth.candidate import Spec, build

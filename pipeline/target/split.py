@@ -17,7 +17,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.errors import InputError
-from pipeline.grading.failure_modes import FAILURE_MODES
+from pipeline.grading.modes import FAILURE_MODES
 
 DEFAULT_DIALS: dict[str, dict[str, float]] = {
     "invention": {"forgot_email": 0.6, "vague_item": 0.6, "underspecified": 0.4, "multi_item": 0.3},

@@ -1,10 +1,11 @@
 """Gold-equivalent conversations: what a correct agent and a cooperative customer would say for a τ²-bench task.
 
-The agent authenticates the customer (asking for their email, or name and zip), makes the gold calls in order,
-states each write and asks before making it, tells the customer every `communicate_info` value, and the
-customer ends the chat with the stop signal. The customer's answer to each confirmation request is taken from
-`replies` (chosen by a hash of task and write, so the same conversation comes out every time). They are the
-reference a verdict must pass, and the base that `perturb` breaks in one way at a time.
+The agent authenticates the customer (as the domain's `tau2_gold` says: retail asks for the email, or name and
+zip; else the user id), makes the gold calls in order, states each write and asks before making it, tells the
+customer every `communicate_info` value, and the customer ends the chat with the stop signal. The customer's
+answer to each confirmation request is taken from `replies` (chosen by a hash of task and write, so the same
+conversation comes out every time). They are the reference a verdict must pass, and the base that `perturb`
+breaks in one way at a time.
 """
 
 from __future__ import annotations
@@ -12,14 +13,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, Protocol
 
 from pipeline.dataset.task import Action, Task
 from pipeline.rollout.runner import run_tool_call
 from pipeline.rollout.trajectory import STOP_TOKEN, Message, ToolCall, Trajectory
 from pipeline.world.tables import World
 
-AUTH_TOOLS = ("find_user_id_by_email", "find_user_id_by_name_zip")
 Perturbation = Literal["missing_write", "wrong_argument", "extra_write", "info_not_communicated", "max_steps"]
 PERTURBATIONS: tuple[str, ...] = Perturbation.__args__  # type: ignore[attr-defined]
 
@@ -29,40 +29,41 @@ def _pick(replies: Sequence[str], *key: object) -> str:
     return replies[int.from_bytes(digest[:4], "big") % len(replies)]
 
 
-def _auth_action(world: World, task: Task) -> Action | None:
-    if not hasattr(world, "db"):  # a domain whose identity tool takes the user id (airline: get_user_details)
-        by_id = [
-            n
-            for n, t in world.tools.tools.items()
-            if t.kind == "identity" and set(t.args_model.model_fields) == {"user_id"}
-        ]
-        return (
-            Action(name=by_id[0], arguments={"user_id": task.customer_user_id})
-            if by_id and task.customer_user_id
-            else None
-        )
-    user = world.db.users.get(task.customer_user_id or "")
-    if user is None:
-        return None
-    if user.email:
-        return Action(name="find_user_id_by_email", arguments={"email": user.email})
-    return Action(
-        name="find_user_id_by_name_zip",
-        arguments={"first_name": user.name.first_name, "last_name": user.name.last_name, "zip": user.address.zip},
+class GoldSpeech(Protocol):
+    """A domain's side of the gold conversation (`Domain.tau2_gold`)."""
+
+    def authentication(self, world: World, task: Task) -> Action | None:
+        """The look-up that authenticates the task's customer, where the gold has none (None: no look-up)."""
+        ...
+
+    def identity_exchange(self, action: Action) -> list[tuple[str, str]] | None:
+        """What agent and customer say before that look-up, as (role, text); None: the generic user-id question."""
+        ...
+
+    def extra_write(self, world: World, user_id: str) -> Action | None:
+        """A write no task asks for, on the customer's own records (the 'extra_write' perturbation)."""
+        ...
+
+
+def by_user_id(world: World, task: Task) -> Action | None:
+    """Authentication through an identity tool that takes the user id, when the world has one."""
+    by_id = [
+        n
+        for n, t in world.tools.tools.items()
+        if t.kind == "identity" and set(t.args_model.model_fields) == {"user_id"}
+    ]
+    return (
+        Action(name=by_id[0], arguments={"user_id": task.customer_user_id}) if by_id and task.customer_user_id else None
     )
 
 
-def _identity_exchange(action: Action) -> list[tuple[str, str]]:
-    if action.name == "find_user_id_by_email":
-        return [
-            ("assistant", "To verify your identity, could you give me the email on your account?"),
-            ("user", f"It's {action.arguments.get('email')}."),
-        ]
-    a = action.arguments
-    return [
-        ("assistant", "To verify your identity, could you give me your name and zip code?"),
-        ("user", f"I'm {a.get('first_name')} {a.get('last_name')}, zip {a.get('zip')}."),
-    ]
+def _speech(world: World) -> GoldSpeech | None:
+    return world.domain.tau2_gold()
+
+
+def _auth_action(world: World, task: Task) -> Action | None:
+    speech = _speech(world)
+    return speech.authentication(world, task) if speech is not None else by_user_id(world, task)
 
 
 def gold_actions(world: World, task: Task) -> list[Action]:
@@ -93,13 +94,15 @@ def gold_conversation(
     def say(role: str, text: str) -> None:
         messages.append(Message(role=role, content=text))  # type: ignore[arg-type]
 
+    speech = _speech(world)
     scenario = task.user_script.scenario
     say("user", (scenario.reason_for_call if scenario and scenario.reason_for_call else task.user_script.goal))
     writes = 0
     for k, action in enumerate(gold_actions(world, task) if actions is None else actions):
         spec = world.tools.tools.get(action.name)
-        if action.name in AUTH_TOOLS:
-            for role, text in _identity_exchange(action):
+        exchange = speech.identity_exchange(action) if speech is not None else None
+        if exchange:
+            for role, text in exchange:
                 say(role, text)
         elif spec is not None and spec.kind == "identity":
             say("assistant", "Could you give me your user id?")
@@ -134,15 +137,12 @@ def gold_conversation(
 
 
 def _extra_write(world: World, user_id: str) -> Action:
-    """A write no task asks for, on the customer's own records (a new default address; airline: a certificate)."""
-    if "modify_user_address" in world.tools:
-        address = {"address1": "1 Extra Street", "address2": "", "city": "Springfield", "state": "IL"}
-        return Action(
-            name="modify_user_address", arguments={"user_id": user_id, **address, "country": "USA", "zip": "62701"}
-        )
-    if "send_certificate" in world.tools:
-        return Action(name="send_certificate", arguments={"user_id": user_id, "amount": 50})
-    raise ValueError(f"world {world.name!r}: no write known to add as an extra write")
+    """A write no task asks for, on the customer's own records, as the domain names one."""
+    speech = _speech(world)
+    action = speech.extra_write(world, user_id) if speech is not None else None
+    if action is None:
+        raise ValueError(f"world {world.name!r}: no write known to add as an extra write")
+    return action
 
 
 def perturb(world: World, task: Task, how: str, replies: Sequence[str] = ("Yes, please go ahead.",)) -> Trajectory:

@@ -27,10 +27,10 @@ from pipeline.dataset.task import Task
 from pipeline.errors import InputError
 from pipeline.grading.grader import grade
 from pipeline.grading.tau2_reward import Tau2Config, VerdictName
-from pipeline.rollout.executor import TrialResult
 from pipeline.rollout.resume import atomic_write
 from pipeline.rollout.runner import run_tool_call
 from pipeline.rollout.trajectory import CustomerCall, Message, ToolCall, Trajectory
+from pipeline.rollout.trial import TrialResult
 from pipeline.tau2.criteria import Tau2CriteriaError, apply_criteria
 from pipeline.world.assertions import known_assertions
 from pipeline.world.setup import start_session
@@ -201,7 +201,7 @@ def import_run(
     resamples: int = 1000,
 ) -> dict:
     """Import and re-grade; writes the run directory and returns the tau2_import.json record."""
-    from pipeline.measure.run import _record, _write_per_task
+    from pipeline.measure.run import trial_record, write_per_task
     from pipeline.metrics.summary import summarize
 
     started = time.perf_counter()
@@ -236,7 +236,7 @@ def import_run(
             agree += (sim.reward_info.reward == 1.0) == v.tau2.passed
         graded.append(TrialResult(task=task, trial=trial, trajectory=trajectory, verdict=v))
     graded.sort(key=lambda r: (r.task.id, r.trial))
-    records = [_record(r, 0.0, verdict) for r in graded]
+    records = [trial_record(r, 0.0, verdict) for r in graded]
     out_dir.mkdir(parents=True, exist_ok=True)
     used = [tasks[t] for t in sorted({r.task.id for r in graded})]
     write_tasks(out_dir / "tasks.jsonl", used)
@@ -258,7 +258,7 @@ def import_run(
     max_k = min(seen.values())
     summary = summarize(records, agent=agent, max_k=max_k, resamples=resamples)
     atomic_write(out_dir / "metrics.json", json.dumps(summary.model_dump(mode="json"), indent=2, sort_keys=True) + "\n")
-    _write_per_task(out_dir / "per_task.csv", records, max_k)
+    write_per_task(out_dir / "per_task.csv", records, max_k)
     valid = [r.verdict for r in graded if not r.verdict.infra_error]
     record = {
         "source": str(results_path),

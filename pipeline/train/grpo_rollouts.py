@@ -33,10 +33,10 @@ from pipeline.dataset.task import Task
 from pipeline.errors import PromptTooLongError
 from pipeline.grading.grader import grade
 from pipeline.rollout.batch import run_batched
-from pipeline.rollout.executor import trial_seed
 from pipeline.rollout.protocols import EpisodeInfo, InfrastructureError, User
 from pipeline.rollout.runner import Limits, run_episode
 from pipeline.rollout.trajectory import Trajectory
+from pipeline.rollout.trial import trial_seed
 from pipeline.train.grpo_policy import (  # noqa: F401  (re-exported: the rollouts' public names)
     Generate,
     PolicyAgent,

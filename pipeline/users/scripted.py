@@ -11,14 +11,12 @@ from __future__ import annotations
 import hashlib
 import random
 import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
 
 from pipeline.dataset.task import Request, Task
 from pipeline.rollout.protocols import EpisodeInfo, UserReply
 from pipeline.rollout.trajectory import STOP_TOKEN, Message
 from pipeline.users.persona import persona_for
+from pipeline.users.phrasing import Phrasing
 
 # Persona wrappers; "{x}" is the persona-neutral content. Non-confirming replies avoid words a grader reads
 # as a "yes" (yes, sure, okay, confirm, proceed, go ahead), so only the confirmation answer affirms.
@@ -55,9 +53,6 @@ BYE = {
 NEXT_STATED = "There's one more thing I mentioned. {x}"
 NEXT_ALSO = "Oh, can you also help me with something else? {x}"
 PUSHBACK = "Are you sure? I really need this done. Can't you make an exception just this once?"
-FORGOT = "I'm sorry, I don't remember my email address."
-NAME_ZIP = "My name is {first} {last} and my zip code is {zip}."
-EMAIL = "My email is {email}."
 CONFUSED = "Sorry, I'm not sure what you mean. {x}"
 DECLINE = "No, that's not what I asked for. {x}"
 GIVE_UP = "This isn't getting anywhere. I'll try again another time."
@@ -71,32 +66,6 @@ _REFUSE = re.compile(
 _DONE = re.compile(r"\b(has been|have been|is now|are now|successfully|done|completed|all set|i've|i have)\b")
 _TRANSFER = re.compile(r"transferr?(ed|ing) to a human|human agent")
 _ZIP = re.compile(r"zip (\d{5})")
-TOPICS = {
-    "reason": re.compile(r"\breason|\bwhy\b"),
-    "items": re.compile(r"which items?|which products?|\boptions?\b|\bitems?\b.*\?"),
-    "payment_method": re.compile(r"payment|\bcard\b|\brefund|\bpay\b"),
-    "address": re.compile(r"address"),
-    "order_id": re.compile(r"order (id|number)"),
-}
-
-
-@dataclass(frozen=True)
-class Phrasing:
-    """A domain's side of the scripted customer (`Domain.user_phrasing`): which questions ask for which detail,
-    how the customer names the record a request is about, and how they identify themselves. The defaults are
-    the retail customer's (email, or name and zip; orders)."""
-
-    topics: Mapping[str, re.Pattern[str]] = field(default_factory=lambda: dict(TOPICS))
-    """Detail topic → the question that asks for it; the answer is the request's `details[topic]`."""
-    record_topic: str = "order_id"
-    """The topic that asks which record a request is about; answered with `record_answer`."""
-    record_answer: str = "It's order {x}."
-    identity: Callable[[ScriptedUserEpisode, str], UserReply | None] | None = None
-    """(episode, the agent's message in lower case) → the reply to an identity question, or None when it asks
-    none; None: the retail rules (email, or name and zip when the email is forgotten)."""
-    episode: Callable[[EpisodeInfo], Any] | None = None
-    """A customer who plays the whole episode their own way (one who holds tools of their own, dual control):
-    `f(info)` → the user episode; None: the rules above."""
 
 
 DEFAULT_PHRASING = Phrasing()
@@ -216,23 +185,8 @@ class ScriptedUserEpisode:
         return self._reply(CONFUSED.format(x=self._utterance(req)) if req else "Could you say that again?", False)
 
     def _identity(self, t: str) -> UserReply | None:
-        if self.phrasing.identity is not None:
-            return self.phrasing.identity(self, t)
-        known = self.script.known
-        name_zip = NAME_ZIP.format(first=known.first_name, last=known.last_name, zip=known.zip)
-        wants_name = "name" in t and "zip" in t
-        if "email" in t and not (self.script.messes.forgot_email and wants_name):
-            if not self.script.messes.forgot_email and known.email:
-                return self._reply(EMAIL.format(email=known.email))
-            if not self.said_forgot:
-                self.said_forgot = True
-                return self._reply(FORGOT)
-            return self._reply(f"I really don't remember it. {name_zip}")
-        if wants_name:
-            prefix = f"{FORGOT} " if self.script.messes.forgot_email and not self.said_forgot else ""
-            self.said_forgot = True
-            return self._reply(prefix + name_zip)
-        return None
+        identity = self.phrasing.identity
+        return identity(self, t) if identity is not None else None
 
     def _matches(self, req: Request, text: str) -> bool:
         """A confirmation is about the current request if it names its order (or the new zip code)."""

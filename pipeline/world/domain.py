@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 CAPABILITIES: dict[str, str] = {
     "tau2_importer": "load a τ²-bench domain directory (db.json, tasks.json, policy.md) into a world and tasks",
+    "tau2_gold": "the domain's side of a τ²-bench task's gold conversation (authentication, an extra write)",
     "generator": "generate fresh seeded worlds (gen-<seed> references)",
     "tasks": "generate held-out evaluation tasks from a world",
     "synthesis": "atomic actions with preconditions and refusals, for task synthesis",
@@ -144,6 +145,12 @@ class Domain(ABC):
     def tau2_importer(self) -> Tau2Importer | None:
         return None
 
+    def tau2_gold(self) -> Any | None:
+        """The domain's side of the gold conversations `pipeline.tau2.gold` builds (`GoldSpeech`): how the customer
+        is authenticated and what they say for it, and a write no task asks for. None: authentication by user id
+        where an identity tool takes one, and no extra write."""
+        return None
+
     def generator(self) -> Callable[[int, dict[str, int]], World] | None:
         return None
 
@@ -205,13 +212,3 @@ class Domain(ABC):
 
     def __repr__(self) -> str:
         return f"<domain {self.name}>"
-
-    def __reduce_ex__(self, protocol):
-        """A domain the registry resolved travels by its spec (to Ray workers, say) and comes back as the same
-        registered instance there, so what it records (a trajectory's domain) reads the same in every process."""
-        from pipeline.world.registry import BUILTIN_DOMAINS, domain_spec, resolve_domain
-
-        spec = domain_spec(self)
-        if spec in BUILTIN_DOMAINS or ":" in spec or spec.endswith("+generic"):
-            return resolve_domain, (spec,)
-        return super().__reduce_ex__(protocol)

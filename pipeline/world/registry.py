@@ -10,6 +10,7 @@ no fallback.
 
 from __future__ import annotations
 
+import copyreg
 import importlib
 import json
 from functools import lru_cache
@@ -18,6 +19,7 @@ from pathlib import Path
 from pipeline.errors import InputError
 from pipeline.world.domain import Domain
 from pipeline.world.tables import World, WorldLoadError
+from pipeline.world.without_kit import WithoutKit
 
 # name → "module:attribute"; imported only when asked for, so the core imports no domain
 BUILTIN_DOMAINS: dict[str, str] = {
@@ -36,20 +38,13 @@ class UnknownDomainError(InputError, ValueError):
     """A domain name or `module:attribute` that does not resolve to a Domain."""
 
 
-def generated_world_name(seed: int, n_products: int, n_users: int, n_orders: int) -> str:
-    if (n_products, n_users, n_orders) == (50, 500, 1000):
-        return f"gen-{seed}"
-    return f"gen-{seed}-{n_products}x{n_users}x{n_orders}"
-
-
 @lru_cache(maxsize=32)
 def resolve_domain(spec: str) -> Domain:
     """The Domain a name or `module:attribute` spec names (or the name of one resolved so before)."""
     if spec.endswith("+generic"):  # the domain with its own kit and scripted participants switched off
-        from pipeline.explore.generic import WithoutKit
-
         found = WithoutKit(resolve_domain(spec.removesuffix("+generic")))
         _RESOLVED.setdefault(found.name, spec)
+        copyreg.pickle(type(found), _reduce_domain)
         return found
     target = BUILTIN_DOMAINS.get(spec) or _RESOLVED.get(spec) or spec
     module_name, sep, attr = target.partition(":")
@@ -73,7 +68,18 @@ def resolve_domain(spec: str) -> Domain:
         )
     if obj.name not in BUILTIN_DOMAINS:
         _RESOLVED.setdefault(obj.name, target)
+    copyreg.pickle(type(obj), _reduce_domain)
     return obj
+
+
+def _reduce_domain(domain: Domain) -> tuple:
+    """How a domain of a class the registry resolved pickles (and copies): one it can resolve again travels by its
+    spec (to Ray workers, say) and comes back as the same registered instance there, so what it records (a
+    trajectory's domain) reads the same in every process; any other pickles as a plain object."""
+    spec = domain_spec(domain)
+    if spec in BUILTIN_DOMAINS or ":" in spec or spec.endswith("+generic"):
+        return resolve_domain, (spec,)
+    return object.__reduce_ex__(domain, 2)
 
 
 def domain_spec(domain: Domain) -> str:

@@ -62,17 +62,6 @@ def user_state(session: Session) -> dict:
     return out
 
 
-def write_replay(path: str | Path, out_file: str | Path, domain: str | None = None) -> list[dict]:
-    """Replay every task of a τ²-bench domain directory (its domain named, or found from its tables) on a
-    fresh session each, in task-file order; write one JSON line per task atomically; return the lines."""
-    from pipeline.world.registry import domain_of_directory, resolve_domain
-
-    d = resolve_domain(domain) if domain else domain_of_directory(Path(path))
-    importer = d.require("tau2_importer", needed_for="world replay")
-    world, tasks = importer.load(path)
-    return write_lines(out_file, [replay_task(world, task, importer.replay_tables) for task in tasks])
-
-
 def write_lines(out_file: str | Path, lines: list[dict]) -> list[dict]:
     """Write JSON lines atomically (temp file + rename): a reader never sees half a replay; returns the lines."""
     out = Path(out_file)

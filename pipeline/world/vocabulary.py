@@ -68,6 +68,18 @@ class Vocabulary:
     worse (telecom: 'Airplane Mode is now ON'). Asked for by the agent while the end state falls short: a wrong
     instruction."""
 
+    payment_methods_from: str | None = None
+    """The read tool whose result lists a customer's payment methods under `payment_methods` (retail:
+    'get_user_details'); a write paying with a method it did not list (when the id came from the conversation) is a
+    misread. None: payment methods are not followed."""
+
+    payment_argument: str | None = None
+    """The write argument that names a payment method (retail: 'payment_method_id')."""
+
+    payment_change: str | None = None
+    """The write that moves a record's payment to another method (retail: 'modify_pending_order_payment'); paying
+    with a gift card whose shown balance is below the record's shown payment is a misread."""
+
     def __post_init__(self) -> None:
         mappings = (
             "choices",

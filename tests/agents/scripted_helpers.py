@@ -6,9 +6,10 @@ import re
 from functools import lru_cache
 
 from pipeline.dataset.task import Task
-from pipeline.domains.retail.generator import GeneratorConfig, generate_world
+from pipeline.domains.retail.generator import GeneratorConfig
 from pipeline.domains.retail.state import RetailWorld
 from pipeline.domains.retail.tools import WRITE_TOOLS
+from pipeline.domains.retail.worlds import generate_world
 from pipeline.rollout.trajectory import Message, Trajectory
 
 N_TASKS = 75

@@ -23,9 +23,9 @@ from pipeline.agents.formats.codec import (
     render_system,
 )
 from pipeline.dataset.task import Provenance, Task, UserScript
-from pipeline.domains.retail.generator import generate_world
 from pipeline.domains.retail.policy import POLICY_SUMMARY
 from pipeline.domains.retail.tools import TOOLS, execute
+from pipeline.domains.retail.worlds import generate_world
 from pipeline.embedded.tokenizer import TokenizerConfig, build_corpus, train_tokenizer
 from pipeline.rollout.protocols import EpisodeInfo, UserReply
 from pipeline.rollout.runner import Limits, run_episode

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pipeline.agents.backends.draws import exact, pick_rows
-from pipeline.agents.backends.hf import pick
+from pipeline.agents.backends.draws import exact, pick, pick_rows
 
 
 def streams(n: int, base: int) -> list[torch.Generator]:

@@ -16,9 +16,9 @@ from pipeline.agents.formats.codec import (
     parse_assistant,
 )
 from pipeline.dataset.task import Provenance, Task, UserScript
-from pipeline.domains.retail.generator import generate_world
 from pipeline.domains.retail.policy import POLICY_SUMMARY
 from pipeline.domains.retail.tools import TOOLS
+from pipeline.domains.retail.worlds import generate_world
 from pipeline.embedded.model import META_FILE, CheckpointMeta, ModelConfig, build_model, save_checkpoint
 from pipeline.embedded.tokenizer import TokenizerConfig, build_corpus, train_tokenizer
 from pipeline.rollout.protocols import Agent, EpisodeInfo, UserReply

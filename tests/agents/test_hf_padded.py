@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import pipeline.agents.backends.hf as hf
+import pipeline.agents.backends.hf_padded as hf_padded
 from pipeline.agents.backends.hf import HFAgent
 from pipeline.agents.backends.hf_padded import PaddedDecoder
 from pipeline.rollout.batch import OneByOne
@@ -37,7 +38,8 @@ def infos():
 
 
 def recorded(monkeypatch) -> dict[int, list[torch.Tensor]]:
-    """The logits of every draw, per episode (its stream's seed), in order; both paths draw through `hf.pick`."""
+    """The logits of every draw, per episode (its stream's seed), in order; both paths draw through `pick` (the
+    one-at-a-time path as `hf` imports it, the batched one as `hf_padded` does)."""
     seen: dict[int, list[torch.Tensor]] = defaultdict(list)
 
     def recording(logits, temperature, top_p, generator):
@@ -45,6 +47,7 @@ def recorded(monkeypatch) -> dict[int, list[torch.Tensor]]:
         return PICK(logits, temperature, top_p, generator)
 
     monkeypatch.setattr(hf, "pick", recording)
+    monkeypatch.setattr(hf_padded, "pick", recording)
     return seen
 
 

@@ -12,8 +12,8 @@ import pytest
 
 from pipeline.agents.backends.openai import OpenAIAgent, SamplingConfig
 from pipeline.agents.registry import UnknownAgentError, make_agent
-from pipeline.domains.retail.generator import generate_world
 from pipeline.domains.retail.tools import TOOLS
+from pipeline.domains.retail.worlds import generate_world
 from pipeline.endpoint.client import ChatClient, EndpointConfig, ReplyTimeoutError
 from pipeline.endpoint.wire import message_from_openai, message_to_openai, to_openai_messages
 from pipeline.grading.grader import grade

@@ -9,6 +9,7 @@ import pytest
 
 from pipeline.agents.formats.codec import compact_tool_result
 from pipeline.agents.scripted import phrases as P
+from pipeline.domains.retail import phrases as R
 from pipeline.domains.retail.oracle import OracleAgent, appears_in
 from pipeline.domains.retail.tools import TOOLS, WRITE_TOOLS
 from pipeline.grading.static_checks import affirms
@@ -174,7 +175,7 @@ def test_only_uses_the_user_given_email_and_asks_again_when_unknown():
     ep = OracleAgent().start(info)
     msgs = [Message(role="user", content=task.user_script.requests[0].utterance)]
     msgs.append(ep.act(msgs))
-    assert msgs[-1].content == P.ASK_EMAIL
+    assert msgs[-1].content == R.ASK_EMAIL
     msgs.append(Message(role="user", content="It's nobody@nowhere.org."))
     call = ep.act(msgs)
     assert call.tool_calls[0].arguments == {"email": "nobody@nowhere.org"}
@@ -188,7 +189,7 @@ def test_appears_in_handles_lists_and_empty_values():
 
 def test_money_and_phrases():
     assert P.money(-3.1) == "-$3.10" and P.money(12) == "$12.00"
-    assert "(yes/no)" in P.confirm("cancel", "#W1", ["reason: 'no longer needed'"])
+    assert "(yes/no)" in R.confirm("cancel", "#W1", ["reason: 'no longer needed'"])
 
 
 class _SaysNo:

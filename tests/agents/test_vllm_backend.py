@@ -31,8 +31,8 @@ def test_vllm_matches_the_hf_backend_greedy(tmp_path):
     _need_vllm_and_a_gpu()
     from pipeline.agents.backends.hf import HFAgent
     from pipeline.agents.backends.vllm import VLLMAgent, VLLMConfig
-    from pipeline.domains.retail.generator import generate_world
     from pipeline.domains.retail.tools import TOOLS
+    from pipeline.domains.retail.worlds import generate_world
     from pipeline.embedded.model import CheckpointMeta, build_model, save_checkpoint
     from pipeline.embedded.tokenizer import TokenizerConfig, build_corpus, train_tokenizer
     from pipeline.rollout.protocols import EpisodeInfo

@@ -15,9 +15,9 @@ import pytest
 from pipeline.agents.formats.codec import IM_END, format_assistant
 from pipeline.agents.scripted import phrases
 from pipeline.rollout.batch import run_batched
-from pipeline.rollout.executor import run_trial
 from pipeline.rollout.runner import Limits
 from pipeline.rollout.trajectory import Message
+from pipeline.rollout.trial import run_trial
 from pipeline.users.scripted import ScriptedUser
 from tests.train.helpers import tasks, tiny_checkpoint, tokenizer, world
 

@@ -145,8 +145,8 @@ def build_checkpoint(
 
 def corpus() -> list[str]:
     """What the checkpoints will read: the small world's policy, the tool schemas, a few customer lines."""
-    from pipeline.domains.retail.generator import generate_world
     from pipeline.domains.retail.tools import TOOLS
+    from pipeline.domains.retail.worlds import generate_world
 
     world = generate_world(seed=5, n_users=10, n_orders=20, n_products=8)
     schemas = TOOLS.schemas()

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from pipeline.tau2.replay import write_replay
 from pipeline.world.domain import DomainCapabilityError
 from pipeline.world.registry import UnknownDomainError, load_world, resolve_domain
-from pipeline.world.replay import write_replay
 
 
 def test_all_50_tasks_replay_without_refusals(tau2_airline_dir, tmp_path):

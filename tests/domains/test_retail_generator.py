@@ -14,10 +14,11 @@ from collections import Counter
 import pytest
 from pydantic import ValidationError
 
-from pipeline.domains.retail.generator import GeneratorConfig, generate_world
+from pipeline.domains.retail.generator import GeneratorConfig
 from pipeline.domains.retail.schema import CANCEL_REASONS, ORDER_STATUSES, RetailDB
 from pipeline.domains.retail.state import RetailWorld
 from pipeline.domains.retail.tools import execute
+from pipeline.domains.retail.worlds import generate_world, world_from_dict, world_from_json
 
 SHIPPED = {"processed", "delivered", "return requested", "exchange requested"}
 
@@ -44,7 +45,7 @@ def test_same_seed_same_world_and_different_seeds_differ(world):
 
 def test_same_world_under_another_hash_seed(world):
     """No set/dict-order dependence: a fresh interpreter with another PYTHONHASHSEED builds the same world."""
-    code = "from pipeline.domains.retail.generator import generate_world; print(generate_world().fingerprint)"
+    code = "from pipeline.domains.retail.worlds import generate_world; print(generate_world().fingerprint)"
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == world.fingerprint
@@ -82,10 +83,10 @@ def test_default_size_is_fast():
 def test_round_trips_through_json(world, tmp_path):
     data = world.to_dict()
     RetailDB.model_validate(data)
-    assert RetailWorld.from_dict(data).fingerprint == world.fingerprint
+    assert world_from_dict(data).fingerprint == world.fingerprint
     path = tmp_path / "db.json"
     path.write_text(json.dumps(data))
-    assert RetailWorld.from_json(path).fingerprint == world.fingerprint
+    assert world_from_json(path).fingerprint == world.fingerprint
 
 
 def test_id_formats(world):

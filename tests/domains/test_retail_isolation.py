@@ -6,8 +6,9 @@ import time
 
 import pytest
 
-from pipeline.domains.retail.state import RetailWorld, sha256_json
+from pipeline.domains.retail.state import sha256_json
 from pipeline.domains.retail.tools import execute
+from pipeline.domains.retail.worlds import world_from_dict
 
 SOFIA, SOFIA_ORDER = "sofia_rossi_8776", "#W5918442"  # pending, paid by credit card
 DAIKI, DAIKI_ORDER, DAIKI_GC = "daiki_jackson_4362", "#W8306539", "gift_card_9164233"  # paid by gift card (61.0)
@@ -128,6 +129,6 @@ def test_query_sees_the_base_world_not_sessions(tau2_world):
 
 
 def test_from_dict_round_trip_gives_an_equal_world(tau2_world):
-    copy = RetailWorld.from_dict(tau2_world.to_dict(), name="copy")
+    copy = world_from_dict(tau2_world.to_dict(), name="copy")
     assert copy.fingerprint == tau2_world.fingerprint
     assert copy.session().state_hash() == tau2_world.session().state_hash()

@@ -20,10 +20,10 @@ LIMITS = Limits(max_turns=60)
 
 @pytest.fixture(scope="module")
 def loaded():
-    from pipeline.domains.telecom.tau2 import Tau2Telecom
+    from pipeline.domains.telecom.domain import TELECOM
     from tests.needs import need_tau2
 
-    return Tau2Telecom().load(need_tau2("telecom"))
+    return TELECOM.tau2_importer().load(need_tau2("telecom"))
 
 
 class Forced:

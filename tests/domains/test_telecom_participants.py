@@ -18,11 +18,11 @@ LIMITS = Limits(max_turns=60)
 
 @pytest.fixture(scope="module")
 def loaded():
-    from pipeline.domains.telecom.tau2 import Tau2Telecom
+    from pipeline.domains.telecom.domain import TELECOM
     from tests.needs import need_tau2
 
     telecom_dir = need_tau2("telecom")
-    return Tau2Telecom().load(telecom_dir)
+    return TELECOM.tau2_importer().load(telecom_dir)
 
 
 @pytest.mark.parametrize(

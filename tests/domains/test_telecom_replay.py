@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from pipeline.cli import app
+from pipeline.tau2.replay import write_replay
 from pipeline.world.registry import load_world
-from pipeline.world.replay import write_replay
 
 
 @pytest.fixture(scope="module")
@@ -113,9 +113,9 @@ def test_import_tau2_keeps_set_up_assertions_and_each_action_s_side(telecom_dir,
 def test_task_validation_knows_each_side_s_tools(telecom_dir):
     from pipeline.dataset.task import Action
     from pipeline.dataset.validate import task_problems
-    from pipeline.domains.telecom.tau2 import Tau2Telecom
+    from pipeline.domains.telecom.domain import TELECOM
 
-    world, tasks = Tau2Telecom().load(telecom_dir)
+    world, tasks = TELECOM.tau2_importer().load(telecom_dir)
     assert task_problems(world, tasks) == []
     task = next(t for t in tasks if any(a.requestor == "user" for a in t.gold_actions))
     wrong = task.model_copy(update={"gold_actions": [Action(name="refuel_data", requestor="user")]})

@@ -94,7 +94,7 @@ class _NoIdentity(_NoKit):
 
 
 def test_a_domain_without_synthesis_gets_the_generic_kit_or_says_why_not():
-    from pipeline.explore.kit import GenericKit
+    from pipeline.explore.generic_kit import GenericKit
 
     assert isinstance(_NoKit().require("synthesis"), GenericKit)  # grown from its tools and worlds
     with pytest.raises(DomainCapabilityError, match="domain 'noidentity' does not provide 'synthesis'"):

@@ -10,8 +10,7 @@ import pickle
 import pytest
 
 from pipeline.explore.coverage import coverage
-from pipeline.explore.generic import WithoutKit
-from pipeline.explore.kit import GenericKit
+from pipeline.explore.generic_kit import GenericKit
 from pipeline.explore.probe import world_model
 from pipeline.grading.failure_modes import FAILURE_MODES, analyze
 from pipeline.grading.grader import grade
@@ -23,6 +22,7 @@ from pipeline.target import Targets, split_budget
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import domain_spec, load_world, resolve_domain
 from pipeline.world.replay import replay_gold
+from pipeline.world.without_kit import WithoutKit
 from tests.domains.toy.synthesis import KIT
 
 STUDIO = "tests.domains.toy.domain:TOY+generic"

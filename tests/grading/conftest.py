@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pipeline.dataset.task import Task
-from pipeline.domains.retail.tau2 import load_tau2_domain
+from pipeline.domains.retail.worlds import load_tau2_domain
 
 
 @pytest.fixture(scope="session")

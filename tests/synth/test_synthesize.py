@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from pipeline.agents.scripted.phrases import ASK_ORDER
 from pipeline.dataset.io import read_tasks
 from pipeline.domains.retail.flawed import FlawConfig, FlawedAgent
 from pipeline.domains.retail.oracle import OracleAgent
+from pipeline.domains.retail.phrases import ASK_ORDER
 from pipeline.domains.retail.synthesis import RETAIL_KIT, TAXONOMY
 from pipeline.grading.grader import grade
 from pipeline.rollout.runner import run_episode

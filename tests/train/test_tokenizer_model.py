@@ -18,8 +18,8 @@ from pipeline.agents.formats.codec import (
     codec_hash,
     compact_tool_result,
 )
-from pipeline.domains.retail.generator import generate_world
 from pipeline.domains.retail.policy import POLICY_SUMMARY
+from pipeline.domains.retail.worlds import generate_world
 from pipeline.embedded.model import (
     META_FILE,
     CheckpointMeta,

@@ -5,12 +5,14 @@ from __future__ import annotations
 import pytest
 
 from pipeline.dataset.task import PERSONAS
+from pipeline.domains.retail import user as R
 from pipeline.domains.retail.oracle import OracleAgent
 from pipeline.grading.static_checks import affirms
 from pipeline.rollout.protocols import EpisodeInfo
 from pipeline.rollout.runner import run_episode
 from pipeline.rollout.trajectory import STOP_TOKEN, Message
 from pipeline.users import scripted as U
+from pipeline.users.phrasing import FORGOT
 from pipeline.users.scripted import ScriptedUser
 from tests.agents.scripted_helpers import find, small_tasks, small_world
 
@@ -19,7 +21,7 @@ class Chat:
     """Drives one scripted-user episode with hand-written agent lines."""
 
     def __init__(self, task, persona="terse", trial=0, **kw):
-        info = EpisodeInfo(task=task, trial=trial, seed=0, policy="", tools=[], persona=persona)
+        info = EpisodeInfo(task=task, trial=trial, seed=0, policy="", tools=[], persona=persona, domain="retail")
         self.user = ScriptedUser(**kw).start(info)
         self.messages: list[Message] = []
         self.last = self._user()
@@ -78,13 +80,13 @@ def test_forgot_email_says_so_then_gives_name_and_zip():
     task = find(tasks(), forgot_email=True)
     known = task.user_script.known
     chat = Chat(task, "chatty")
-    assert chat.agent("Could you give me your email address?") == U.FORGOT
+    assert chat.agent("Could you give me your email address?") == FORGOT
     again = chat.agent("Please tell me your email so I can look you up.")
     assert known.zip in again and known.first_name in again
     chat2 = Chat(task, "terse")
     chat2.agent("What's your email?")
     reply = chat2.agent("Then what are your first name, last name and zip code?")
-    assert reply == U.NAME_ZIP.format(first=known.first_name, last=known.last_name, zip=known.zip)
+    assert reply == R.NAME_ZIP.format(first=known.first_name, last=known.last_name, zip=known.zip)
     assert all(known.email not in m.content for m in chat.messages + chat2.messages if m.role == "user")
 
 

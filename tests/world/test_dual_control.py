@@ -23,11 +23,11 @@ REFUEL_TASK = "[mobile_data_issue]data_mode_off|data_usage_exceeded[PERSONA:None
 
 @pytest.fixture(scope="module")
 def loaded():
-    from pipeline.domains.telecom.tau2 import Tau2Telecom
+    from pipeline.domains.telecom.domain import TELECOM
     from tests.needs import need_tau2
 
     telecom_dir = need_tau2("telecom")
-    world, tasks = Tau2Telecom().load(telecom_dir)
+    world, tasks = TELECOM.tau2_importer().load(telecom_dir)
     return world, {t.id: t for t in tasks}
 
 

@@ -15,9 +15,19 @@ import logging
 
 import torch
 
-from pipeline.agents.backends.hf import pick
-
 log = logging.getLogger(__name__)
+
+
+def pick(logits: torch.Tensor, temperature: float, top_p: float, generator: torch.Generator | None) -> int:
+    """The next token from one position's logits: argmax at temperature 0, else a draw from `generator`."""
+    if temperature <= 0:
+        return int(torch.argmax(logits))
+    probs = torch.softmax(logits / temperature, dim=-1).cpu()
+    if top_p < 1.0:
+        sorted_p, order = torch.sort(probs, descending=True)
+        keep = torch.cumsum(sorted_p, 0) - sorted_p < top_p
+        probs = torch.zeros_like(probs).scatter(0, order[keep], sorted_p[keep])
+    return int(torch.multinomial(probs, 1, generator=generator))
 
 
 @functools.cache

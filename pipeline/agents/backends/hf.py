@@ -9,7 +9,6 @@ seed and the episode's seed, so the same episode seed always gives the same outp
 from __future__ import annotations
 
 import hashlib
-import inspect
 import logging
 import time
 from pathlib import Path
@@ -18,8 +17,9 @@ import torch
 from transformers import DynamicCache
 
 from pipeline.agents.backends.denormals import flushed_denormals
+from pipeline.agents.backends.draws import pick
 from pipeline.agents.backends.lean import LeanCache, LeanLlama
-from pipeline.agents.backends.loading import load_model
+from pipeline.agents.backends.loading import cache_argument, load_model
 from pipeline.agents.formats import CodecFormat
 from pipeline.agents.formats.codec import CodecConfig
 from pipeline.rollout.protocols import EpisodeInfo
@@ -32,11 +32,6 @@ def episode_seed(agent_seed: int, episode: int) -> int:
     """A 63-bit seed mixing the agent's and the episode's seeds (stable across processes)."""
     digest = hashlib.sha256(f"hf-agent:{agent_seed}:{episode}".encode()).digest()
     return int.from_bytes(digest[:8], "big") >> 1
-
-
-def _cache_argument(model: torch.nn.Module) -> str:
-    """transformers 5 renamed `past_key_values` to `cache`; accept either."""
-    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 
 @torch.inference_mode()
@@ -80,18 +75,6 @@ def sample(
             new = [token]
             prefix.ids.append(token)
         return out
-
-
-def pick(logits: torch.Tensor, temperature: float, top_p: float, generator: torch.Generator | None) -> int:
-    """The next token from one position's logits: argmax at temperature 0, else a draw from `generator`."""
-    if temperature <= 0:
-        return int(torch.argmax(logits))
-    probs = torch.softmax(logits / temperature, dim=-1).cpu()
-    if top_p < 1.0:
-        sorted_p, order = torch.sort(probs, descending=True)
-        keep = torch.cumsum(sorted_p, 0) - sorted_p < top_p
-        probs = torch.zeros_like(probs).scatter(0, order[keep], sorted_p[keep])
-    return int(torch.multinomial(probs, 1, generator=generator))
 
 
 class PrefixCache:
@@ -143,7 +126,7 @@ class PrefixCache:
             return self.lean.logits(new_ids, self.cache)
         device = next(self.model.parameters()).device
         inputs = torch.tensor([new_ids], device=device)
-        cache = {_cache_argument(self.model): self.cache}  # filled in place
+        cache = {cache_argument(self.model): self.cache}  # filled in place
         return self.model(input_ids=inputs, use_cache=True, logits_to_keep=1, **cache).logits[0, -1].float()
 
 

@@ -28,6 +28,8 @@ from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
 
 from pipeline.agents.backends.denormals import flushed_denormals
+from pipeline.agents.backends.draws import pick
+from pipeline.agents.backends.loading import cache_argument
 
 if TYPE_CHECKING:
     from pipeline.agents.backends.hf import HFAgent, HFAgentEpisode, PrefixCache
@@ -56,11 +58,9 @@ class PaddedBatch:
     one pass over every reply still generating and returns those that ended."""
 
     def __init__(self, model: torch.nn.Module, stop_ids: set[int], temperature: float, top_p: float = 1.0) -> None:
-        from pipeline.agents.backends.hf import _cache_argument
-
         self.model, self.stop_ids, self.temperature, self.top_p = model, stop_ids, temperature, top_p
         self.device = next(model.parameters()).device
-        self.cache_argument = _cache_argument(model)
+        self.cache_argument = cache_argument(model)
         self.layers = len(DynamicCache(config=model.config).layers)
         self.rows: list[TokenRow] = []  # the rows of `cache`, in order
         self.joining: list[TokenRow] = []  # first token drawn, cache in its prefix; joins at the next pass
@@ -162,8 +162,6 @@ class PaddedBatch:
         return ended
 
     def _draw(self, row: TokenRow, logits: torch.Tensor) -> None:
-        from pipeline.agents.backends.hf import pick
-
         logits = logits.float()
         token = pick(logits, self.temperature, self.top_p, row.generator)
         row.out.append(token)

@@ -9,6 +9,7 @@ the run journal's checkpoint digest) see the same format.
 
 from __future__ import annotations
 
+import inspect
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -168,3 +169,9 @@ def load_model(
     model = AutoModelForCausalLM.from_pretrained(str(path), local_files_only=True, **placement).eval()
     log.info("loaded %s as %s (%s) in format %r", path, type(model).__name__, _dtype_name(model.config), fmt.name)
     return LoadedModel(model, tokenizer, fmt, meta, Path(path))
+
+
+def cache_argument(model: torch.nn.Module) -> str:
+    """The name the model's forward takes its key/value cache by (transformers 5 renamed `past_key_values` to
+    `cache`; either is accepted)."""
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"

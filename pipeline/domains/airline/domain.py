@@ -89,7 +89,7 @@ class AirlineDomain(Domain):
             except ValidationError as exc:
                 err = exc.errors()[0]
                 raise WorldLoadError(f"airline generator: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
-            return generate_world(config, self.policy())
+            return generate_world(config, self.policy(), self)
 
         return generate
 
@@ -122,10 +122,15 @@ class AirlineDomain(Domain):
 
         return PHRASING
 
+    def tau2_gold(self):
+        from pipeline.domains.airline.gold import GOLD
+
+        return GOLD
+
     def tau2_importer(self):
         from pipeline.domains.airline.tau2 import Tau2Airline
 
-        return Tau2Airline()
+        return Tau2Airline(self)
 
 
 @cache

@@ -14,6 +14,7 @@ from __future__ import annotations
 import random
 import string
 from datetime import date, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
@@ -21,6 +22,9 @@ from pipeline.domains.airline.drafts import FREE_BAGS
 from pipeline.domains.airline.tools import BAG_FEE, INSURANCE_PER_PASSENGER, NOW
 from pipeline.domains.retail.catalog import CARD_BRANDS, CITIES, FIRST_NAMES, LAST_NAMES, STREETS
 from pipeline.world.tables import World
+
+if TYPE_CHECKING:
+    from pipeline.domains.airline.domain import AirlineDomain
 
 AIRPORTS = ("ATL", "BOS", "CLT", "DEN", "DFW", "DTW", "EWR", "IAH", "JFK", "LAS", "LAX", "LGA", "MCO", "MIA", "MSP",
             "ORD", "PHL", "PHX", "SEA", "SFO")  # fmt: skip
@@ -192,10 +196,8 @@ def _reservation(rng: random.Random, rid: str, user: dict, flights: dict[str, di
     return res
 
 
-def generate_world(config: AirlineGeneratorConfig, policy: str) -> World:
-    """The world of `config`: flights, then users, then reservations (each owned by one user)."""
-    from pipeline.domains.airline.domain import AIRLINE
-
+def generate_world(config: AirlineGeneratorConfig, policy: str, domain: AirlineDomain) -> World:
+    """The world of `config` under `domain`: flights, then users, then reservations (each owned by one user)."""
     rng = random.Random(f"airline:{config.seed}")
     flights = _flights(rng, config.n_flights)
     routes: dict[tuple[str, str], list[str]] = {}
@@ -214,4 +216,4 @@ def generate_world(config: AirlineGeneratorConfig, policy: str) -> World:
         user["reservations"].append(rid)
     data = {"flights": flights, "users": users, "reservations": reservations}
     name = config.name or world_name(config.seed, config.n_flights, config.n_users, config.n_reservations)
-    return AIRLINE.from_dict(data, policy, name, f"generator(seed={config.seed})")
+    return domain.from_dict(data, policy, name, f"generator(seed={config.seed})")

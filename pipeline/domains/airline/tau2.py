@@ -11,11 +11,14 @@ import json
 import logging
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipeline.dataset.task import Action, Evaluation, KnownInfo, Provenance, Scenario, Task, UserScript
 from pipeline.tau2.criteria import unsupported_criteria
 from pipeline.world.tables import World, WorldLoadError
+
+if TYPE_CHECKING:
+    from pipeline.world.domain import Domain
 
 log = logging.getLogger(__name__)
 _USER_ID = re.compile(r"\b[a-z]+_[a-z]+_\d{3,5}\b")
@@ -111,19 +114,20 @@ def convert_task(raw: dict, world: World, source: str = "tasks.json") -> Task:
 
 
 class Tau2Airline:
-    """The `tau2_importer` capability of the airline domain."""
+    """The `tau2_importer` capability of the airline domain (`domain`: the domain its worlds load under)."""
+
+    def __init__(self, domain: Domain) -> None:
+        self.domain = domain
 
     replay_tables = ("flights", "users", "reservations")
 
     def load(self, path: str | Path) -> tuple[World, list[Task]]:
-        from pipeline.domains.airline.domain import AIRLINE
-
         path = Path(path)
         if not path.is_dir():
             raise WorldLoadError(f"{path}: not a domain directory")
         if not (path / "policy.md").exists():
             raise WorldLoadError(f"{path / 'policy.md'}: file not found")
-        world = AIRLINE.load(str(path))
+        world = self.domain.load(str(path))
         tasks_file = path / "tasks.json"
         try:
             raw_tasks: Any = json.loads(tasks_file.read_text(encoding="utf-8"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from pipeline.users.scripted import Phrasing
+from pipeline.users.phrasing import Phrasing
 
 USER_ID = "My user id is {x}."
 

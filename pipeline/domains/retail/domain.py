@@ -18,10 +18,13 @@ _GEN = re.compile(r"^gen-(\d+)(?:-(\d+)x(\d+)x(\d+))?$")
 class _Tau2Retail:
     replay_tables = ("orders", "users", "products")
 
-    def load(self, path):
-        from pipeline.domains.retail.tau2 import load_tau2_domain
+    def __init__(self, domain: Domain) -> None:
+        self.domain = domain
 
-        loaded = load_tau2_domain(path)
+    def load(self, path):
+        from pipeline.domains.retail.tau2 import read_tau2_domain
+
+        loaded = read_tau2_domain(path, self.domain)
         return loaded.world, loaded.tasks
 
 
@@ -51,9 +54,9 @@ class RetailDomain(Domain):
                 raise WorldLoadError(f"{path}: no db.json in this domain directory")
             policy_file = path / "policy.md"
             policy = policy_file.read_text() if policy_file.exists() else self.policy()
-            return RetailWorld.from_json(db, policy=policy, name=path.resolve().name)
+            return RetailWorld.from_json(db, policy=policy, name=path.resolve().name, domain=self)
         if path.suffix == ".json" and path.exists():
-            return RetailWorld.from_json(path, policy=self.policy(), name=path.stem)
+            return RetailWorld.from_json(path, policy=self.policy(), name=path.stem, domain=self)
         return None
 
     def policy(self) -> str:
@@ -72,8 +75,13 @@ class RetailDomain(Domain):
     def identity_fields(self) -> tuple[str, ...]:
         return ("email", "first_name", "last_name", "zip")
 
+    def tau2_gold(self):
+        from pipeline.domains.retail.gold import GOLD
+
+        return GOLD
+
     def tau2_importer(self) -> _Tau2Retail:
-        return _Tau2Retail()
+        return _Tau2Retail(self)
 
     def tau2_quirks(self):
         from pipeline.domains.retail.tau2_quirks import QUIRKS
@@ -82,8 +90,7 @@ class RetailDomain(Domain):
 
     def generator(self):
         def generate(seed: int, sizes: dict[str, int], name: str | None = None) -> Any:
-            from pipeline.domains.retail.generator import GeneratorConfig, generate_world
-            from pipeline.world.registry import generated_world_name
+            from pipeline.domains.retail.generator import GeneratorConfig, build_world, generated_world_name
             from pipeline.world.tables import WorldLoadError
 
             unknown = sorted(set(sizes) - {"n_products", "n_users", "n_orders"})
@@ -93,7 +100,7 @@ class RetailDomain(Domain):
                 )
             sizes = {"n_products": 50, "n_users": 500, "n_orders": 1000, **sizes}
             name = name or generated_world_name(seed, **sizes)
-            return generate_world(GeneratorConfig(seed=seed, name=name, **sizes))
+            return build_world(GeneratorConfig(seed=seed, name=name, **sizes), self)
 
         return generate
 
@@ -121,9 +128,9 @@ class RetailDomain(Domain):
         return make
 
     def user_phrasing(self):
-        from pipeline.users.scripted import DEFAULT_PHRASING
+        from pipeline.domains.retail.user import PHRASING
 
-        return DEFAULT_PHRASING
+        return PHRASING
 
     def vocabulary(self):
         from pipeline.domains.retail.vocabulary import VOCABULARY

@@ -24,6 +24,7 @@ from pipeline.agents.scripted.flaws import MODES, FlawConfig, Mode, PlantingAgen
 from pipeline.agents.scripted.flaws import unit as _unit
 from pipeline.agents.scripted.script import Steps, appears_in
 from pipeline.dataset.task import Action, Request, Task
+from pipeline.domains.retail import phrases as R
 from pipeline.domains.retail.oracle import OracleAgent, OracleEpisode
 from pipeline.domains.retail.tools import WRITE_TOOLS
 from pipeline.rollout.protocols import EpisodeInfo
@@ -83,11 +84,11 @@ class FlawedEpisode(OracleEpisode):
             yield from super()._run()
             return
         req, write = reqs[0], self._write(0)
-        details = yield from self._say(P.ask_details(req.intent, self._topics(req)))
+        details = yield from self._say(R.ask_details(req.intent, self._topics(req)))
         ok = yield from self._confirm(0, req, write)
         if ok:
             yield from self._call(write.name, dict(write.arguments))  # refused: nobody is authenticated
-        yield from self._authenticate(P.ASK_EMAIL_FIRST)
+        yield from self._authenticate(R.ASK_EMAIL_FIRST)
         yield from self._handle(0, req, details=details, confirmed=False)
         for i, r in enumerate(reqs[1:], start=1):
             yield from self._handle(i, r)
@@ -141,7 +142,7 @@ class FlawedEpisode(OracleEpisode):
         yield from self._finish(self._claim(req))
 
     def _claim(self, req: Request) -> str:
-        what = P.VERBS[req.intent] + (f" order {req.order_id}" if req.order_id else "")
+        what = R.VERBS[req.intent] + (f" order {req.order_id}" if req.order_id else "")
         return f"All set: I have completed the request to {what}. {P.ANYTHING_ELSE}"
 
     def _fabricate(self, write: Action) -> Action:

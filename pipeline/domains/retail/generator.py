@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
@@ -34,9 +34,20 @@ from pipeline.domains.retail.catalog import (
 from pipeline.domains.retail.policy import load_policy
 from pipeline.domains.retail.schema import CANCEL_REASONS, ORDER_STATUSES
 from pipeline.domains.retail.state import RetailWorld
-from pipeline.world.registry import generated_world_name
+
+if TYPE_CHECKING:
+    from pipeline.world.domain import Domain
 
 logger = logging.getLogger(__name__)
+
+
+def generated_world_name(seed: int, n_products: int, n_users: int, n_orders: int) -> str:
+    """A generated world's reference: `gen-<seed>` at the default sizes, else `gen-<seed>-<products>x<users>x<orders>`
+    (what `RetailDomain.load` reads back)."""
+    if (n_products, n_users, n_orders) == (50, 500, 1000):
+        return f"gen-{seed}"
+    return f"gen-{seed}-{n_products}x{n_users}x{n_orders}"
+
 
 PAYMENT_SOURCES: tuple[str, ...] = ("credit_card", "paypal", "gift_card")
 # Payment-method mixes per user and their weights (roughly τ²-bench's).
@@ -74,8 +85,9 @@ class GeneratorConfig(BaseModel, extra="forbid"):
     name: str | None = Field(default=None, description="World name; default 'gen-<seed>'.")
 
 
-def generate_world(config: GeneratorConfig | None = None, **overrides: Any) -> RetailWorld:
-    """A fresh retail world; `overrides` replace fields of `config` (e.g. `generate_world(seed=3)`)."""
+def build_world(config: GeneratorConfig | None, domain: Domain, **overrides: Any) -> RetailWorld:
+    """A fresh retail world under `domain`; `overrides` replace fields of `config` (e.g. `seed=3`). Callers outside
+    the domain use `pipeline.domains.retail.worlds.generate_world`."""
     base = config or GeneratorConfig()
     cfg = GeneratorConfig.model_validate({**base.model_dump(), **overrides}) if overrides else base
     started = time.perf_counter()
@@ -85,6 +97,7 @@ def generate_world(config: GeneratorConfig | None = None, **overrides: Any) -> R
         policy=load_policy(),
         name=cfg.name or generated_world_name(cfg.seed, cfg.n_products, cfg.n_users, cfg.n_orders),
         source=f"generator(seed={cfg.seed})",
+        domain=domain,
     )
     logger.debug("generated world %s in %.3f s", world.name, time.perf_counter() - started)
     return world

@@ -22,6 +22,7 @@ from pipeline.agents.scripted import phrases as P
 from pipeline.agents.scripted.script import YES as _YES
 from pipeline.agents.scripted.script import ScriptedEpisode, Steps, appears_in, evidence
 from pipeline.dataset.task import Action, Request
+from pipeline.domains.retail import phrases as R
 from pipeline.domains.retail.schema import CANCEL_REASONS, PaymentMethod
 from pipeline.domains.retail.tools import WRITE_TOOLS
 from pipeline.rollout.protocols import EpisodeInfo
@@ -83,7 +84,7 @@ class OracleEpisode(ScriptedEpisode):
         if result.error and name == "get_order_details" and "another customer" in (result.content or ""):
             self.not_theirs.add(arguments.get("order_id", ""))
 
-    def _authenticate(self, question: str = P.ASK_EMAIL) -> Steps:
+    def _authenticate(self, question: str = R.ASK_EMAIL) -> Steps:
         gold = self.task.gold_actions[0] if self.task.gold_actions else None
         by_name = gold.arguments if gold is not None and gold.name == "find_user_id_by_name_zip" else None
         reply = yield from self._say(question)
@@ -94,7 +95,7 @@ class OracleEpisode(ScriptedEpisode):
             elif by_name and appears_in(list(by_name.values()), [reply]):
                 call = ("find_user_id_by_name_zip", dict(by_name))
             else:
-                reply = yield from self._say(P.ASK_NAME_ZIP)
+                reply = yield from self._say(R.ASK_NAME_ZIP)
                 continue
             result = yield from self._call(*call)
             if not result.error:
@@ -145,7 +146,7 @@ class OracleEpisode(ScriptedEpisode):
     def _handle(self, i: int, req: Request, details: str | None = None, confirmed: bool = False) -> Steps:
         write = self._write(i)
         if req.order_id and not any(req.order_id in (m.content or "") for m in self.messages if m.role == "user"):
-            yield from self._say(P.ASK_ORDER)  # an under-specified request: never look up an order nobody named
+            yield from self._say(R.ASK_ORDER)  # an under-specified request: never look up an order nobody named
         yield from self._reads(i, req, after_details=False)
         self._fact = self._status_fact(req)
         reason = self._check_order(req)
@@ -153,7 +154,7 @@ class OracleEpisode(ScriptedEpisode):
             return (yield from self._refuse(reason))
         topics = self._topics(req)
         if details is None and topics:
-            details = yield from self._say(P.ask_details(req.intent, topics))
+            details = yield from self._say(R.ask_details(req.intent, topics))
         yield from self._reads(i, req, after_details=True)
         yield from self._conclude(i, req, write, details or "", confirmed)
 
@@ -179,7 +180,7 @@ class OracleEpisode(ScriptedEpisode):
         order, need = self._order(req.order_id), REQUIRED_STATUS.get(req.intent)
         if not req.order_id or order is None or need is None or not self._owns(req):
             return None
-        return P.status_fact(req.order_id, as_status or self._order_status(order), need, DONE_AS[req.intent])
+        return R.status_fact(req.order_id, as_status or self._order_status(order), need, DONE_AS[req.intent])
 
     def _refuse(self, reason: str) -> Steps:
         """After a status fact the refusal is short (the fact said why); otherwise it states the reason."""
@@ -240,7 +241,7 @@ class OracleEpisode(ScriptedEpisode):
         action = self._confirm_action(i, write)
         intent = TOOL_INTENT[action.name]
         once = intent in ("modify_items", "exchange")
-        text = P.confirm(intent, action.arguments.get("order_id"), self._lines(action), once)
+        text = R.confirm(intent, action.arguments.get("order_id"), self._lines(action), once)
         reply = yield from self._say(text)
         return bool(_YES.search(reply)) and not reply.lower().lstrip().startswith("no")
 
@@ -259,13 +260,13 @@ class OracleEpisode(ScriptedEpisode):
 
     def _item(self, order: dict | None, item_id: str) -> str:
         item = next((it for it in (order or {}).get("items", []) if it["item_id"] == item_id), None)
-        return P.name_item(item["name"], item["options"], item_id) if item else f"item {item_id}"
+        return R.name_item(item["name"], item["options"], item_id) if item else f"item {item_id}"
 
     def _variant(self, new_id: str) -> str:
         for (tool, _), product in self.seen.items():
             if tool == "get_product_details" and new_id in product.get("variants", {}):
                 v = product["variants"][new_id]
-                return f"({P.describe_options(v['options'])}) item {new_id} at {P.money(v['price'])}"
+                return f"({R.describe_options(v['options'])}) item {new_id} at {P.money(v['price'])}"
         return f"item {new_id}"
 
     def _method(self, method_id: str) -> str:
@@ -278,7 +279,7 @@ class OracleEpisode(ScriptedEpisode):
         if action.name == "cancel_pending_order":
             return [f"reason: '{a['reason']}'", "every payment is refunded to the method it was paid with"]
         if action.name in ("modify_pending_order_address", "modify_user_address"):
-            return [f"new address: {P.format_address(a)}"]
+            return [f"new address: {R.format_address(a)}"]
         if action.name == "modify_pending_order_payment":
             paid = (order or {}).get("payment_history", [{}])[0]
             return [
@@ -306,9 +307,9 @@ class OracleEpisode(ScriptedEpisode):
                 "in 5 to 7 business days."
             )
         elif name == "modify_pending_order_address":
-            text = f"The shipping address of order {oid} is now {P.format_address(rec['address'])}."
+            text = f"The shipping address of order {oid} is now {R.format_address(rec['address'])}."
         elif name == "modify_user_address":
-            text = f"Your default address has been updated to {P.format_address(rec['address'])}."
+            text = f"Your default address has been updated to {R.format_address(rec['address'])}."
         elif name == "modify_pending_order_payment":
             pay, refund = rec["payment_history"][-2], rec["payment_history"][-1]
             text = (

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
@@ -13,16 +14,18 @@ from pipeline.domains.retail.schema import TABLES, Order, Product, RetailDB, Use
 from pipeline.world.tables import Session as _Session
 from pipeline.world.tables import ToolEvent, World, WorldLoadError, canonical_json, sha256_json
 
+if TYPE_CHECKING:
+    from pipeline.world.domain import Domain
+
 __all__ = ["RetailWorld", "Session", "ToolEvent", "WorldLoadError", "canonical_json", "sha256_json"]
 
 
 class RetailWorld(World):
-    """An immutable retail database with look-up indexes and the policy it is served under."""
+    """An immutable retail database with look-up indexes and the policy it is served under; `domain` is the retail
+    `Domain` (`pipeline.domains.retail.domain.RETAIL`), handed in by what makes the world."""
 
-    def __init__(self, db: RetailDB, policy: str = "", name: str = "retail") -> None:
-        from pipeline.domains.retail.domain import RETAIL
-
-        super().__init__({t: getattr(db, t) for t in TABLES}, policy=policy, name=name, domain=RETAIL)
+    def __init__(self, db: RetailDB, policy: str = "", name: str = "retail", *, domain: Domain) -> None:
+        super().__init__({t: getattr(db, t) for t in TABLES}, policy=policy, name=name, domain=domain)
         self.db = db
         self.user_by_email = _unique_index(name, "email", {uid: email_key(u.email) for uid, u in db.users.items()})
         self.user_by_name_zip = _unique_index(
@@ -33,7 +36,9 @@ class RetailWorld(World):
         self.product_by_item = {item_id: pid for pid, p in db.products.items() for item_id in p.variants}
 
     @classmethod
-    def from_dict(cls, data: dict, policy: str = "", name: str = "retail", source: str = "<dict>") -> RetailWorld:
+    def from_dict(
+        cls, data: dict, policy: str = "", name: str = "retail", source: str = "<dict>", *, domain: Domain
+    ) -> RetailWorld:
         try:
             db = RetailDB.model_validate(data)
         except ValidationError as exc:
@@ -41,12 +46,12 @@ class RetailWorld(World):
             where = ".".join(str(p) for p in err["loc"])
             raise WorldLoadError(f"{source}: field {where}: {err['msg']}") from None
         try:
-            return cls(db, policy=policy, name=name)
+            return cls(db, policy=policy, name=name, domain=domain)
         except WorldLoadError as exc:
             raise WorldLoadError(f"{source}: {exc}") from None
 
     @classmethod
-    def from_json(cls, path: str | Path, policy: str = "", name: str | None = None) -> RetailWorld:
+    def from_json(cls, path: str | Path, policy: str = "", name: str | None = None, *, domain: Domain) -> RetailWorld:
         path = Path(path)
         try:
             data = json.loads(path.read_text())
@@ -54,7 +59,7 @@ class RetailWorld(World):
             raise WorldLoadError(f"{path}: file not found") from None
         except json.JSONDecodeError as exc:
             raise WorldLoadError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
-        return cls.from_dict(data, policy=policy, name=name or path.parent.name, source=str(path))
+        return cls.from_dict(data, policy=policy, name=name or path.parent.name, source=str(path), domain=domain)
 
     def session(self, authenticated_user_id: str | None = None) -> Session:
         return Session(self, authenticated_user_id=authenticated_user_id)

@@ -13,7 +13,7 @@ import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -21,6 +21,9 @@ from pipeline.dataset.task import Action, Evaluation, KnownInfo, Messes, Provena
 from pipeline.domains.retail.state import RetailWorld, WorldLoadError
 from pipeline.tau2.criteria import unsupported_criteria
 from pipeline.world.replay import replay_gold
+
+if TYPE_CHECKING:
+    from pipeline.world.domain import Domain
 
 log = logging.getLogger(__name__)
 
@@ -238,8 +241,9 @@ def _where(exc: ValidationError) -> str:
     return f"field {'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}"
 
 
-def load_tau2_domain(path: str | Path, name: str | None = None) -> Tau2Domain:
-    """Load a τ²-bench domain directory; the world is named `name` or after the directory."""
+def read_tau2_domain(path: str | Path, domain: Domain, name: str | None = None) -> Tau2Domain:
+    """Load a τ²-bench domain directory under `domain`; the world is named `name` or after the directory. Callers
+    outside the domain use `pipeline.domains.retail.worlds.load_tau2_domain`."""
     path = Path(path)
     if not path.is_dir():
         raise Tau2FormatError(f"{path}: not a domain directory")
@@ -247,7 +251,7 @@ def load_tau2_domain(path: str | Path, name: str | None = None) -> Tau2Domain:
     if not policy_file.exists():
         raise Tau2FormatError(f"{policy_file}: file not found")
     policy = policy_file.read_text(encoding="utf-8")
-    world = RetailWorld.from_json(path / "db.json", policy=policy, name=name or path.resolve().name)
+    world = RetailWorld.from_json(path / "db.json", policy=policy, name=name or path.resolve().name, domain=domain)
 
     tasks_file = path / "tasks.json"
     raw_tasks = _read_json(tasks_file)
@@ -292,16 +296,3 @@ def replay_task(world: RetailWorld, task: Task) -> dict:
         "changed": {table: changed[table] for table in ("orders", "users", "products")},
         "failed_actions": [event.name for event in session.log if not event.ok],
     }
-
-
-def replay_domain(path: str | Path | Tau2Domain) -> list[dict]:
-    """Replay every task of a domain on a fresh session each, in task-file order."""
-    domain = path if isinstance(path, Tau2Domain) else load_tau2_domain(path)
-    return [replay_task(domain.world, task) for task in domain.tasks]
-
-
-def write_replay(path: str | Path | Tau2Domain, out_file: str | Path) -> list[dict]:
-    """Replay a domain and write one JSON line per task, atomically (temp file + rename); returns the lines."""
-    from pipeline.world.replay import write_lines
-
-    return write_lines(out_file, replay_domain(path))

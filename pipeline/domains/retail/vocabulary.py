@@ -1,10 +1,26 @@
 """Retail's words for the failure-mode rules: the policy's cancellation reasons, the order statuses, order ids,
-the look-up groups and which write serves which request intent."""
+where payment methods are listed and which write changes an order's payment, the look-up groups and which write
+serves which request intent."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pipeline.domains.retail.schema import CANCEL_REASONS, ORDER_STATUSES
 from pipeline.world.vocabulary import Vocabulary
+
+Intent = Literal[
+    "cancel",
+    "modify_address",
+    "modify_payment",
+    "modify_items",
+    "return",
+    "exchange",
+    "modify_user_address",
+    "info",
+    "transfer",
+]
+"""Retail's request intents (a `Request.intent`): what the customer asks for, one per write and two more."""
 
 _NOT_SHIPPED = {"pending", "pending (item modified)", "cancelled"}
 
@@ -18,6 +34,9 @@ VOCABULARY = Vocabulary(
         "pending": frozenset({"pending (item modified)"}),
     },
     record_key="order_id",
+    payment_methods_from="get_user_details",
+    payment_argument="payment_method_id",
+    payment_change="modify_pending_order_payment",
     record_ref=r"#W\d+",
     required_status={
         "cancel_pending_order": "pending",

@@ -134,7 +134,7 @@ class TelecomDomain(Domain):
 
     def user_phrasing(self):
         from pipeline.domains.telecom.customer import start
-        from pipeline.users.scripted import Phrasing
+        from pipeline.users.phrasing import Phrasing
 
         return Phrasing(episode=start)
 
@@ -164,7 +164,7 @@ class TelecomDomain(Domain):
     def tau2_importer(self):
         from pipeline.domains.telecom.tau2 import Tau2Telecom
 
-        return Tau2Telecom()
+        return Tau2Telecom(self)
 
 
 @cache

@@ -11,12 +11,15 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipeline.dataset.task import Action, Evaluation, KnownInfo, Provenance, Scenario, Task, UserScript
 from pipeline.tau2.criteria import env_assertions, unsupported_criteria
 from pipeline.world.assertions import known_assertions
 from pipeline.world.tables import World, WorldLoadError
+
+if TYPE_CHECKING:
+    from pipeline.world.domain import Domain
 
 _PHONE = re.compile(r"\b\d{3}-\d{3}-\d{4}\b")
 _NAME = re.compile(r"\bYou are\s+([A-Z][a-z]+)\s+([A-Z][a-z]+)\b")
@@ -102,19 +105,20 @@ def convert_task(raw: dict, world: World) -> Task:
 
 
 class Tau2Telecom:
-    """The `tau2_importer` capability of the telecom domain."""
+    """The `tau2_importer` capability of the telecom domain (`domain`: the domain its worlds load under)."""
+
+    def __init__(self, domain: Domain) -> None:
+        self.domain = domain
 
     replay_tables = ("plans", "customers", "lines", "bills", "devices")
 
     def load(self, path: str | Path, tasks_file: str = "tasks.json") -> tuple[World, list[Task]]:
-        from pipeline.domains.telecom.domain import TELECOM
-
         path = Path(path)
         if not path.is_dir():
             raise WorldLoadError(f"{path}: not a domain directory")
         if not (path / "policy.md").exists():
             raise WorldLoadError(f"{path / 'policy.md'}: file not found")
-        world = TELECOM.load(str(path))
+        world = self.domain.load(str(path))
         file = path / tasks_file
         try:
             raw_tasks: Any = json.loads(file.read_text(encoding="utf-8"))

@@ -8,7 +8,7 @@ invented, a confirmed write can be skipped.
 
 from __future__ import annotations
 
-from pipeline.grading.failure_modes import FAILURE_MODES
+from pipeline.grading.modes import FAILURE_MODES
 from pipeline.synth.taxonomy import Taxonomy, TemplateSpec
 
 ALL = tuple(FAILURE_MODES)

@@ -1,0 +1,62 @@
+"""The synthesis kit of a domain that declares none (`pipeline.explore.generic`'s `synthesis`): its taxonomy from
+the tools, its write templates by execution (`pipeline.explore.kit`), its questions and unservable requests
+(`pipeline.explore.questions`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipeline.dataset.task import CommunicatedCheck, KnownInfo, Request, TaskCheck
+from pipeline.explore import questions
+from pipeline.explore.kit import OTHER, Customer, Grounding, Template, say, taxonomy_of
+from pipeline.explore.questions import asked_field
+from pipeline.synth.drafts import Draft
+from pipeline.synth.kit import SynthesisKit
+from pipeline.world.tables import World
+from pipeline.world.tools import ToolRegistry
+
+
+class GenericKit(SynthesisKit):
+    """The kit of a domain that declares none: its taxonomy from the tools, its templates by execution."""
+
+    notes = {
+        "forgot_email": "You do not remember your email address.",
+        "vague_item": "",
+        "also_request": "You bring up your last request only after the others are done.",
+        "pushback": "When the agent refuses, you push back once.",
+        "underspecified": "You do not say which record you mean until the agent asks.",
+    }
+
+    def __init__(self, tools: ToolRegistry, business: str = "a customer-service desk") -> None:
+        self.taxonomy = taxonomy_of(tools)
+        self.templates: dict[str, Any] = {
+            name: questions.Question(spec.tool, unservable=spec.outcome == "refused") if spec.question else
+            Template(spec.tool, "done" if spec.outcome == "done" else "other" if name.endswith(OTHER) else "refused")
+            for name, spec in self.taxonomy.items()
+        }  # fmt: skip
+        self.business = business
+
+    def ground(self, world: World) -> Grounding:
+        return Grounding(world)
+
+    def known(self, customer: Customer) -> KnownInfo:
+        return customer.known
+
+    def unspecify(self, request: Request) -> Request | None:
+        rid = request.record_id
+        if not rid or rid not in request.utterance:
+            return None
+        return request.model_copy(update={"utterance": request.utterance.replace(f" {rid}", " of mine", 1)})
+
+    def record_of(self, request: Request) -> str | None:
+        return request.record_id
+
+    def checks(self, session: Any, drafts: list[Draft]) -> list[TaskCheck]:
+        """A question's answer, read from the gold end state, must be told to the customer."""
+        out: list[TaskCheck] = []
+        for d in drafts:
+            asked = asked_field(d.request)
+            if asked is not None and d.request.record_id:
+                record = session.get(asked[0], d.request.record_id)
+                out.append(CommunicatedCheck(values=[say(getattr(record, asked[1]))]))
+        return out
