@@ -143,6 +143,7 @@ def _measure(p: Params, model_dir: Path, out: Path):
         user=p.measure.user,
         judge=p.measure.judge,
         prices=p.measure.prices,
+        limits=p.gate.limits,  # measured under the limits the gate re-grades under
     )
     if out.exists():
         shutil.rmtree(out)
@@ -230,6 +231,7 @@ def curate(p: Params) -> dict:
         bands=p.curate.bands,
         anchor_ratio=p.curate.anchor_ratio,
         max_items=p.curate.max_items,
+        limits=p.gate.limits,
     )
     if paths.CURATED_DIR.exists():
         shutil.rmtree(paths.CURATED_DIR)
