@@ -189,11 +189,12 @@ def synthesize(p: Params):
         shutil.rmtree(paths.SYNTH_DIR)
     world = load_world(p.train_world(), p.world.domain)
     result = run(world, Targets.read(paths.TARGETS), paths.SYNTH_DIR, p.synthesize.config)
-    write_anchors(world, p.synthesize.anchors, p.synthesize.config.seed, p.synthesize.config.verify)
+    chosen = {t.id for t in result.tasks}
+    write_anchors(world, p.synthesize.anchors, p.synthesize.config.seed, p.synthesize.config.verify, chosen)
     return result
 
 
-def write_anchors(world, n: int, seed: int, verify=None) -> int:
+def write_anchors(world, n: int, seed: int, verify=None, exclude: set[str] = frozenset()) -> int:
     """Gold trajectories of plain generated tasks (the default template mix), verified by the grader; for a
     domain whose synthesis selects from a pool, of pool tasks drawn with `seed` and verified like selected ones."""
     from pipeline.embedded.corpus import run_corpus
@@ -203,7 +204,7 @@ def write_anchors(world, n: int, seed: int, verify=None) -> int:
 
     kit = world.domain.capability("synthesis")
     if isinstance(kit, SelectionKit):
-        gold = anchor_trajectories(world, kit, n, 10_000 + seed, verify or VerifyConfig())
+        gold = anchor_trajectories(world, kit, n, 10_000 + seed, verify or VerifyConfig(), exclude)
         paths.ANCHORS.write_text("".join(t.without_timings().model_dump_json() + "\n" for t in gold))
         return len(gold)
     tasks = generate_tasks(world, n, seed=10_000 + seed) if n else []

@@ -17,6 +17,7 @@ import logging
 import random
 from abc import ABC, abstractmethod
 from collections import Counter
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from pipeline.dataset.task import Task
@@ -72,25 +73,26 @@ class Selector:
         self.flaw: dict[str, Counter] = {}
         self.covered: Counter = Counter()
 
-    def run(self) -> SynthesisResult:
+    def run(self, on_task: Callable[[Task], None] | None = None) -> SynthesisResult:
         from pipeline.synth.synthesize import SynthesisResult
 
         result = SynthesisResult()
         modes = [m for m, t in self.targets.modes.items() if t.count > 0]
         need = {m: self.targets.modes[m].count for m in modes}
+        tries = {m: 4 * need[m] + 8 for m in modes}  # candidates a mode may verify, as a generator's attempts
         aims: Counter = Counter()
         while any(need[m] > 0 for m in modes):
-            progressed = False
             for mode in modes:
                 if need[mode] <= 0:
                     continue
-                picked = self._pick(mode)
+                picked = self._pick(mode) if tries[mode] > 0 else None
                 if picked is None:
-                    need[mode] = 0  # the pool has nothing left for this mode
+                    log.warning("selection for %s stops %d short: the pool has no more to verify", mode, need[mode])
+                    need[mode] = 0
                     continue
+                tries[mode] -= 1
                 task, aim = picked
                 traj = self._verify(task, mode)
-                progressed = True
                 if traj is None:
                     continue
                 dials = {**task.provenance.dials, "aim": aim, "pool": "train"}
@@ -102,8 +104,8 @@ class Selector:
                 self.covered.update(self.kit.cells(task))
                 aims[aim] += 1
                 need[mode] -= 1
-            if not progressed:
-                break
+                if on_task:
+                    on_task(task)
         result.manifest = self._manifest(result, aims)
         return result
 
@@ -185,15 +187,24 @@ def verify_task(world: World, task: Task, verifier, config: VerifyConfig, mode: 
     return "ok", [], flaw, traj
 
 
-def select(world: World, targets: Targets, config: SynthConfig, kit: SelectionKit) -> SynthesisResult:
-    return Selector(world, targets, config, kit).run()
+def select(
+    world: World,
+    targets: Targets,
+    config: SynthConfig,
+    kit: SelectionKit,
+    on_task: Callable[[Task], None] | None = None,
+) -> SynthesisResult:
+    return Selector(world, targets, config, kit).run(on_task)
 
 
-def anchor_trajectories(world: World, kit: SelectionKit, n: int, seed: int, config: VerifyConfig) -> list:
-    """Gold trajectories of `n` pool tasks drawn with `seed` (the oracle's passing runs of verified tasks)."""
+def anchor_trajectories(
+    world: World, kit: SelectionKit, n: int, seed: int, config: VerifyConfig, exclude: set[str] = frozenset()
+) -> list:
+    """Gold trajectories of `n` pool tasks drawn with `seed`, none of `exclude` (the tasks selected for the
+    targets): the oracle's passing runs of verified tasks."""
     from pipeline.synth.verify import Verifier
 
-    pool = kit.pool(world)
+    pool = [t for t in kit.pool(world) if t.id not in exclude]
     random.Random(f"anchors:{world.name}:{seed}").shuffle(pool)
     verifier = Verifier(world, config.model_copy(update={"flaw_check": False}))
     out = []

@@ -312,7 +312,7 @@ def synthesize(
     all (`pipeline.outputs.staged_folder`: a run killed while writing leaves the previous folder as it was)."""
     kit = kit_of(world.domain, needed_for="synthesize")
     if isinstance(kit, SelectionKit):  # tasks drawn from the domain's training pool, not grown from templates
-        result = select(world, targets, config or SynthConfig(), kit)
+        result = select(world, targets, config or SynthConfig(), kit, on_task)
     else:
         result = Synthesizer(world, targets, config).run(on_task)
     with staged_folder(out_dir) as staging:
