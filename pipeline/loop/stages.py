@@ -194,7 +194,7 @@ def synthesize(p: Params):
     return result
 
 
-def write_anchors(world, n: int, seed: int, verify=None, exclude: set[str] = frozenset()) -> int:
+def write_anchors(world, n: int, seed: int, verify=None, exclude: frozenset[str] | set[str] = frozenset()) -> int:
     """Gold trajectories of plain generated tasks (the default template mix), verified by the grader; for a
     domain whose synthesis selects from a pool, of pool tasks drawn with `seed` and verified like selected ones."""
     from pipeline.embedded.corpus import run_corpus

@@ -198,7 +198,12 @@ def select(
 
 
 def anchor_trajectories(
-    world: World, kit: SelectionKit, n: int, seed: int, config: VerifyConfig, exclude: set[str] = frozenset()
+    world: World,
+    kit: SelectionKit,
+    n: int,
+    seed: int,
+    config: VerifyConfig,
+    exclude: frozenset[str] | set[str] = frozenset(),
 ) -> list:
     """Gold trajectories of `n` pool tasks drawn with `seed`, none of `exclude` (the tasks selected for the
     targets): the oracle's passing runs of verified tasks."""
