@@ -143,6 +143,7 @@ def _measure(p: Params, model_dir: Path, out: Path):
         user=p.measure.user,
         judge=p.measure.judge,
         prices=p.measure.prices,
+        limits=p.gate.limits,  # measured under the limits the gate re-grades under
     )
     if out.exists():
         shutil.rmtree(out)
@@ -188,15 +189,24 @@ def synthesize(p: Params):
         shutil.rmtree(paths.SYNTH_DIR)
     world = load_world(p.train_world(), p.world.domain)
     result = run(world, Targets.read(paths.TARGETS), paths.SYNTH_DIR, p.synthesize.config)
-    write_anchors(world, p.synthesize.anchors, p.synthesize.config.seed)
+    chosen = {t.id for t in result.tasks}
+    write_anchors(world, p.synthesize.anchors, p.synthesize.config.seed, p.synthesize.config.verify, chosen)
     return result
 
 
-def write_anchors(world, n: int, seed: int) -> int:
-    """Gold trajectories of plain generated tasks (the default template mix), verified by the grader."""
+def write_anchors(world, n: int, seed: int, verify=None, exclude: frozenset[str] | set[str] = frozenset()) -> int:
+    """Gold trajectories of plain generated tasks (the default template mix), verified by the grader; for a
+    domain whose synthesis selects from a pool, of pool tasks drawn with `seed` and verified like selected ones."""
     from pipeline.embedded.corpus import run_corpus
+    from pipeline.synth.select import SelectionKit, anchor_trajectories
     from pipeline.synth.templates import generate_tasks
+    from pipeline.synth.verify import VerifyConfig
 
+    kit = world.domain.capability("synthesis")
+    if isinstance(kit, SelectionKit):
+        gold = anchor_trajectories(world, kit, n, 10_000 + seed, verify or VerifyConfig(), exclude)
+        paths.ANCHORS.write_text("".join(t.without_timings().model_dump_json() + "\n" for t in gold))
+        return len(gold)
     tasks = generate_tasks(world, n, seed=10_000 + seed) if n else []
     oracle = world.domain.require("oracle", needed_for="the anchors (stage synthesize)")
     gold = run_corpus(world, tasks, oracle(), trials=1, seed=seed, passing_only=True)
@@ -222,6 +232,7 @@ def curate(p: Params) -> dict:
         bands=p.curate.bands,
         anchor_ratio=p.curate.anchor_ratio,
         max_items=p.curate.max_items,
+        limits=p.gate.limits,
     )
     if paths.CURATED_DIR.exists():
         shutil.rmtree(paths.CURATED_DIR)

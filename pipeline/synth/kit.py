@@ -21,6 +21,7 @@ from pipeline.synth.drafts import Draft, Want
 from pipeline.synth.taxonomy import MESS_DIALS, Taxonomy
 
 if TYPE_CHECKING:
+    from pipeline.synth.select import SelectionKit
     from pipeline.world.domain import Domain
     from pipeline.world.tables import Session, World
     from pipeline.world.tools import ToolRegistry
@@ -98,7 +99,7 @@ class SynthesisKit(ABC):
 _CHECKED: dict[tuple[int, int], SynthesisKit] = {}
 
 
-def kit_of(domain: Domain, needed_for: str) -> SynthesisKit:
+def kit_of(domain: Domain, needed_for: str) -> SynthesisKit | SelectionKit:
     """The domain's synthesis kit (a DomainCapabilityError when it has none), checked against its tools."""
     kit = domain.require("synthesis", needed_for=needed_for)
     key = (id(domain), id(kit))
@@ -109,8 +110,13 @@ def kit_of(domain: Domain, needed_for: str) -> SynthesisKit:
 
 
 def check_kit(domain: Domain, kit: Any) -> None:
-    """Raise SynthesisKitError naming the domain for each way the kit does not fit the domain."""
+    """Raise SynthesisKitError naming the domain for each way the kit does not fit the domain (a selection kit,
+    `pipeline.synth.select`, draws tasks from a pool and has no templates to check)."""
+    from pipeline.synth.select import SelectionKit
+
     where = f"domain {domain.name!r} synthesis kit"
+    if isinstance(kit, SelectionKit):
+        return
     if not isinstance(kit, SynthesisKit):
         raise SynthesisKitError(f"{where}: is a {type(kit).__name__}, not a pipeline.synth.kit.SynthesisKit")
     tax, writes = kit.taxonomy, domain.tools.of_kind("write")

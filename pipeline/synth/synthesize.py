@@ -36,6 +36,7 @@ from pipeline.synth.judge import JudgeCascade, JudgeConfig
 from pipeline.synth.kit import kit_of
 from pipeline.synth.partition import Partitioned, needs_partition, partition
 from pipeline.synth.rework import Outcome, Reworker
+from pipeline.synth.select import SelectionKit, select
 from pipeline.synth.taxonomy import DIALS, PLAIN
 from pipeline.synth.verify import Verifier, VerifyConfig
 from pipeline.target.split import Targets
@@ -310,7 +311,11 @@ def synthesize(
 ) -> SynthesisResult:
     """Run the synthesis and write tasks.jsonl, trajectories.jsonl and manifest.json to `out_dir`, whole or not at
     all (`pipeline.outputs.staged_folder`: a run killed while writing leaves the previous folder as it was)."""
-    result = Synthesizer(world, targets, config).run(on_task)
+    kit = kit_of(world.domain, needed_for="synthesize")
+    if isinstance(kit, SelectionKit):  # tasks drawn from the domain's training pool, not grown from templates
+        result = select(world, targets, config or SynthConfig(), kit, on_task)
+    else:
+        result = Synthesizer(world, targets, config).run(on_task)
     with staged_folder(out_dir) as staging:
         write_tasks(staging / "tasks.jsonl", result.tasks)
         with (staging / "trajectories.jsonl").open("w") as fh:

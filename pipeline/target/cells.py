@@ -22,6 +22,7 @@ from pipeline.dataset.task import Task
 from pipeline.errors import InputError
 from pipeline.synth.coverage import task_cells
 from pipeline.synth.kit import SynthesisKit, kit_of
+from pipeline.synth.select import SelectionKit, cells_by_mode
 from pipeline.world.domain import Domain
 from pipeline.world.registry import resolve_domain
 
@@ -31,6 +32,8 @@ class VerdictsReadError(InputError, ValueError):
 
 
 def _cells_by_mode(kit: SynthesisKit, task: Task) -> dict[str, list[str]]:
+    if isinstance(kit, SelectionKit):
+        return cells_by_mode(kit, task)
     out: dict[str, list[str]] = defaultdict(list)
     for cell in sorted(task_cells(kit, task)):
         for mode in kit.taxonomy[cell[0]].modes:

@@ -9,7 +9,8 @@ A data set (`retail`, `airline`, `telecom`) is a directory holding τ²-bench's 
    the current directory, and beside the current directory.
 
 A variable that is set is an instruction: if what it names does not hold the data, that is an error naming the
-variable, never a silent fall-through to the next place. `python -m pipeline.tau2.data` prints what it finds.
+variable, never a silent fall-through to the next place. `python -m pipeline.tau2.data` prints what it finds;
+`python -m pipeline.tau2.data telecom` prints only telecom's directory.
 """
 
 from __future__ import annotations
@@ -82,7 +83,16 @@ def tau2_data_dir(name: str, *, cwd: Path | None = None) -> Path:
     )
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    """Every data set and where it is; with a name, only that data set's directory (for a shell's `$(…)`)."""
+    args = sys.argv[1:] if argv is None else argv
+    if args:
+        try:
+            print(tau2_data_dir(args[0]))
+        except (Tau2DataNotFound, ValueError) as exc:
+            print(exc, file=sys.stderr)
+            return 1
+        return 0
     found = 0
     for name in DATASETS:
         try:

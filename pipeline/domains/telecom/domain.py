@@ -77,7 +77,9 @@ class TelecomDomain(Domain):
             tables[table] = keyed
         tables["device"] = {PHONE: phone.device}
         tables["surroundings"] = {PHONE: phone.surroundings}
-        return World(tables, policy=policy, name=name, domain=self)
+        world = World(tables, policy=policy, name=name, domain=self)
+        world.directory = db.resolve().parent  # where its tasks files lie (pipeline.domains.telecom.tasks)
+        return world
 
     def policy(self) -> str:
         return _policy()
@@ -160,6 +162,16 @@ class TelecomDomain(Domain):
             return TelecomFlawedAgent(FlawConfig(rates={**rates, **inherited}, seed=seed))
 
         return make
+
+    def tasks(self):
+        from pipeline.domains.telecom.tasks import generate_tasks
+
+        return generate_tasks
+
+    def synthesis(self):
+        from pipeline.domains.telecom.synthesis import TELECOM_KIT
+
+        return TELECOM_KIT
 
     def tau2_importer(self):
         from pipeline.domains.telecom.tau2 import Tau2Telecom
