@@ -198,7 +198,8 @@ def write_anchors(world, n: int, seed: int, verify=None, exclude: frozenset[str]
     """Gold trajectories of plain generated tasks (the default template mix), verified by the grader; for a
     domain whose synthesis selects from a pool, of pool tasks drawn with `seed` and verified like selected ones."""
     from pipeline.embedded.corpus import run_corpus
-    from pipeline.synth.select import SelectionKit, anchor_trajectories
+    from pipeline.synth.select import anchor_trajectories
+    from pipeline.synth.selection_kit import SelectionKit
     from pipeline.synth.templates import generate_tasks
     from pipeline.synth.verify import VerifyConfig
 

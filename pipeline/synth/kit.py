@@ -21,7 +21,7 @@ from pipeline.synth.drafts import Draft, Want
 from pipeline.synth.taxonomy import MESS_DIALS, Taxonomy
 
 if TYPE_CHECKING:
-    from pipeline.synth.select import SelectionKit
+    from pipeline.synth.selection_kit import SelectionKit
     from pipeline.world.domain import Domain
     from pipeline.world.tables import Session, World
     from pipeline.world.tools import ToolRegistry
@@ -112,7 +112,7 @@ def kit_of(domain: Domain, needed_for: str) -> SynthesisKit | SelectionKit:
 def check_kit(domain: Domain, kit: Any) -> None:
     """Raise SynthesisKitError naming the domain for each way the kit does not fit the domain (a selection kit,
     `pipeline.synth.select`, draws tasks from a pool and has no templates to check)."""
-    from pipeline.synth.select import SelectionKit
+    from pipeline.synth.selection_kit import SelectionKit
 
     where = f"domain {domain.name!r} synthesis kit"
     if isinstance(kit, SelectionKit):

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import random
-from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -23,41 +22,19 @@ from typing import TYPE_CHECKING
 from pipeline.dataset.task import Task
 from pipeline.grading.grader import grade
 from pipeline.rollout.runner import run_episode
+from pipeline.synth.result import SynthesisResult
+from pipeline.synth.selection_kit import SelectionKit
 from pipeline.world.assertions import check_assertions
 from pipeline.world.replay import replay_gold
 
 if TYPE_CHECKING:
     from pipeline.rollout.trajectory import Trajectory
-    from pipeline.synth.synthesize import SynthConfig, SynthesisResult
+    from pipeline.synth.synthesize import SynthConfig
     from pipeline.synth.verify import VerifyConfig
     from pipeline.target.split import Targets
     from pipeline.world.tables import World
 
 log = logging.getLogger(__name__)
-MODES = ("plan_adherence", "invention", "misread")
-
-
-class SelectionKit(ABC):
-    """A domain's training-task pool and the cells each of its tasks covers."""
-
-    business: str = "a customer-service desk"
-
-    @abstractmethod
-    def pool(self, world: World) -> list[Task]:
-        """Every task training may use, grounded in `world`, none sharing a scenario with a held-out task."""
-
-    @abstractmethod
-    def cells(self, task: Task) -> list[str]:
-        """The cells ("template/dial/outcome") a task covers, for any task of the domain (held-out ones too)."""
-
-    def modes(self, task: Task) -> tuple[str, ...]:
-        """The failure modes a task exercises (all three by default)."""
-        return MODES
-
-
-def cells_by_mode(kit: SelectionKit, task: Task) -> dict[str, list[str]]:
-    cells = sorted(set(kit.cells(task)))
-    return {mode: cells for mode in kit.modes(task)} if cells else {}
 
 
 class Selector:
@@ -74,8 +51,6 @@ class Selector:
         self.covered: Counter = Counter()
 
     def run(self, on_task: Callable[[Task], None] | None = None) -> SynthesisResult:
-        from pipeline.synth.synthesize import SynthesisResult
-
         result = SynthesisResult()
         modes = [m for m, t in self.targets.modes.items() if t.count > 0]
         need = {m: self.targets.modes[m].count for m in modes}

@@ -18,7 +18,6 @@ import random
 import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -28,15 +27,16 @@ from pipeline.dataset.task import Task
 from pipeline.errors import InputError
 from pipeline.grading.modes import FAILURE_MODES
 from pipeline.outputs import staged_folder
-from pipeline.rollout.trajectory import Trajectory
 from pipeline.synth.candidate import Spec, build
 from pipeline.synth.coverage import CoverageTracker
 from pipeline.synth.evolve import Lineage, apply_dial, descendant, parents_for
 from pipeline.synth.judge import JudgeCascade, JudgeConfig
 from pipeline.synth.kit import kit_of
 from pipeline.synth.partition import Partitioned, needs_partition, partition
+from pipeline.synth.result import SynthesisResult
 from pipeline.synth.rework import Outcome, Reworker
-from pipeline.synth.select import SelectionKit, select
+from pipeline.synth.select import select
+from pipeline.synth.selection_kit import SelectionKit
 from pipeline.synth.taxonomy import DIALS, PLAIN
 from pipeline.synth.verify import Verifier, VerifyConfig
 from pipeline.target.split import Targets
@@ -109,13 +109,6 @@ class SynthConfig(BaseModel):
         if unknown:
             raise ValueError(f"unknown dial(s) {unknown}; known: {', '.join(DIALS)}")
         return v
-
-
-@dataclass
-class SynthesisResult:
-    tasks: list[Task] = field(default_factory=list)
-    trajectories: list[Trajectory] = field(default_factory=list)
-    manifest: dict = field(default_factory=dict)
 
 
 class Synthesizer:

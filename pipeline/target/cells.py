@@ -22,7 +22,7 @@ from pipeline.dataset.task import Task
 from pipeline.errors import InputError
 from pipeline.synth.coverage import task_cells
 from pipeline.synth.kit import SynthesisKit, kit_of
-from pipeline.synth.select import SelectionKit, cells_by_mode
+from pipeline.synth.selection_kit import SelectionKit, cells_by_mode
 from pipeline.world.domain import Domain
 from pipeline.world.registry import resolve_domain
 

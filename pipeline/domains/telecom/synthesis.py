@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pipeline.dataset.task import Task
 from pipeline.domains.telecom.tasks import parse_id, training_pool
-from pipeline.synth.select import SelectionKit
+from pipeline.synth.selection_kit import SelectionKit
 from pipeline.world.tables import World
 
 

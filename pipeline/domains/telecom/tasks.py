@@ -55,8 +55,9 @@ def directory(world: World) -> Path:
 @cache
 def _load(path: Path, tasks_file: str) -> tuple[Task, ...]:
     from pipeline.domains.telecom.tau2 import Tau2Telecom
+    from pipeline.world.registry import resolve_domain
 
-    return tuple(Tau2Telecom().load(path, tasks_file)[1])
+    return tuple(Tau2Telecom(resolve_domain("telecom")).load(path, tasks_file)[1])
 
 
 def _split(path: Path) -> dict[str, list[str]]:

@@ -1,0 +1,37 @@
+"""What a domain provides to be synthesized by selection (`pipeline.synth.select`): a training-task pool and the
+cells each task covers. Light on purpose: the kit checks and the failure cells read it without loading the
+runner and grader that selection itself needs."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pipeline.dataset.task import Task
+    from pipeline.world.tables import World
+
+MODES = ("plan_adherence", "invention", "misread")
+
+
+class SelectionKit(ABC):
+    """A domain's training-task pool and the cells each of its tasks covers."""
+
+    business: str = "a customer-service desk"
+
+    @abstractmethod
+    def pool(self, world: World) -> list[Task]:
+        """Every task training may use, grounded in `world`, none sharing a scenario with a held-out task."""
+
+    @abstractmethod
+    def cells(self, task: Task) -> list[str]:
+        """The cells ("template/dial/outcome") a task covers, for any task of the domain (held-out ones too)."""
+
+    def modes(self, task: Task) -> tuple[str, ...]:
+        """The failure modes a task exercises (all three by default)."""
+        return MODES
+
+
+def cells_by_mode(kit: SelectionKit, task: Task) -> dict[str, list[str]]:
+    cells = sorted(set(kit.cells(task)))
+    return {mode: cells for mode in kit.modes(task)} if cells else {}
