@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pipeline.tracking.bounds import bound_requests
+
 if TYPE_CHECKING:
     from mlflow import MlflowClient
 
@@ -23,6 +25,7 @@ log = logging.getLogger(__name__)
 # The loop runs offline and inside DVC logs: no usage pings, no progress bars. Users can still override both.
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+bound_requests()  # bounded HTTP retries and timeouts (pipeline.tracking.bounds)
 
 DB_NAME = "mlruns.db"
 ARTIFACT_DIR = "mlartifacts"
