@@ -54,9 +54,9 @@ def test_a_server_down_from_the_start_is_named_at_once(loop_dir):  # noqa: F811
 def test_errors_inside_become_one_line():
     from mlflow.exceptions import MlflowException
 
-    with pytest.raises(TrackingUnavailableError, match=r"^MLflow at http://x: API request failed$"):
-        with tracking_errors("http://x"):
-            raise MlflowException("API request failed\nwith a long tail")
+    failed = pytest.raises(TrackingUnavailableError, match=r"^MLflow at http://x: API request failed$")
+    with failed, tracking_errors("http://x"):
+        raise MlflowException("API request failed\nwith a long tail")
     check_reachable("sqlite:///nowhere.db")  # a file store has no server to ask
 
 
@@ -71,7 +71,7 @@ def test_a_server_killed_mid_promote_ends_it_within_the_bound(loop_dir, mlflow_t
     uri = f"http://127.0.0.1:{port}"
     env = dict(os.environ, MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false", MLFLOW_DISABLE_TELEMETRY="true")
     cmd = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
-           "--backend-store-uri", f"sqlite:///{db}", "--artifacts-destination", str(tmp_path / "artifacts")]  # fmt: skip
+           "--backend-store-uri", f"sqlite:///{db}", "--artifacts-destination", str(tmp_path / "art")]  # fmt: skip
     server = subprocess.Popen(
         cmd, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
     )
