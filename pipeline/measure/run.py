@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.agents.registry import checkpoint_digest, make_agent
 from pipeline.dataset.io import read_tasks
+from pipeline.dataset.provenance import PROVENANCE_FILE, Provenance, provenance_text
 from pipeline.dataset.validate import check_tasks
 from pipeline.grading.failure_modes import analyze
 from pipeline.grading.tau2_reward import VerdictName
@@ -59,6 +60,7 @@ RUN_FILES = (
     "usage.json",
     "timings.jsonl",
     "journal.jsonl",
+    PROVENANCE_FILE,
 )
 
 
@@ -203,6 +205,7 @@ def _measure(
         out_dir / "trajectories.jsonl",
         "".join(r.trajectory.without_timings().model_dump_json() + "\n" for r in results),
     )
+    atomic_write(out_dir / PROVENANCE_FILE, provenance_text(Provenance.of(world, config.tasks)))
     atomic_write(out_dir / "timings.jsonl", "".join(json.dumps(_timings(r)) + "\n" for r in results))
     atomic_write(
         out_dir / "verdicts.jsonl",
