@@ -4,19 +4,23 @@
 the sha256 of the task file it measured. `gate` and `report` hand what they were given (world, task file) to
 `check_provenance`, which refuses a run measured on another world or another version of the task file (a gold
 changed since would re-grade old conversations against a new answer: a different pass^k, with no warning) in one
-line naming the run, the field and both values. A run folder without the record (measured before it existed) is
-accepted as it is.
+line naming the run, the field and both values. A run folder without the record (measured before it existed), or
+whose record describes other trajectories than the folder holds (files restored from a cache), is accepted as it
+is.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 PROVENANCE_FILE = "provenance.json"
+TRAJECTORIES = "trajectories.jsonl"
+log = logging.getLogger(__name__)
 
 
 class ProvenanceError(ValueError):
@@ -30,14 +34,19 @@ class Provenance(BaseModel):
     world: str = Field(description="The world's name.")
     world_digest: str = Field(description="sha256 of the world's tables (World.fingerprint).")
     tasks_sha256: str = Field(description="sha256 of the task file's bytes.")
+    trajectories_sha256: str = Field(
+        description="sha256 of the run's trajectories.jsonl: a record beside other trajectories (a folder whose"
+        " files were restored from a cache without it) is stale and ignored."
+    )
 
     @classmethod
-    def of(cls, world, tasks_path: Path) -> Provenance:
+    def of(cls, world, tasks_path: Path, run_dir: Path) -> Provenance:
         return cls(
             domain=world.domain.name,
             world=world.name,
             world_digest=world.fingerprint,
             tasks_sha256=file_sha256(tasks_path),
+            trajectories_sha256=file_sha256(Path(run_dir) / TRAJECTORIES),
         )
 
 
@@ -67,6 +76,10 @@ def check_provenance(run_dir: Path, world=None, tasks_path: Path | None = None) 
     """Refuse `run_dir` when its record names another domain or world, or another version of `tasks_path`."""
     recorded = read_provenance(run_dir)
     if recorded is None:
+        return None
+    trajectories = Path(run_dir) / TRAJECTORIES
+    if not trajectories.is_file() or file_sha256(trajectories) != recorded.trajectories_sha256:
+        log.warning("%s: %s describes other trajectories (stale); not checked", run_dir, PROVENANCE_FILE)
         return None
     given: list[tuple[str, str, str]] = []
     if world is not None:

@@ -205,7 +205,7 @@ def _measure(
         out_dir / "trajectories.jsonl",
         "".join(r.trajectory.without_timings().model_dump_json() + "\n" for r in results),
     )
-    atomic_write(out_dir / PROVENANCE_FILE, provenance_text(Provenance.of(world, config.tasks)))
+    atomic_write(out_dir / PROVENANCE_FILE, provenance_text(Provenance.of(world, config.tasks, out_dir)))
     atomic_write(out_dir / "timings.jsonl", "".join(json.dumps(_timings(r)) + "\n" for r in results))
     atomic_write(
         out_dir / "verdicts.jsonl",

@@ -34,6 +34,7 @@ def test_measure_records_its_provenance(run):
         "world": world.name,
         "world_digest": world.fingerprint,
         "tasks_sha256": file_sha256(run / "tasks.jsonl"),
+        "trajectories_sha256": file_sha256(run / "run" / "trajectories.jsonl"),
     }
     assert check_provenance(run / "run", world, run / "tasks.jsonl") is not None
 
@@ -53,5 +54,11 @@ def test_another_world_is_refused(run):
         check_provenance(run / "run", load_world("gen-6-8x10x20"), None)
 
 
-def test_a_run_without_a_record_is_accepted(run, tmp_path):
+def test_a_run_without_a_record_or_with_a_stale_one_is_accepted(run, tmp_path):
     assert check_provenance(tmp_path, load_world(WORLD), run / "tasks.jsonl") is None
+    import shutil
+
+    shutil.copytree(run / "run", stale := tmp_path / "stale")
+    lines = (stale / "trajectories.jsonl").read_text().splitlines(keepends=True)
+    (stale / "trajectories.jsonl").write_text("".join(lines[1:]))  # other trajectories, the old record beside them
+    assert check_provenance(stale, load_world("gen-6-8x10x20"), None) is None
