@@ -762,6 +762,206 @@ def _(tmp: Path) -> Outcome:
     return cli([*args, "--agent", "oracle", "--probes", "1", "--out", str(tmp / "cur")], "belongs with world")
 
 
+# ---- issue 45, the server, the endpoint, resume and the tracking store ----------------------------------------------
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class _Engine:
+    name, context, max_token_bytes = "fake", 1024, 16
+
+    def generate(self, messages, tools, policy, params):
+        from pipeline.rollout.trajectory import Message
+        from pipeline.serve.engine import Generation
+
+        return Generation(Message(role="assistant", content="ok"), 5, 1, "stop")
+
+
+def _served(read_timeout: float, max_connections: int):
+    """`agentloop serve`'s app on uvicorn with the server's own protocol (where this version has one)."""
+    import uvicorn
+
+    from pipeline.serve import create_app
+
+    kwargs: dict = {}
+    try:
+        from pipeline.serve.connections import bounded_protocol
+
+        kwargs["http"] = bounded_protocol(read_timeout, max_connections)
+    except ImportError:
+        pass  # a version without the bounds: uvicorn as it comes
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(_Engine()), port=port, log_level="error", **kwargs))
+    threading.Thread(target=server.run, daemon=True).start()
+    deadline = time.time() + 20
+    while not server.started and time.time() < deadline:
+        time.sleep(0.05)
+    return server, port
+
+
+def _reply_within(port: int, head: bytes, seconds: float) -> bytes:
+    import socket
+
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.sendall(head)
+    sock.settimeout(seconds)
+    try:
+        return sock.recv(4096)
+    except (TimeoutError, ConnectionResetError):
+        return b""
+    finally:
+        sock.close()
+
+
+@case(45, "class 7: serve, a client sending its headers a byte at a time")
+def _(tmp: Path) -> Outcome:
+    server, port = _served(2.0, 64)
+    try:
+        reply = _reply_within(port, b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\n", 10)
+    finally:
+        server.should_exit = True
+    if reply.startswith(b"HTTP/1.1 408"):
+        return clear("408 at the 2 s read timeout: " + reply.split(b"\r\n\r\n", 1)[-1].decode()[:120])
+    return silent(f"connection still held after 10 s: {reply[:80]!r}")
+
+
+@case(45, "class 7: serve, 3x its connection limit held open by slow clients")
+def _(tmp: Path) -> Outcome:
+    import socket
+
+    import httpx
+
+    server, port = _served(5.0, 8)
+    held = [socket.create_connection(("127.0.0.1", port)) for _ in range(24)]
+    try:
+        for sock in held:
+            sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\n")
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        body = {"model": "fake", "messages": [{"role": "user", "content": "hi"}]}
+        r = httpx.post(f"http://127.0.0.1:{port}/v1/chat/completions", json=body, timeout=3)
+        waited = time.monotonic() - t0
+    except httpx.TimeoutException:
+        return silent("a new request waited past 3 s behind 24 slow clients")
+    finally:
+        for sock in held:
+            sock.close()
+        server.should_exit = True
+    if r.status_code == 503:
+        return clear(f"503 in {waited:.2f} s: {r.json()['error']['message']}")
+    return silent(f"HTTP {r.status_code} in {waited:.2f} s with 24 connections held (limit 8)")
+
+
+@case(45, "class 7: an endpoint answering 3 MB per turn")
+def _(tmp: Path) -> Outcome:
+    from pipeline.dataset.io import write_tasks
+    from pipeline.measure import MeasureConfig, measure
+    from pipeline.rollout.runner import Limits
+    from tests.agents.fake_openai import FakeOpenAI, completion
+
+    write_tasks(path := tmp / "tasks.jsonl", tasks(1))
+    env = {"AGENTLOOP_MAX_RETRIES": "0", "AGENTLOOP_BASE_URL": ""}
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        with FakeOpenAI(default=lambda body: completion("w" * 3_000_000)) as fake:
+            os.environ["AGENTLOOP_BASE_URL"] = fake.base_url
+            cfg = MeasureConfig(
+                world=WORLD, tasks=path, agent="openai:m", trials=2, resamples=10, limits=Limits(max_turns=6)
+            )
+            try:
+                measure(cfg, tmp / "run")
+                message = "measured"
+            except Exception as exc:  # noqa: BLE001 - what it said is what is judged
+                message = str(exc)
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    size = sum(p.stat().st_size for p in (tmp / "run").rglob("*") if p.is_file())
+    if size > 1_000_000:
+        return silent(f"the run folder holds {size / 1e6:.1f} MB for 2 trials")
+    if "byte bound" in message:
+        return clear(f"{size} bytes stored; {message[:160]}")
+    return silent(f"{size} bytes stored, no bound named: {message[:160]}")
+
+
+@case(45, "class 3: measure killed with SIGKILL mid-write, then rerun")
+def _(tmp: Path) -> Outcome:
+    import subprocess
+
+    from pipeline.dataset.io import write_tasks
+
+    write_tasks(path := tmp / "tasks.jsonl", tasks(6))
+    args = ["measure", "--world", WORLD, "--tasks", str(path), "--agent", "flawed:invention=0.4", "--trials", "2"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def agentloop(*head: str, out: Path) -> int:
+        cmd = [sys.executable, *head, *args, "--out", str(out)]
+        return subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, timeout=300).returncode
+
+    agentloop("-m", "pipeline.cli", out=tmp / "reference")
+    if agentloop("-m", "tests.killpoint", "4", out=tmp / "run") != -9:
+        return silent("the run ended before its 4th flush")
+    agentloop("-m", "pipeline.cli", out=tmp / "run")
+    volatile = {"timings.jsonl", "journal.jsonl"}
+    names = sorted(p.name for p in (tmp / "reference").iterdir() if p.is_file() and p.name not in volatile)
+    differ = [n for n in names if (tmp / "run" / n).read_bytes() != (tmp / "reference" / n).read_bytes()]
+    if differ:
+        return silent(f"resumed, not byte-identical: {differ}")
+    return clear(f"resumed byte-identical: {', '.join(names)}")
+
+
+@case(45, "class 3: promote's store in a copied repository")
+def _(tmp: Path) -> Outcome:
+    import shutil
+
+    from pipeline.tracking.config import TrackingConfig
+
+    def log_one(root: Path, name: str) -> None:
+        config = TrackingConfig(tracking_uri=f"sqlite:///{root / 'mlruns.db'}")
+        client = config.client()
+        run = client.create_run(config.experiment_id(client))
+        (note := tmp / f"{name}.txt").write_text(name)
+        client.log_artifact(run.info.run_id, str(note))
+        client.set_terminated(run.info.run_id)
+
+    (original := tmp / "original").mkdir()
+    log_one(original, "first")
+    before = sorted(p.name for p in original.rglob("*") if p.is_file())
+    shutil.copytree(original, copy := tmp / "copy")
+    log_one(copy, "second")
+    after = sorted(p.name for p in original.rglob("*") if p.is_file())
+    if after != before:
+        return lost(f"the copy wrote into the original: {sorted(set(after) - set(before))}")
+    return clear("the copy wrote into its own mlartifacts/; the original unchanged")
+
+
+@case(45, "class 5: promote with the MLflow server down from the start")
+def _(tmp: Path) -> Outcome:
+    uri = f"http://127.0.0.1:{_free_port()}"
+    t0 = time.monotonic()
+    try:
+        from pipeline.tracking.bounds import TrackingUnavailableError, check_reachable, tracking_errors
+    except ImportError:  # a version without the bounds: MLflow's own retries
+        from pipeline.tracking.config import TrackingConfig
+
+        TrackingConfig(tracking_uri=uri).client().search_experiments()
+        return silent("accepted")
+    try:
+        with tracking_errors(uri):
+            check_reachable(uri)
+    except TrackingUnavailableError as exc:
+        return clear(f"{time.monotonic() - t0:.1f} s: {exc}")
+    return silent("no error")
+
+
 # ---- the harness --------------------------------------------------------------------------------------------------
 def run_case(c: Case, timeout: float) -> tuple[Outcome, float]:
     box: dict[str, Outcome] = {}
@@ -787,6 +987,16 @@ def run_case(c: Case, timeout: float) -> tuple[Outcome, float]:
     return (box.get("out") or Outcome("hang", f"still running after {timeout} s")), seconds
 
 
+def by_class(rows: list[dict]) -> dict[str, dict[str, int]]:
+    """Outcome counts per failure class of issue 45 (a case named "class N: ..."; others under "other")."""
+    table: dict[str, Counter] = {}
+    for r in rows:
+        head, sep, _ = r["case"].partition(":")
+        key = head if sep and head.startswith("class ") else "other"
+        table.setdefault(key, Counter())[r["status"]] += 1
+    return {k: {s: v[s] for s in STATUSES if v[s]} for k, v in sorted(table.items())}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--timeout", type=float, default=60.0, help="Seconds a case may take before it is a hang.")
@@ -806,6 +1016,7 @@ def main() -> None:
     summary = {"cases_tried": sum(counts[s] for s in STATUSES if s != "skipped"), **{s: counts[s] for s in STATUSES}}
     report = {
         "summary": summary,
+        "by_class": by_class(rows),
         "cases": rows,
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.machine()},
     }

@@ -22,6 +22,10 @@ def serve_cmd(
         None, envvar="AGENTLOOP_SERVE_API_KEY", help="Demand `Authorization: Bearer KEY` (default: no key)."
     ),
     max_request_bytes: int = typer.Option(1_000_000, min=1, help="Largest request body; more is refused (413)."),
+    read_timeout: float = typer.Option(
+        10.0, min=0.001, help="Seconds a request may take to arrive in full; slower ones get 408 and are closed."
+    ),
+    max_connections: int = typer.Option(128, min=1, help="Open connections at most; requests beyond get 503."),
     device: str = typer.Option(None, help="cpu, cuda, cuda:N, or auto (device_map over the GPUs)."),
     dtype: str = typer.Option("auto", help="auto (the checkpoint's own), float32, bfloat16 or float16."),
     chat_format: str = typer.Option(None, "--format", help="Chat format (default: recorded, or from the template)."),
@@ -43,4 +47,6 @@ def serve_cmd(
         threads=threads or None,
         api_key=api_key,
         max_request_bytes=max_request_bytes,
+        read_timeout_s=read_timeout,
+        max_connections=max_connections,
     )

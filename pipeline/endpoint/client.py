@@ -24,9 +24,14 @@ request again would only make the server generate it again, so by default it is 
 `resend_timed_out` restores resending (a hosted API that now and then leaves a request hanging). Failures before
 delivery (refused or timed-out connections: the server down) are retried as before.
 
+A reply is accepted up to `max_reply_bytes` (1 MB by default, `AGENTLOOP_MAX_REPLY_BYTES`): a longer one, whether
+it declares its length or streams it, is cut off as it arrives and the call raises `ReplyTooLargeError` at once
+(an infrastructure error naming the bound; resending would only bring the same flood). So a run stores at most
+that much per reply: an endpoint that answered 50 MB a turn once made a 1.2 GB run folder of 4 trials.
+
 Endpoint settings come from the environment: `AGENTLOOP_BASE_URL` / `AGENTLOOP_API_KEY` first, then the usual
 `OPENAI_BASE_URL` / `OPENAI_API_KEY`; `AGENTLOOP_TIMEOUT_S`, `AGENTLOOP_DEADLINE_S`, `AGENTLOOP_MAX_RETRIES`,
-`AGENTLOOP_BACKOFF_S`, `AGENTLOOP_RESEND_TIMED_OUT` tune the retries.
+`AGENTLOOP_BACKOFF_S`, `AGENTLOOP_RESEND_TIMED_OUT`, `AGENTLOOP_MAX_REPLY_BYTES` tune the retries and bounds.
 """
 
 from __future__ import annotations
@@ -65,10 +70,12 @@ __all__ = [
     "ContextLengthError",
     "EndpointConfig",
     "ReplyTimeoutError",
+    "ReplyTooLargeError",
     "UnsupportedSettingError",
 ]
 log = logging.getLogger(__name__)
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
+DEFAULT_MAX_REPLY_BYTES = 1_000_000
 
 
 class EndpointConfig(BaseModel):
@@ -85,6 +92,9 @@ class EndpointConfig(BaseModel):
     max_retries: int = Field(default=5, ge=0, description="Retries of a transient failure before giving up.")
     backoff_s: float = Field(default=1.0, ge=0, description="First retry delay; doubles each retry.")
     backoff_cap_s: float = Field(default=30.0, ge=0, description="Longest delay between two tries.")
+    max_reply_bytes: int = Field(
+        default=DEFAULT_MAX_REPLY_BYTES, ge=1, description="Largest reply body accepted; a longer one fails the call."
+    )
     resend_timed_out: bool = Field(
         default=False,
         description="Resend a request that was delivered but got no reply within timeout_s (False: the server is"
@@ -108,6 +118,7 @@ class EndpointConfig(BaseModel):
             ("max_retries", "AGENTLOOP_MAX_RETRIES"),
             ("backoff_s", "AGENTLOOP_BACKOFF_S"),
             ("resend_timed_out", "AGENTLOOP_RESEND_TIMED_OUT"),
+            ("max_reply_bytes", "AGENTLOOP_MAX_REPLY_BYTES"),
         ):
             if env.get(var):
                 values[name] = env[var]
@@ -131,8 +142,19 @@ class ReplyTimeoutError(InfrastructureError):
     """A delivered request got no reply within the attempt's time: the server is up and generating at length."""
 
 
+class ReplyTooLargeError(InfrastructureError):
+    """The endpoint's reply was longer than `max_reply_bytes` (not retried: it would send the same again)."""
+
+
 class _Deadline(Exception):
     """The attempt ran out of time (raised in the calling thread, whatever the timer interrupted)."""
+
+
+def _too_large(url: str, size: str, cap: int) -> str:
+    return (
+        f"{url}: reply of {size} bytes, over the {cap}-byte bound (max_reply_bytes, AGENTLOOP_MAX_REPLY_BYTES);"
+        " not accepted"
+    )
 
 
 @functools.cache
@@ -142,10 +164,27 @@ def _traced_transport_class() -> type:
     holds from one that never reached it."""
     lib = importlib.import_module(openai.DefaultHttpxClient.__mro__[1].__module__.partition(".")[0])
 
+    class CappedStream(lib.SyncByteStream):
+        """A reply body that stops being read past `cap` bytes."""
+
+        def __init__(self, stream: Any, cap: int, url: str) -> None:
+            self.stream, self.cap, self.url = stream, cap, url
+
+        def __iter__(self) -> Any:
+            size = 0
+            for chunk in self.stream:
+                size += len(chunk)
+                if size > self.cap:
+                    raise ReplyTooLargeError(_too_large(self.url, f"more than {self.cap}", self.cap))
+                yield chunk
+
+        def close(self) -> None:
+            self.stream.close()
+
     class TracedTransport(lib.HTTPTransport):
-        def __init__(self, state: threading.local, **kwargs: Any) -> None:
+        def __init__(self, state: threading.local, max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES, **kwargs: Any):
             super().__init__(**kwargs)
-            self.state = state
+            self.state, self.cap = state, max_reply_bytes
 
         def handle_request(self, request: Any) -> Any:
             def trace(event: str, info: dict) -> None:
@@ -153,7 +192,13 @@ def _traced_transport_class() -> type:
                     self.state.sent = True
 
             request.extensions = {**request.extensions, "trace": trace}
-            return super().handle_request(request)
+            response = super().handle_request(request)
+            declared = response.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > self.cap:
+                response.close()
+                raise ReplyTooLargeError(_too_large(str(request.url), declared, self.cap))
+            response.stream = CappedStream(response.stream, self.cap, str(request.url))
+            return response
 
     return TracedTransport
 
@@ -179,7 +224,8 @@ class ChatClient:
         pair = getattr(self._local, "sdk", None)
         if pair is None or pair[0].is_closed:
             cfg = self.config
-            http = openai.DefaultHttpxClient(timeout=cfg.timeout_s, transport=_traced_transport_class()(self._local))
+            transport = _traced_transport_class()(self._local, cfg.max_reply_bytes)
+            http = openai.DefaultHttpxClient(timeout=cfg.timeout_s, transport=transport)
             sdk = openai.OpenAI(
                 base_url=cfg.base_url.rstrip("/"),
                 api_key=cfg.api_key or "none",  # the SDK insists on a key; without one the header is left out
@@ -225,8 +271,12 @@ class ChatClient:
             except openai.APITimeoutError:
                 last = f"timed out after {budget:g}s (no reply)"
                 self._not_resent(body, last, attempt)
+            except ReplyTooLargeError:
+                raise
             except openai.APIConnectionError as exc:
                 cause = exc.__cause__ or exc
+                if isinstance(cause, ReplyTooLargeError):
+                    raise cause from None
                 last = f"transport error: {type(cause).__name__}: {cause}"
             except openai.APIStatusError as exc:
                 last = self._refusal(body, exc)

@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from pipeline.dataset.io import TaskFileError, read_tasks
+from pipeline.dataset.provenance import ProvenanceError, check_provenance
 from pipeline.gate.config import EVAL_TASKS, GateConfig
 from pipeline.gate.errors import GateInputError
 from pipeline.gate.load import RunInputs, load_run, sha256_file
@@ -112,6 +113,12 @@ def decide(
         if champion_dir is not None
         else None
     )
+    for run_dir in (candidate_dir, champion_dir):
+        if run_dir is not None:
+            try:
+                check_provenance(Path(run_dir), world, tasks_path)
+            except ProvenanceError as exc:
+                raise GateInputError(str(exc)) from None
     if champion_dir is None:
         log.info("no champion: first-iteration rule (candidate pass^%d lower bound > margin)", config.k)
     result = evaluate(cand.table, champ.table if champ else None, config)

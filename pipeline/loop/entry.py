@@ -25,10 +25,15 @@ def run_stage(name: str, fn: Callable[[Params], Any]) -> Any:
     except ParamsError as exc:
         print(f"stage {name}: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+    from pipeline.tracking.bounds import TrackingUnavailableError
+
     start, status = time.time(), "FAILED"
     try:
         result = fn(params)
         status = "FINISHED"
+    except TrackingUnavailableError as exc:
+        print(f"stage {name}: {exc}", file=sys.stderr)
+        raise SystemExit(1) from None
     finally:
         end = time.time()
         write_stage_time(StageTime(stage=name, start=start, end=end, status=status))

@@ -22,7 +22,12 @@ log = logging.getLogger(__name__)
 
 
 def tracking_config(p: Params) -> TrackingConfig:
-    return TrackingConfig(experiment=p.promote.experiment, model_name=p.promote.model_name)
+    location = p.promote.artifact_location
+    if location and "://" not in location and not Path(location).is_absolute():
+        from pipeline.tracking.config import repo_root
+
+        location = str(repo_root() / location)
+    return TrackingConfig(experiment=p.promote.experiment, model_name=p.promote.model_name, artifact_location=location)
 
 
 def _registered(source: str, config: TrackingConfig) -> str | None:

@@ -227,6 +227,11 @@ class ReportParams(Strict):
 class PromoteParams(Strict):
     experiment: str = Field(default="agentloop", min_length=1, description="MLflow experiment name.")
     model_name: str = Field(default="agentloop-agent", min_length=1, description="MLflow registered model name.")
+    artifact_location: str | None = Field(
+        default=None,
+        description="Artifact root of a newly created experiment (a relative path is taken from the repository's"
+        " root); default: mlartifacts/ beside a sqlite store, the server's choice otherwise.",
+    )
     traces: bool = Field(
         default=True,
         description="Log every graded trial of measure and remeasure as an MLflow trace (conversation, tool calls,"

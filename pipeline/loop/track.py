@@ -78,6 +78,17 @@ def _traces(p: Params, tracker, run, run_dir: Path, role: str, data: LoopData, t
 
 
 def track_and_promote(p: Params, lock_path: Path = Path("dvc.lock")) -> dict[str, Any]:
+    """Log the iteration and promote; an MLflow store that cannot be reached (down from the start or gone
+    part-way) fails within the bounds of `pipeline.tracking.bounds`, as one TrackingUnavailableError."""
+    from pipeline.tracking.bounds import check_reachable, tracking_errors
+
+    uri = tracking_config(p).tracking_uri
+    check_reachable(uri)
+    with tracking_errors(uri):
+        return _track_and_promote(p, lock_path)
+
+
+def _track_and_promote(p: Params, lock_path: Path) -> dict[str, Any]:
     from pipeline.gate.decision import read_gate
     from pipeline.loop.stages import eval_tasks_file
     from pipeline.metrics.summary import MeasureSummary

@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.agents.registry import checkpoint_digest, make_agent
 from pipeline.dataset.io import read_tasks
+from pipeline.dataset.provenance import PROVENANCE_FILE, Provenance, provenance_text
 from pipeline.dataset.validate import check_tasks
 from pipeline.grading.failure_modes import analyze
 from pipeline.grading.tau2_reward import VerdictName
@@ -60,6 +61,7 @@ RUN_FILES = (
     "usage.json",
     "timings.jsonl",
     "journal.jsonl",
+    PROVENANCE_FILE,
 )
 
 
@@ -205,6 +207,7 @@ def _measure(
         out_dir / "trajectories.jsonl",
         "".join(r.trajectory.without_timings().model_dump_json() + "\n" for r in results),
     )
+    atomic_write(out_dir / PROVENANCE_FILE, provenance_text(Provenance.of(world, config.tasks, out_dir)))
     atomic_write(out_dir / "timings.jsonl", "".join(json.dumps(_timings(r)) + "\n" for r in results))
     atomic_write(
         out_dir / "verdicts.jsonl",
@@ -222,7 +225,7 @@ def _measure(
     )
     valid = Counter(r.task_id for r in records if r.passed is not None)
     if not any(valid[t.id] >= max_k for t in tasks):
-        first = next((r.verdict.infra_error for r in results if r.verdict.infra_error), None)
+        first = next((r.trajectory.error for r in results if r.verdict.infra_error), None)
         raise MetricsInputError(
             f"{out_dir}: no task has {max_k} valid trial(s); every task lost trials to infrastructure errors (the"
             f" trajectories and verdicts are written; first: {first}); run the same command again to retry them"

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pipeline.dataset.io import read_tasks
+from pipeline.dataset.provenance import ProvenanceError, check_provenance
 from pipeline.grading.failure_modes import FAILURE_MODES, SIGNATURES
 from pipeline.metrics.buckets import BUCKETS, bucket_of
 from pipeline.metrics.headline import IterationHeadline, pp
@@ -268,6 +269,11 @@ def build_report(
     base, cand = load_run(Path(baseline_dir), verdict), load_run(Path(candidate_dir), verdict)
     tasks = {t.id: t for t in read_tasks(tasks_path)}
     _check_same_tasks(base, cand, tasks, Path(tasks_path))
+    for run_dir in (baseline_dir, candidate_dir):
+        try:
+            check_provenance(Path(run_dir), None, Path(tasks_path))
+        except ProvenanceError as exc:
+            raise ReportInputError(str(exc)) from None
     gate = read_gate(Path(gate_json)) if gate_json else None
     if gate is not None:
         check_gate_matches(gate, Path(gate_json), base.path, cand.path, Path(tasks_path))

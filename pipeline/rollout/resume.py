@@ -119,8 +119,10 @@ class TrialJournal:
         )
 
     def _write(self, obj: dict) -> None:
+        """Keys in the order the objects hold them (not sorted): a resumed trial reads back as it was, so the
+        run's files written from it are byte-identical to an uninterrupted run's."""
         assert self._fh is not None
-        self._fh.write((json.dumps(obj, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8"))
+        self._fh.write((json.dumps(obj, ensure_ascii=False) + "\n").encode("utf-8"))
         self._fh.flush()
         os.fsync(self._fh.fileno())
 

@@ -3,8 +3,9 @@
 Errors use OpenAI's shape (`{"error": {"message", "type", "code"}}`) and status codes: 400 for a bad request
 (a malformed message or tool schema names its field) or a prompt longer than the context (vLLM's wording, which
 clients detect), 401 without the API key when one is set, 404 for an unknown model name, 413 for a body over
-the size bound. A conversation whose user text alone cannot fit the context is refused before it waits for the
-generation slot.
+the size bound, 408 for a request not received in full within the read timeout, 503 while the server is at
+its connection limit; every reply conforms to the served OpenAPI schema (`/openapi.json`). A conversation whose
+user text alone cannot fit the context is refused before it waits for the generation slot.
 """
 
 from __future__ import annotations
@@ -23,8 +24,10 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from pipeline.endpoint.wire import call_to_openai, message_from_openai
 from pipeline.errors import InputError
+from pipeline.serve.connections import DEFAULT_MAX_CONNECTIONS, DEFAULT_READ_TIMEOUT_S, bounded_protocol
 from pipeline.serve.engine import Engine, GenerationParams, Limiter, PromptTooLongError
 from pipeline.serve.guard import DEFAULT_MAX_REQUEST_BYTES, Guard, check_exposure, fewest_prompt_tokens
+from pipeline.serve.responses import ChatCompletionOut, Health, ModelList, errors
 from pipeline.serve.schema import ChatRequest
 
 log = logging.getLogger(__name__)
@@ -36,8 +39,28 @@ class APIError(InputError):
         self.status, self.message, self.kind, self.code = status, message, kind, code
 
 
-def _error(status: int, message: str, kind: str, code: str | None = None) -> JSONResponse:
-    return JSONResponse(status_code=status, content={"error": {"message": message, "type": kind, "code": code}})
+def _error(
+    status: int, message: str, kind: str, code: str | None = None, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    return JSONResponse(
+        status_code=status, content={"error": {"message": message, "type": kind, "code": code}}, headers=headers
+    )
+
+
+def _documented_errors(app: FastAPI) -> None:
+    """The OpenAPI schema as served: FastAPI's default 422 replaced by the 400 this server answers instead."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = build()
+            for item in schema.get("paths", {}).values():
+                for operation in item.values():
+                    operation.get("responses", {}).pop("422", None)
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def create_app(
@@ -60,7 +83,7 @@ def create_app(
     @app.exception_handler(StarletteHTTPException)
     async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:  # e.g. a body nested too deeply
         kind = "invalid_request_error" if exc.status_code < 500 else "server_error"
-        return _error(exc.status_code, str(exc.detail), kind)
+        return _error(exc.status_code, str(exc.detail), kind, headers=getattr(exc, "headers", None))  # e.g. Allow
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -68,18 +91,20 @@ def create_app(
         where = ".".join(str(p) for p in first["loc"] if p != "body")
         return _error(400, f"{where}: {first['msg']}" if where else first["msg"], "invalid_request_error")
 
-    @app.get("/health")
+    common = (401, 405, 408, 413, 503)
+
+    @app.get("/health", response_model=Health, responses=errors(405, 408, 413, 503))
     def health() -> dict[str, str]:
         return {"status": "ok", "model": engine.name}
 
-    @app.get("/v1/models")
+    @app.get("/v1/models", response_model=ModelList, responses=errors(*common))
     def models() -> dict[str, Any]:
         return {
             "object": "list",
             "data": [{"id": engine.name, "object": "model", "owned_by": "agentloop", "max_model_len": engine.context}],
         }
 
-    @app.post("/v1/chat/completions")
+    @app.post("/v1/chat/completions", response_model=ChatCompletionOut, responses=errors(400, 404, *common))
     def chat(req: ChatRequest) -> dict[str, Any]:
         if req.model != engine.name:
             raise APIError(
@@ -137,6 +162,7 @@ def create_app(
             },
         }
 
+    _documented_errors(app)
     return app
 
 
@@ -149,8 +175,12 @@ def serve(
     threads: int | None = 1,
     api_key: str | None = None,
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+    read_timeout_s: float = DEFAULT_READ_TIMEOUT_S,
+    max_connections: int = DEFAULT_MAX_CONNECTIONS,
 ) -> None:
     """Run the API with uvicorn until interrupted.
+
+    `read_timeout_s` and `max_connections` bound slow and numerous clients (`pipeline.serve.connections`).
 
     `threads`: torch threads per generation (None: torch's default). Small models decode token by token with
     tiny matrices, where extra threads only wait on each other (on a busy 2-core machine one thread was ~8x
@@ -163,4 +193,5 @@ def serve(
         torch.set_num_threads(threads)
     check_exposure(host, api_key)
     app = create_app(engine, max_concurrency, default_max_tokens, api_key=api_key, max_request_bytes=max_request_bytes)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    protocol = bounded_protocol(read_timeout_s, max_connections)
+    uvicorn.run(app, host=host, port=port, log_level="warning", http=protocol)

@@ -92,8 +92,8 @@ class ChatRequest(BaseModel):
     max_tokens: int | None = Field(default=None, ge=1)
     max_completion_tokens: int | None = Field(default=None, ge=1)
     seed: int | None = None
-    n: int = 1
-    stream: bool = False
+    n: int = Field(default=1, description="Choices to generate; only 1 is supported (others: 400).")
+    stream: bool = Field(default=False, description="Streaming is not supported (true: 400).")
 
     @field_validator("tools")
     @classmethod

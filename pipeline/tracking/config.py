@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pipeline.tracking.bounds import bound_requests
+
 if TYPE_CHECKING:
     from mlflow import MlflowClient
 
@@ -23,6 +25,7 @@ log = logging.getLogger(__name__)
 # The loop runs offline and inside DVC logs: no usage pings, no progress bars. Users can still override both.
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+bound_requests()  # bounded HTTP retries and timeouts (pipeline.tracking.bounds)
 
 DB_NAME = "mlruns.db"
 ARTIFACT_DIR = "mlartifacts"
@@ -91,13 +94,27 @@ class TrackingConfig(BaseModel):
             return str(db.resolve().parent / ARTIFACT_DIR)
         return None
 
+    def rebase_if_moved(self) -> None:
+        """Point the artifact locations of a moved sqlite store at `mlartifacts/` beside it (unless the
+        artifact location is set explicitly)."""
+        prefix = "sqlite:///"
+        if self.artifact_location is not None or not self.tracking_uri.startswith(prefix):
+            return
+        db = Path(self.tracking_uri[len(prefix) :])
+        if db.is_file():
+            from pipeline.tracking.relocate import rebase_moved_store
+
+            rebase_moved_store(db, ARTIFACT_DIR)
+
     def client(self) -> MlflowClient:
         from mlflow import MlflowClient
 
         return MlflowClient(tracking_uri=self.tracking_uri, registry_uri=self.tracking_uri)
 
     def experiment_id(self, client: MlflowClient | None = None) -> str:
-        """The experiment's id, creating it on first use."""
+        """The experiment's id, creating it on first use (a store copied or moved along with its repository is
+        first rebased onto its new place: `pipeline.tracking.relocate`)."""
+        self.rebase_if_moved()
         client = client or self.client()
         exp = client.get_experiment_by_name(self.experiment)
         if exp is not None:

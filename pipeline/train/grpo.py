@@ -229,6 +229,7 @@ def run_grpo(params: GRPOParams, out: Path, tasks: list[Task] | None = None) -> 
     """Train with GRPO and write the checkpoint to `out`."""
     if params.threads:
         torch.set_num_threads(params.threads)
+    adapter: Path | None = None
     with tempfile.TemporaryDirectory(prefix="agentloop-grpo-") as scratch:
         trainer, rollouts, base = build_trainer(params, scratch, tasks)
         with track("GRPO", None, "steps") as progress:
@@ -237,8 +238,9 @@ def run_grpo(params: GRPOParams, out: Path, tasks: list[Task] | None = None) -> 
             result = trainer.train()
         model = trainer.model
         if params.lora.enabled:
-            if params.lora.save_adapter:
-                model.save_pretrained(str(Path(out) / "adapter"))
+            if params.lora.save_adapter:  # moved into the checkpoint folder as it is written whole
+                adapter = Path(tempfile.mkdtemp(prefix="agentloop-adapter-"))
+                model.save_pretrained(str(adapter))
             model = model.merge_and_unload()
         history = trainer.state.log_history
     rewards = [float(e["reward"]) for e in history if "reward" in e]
@@ -251,6 +253,7 @@ def run_grpo(params: GRPOParams, out: Path, tasks: list[Task] | None = None) -> 
     base.save(
         Path(out),
         model,
+        adapter=adapter,
         training={"kind": "grpo", **json.loads(params.model_dump_json()), "rewards": rewards},
         data_manifest=manifest,
         parent=str(params.base),

@@ -206,6 +206,7 @@ def run_sft(params: SFTParams, out: Path, trajectories: list[Trajectory] | None 
     manifest["assistant_tokens"] = sum(sum(m) for m in columns["assistant_masks"])
     dataset = Dataset.from_dict(columns)
     micro = params.micro_batch_size or (params.batch_size if gpu else 1)
+    adapter: Path | None = None
     with tempfile.TemporaryDirectory(prefix="agentloop-sft-") as scratch:
         args = SFTConfig(
             output_dir=scratch,
@@ -250,8 +251,9 @@ def run_sft(params: SFTParams, out: Path, trajectories: list[Trajectory] | None 
                 result = trainer.train()
         trained = trainer.model
         if params.lora.enabled:
-            if params.lora.save_adapter:
-                trained.save_pretrained(str(Path(out) / "adapter"))
+            if params.lora.save_adapter:  # moved into the checkpoint folder as it is written whole
+                adapter = Path(tempfile.mkdtemp(prefix="agentloop-adapter-"))
+                trained.save_pretrained(str(adapter))
             trained = trained.merge_and_unload()
         losses = _losses(trainer.state.log_history)
         steps, mean_loss = int(result.global_step), float(result.training_loss)
@@ -262,6 +264,7 @@ def run_sft(params: SFTParams, out: Path, trajectories: list[Trajectory] | None 
     base.save(
         Path(out),
         trained,
+        adapter=adapter,
         training={"kind": "sft", **json.loads(params.model_dump_json()), "steps": steps, "losses": losses},
         data_manifest=manifest,
         parent=str(params.base),

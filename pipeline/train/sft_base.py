@@ -9,6 +9,7 @@ with `agentloop.json` recording the format, so `hf:OUT` loads it as it loaded th
 from __future__ import annotations
 
 import logging
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -18,6 +19,7 @@ import torch
 from pipeline.agents.formats import CODEC, ChatFormat
 from pipeline.agents.formats.codec import CodecConfig, encode_conversation
 from pipeline.embedded.model import META_FILE, CheckpointMeta, load_checkpoint, read_meta, save_checkpoint
+from pipeline.outputs import staged_folder
 from pipeline.rollout.trajectory import Trajectory
 from pipeline.train.sft_data import world_prompt
 from pipeline.train.sft_template import encode_with_template
@@ -58,11 +60,26 @@ class TrainBase:
             return encode_for_sft(trajectories, self.tokenizer, self.codec)
         return encode_with_template(trajectories, self.tokenizer, self.format)
 
-    def save(self, out: Path, trained: torch.nn.Module, **meta_fields: Any) -> Path:
-        """Write the trained model (agentloop: fp32 as always; outside: its own class and dtype) and its meta."""
+    def save(self, out: Path, trained: torch.nn.Module, adapter: Path | None = None, **meta_fields: Any) -> Path:
+        """Write the trained model (agentloop: fp32 as always; outside: its own class and dtype) and its meta,
+        whole or not at all: into a staging folder renamed over `out` when complete (`staged_folder`), so a run
+        killed while saving leaves the previous checkpoint (or none), never a torn one. `adapter`: a saved LoRA
+        adapter folder, moved in as `adapter/`."""
+        try:
+            with staged_folder(out) as staging:
+                if adapter is not None:
+                    shutil.move(str(adapter), str(staging / "adapter"))
+                self._save_into(staging, trained, meta_fields)
+        finally:
+            if adapter is not None:
+                shutil.rmtree(adapter, ignore_errors=True)
+        return Path(out)
+
+    def _save_into(self, out: Path, trained: torch.nn.Module, meta_fields: dict[str, Any]) -> None:
         if self.format is None:
             meta = CheckpointMeta.for_codec(self.codec, model=self.meta.model, **meta_fields)
-            return save_checkpoint(out, trained.to("cpu").float().eval(), self.tokenizer, meta)
+            save_checkpoint(out, trained.to("cpu").float().eval(), self.tokenizer, meta)
+            return
         trained = trained.to("cpu").to(self.dtype).eval()
         meta = CheckpointMeta(
             chat_format=self.format.name,
@@ -72,7 +89,7 @@ class TrainBase:
             dtype=str(self.dtype).removeprefix("torch."),
             **meta_fields,
         )
-        return save_checkpoint(out, trained, self.tokenizer, meta)
+        save_checkpoint(out, trained, self.tokenizer, meta)
 
 
 def load_base(path: str | Path, train_dtype: torch.dtype = torch.float32) -> TrainBase:

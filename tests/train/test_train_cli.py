@@ -31,10 +31,12 @@ def test_sft_cli_trains_an_outside_checkpoint_with_lora(tmp_path):
     data = write_jsonl(tmp_path / "d.jsonl", gold()[:1])
     out = tmp_path / "o"
     args = ["train", "sft", "--base", str(base), "--data", str(data), "--out", str(out), "--max-steps", "1"]
-    lora = ["--lora", "--lora-r", "2", "--lora-targets", "q_proj,v_proj", "--max-length", "8192"]
+    lora = ["--lora", "--lora-r", "2", "--lora-targets", "q_proj,v_proj", "--max-length", "8192", "--save-adapter"]
     result = runner.invoke(app, args + lora)
     assert result.exit_code == 0, result.output
     assert "SFT: 1 examples, 1 steps" in result.output and (out / "model.safetensors").exists()
+    assert (out / "adapter" / "adapter_config.json").exists()  # moved into the folder written whole
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.jsonl", "o", "qwen2"]  # no staging folder left
     result = runner.invoke(app, args + ["--max-length", "100"])
     assert result.exit_code == 2 and "max_length=100" in result.output
 
