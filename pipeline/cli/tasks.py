@@ -23,6 +23,12 @@ def tasks_generate(
     seed: int = typer.Option(0),
     out: Path = typer.Option(..., help="Output tasks.jsonl."),
     domain: str = typer.Option(None, help="Domain: retail, airline or module:attribute (default: from the world)."),
+    template: list[str] = typer.Option(
+        None, help="Only this template of the domain's synthesis kit (repeatable; default: the whole cycle)."
+    ),
+    plain: bool = typer.Option(
+        False, help="Only tasks without messes (every yes/no dial off: e.g. the customer knows the email)."
+    ),
 ) -> None:
     """Generate verified tasks (gold end state reachable) grounded in a world, with its domain's task generator."""
     from pipeline.dataset.io import write_tasks
@@ -32,7 +38,10 @@ def tasks_generate(
     check_output(out, "--out", inputs={"--world": world})
     loaded = load_world(world, domain)
     generate_tasks = loaded.domain.require("tasks", needed_for="agentloop tasks generate")
-    tasks = generate_tasks(loaded, n, seed=seed)
+    from pipeline.synth.plain import generate_selected
+
+    with failing(ValueError):
+        tasks = generate_selected(generate_tasks, loaded, n, seed=seed, templates=template or None, plain=plain)
     write_tasks(out, tasks)
     console.print(f"{len(tasks)} tasks → {out}")
 

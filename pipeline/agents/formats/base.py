@@ -57,5 +57,12 @@ class ChatFormat(Protocol):
 
 def single_token_id(tokenizer: Any, token: str) -> int | None:
     """The id of `token` when the tokenizer holds it as one token (added or in the vocabulary), else None."""
-    vocab = tokenizer.get_vocab()
-    return vocab.get(token)
+    to_id = getattr(tokenizer, "convert_tokens_to_ids", None)
+    if to_id is None:  # a tokenizer-like object without the lookup: its whole vocabulary
+        return tokenizer.get_vocab().get(token)
+    # one lookup, not `get_vocab()`: that builds a dict of the whole vocabulary (49k entries for SmolLM2), and
+    # stop tokens are looked up at every render (SFT renders every prefix of every conversation)
+    found = to_id(token)
+    if not isinstance(found, int) or (found == tokenizer.unk_token_id and token != tokenizer.unk_token):
+        return None
+    return found
