@@ -156,6 +156,10 @@ def tasks_generate(
     seed: int = typer.Option(0),
     out: Path = typer.Option(..., help="Output tasks.jsonl."),
     domain: str = typer.Option(None, help="Domain: retail, airline or module:attribute (default: from the world)."),
+    llm: str = typer.Option(
+        None, help="openai:MODEL@URL: a language model phrases the requests and proposes tasks (kept if verified)."
+    ),
+    llm_proposals: int = typer.Option(0, min=0, help="Tasks the --llm model proposes (each kept only if verified)."),
 ) -> None:
     """Generate verified tasks (gold end state reachable) grounded in a world, with its domain's task generator."""
     from pipeline.dataset.io import write_tasks
@@ -169,6 +173,20 @@ def tasks_generate(
     except DomainCapabilityError as exc:
         _fail(str(exc))
     tasks = generate_tasks(loaded, n, seed=seed)
+    if llm:
+        from pipeline.explore.llm import LLMRoles, LLMSpec, LLMSpecError, with_llm
+        from pipeline.rollout.protocols import InfrastructureError
+
+        try:
+            roles = LLMRoles(LLMSpec.parse(llm), seed=seed)
+            tasks = with_llm(loaded, tasks, roles, llm_proposals, seed=seed)
+        except (LLMSpecError, InfrastructureError) as exc:
+            _fail(str(exc))
+        report = out.with_name(out.name.removesuffix(".jsonl") + ".llm.json")
+        report.write_text(json.dumps(roles.report.to_dict(), indent=2) + "\n", encoding="utf-8")
+        r = roles.report
+        console.print(f"--llm: {r.phrased} requests rephrased ({sum(r.phrasing_rejected.values())} rejected); "
+                      f"{r.verified}/{r.proposed} proposals verified, dropped {dict(r.dropped)} → {report}")  # fmt: skip
     write_tasks(out, tasks)
     console.print(f"{len(tasks)} tasks → {out}")
 

@@ -1,8 +1,9 @@
 """Conditional requests, for any domain: "if its status is pending, cancel it; otherwise modify it".
 
-A write tool the world model found refused on a field of its record (a precondition: `status` is `returned`)
-and another write tool on the same table make one template, `if__<tool>`: the customer names one of their
-records and both branches, the condition being the values the tool was seen to accept. Which branch is right
+A write tool and another write tool about a record of the same table make one template, `if__<tool>`: the
+customer names one of their records and both branches. The condition is one the world model found: the values
+of a record field the tool was seen to accept (where a precondition on the field explains its refusals), else a
+value of an enumerated field of the table ('if its cabin is business'). Which branch is right
 is decided by the record's state, which the agent must look up: the template reads the record through the
 domain's read tool in a fresh session (what the agent will be shown), evaluates the condition on it, and forms
 and runs the selected branch's call; a draft is kept only when that call succeeds and changes the world. The
@@ -28,7 +29,7 @@ from pipeline.explore.kit import (
     singular,
     words,
 )
-from pipeline.explore.model import Precondition, WorldModel
+from pipeline.explore.model import WorldModel
 from pipeline.synth.drafts import Draft, Want, act
 from pipeline.world.tools import execute
 
@@ -36,12 +37,17 @@ CONDITIONAL_INTENT = "conditional:"
 """A conditional request's intent: 'conditional:<tool>|<other tool>' (the branch taken is the gold write)."""
 
 
-def conditions(model: WorldModel, tool: str) -> list[Precondition]:
-    """The tool's preconditions on a field of the record it is about, with the values it was seen to accept."""
+def conditions(model: WorldModel, tool: str) -> list[tuple[str, list[Any]]]:
+    """(field, values) a branch can turn on: the tool's preconditions on a field of its record, with the values
+    it was seen to accept; failing those, each value of an enumerated field of the record's table."""
     w = model.writes[tool]
-    return [g.precondition for g in w.refusals
-            if g.precondition is not None and g.precondition.kind == "field" and g.precondition.on is None
-            and g.precondition.allowed]  # fmt: skip
+    found = [(g.precondition.field, g.precondition.allowed) for g in w.refusals
+             if g.precondition is not None and g.precondition.kind == "field" and g.precondition.on is None
+             and g.precondition.field and g.precondition.allowed]  # fmt: skip
+    if found or w.subject_table is None:
+        return found
+    enumerated = model.tables[w.subject_table].enumerated
+    return [(f, [v]) for f, vs in sorted(enumerated.items()) if len(vs) > 1 for v in vs if v is not None]
 
 
 def siblings(model: WorldModel, tool: str) -> list[str]:
@@ -98,10 +104,11 @@ class Conditional:
         aim = rng.random() < 0.5  # the branch aimed for first: the condition holding, or not
         own = [k for k in sorted(ex.owned.get(user, {}).get(table, [])) if k not in exclude]
         records = {k: shown(ctx, user, table, k) for k in own}
-        keys = [k for k, r in records.items() if r is not None and cond.field in r]
-        ranked = sorted(rng.sample(keys, len(keys)), key=lambda k: (records[k][cond.field] in cond.allowed) != aim)
+        field, allowed = cond
+        keys = [k for k, r in records.items() if r is not None and field in r]
+        ranked = sorted(rng.sample(keys, len(keys)), key=lambda k: (records[k][field] in allowed) != aim)
         for key in ranked:
-            holds = records[key][cond.field] in cond.allowed
+            holds = records[key][field] in allowed
             taken, untaken = (self.tool, other) if holds else (other, self.tool)
             args = self._call(ctx, taken, user, key, rng)
             if args is None:
@@ -132,13 +139,14 @@ class Conditional:
 
         first = clause(self.tool, args if holds else alt)
         second = clause(other, alt if holds else args)
-        values = " or ".join(say(v) for v in cond.allowed)
+        field, allowed = cond
+        values = " or ".join(say(v) for v in allowed)
         thing = f"{singular(words(table))} {key}"
-        utterance = (f"Please look at my {thing}: if its {words(cond.field)} is {values}, {first}; "
+        utterance = (f"Please look at my {thing}: if its {words(field)} is {values}, {first}; "
                      f"otherwise, {second}.")  # fmt: skip
         details = {n: say(v) for n, v in args.items() if n != subject and v is not None}
         request = Request(intent=f"{CONDITIONAL_INTENT}{self.tool}|{other}", utterance=utterance, record_id=key,
                           details=details)  # fmt: skip
-        goal = f"About your {thing}: if its {words(cond.field)} is {values}, {first}; otherwise, {second}."
+        goal = f"About your {thing}: if its {words(field)} is {values}, {first}; otherwise, {second}."
         reads = gold_reads(ctx, user, table, key)
         return Draft(CONDITIONAL + self.tool, request, goal, reads, act(taken, **args), None, (key,), 2)

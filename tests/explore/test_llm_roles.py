@@ -1,0 +1,98 @@
+"""The optional language-model roles (`--llm openai:MODEL@URL`) against a scripted OpenAI-compatible server: a
+rewording that keeps the request's values joins the tasks, one that loses a value does not; a proposal whose
+gold replays and the oracle solves joins, and unreadable, unknown-tool and refused proposals are dropped and
+counted."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+
+import pytest
+from typer.testing import CliRunner
+
+from pipeline.cli import app
+from pipeline.dataset.io import read_tasks
+from pipeline.explore.llm import LLMSpec, LLMSpecError, first_json
+from pipeline.explore.llm import oracle_solves as solves
+from pipeline.world.registry import load_world
+from tests.agents.fake_openai import FakeOpenAI, completion
+
+LIBRARY = "tests.domains.library.domain:LIBRARY"
+
+
+def _renewable(prompt: str) -> str:
+    """A loan of the shown customer's that can be renewed (active, renewed under twice)."""
+    for line in prompt.splitlines():
+        if line.startswith("loans: "):
+            loan = json.loads(line.removeprefix("loans: "))
+            if loan["status"] == "active" and loan["renewals"] < 2:
+                return loan["loan_id"]
+    return "L0001"
+
+
+def _server() -> FakeOpenAI:
+    proposals = itertools.cycle(["good", "garbage", "unknown", "refused"])
+    phrasings = itertools.cycle(["keep", "lose"])
+
+    def answer(body: dict):
+        system, user = body["messages"][0]["content"], body["messages"][1]["content"]
+        if "rewrite" in system:
+            if next(phrasings) == "keep":
+                return completion(f"Hello there! {user} Thanks so much.")
+            return completion("Hi, can you help me with my stuff?")
+        kind = next(proposals)
+        if kind == "good":
+            loan = _renewable(user)
+            return completion(json.dumps({"tool": "renew_loan", "arguments": {"loan_id": loan},
+                                          "request": f"Could you renew loan {loan} for me?"}))  # fmt: skip
+        if kind == "garbage":
+            return completion("Libraries are nice places with many books.")
+        if kind == "unknown":
+            return completion('{"tool": "burn_library", "arguments": {}}')
+        return completion('Sure: {"tool": "return_loan", "arguments": {"loan_id": "L9999"}}')
+
+    return FakeOpenAI(default=answer)
+
+
+def test_the_llm_spec_names_model_and_endpoint():
+    spec = LLMSpec.parse("openai:smol@http://127.0.0.1:8000/v1/")
+    assert (spec.model, spec.base_url) == ("smol", "http://127.0.0.1:8000/v1")
+    for bad in ("smol@http://x/v1", "openai:smol", "openai:@http://x/v1", "openai:smol@ftp://x"):
+        with pytest.raises(LLMSpecError, match="openai:MODEL@URL"):
+            LLMSpec.parse(bad)
+    assert first_json('Here: ```{"a": {"b": 1}}``` done') == {"a": {"b": 1}}
+    assert first_json("no json {here") is None
+
+
+def test_only_verified_llm_output_joins_the_tasks(tmp_path):
+    out = tmp_path / "tasks.jsonl"
+    with _server() as fake:
+        result = CliRunner().invoke(app, [
+            "tasks", "generate", "--world", "library", "--domain", LIBRARY, "--n", "6", "--out", str(out),
+            "--llm", f"openai:fake@{fake.base_url}", "--llm-proposals", "8",
+        ])  # fmt: skip
+        assert result.exit_code == 0, result.output
+        assert all(r["model"] == "fake" for r in fake.requests)
+    report = json.loads((tmp_path / "tasks.llm.json").read_text())
+    assert report["proposed"] == 8 and report["verified"] == 2
+    assert report["dropped"] == {"unparseable": 2, "unknown_tool": 2, "gold_refused": 2}
+    assert report["phrased"] == 3 and report["phrasing_rejected"] == {"value_lost": 3}
+    tasks = read_tasks(out)
+    assert len(tasks) == 6 + 2
+    world = load_world("library", LIBRARY)
+    assert all(solves(world, t) for t in tasks)  # everything that joined is verified
+    proposed = [t for t in tasks if t.provenance.dials.get("llm") == "proposed"]
+    assert [a.name for a in proposed[0].gold_actions][-1] == "renew_loan"
+    reworded = [t for t in tasks if t.user_script.requests[0].utterance.startswith("Hello there!")]
+    assert len(reworded) == 3
+    assert "3 requests rephrased (3 rejected); 2/8 proposals verified" in re.sub(r"\s+", " ", result.output)
+
+
+def test_a_bad_llm_spec_is_a_clear_error(tmp_path):
+    result = CliRunner().invoke(app, [
+        "tasks", "generate", "--world", "library", "--domain", LIBRARY, "--n", "2", "--out",
+        str(tmp_path / "t.jsonl"), "--llm", "smollm2",
+    ])  # fmt: skip
+    assert result.exit_code != 0 and "openai:MODEL@URL" in result.output
