@@ -51,8 +51,11 @@ def conditions(model: WorldModel, tool: str) -> list[tuple[str, list[Any]]]:
 
 
 def siblings(model: WorldModel, tool: str) -> list[str]:
-    """The other write tools about a record of the same table (the 'otherwise' branch)."""
+    """The other write tools about a record of the same table (the 'otherwise' branch); none on the customer's
+    own record (a branch turns on one of the customer's records, not on who they are)."""
     table = model.writes[tool].subject_table
+    if table == model.customer_table:
+        return []
     return sorted(n for n, w in model.writes.items() if n != tool and table and w.subject_table == table)
 
 
@@ -99,7 +102,7 @@ class Conditional:
             return None
         cond, other = rng.choice(conds), rng.choice(others)
         _, table = ex.subject(self.tool)
-        if table is None:
+        if table is None or table == ex.customer_table:  # a branch turns on one of the customer's records
             return None
         aim = rng.random() < 0.5  # the branch aimed for first: the condition holding, or not
         own = [k for k in sorted(ex.owned.get(user, {}).get(table, [])) if k not in exclude]

@@ -22,14 +22,20 @@ from tests.agents.fake_openai import FakeOpenAI, completion
 LIBRARY = "tests.domains.library.domain:LIBRARY"
 
 
-def _renewable(prompt: str) -> str:
-    """A loan of the shown customer's that can be renewed (active, renewed under twice)."""
+def _proposal(prompt: str) -> dict:
+    """A request the shown customer can have granted: a loan of theirs returned, else their email changed."""
+    shown = {}
     for line in prompt.splitlines():
-        if line.startswith("loans: "):
-            loan = json.loads(line.removeprefix("loans: "))
-            if loan["status"] == "active" and loan["renewals"] < 2:
-                return loan["loan_id"]
-    return "L0001"
+        table, _, record = line.partition(": ")
+        if table in ("members", "loans"):
+            shown.setdefault(table, []).append(json.loads(record))
+    loan = next((x["loan_id"] for x in shown.get("loans", []) if x["status"] != "returned"), None)
+    if loan:
+        return {"tool": "return_loan", "arguments": {"loan_id": loan}, "request": f"I brought back loan {loan}."}
+    member = shown["members"][0]["member_id"]
+    new = "reader.new@library.example"
+    return {"tool": "update_member_email", "arguments": {"member_id": member, "email": new},
+            "request": f"Please change my email to {new}."}  # fmt: skip
 
 
 def _server() -> FakeOpenAI:
@@ -44,9 +50,7 @@ def _server() -> FakeOpenAI:
             return completion("Hi, can you help me with my stuff?")
         kind = next(proposals)
         if kind == "good":
-            loan = _renewable(user)
-            return completion(json.dumps({"tool": "renew_loan", "arguments": {"loan_id": loan},
-                                          "request": f"Could you renew loan {loan} for me?"}))  # fmt: skip
+            return completion(json.dumps(_proposal(user)))
         if kind == "garbage":
             return completion("Libraries are nice places with many books.")
         if kind == "unknown":
@@ -84,7 +88,7 @@ def test_only_verified_llm_output_joins_the_tasks(tmp_path):
     world = load_world("library", LIBRARY)
     assert all(solves(world, t) for t in tasks)  # everything that joined is verified
     proposed = [t for t in tasks if t.provenance.dials.get("llm") == "proposed"]
-    assert [a.name for a in proposed[0].gold_actions][-1] == "renew_loan"
+    assert {t.gold_actions[-1].name for t in proposed} <= {"return_loan", "update_member_email"}
     reworded = [t for t in tasks if t.user_script.requests[0].utterance.startswith("Hello there!")]
     assert len(reworded) == 3
     assert "3 requests rephrased (3 rejected); 2/8 proposals verified" in re.sub(r"\s+", " ", result.output)
