@@ -253,7 +253,6 @@ class GenericKit(SynthesisKit):
     def __init__(self, tools: ToolRegistry, business: str = "a customer-service desk") -> None:
         self.taxonomy = taxonomy_of(tools)
         from pipeline.explore import questions
-
         from pipeline.explore.conditional import Conditional
 
         self.templates: dict[str, Any] = {

@@ -53,7 +53,9 @@ class LLMSpec:
         """`openai:MODEL@URL` (URL up to /v1, e.g. http://127.0.0.1:8000/v1)."""
         model, at, url = spec.removeprefix(PREFIX).partition("@")
         if not spec.startswith(PREFIX) or not at or not model or not url.startswith(("http://", "https://")):
-            raise LLMSpecError(f"--llm {spec!r}: expected openai:MODEL@URL, e.g. openai:smollm2@http://127.0.0.1:8000/v1")
+            raise LLMSpecError(
+                f"--llm {spec!r}: expected openai:MODEL@URL, e.g. openai:smollm2@http://127.0.0.1:8000/v1"
+            )
         return cls(model, url.rstrip("/"))
 
 
