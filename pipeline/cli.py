@@ -185,9 +185,9 @@ def tasks_generate(
         report = out.with_name(out.name.removesuffix(".jsonl") + ".llm.json")
         report.write_text(json.dumps(roles.report.to_dict(), indent=2) + "\n", encoding="utf-8")
         r = roles.report
-        rejected = sum(r.phrasing_rejected.values())
+        rejected, dropped = sum(r.phrasing_rejected.values()), dict(r.dropped)
         console.print(f"--llm: {r.phrased} requests rephrased ({rejected} rejected); "
-                      f"{r.verified}/{r.proposed} proposals verified, dropped {dict(r.dropped)} → {report}")  # fmt: skip
+                      f"{r.verified}/{r.proposed} proposals verified, dropped {dropped} → {report}")  # fmt: skip
     write_tasks(out, tasks)
     console.print(f"{len(tasks)} tasks → {out}")
 
