@@ -6,10 +6,12 @@ Two roles, and nothing either says joins the data unless the environment verifie
   the record and every value the plain wording stated, and the domain's oracle, talking with the scripted
   customer who now speaks it, still reaches the gold end state (graded from the state); otherwise the plain
   wording stays and the rejection is counted.
-- propose: the model, shown one customer's records and the write tools, proposes a request (a tool, its
-  arguments, the customer's words) as JSON. The proposal becomes a task only when its gold replays in a fresh
-  session (the write succeeds and changes the world, the domain's invariants hold) and the oracle solves it;
-  a proposal that cannot be read, names an unknown tool, or whose gold fails is dropped and counted by reason.
+- propose (an evolution): the model, shown a task's customer, their records, what they already asked and the
+  write tools, proposes one more request (a tool, its arguments, the customer's words) as JSON. It is appended
+  to the task (its write after the task's gold; depth + 1, the task as parent), and the evolved task is kept only
+  when its gold replays in a fresh session (every call succeeds, the new write changes the end state, the
+  domain's invariants hold) and the oracle solves it; a proposal that cannot be read, names an unknown tool,
+  or whose gold fails is dropped and counted by reason.
 
 The endpoint is the project's one client (`pipeline.endpoint.client.ChatClient`); its retries and deadlines hold.
 """
@@ -24,12 +26,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.dataset.task import Messes, Request, Task
+from pipeline.dataset.task import Request, Task
 from pipeline.endpoint.client import ChatClient, EndpointConfig
 from pipeline.explore.kit import breaks_invariants, say, words
-from pipeline.synth.assemble import assemble, gold_problems
 from pipeline.synth.drafts import Draft, act
-from pipeline.synth.kit import kit_of
 from pipeline.world.replay import replay_actions
 from pipeline.world.tables import World, dump_record
 
@@ -125,29 +125,31 @@ class LLMRoles:
         return candidate
 
     # ---- propose ---------------------------------------------------------------------------------------------
-    def propose(self, world: World, user_id: str, task_id: str, rng: random.Random) -> Task | None:
-        """One proposed request of the customer's as a verified task; None (counted) when it does not verify."""
+    def propose(self, world: World, parent: Task, task_id: str, rng: random.Random) -> Task | None:
+        """An evolution of `parent`: one more request of the same customer's, proposed by the model, appended to
+        the task; None (counted) when the evolved task does not verify."""
         self.report.proposed += 1
-        domain = world.domain
+        domain, user_id = world.domain, parent.customer_user_id or ""
         writes = sorted(domain.tools.of_kind("write"))
         records = customer_records(world, user_id, rng)
         tools = "\n".join(f"- {w}({', '.join(domain.tools[w].args_model.model_fields)}): "
                           f"{domain.tools[w].description.splitlines()[0]}" for w in writes)  # fmt: skip
+        asked = " ".join(r.utterance for r in parent.user_script.requests)
         reply = self._ask(
-            "You invent one realistic request a customer could make of a customer-service agent. Answer with "
-            'one JSON object only: {"tool": <tool name>, "arguments": {<argument>: <value>}, "request": '
+            "You invent one more realistic request a customer could make of a customer-service agent. Answer "
+            'with one JSON object only: {"tool": <tool name>, "arguments": {<argument>: <value>}, "request": '
             "<what the customer says>}.",
-            f"Tools that change records:\n{tools}\n\nThe customer's records:\n{records}",
+            f"Tools that change records:\n{tools}\n\nThe customer's records:\n{records}\n\n"
+            f"The customer has already asked: {asked}",
         )
-        proposal = first_json(reply)
-        why, draft = self._draft(world, user_id, proposal)
+        why, draft = self._draft(world, user_id, first_json(reply))
         if draft is not None:
-            task, why = self._task(world, user_id, draft, task_id)
+            task, why = self._evolve(world, parent, draft, task_id)
             if task is not None:
                 self.report.verified += 1
                 return task
         self.report.dropped[why] += 1
-        log.info("LLM proposal for %s dropped (%s): %s", user_id, why, reply[:200])
+        log.info("LLM proposal for %s dropped (%s): %s", parent.id, why, reply[:200])
         return None
 
     def _draft(self, world: World, user_id: str, proposal: dict | None) -> tuple[str, Draft | None]:
@@ -175,20 +177,35 @@ class LLMRoles:
         goal = f"{words(tool).capitalize()} ({described})."
         return "", Draft("llm__" + tool, request, goal, [], act(tool, **args), None, (record or tool,), 1)
 
-    def _task(self, world: World, user_id: str, draft: Draft, task_id: str) -> tuple[Task | None, str]:
-        kit = kit_of(world.domain, needed_for="verify LLM proposals")
-        ctx = kit.ground(world)
-        customer = ctx.customer(user_id)
-        task = assemble(kit, world, user_id, customer, [draft], draft.template, Messes(), task_id,
-                        provenance={"dials": {"llm": "proposed"}})  # fmt: skip
-        problems = gold_problems(world, task, [draft])
-        if problems:
-            return None, problems[0][0]
-        if not replay_actions(world, task.gold_actions).changed():
+    def _evolve(self, world: World, parent: Task, draft: Draft, task_id: str) -> tuple[Task | None, str]:
+        task = chained(parent, draft, task_id)
+        session = replay_actions(world, task.gold_actions)
+        refused = next((e for e in session.log if not e.ok), None)
+        if refused is not None:
+            return None, "gold_refused"
+        if session.changed() == replay_actions(world, parent.gold_actions).changed():
             return None, "no_change"
         if not oracle_solves(world, task):
             return None, "oracle_failed"
         return task, ""
+
+
+def chained(parent: Task, draft: Draft, task_id: str) -> Task:
+    """`parent` with the draft's request after its own: the write appended to the gold, the goal extended."""
+    n = len(parent.user_script.requests)
+    script = parent.user_script.model_copy(
+        update={
+            "requests": [*parent.user_script.requests, draft.request],
+            "goal": f"{parent.user_script.goal} Then: {draft.goal}",
+        }  # fmt: skip
+    )
+    gold = [*parent.gold_actions, *(a.model_copy(update={"request": n}) for a in (*draft.reads, draft.write) if a)]
+    checks = [c for c in parent.checks if c.kind != "no_writes"]  # the evolved task writes
+    prov = parent.provenance
+    dials = {**prov.dials, "llm": "evolved", "requests": n + 1}
+    provenance = prov.model_copy(update={"dials": dials, "depth": prov.depth + 1, "parent": parent.id})
+    return parent.model_copy(update={"id": task_id, "user_script": script, "gold_actions": gold, "checks": checks,
+                                     "provenance": provenance})  # fmt: skip
 
 
 def phrasing_problem(req: Request, text: str) -> str | None:
@@ -226,13 +243,13 @@ def oracle_solves(world: World, task: Task) -> bool:
 
 
 def with_llm(world: World, tasks: list[Task], roles: LLMRoles, proposals: int, seed: int = 0) -> list[Task]:
-    """The tasks phrased by the model where verified, then up to `proposals` verified proposed tasks (of the
-    customers the tasks already belong to, so a partitioned world's split holds)."""
+    """The tasks phrased by the model where verified, then up to `proposals` verified evolutions of them (one
+    more request of the same customer's, so a partitioned world's split holds)."""
     out = [roles.phrase(world, t) for t in tasks]
-    users = sorted({t.customer_user_id for t in tasks if t.customer_user_id})
+    parents = [t for t in out if t.customer_user_id]
     rng = random.Random(f"llm:{world.name}:{seed}")
-    for i in range(proposals if users else 0):
-        task = roles.propose(world, rng.choice(users), f"{world.name}-s{seed}-llm{i:03d}", rng)
+    for i in range(proposals if parents else 0):
+        task = roles.propose(world, rng.choice(parents), f"{world.name}-s{seed}-llm{i:03d}", rng)
         if task is not None:
             out.append(task)
     return out
