@@ -157,9 +157,9 @@ def tasks_generate(
     out: Path = typer.Option(..., help="Output tasks.jsonl."),
     domain: str = typer.Option(None, help="Domain: retail, airline or module:attribute (default: from the world)."),
     llm: str = typer.Option(
-        None, help="openai:MODEL@URL: a language model phrases the requests and proposes tasks (kept if verified)."
+        None, help="openai:MODEL@URL: a language model rewords requests and proposes evolutions (kept if verified)."
     ),
-    llm_proposals: int = typer.Option(0, min=0, help="Tasks the --llm model proposes (each kept only if verified)."),
+    llm_proposals: int = typer.Option(0, min=0, help="Evolutions the --llm model proposes (kept only if verified)."),
 ) -> None:
     """Generate verified tasks (gold end state reachable) grounded in a world, with its domain's task generator."""
     from pipeline.dataset.io import write_tasks
@@ -167,6 +167,8 @@ def tasks_generate(
     from pipeline.world.registry import load_world
 
     _check_out(out, inputs={"--world": world})
+    if llm_proposals and not llm:
+        _fail("--llm-proposals needs --llm openai:MODEL@URL (the model that proposes them)")
     loaded = load_world(world, domain)
     try:
         generate_tasks = loaded.domain.require("tasks", needed_for="agentloop tasks generate")

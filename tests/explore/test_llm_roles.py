@@ -109,3 +109,8 @@ def test_a_bad_llm_spec_is_a_clear_error(tmp_path):
         str(tmp_path / "t.jsonl"), "--llm", "smollm2",
     ])  # fmt: skip
     assert result.exit_code != 0 and "openai:MODEL@URL" in result.output
+    result = CliRunner().invoke(app, [
+        "tasks", "generate", "--world", "library", "--domain", LIBRARY, "--n", "2", "--out",
+        str(tmp_path / "t.jsonl"), "--llm-proposals", "2",
+    ])  # fmt: skip
+    assert result.exit_code != 0 and "--llm-proposals needs --llm" in result.output
