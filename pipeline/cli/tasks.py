@@ -8,7 +8,7 @@ import typer
 from rich.markup import escape
 
 from pipeline.cli.console import console
-from pipeline.cli.errors import failing
+from pipeline.cli.errors import fail, failing
 from pipeline.cli.tau2 import import_tau2_cmd, lint_cmd
 
 app = typer.Typer(help="Task files: generate, validate.", no_args_is_help=True)
@@ -29,6 +29,10 @@ def tasks_generate(
     plain: bool = typer.Option(
         False, help="Only tasks without messes (every yes/no dial off: e.g. the customer knows the email)."
     ),
+    llm: str = typer.Option(
+        None, help="openai:MODEL@URL: a language model rewords requests and proposes evolutions (kept if verified)."
+    ),
+    llm_proposals: int = typer.Option(0, min=0, help="Evolutions the --llm model proposes (kept only if verified)."),
 ) -> None:
     """Generate verified tasks (gold end state reachable) grounded in a world, with its domain's task generator."""
     from pipeline.dataset.io import write_tasks
@@ -42,6 +46,10 @@ def tasks_generate(
 
     with failing(ValueError):
         tasks = generate_selected(generate_tasks, loaded, n, seed=seed, templates=template or None, plain=plain)
+    if llm_proposals and not llm:
+        fail("--llm-proposals needs --llm openai:MODEL@URL (the model that proposes them)")
+    if llm:
+        tasks = _with_llm(loaded, tasks, out, llm, llm_proposals, seed)
     write_tasks(out, tasks)
     console.print(f"{len(tasks)} tasks → {out}")
 
@@ -57,3 +65,23 @@ def tasks_validate(
 
     with failing(ValueError, LookupError):
         console.print(escape(validate_file(path, world, domain)), soft_wrap=True)
+
+
+def _with_llm(loaded, tasks, out: Path, llm: str, proposals: int, seed: int):
+    """Requests reworded and evolutions proposed by a language model; only what the world verifies is kept."""
+    import json
+
+    from pipeline.explore.llm import LLMRoles, LLMSpec, LLMSpecError, with_llm
+
+    with failing(LLMSpecError):
+        roles = LLMRoles(LLMSpec.parse(llm), seed=seed)
+        tasks = with_llm(loaded, tasks, roles, proposals, seed=seed)
+    report = out.with_name(out.name.removesuffix(".jsonl") + ".llm.json")
+    report.write_text(json.dumps(roles.report.to_dict(), indent=2) + "\n", encoding="utf-8")
+    r = roles.report
+    rejected, dropped = sum(r.phrasing_rejected.values()), dict(r.dropped)
+    console.print(
+        f"--llm: {r.phrased} requests rephrased ({rejected} rejected); "
+        f"{r.verified}/{r.proposed} proposals verified, dropped {dropped} → {report}"
+    )
+    return tasks

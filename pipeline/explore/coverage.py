@@ -1,4 +1,6 @@
-"""Coverage of a world model by a task set: every write tool carried out, every refusal group asked for.
+"""Coverage of a world model by a task set: every write tool carried out, every refusal group asked for; the
+questions, requests no tool serves, conditional requests (per heading tool, the branch taken) and tasks whose
+record is left unsaid (the agent must ask first).
 
 A generic task records each refused request's reason, the tool's own words (`pipeline.explore.kit.REFUSE_NOTE`),
 so a refusal is matched to its group by the group's message pattern.
@@ -9,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from pipeline.dataset.task import Task
+from pipeline.explore.conditional import branches
 from pipeline.explore.kit import pattern_regex, refusal_of
 from pipeline.explore.model import WorldModel
 
@@ -23,13 +26,25 @@ def coverage(model: WorldModel, tasks: Iterable[Task]) -> dict:
     regexes = {w: [(g.name, pattern_regex(g.pattern)) for g in m.refusals if g.category in ASKED]
                for w, m in model.writes.items()}  # fmt: skip
     kinds = {"question": 0, "unservable": 0}
+    conditional: dict[str, dict[str, int]] = {}
+    underspecified = 0
     for task in tasks:
+        underspecified += bool(task.provenance.dials.get("underspecified"))
+        for i, req in enumerate(task.user_script.requests):
+            pair = branches(req.intent)
+            if pair is None:
+                continue
+            taken = next((a.name for a in task.gold_actions if a.request == i and a.name in pair), None)
+            cell = conditional.setdefault(pair[0], {"holds": 0, "otherwise": 0})
+            cell["holds" if taken == pair[0] else "otherwise"] += 1
         for action in task.gold_actions:
             if action.name in done:
                 done[action.name] += 1
         reasons = iter(refusal_of(task.user_script.goal))
         for req in task.user_script.requests:
             kind = req.intent.partition(":")[0] if ":" in req.intent else None
+            if branches(req.intent) is not None:
+                continue
             if kind in kinds:
                 kinds[kind] += 1
                 if kind == "unservable":
@@ -48,5 +63,7 @@ def coverage(model: WorldModel, tasks: Iterable[Task]) -> dict:
         "refusals_covered": f"{sum(refused[w][g] > 0 for w, g in groups)}/{len(groups)}",
         "questions": kinds["question"],
         "unservable": kinds["unservable"],
+        "conditional": conditional,
+        "underspecified": underspecified,
         "unexplored": sorted(model.unexplored),
     }

@@ -8,7 +8,8 @@ from typing import Any
 
 from pipeline.dataset.task import CommunicatedCheck, KnownInfo, Request, TaskCheck
 from pipeline.explore import questions
-from pipeline.explore.kit import OTHER, Customer, Grounding, Template, say, taxonomy_of
+from pipeline.explore.conditional import Conditional
+from pipeline.explore.kit import CONDITIONAL, OTHER, Customer, Grounding, Template, say, taxonomy_of
 from pipeline.explore.questions import asked_field
 from pipeline.synth.drafts import Draft
 from pipeline.synth.kit import SynthesisKit
@@ -26,11 +27,13 @@ class GenericKit(SynthesisKit):
         "pushback": "When the agent refuses, you push back once.",
         "underspecified": "You do not say which record you mean until the agent asks.",
     }
+    underspecify_rate = 0.25
 
     def __init__(self, tools: ToolRegistry, business: str = "a customer-service desk") -> None:
         self.taxonomy = taxonomy_of(tools)
         self.templates: dict[str, Any] = {
             name: questions.Question(spec.tool, unservable=spec.outcome == "refused") if spec.question else
+            Conditional(spec.tool) if name.startswith(CONDITIONAL) else
             Template(spec.tool, "done" if spec.outcome == "done" else "other" if name.endswith(OTHER) else "refused")
             for name, spec in self.taxonomy.items()
         }  # fmt: skip

@@ -30,6 +30,7 @@ from pipeline.world.tools import ToolRegistry, execute
 ALL = ("plan_adherence", "invention", "misread")
 REFUSED, OTHER, QUESTION, UNSERVABLE = "__refused", "__other_customer", "ask__", "unservable__"
 QUESTION_INTENT, UNSERVABLE_INTENT = "question:", "unservable:"
+CONDITIONAL = "if__"
 """A question's intent: 'question:<table>.<field>' (the record is the request's record id)."""
 REFUSE_NOTE = "The agent must refuse: "
 TRIES = 8
@@ -73,11 +74,16 @@ def taxonomy_of(tools: ToolRegistry) -> Taxonomy:
         TemplateSpec(UNSERVABLE + r, r, "refused", ("plan_adherence",), "no tool serves it", question=True)
         for r in single
     ]
-    for w in sorted(tools.of_kind("write")):
+    writes = sorted(tools.of_kind("write"))
+    for w in writes:
         specs.append(TemplateSpec(w, w, "done", ALL))
         specs.append(TemplateSpec(w + REFUSED, w, "refused", ("misread",), "the tool's precondition"))
         specs.append(TemplateSpec(w + OTHER, w, "refused", ("plan_adherence", "misread"), "another customer's",
                                   omissible=False))  # fmt: skip
+    for w in writes:  # a conditional request needs a sibling write about a record named the same way
+        first = next(iter(tools[w].args_model.model_fields), None)
+        if first and any(o != w and next(iter(tools[o].args_model.model_fields), None) == first for o in writes):
+            specs.append(TemplateSpec(CONDITIONAL + w, w, "done", ALL))
     return Taxonomy(specs)
 
 

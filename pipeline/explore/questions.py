@@ -67,7 +67,9 @@ class Question:
         changed = {e.field for w in ctx.model.writes.values() for e in w.effects if e.table == table}
         own_key = ctx.model.tables[table].key_field
         own = [k for k in sorted(ctx.ex.owned.get(customer.user_id, {}).get(table, [])) if k not in exclude]
-        if not own or ctx.model.unexplored:  # a write never run may be the one that serves it
+        untried = [t for t in ctx.model.unexplored  # a write never run that names such a record may serve it
+                   if any(a.binds == "key" and a.table == table for a in ctx.model.tools[t].args.values())]  # fmt: skip
+        if not own or untried:
             return None
         key = rng.choice(own)
         record = ctx.world.table(table)[key]
@@ -79,7 +81,9 @@ class Question:
         if not fields:
             return None
         field = rng.choice(fields)
-        new = vary(getattr(record, field), rng)
+        current = getattr(record, field)
+        other = [v for v in ctx.model.tables[table].enumerated.get(field, []) if isinstance(v, str) and v != current]
+        new = rng.choice(other) if other else vary(current, rng)  # an enumerated field: another of its values
         thing = f"{singular(words(table))} {key}"
         request = Request(intent=f"{UNSERVABLE_INTENT}{table}.{field}", record_id=key, expect="refused",
                           utterance=f"Please change the {words(field)} of my {thing} to {new}.")  # fmt: skip

@@ -75,6 +75,9 @@ class SynthesisKit(ABC):
     items_argument: str | None = None
     """The write argument listing the items a request changes (counted for 'multi_item'); None: no items."""
 
+    underspecify_rate: float = 0.0
+    """How often a plain generated (held-out) task leaves its record unsaid, so the agent must ask first."""
+
     @abstractmethod
     def ground(self, world: World) -> Grounding:
         """The world's records as the templates read them; built once per synthesis run."""

@@ -116,7 +116,11 @@ def _make_task(
         if drafts is None:
             continue
         messes = random_messes(ctx, user, [d.request for d in drafts], rng)
-        task = assemble(kit, ctx.world, uid, user, drafts, name, messes, task_id, provenance=extra)
+        rate = kit.underspecify_rate  # drawn only when on, so a kit without it keeps its tasks
+        omissible = all(kit.taxonomy[d.template].omissible for d in drafts)  # never another's record unsaid
+        under = rate > 0 and rng.random() < rate and omissible and any(kit.unspecify(d.request) for d in drafts)
+        task = assemble(kit, ctx.world, uid, user, drafts, name, messes, task_id, underspecified=under,
+                        provenance=extra)  # fmt: skip
         problems = gold_problems(ctx.world, task, drafts)
         if not problems:
             return task, ""

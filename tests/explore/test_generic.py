@@ -90,6 +90,9 @@ def test_airline_with_its_kit_switched_off(tau2_airline_dir):
     assert solved == len(tasks) >= 24
     for mode, s in per_mode.items():
         assert s.planted > 0 and s.precision >= 0.9 and s.recall >= 0.9, (mode, s)
+    cov = coverage(world_model(load_world(str(tau2_airline_dir), "airline+generic")), tasks)
+    assert cov["conditional"] and cov["underspecified"] > 0  # airline's branches turn on a reservation field
+    assert cov["unservable"] > 0  # a reservation field no write changes (booking, never run, names no reservation)
 
 
 def test_a_question_must_be_answered_from_the_records():
@@ -120,3 +123,53 @@ def test_a_request_no_tool_serves_is_refused_with_that_reason():
     cov = coverage(world_model(world), tasks)
     asked = [r for t in tasks for r in t.user_script.requests if r.intent.startswith("unservable:")]
     assert cov["unservable"] == len(asked) >= len(unservable) and cov["questions"] > 0
+
+
+def test_a_conditional_request_follows_the_branch_the_record_selects():
+    """'If its status is active, renew it; otherwise return it': the gold is the branch the loan's state (as the
+    read tool shows it) selects, it replays, the oracle solves it, and taking the other branch fails the task."""
+    from pipeline.explore.conditional import branches, shown
+    from pipeline.world.replay import replay_actions
+
+    world = load_world("library", "tests.domains.library.domain:LIBRARY")
+    kit = world.domain.require("synthesis")
+    assert {"if__renew_loan", "if__return_loan"} <= set(kit.taxonomy)
+    tasks = world.domain.require("tasks")(world, 60, seed=0)
+    conditional = [t for t in tasks if t.provenance.template.startswith("if__")]
+    assert len(conditional) >= 4
+    oracle, ctx = world.domain.require("oracle")(), kit.ground(world)
+    taken = set()
+    for t in conditional:
+        req = t.user_script.requests[0]
+        first, other = branches(req.intent)
+        write = t.gold_actions[-1]
+        assert write.name in (first, other) and req.record_id in req.utterance or t.provenance.dials["underspecified"]
+        record = shown(ctx, t.customer_user_id, "loans", req.record_id)
+        field, _, values = req.utterance.partition(": if its ")[2].partition(", ")[0].partition(" is ")
+        holds = str(record[field.replace(" ", "_")]) in values.split(" or ")
+        assert write.name == (first if holds else other)  # the branch the state selects
+        taken.add(write.name == first)
+        assert all(e.ok for e in replay_gold(world, t).log)
+        assert grade(world, t, run_episode(world, t, oracle, ScriptedUser())).passed
+        gold_end = replay_actions(world, t.gold_actions).changed()
+        wrong = write.model_copy(update={"name": other if write.name == first else first})
+        assert replay_actions(world, [*t.gold_actions[:-1], wrong]).changed() != gold_end  # the other branch fails
+    assert taken == {True, False}  # both branches asked for
+    cov = coverage(world_model(world), tasks)
+    asked = [r for t in tasks for r in t.user_script.requests if branches(r.intent)]  # alone or in a pair
+    assert sum(sum(c.values()) for c in cov["conditional"].values()) == len(asked) > len(conditional)
+
+
+def test_an_unsaid_record_is_asked_for_first():
+    """Held-out generic tasks leave the record unsaid at the kit's rate; the oracle asks which one, then solves."""
+    world = load_world("library", "tests.domains.library.domain:LIBRARY")
+    tasks = world.domain.require("tasks")(world, 40, seed=0)
+    under = [t for t in tasks if t.provenance.dials.get("underspecified")]
+    assert under and all(r.record_id not in r.utterance for t in under for r in t.user_script.requests
+                         if r.record_id)  # fmt: skip
+    oracle = world.domain.require("oracle")()
+    for t in under:
+        traj = run_episode(world, t, oracle, ScriptedUser())
+        assert grade(world, t, traj).passed
+        assert any("Which one is this about" in (m.content or "") for m in traj.messages if m.role == "assistant")
+    assert coverage(world_model(world), tasks)["underspecified"] == len(under)

@@ -1,0 +1,155 @@
+"""Conditional requests, for any domain: "if its status is pending, cancel it; otherwise modify it".
+
+A write tool and another write tool about a record of the same table make one template, `if__<tool>`: the
+customer names one of their records and both branches. The condition is one the world model found: the values
+of a record field the tool was seen to accept (where a precondition on the field explains its refusals), else a
+value of an enumerated field of the table ('if its cabin is business'). Which branch is right
+is decided by the record's state, which the agent must look up: the template reads the record through the
+domain's read tool in a fresh session (what the agent will be shown), evaluates the condition on it, and forms
+and runs the selected branch's call; a draft is kept only when that call succeeds and changes the world. The
+branch not taken is stated too (with its own arguments) and never written. The rng picks which branch to aim
+for, so both get asked for where the world holds records of both kinds.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+from pipeline.dataset.task import Request
+from pipeline.explore.kit import (
+    CONDITIONAL,
+    TRIES,
+    Customer,
+    Grounding,
+    breaks_invariants,
+    gold_reads,
+    say,
+    singular,
+    words,
+)
+from pipeline.explore.model import WorldModel
+from pipeline.synth.drafts import Draft, Want, act
+from pipeline.world.tools import execute
+
+CONDITIONAL_INTENT = "conditional:"
+"""A conditional request's intent: 'conditional:<tool>|<other tool>' (the branch taken is the gold write)."""
+
+
+def conditions(model: WorldModel, tool: str) -> list[tuple[str, list[Any]]]:
+    """(field, values) a branch can turn on: the tool's preconditions on a field of its record, with the values
+    it was seen to accept; failing those, each value of an enumerated field of the record's table."""
+    w = model.writes[tool]
+    found = [(g.precondition.field, g.precondition.allowed) for g in w.refusals
+             if g.precondition is not None and g.precondition.kind == "field" and g.precondition.on is None
+             and g.precondition.field and g.precondition.allowed]  # fmt: skip
+    if found or w.subject_table is None:
+        return found
+    enumerated = model.tables[w.subject_table].enumerated
+    return [(f, [v]) for f, vs in sorted(enumerated.items()) if len(vs) > 1 for v in vs if v is not None]
+
+
+def siblings(model: WorldModel, tool: str) -> list[str]:
+    """The other write tools about a record of the same table (the 'otherwise' branch); none on the customer's
+    own record (a branch turns on one of the customer's records, not on who they are)."""
+    table = model.writes[tool].subject_table
+    if table == model.customer_table:
+        return []
+    return sorted(n for n, w in model.writes.items() if n != tool and table and w.subject_table == table)
+
+
+def conditional_tools(model: WorldModel) -> list[str]:
+    """Write tools that can head a conditional request: a field precondition and a sibling write."""
+    return [t for t in sorted(model.writes) if conditions(model, t) and siblings(model, t)]
+
+
+def branches(intent: str) -> tuple[str, str] | None:
+    """(the tool if the condition holds, the tool otherwise) of a conditional request's intent."""
+    if not intent.startswith(CONDITIONAL_INTENT):
+        return None
+    first, _, other = intent.removeprefix(CONDITIONAL_INTENT).partition("|")
+    return first, other
+
+
+def shown(ctx: Grounding, user: str, table: str, key: str) -> dict[str, Any] | None:
+    """The record as the domain's read tool shows it to the customer, in a fresh session (None: no such read)."""
+    read = next((r for r in gold_reads(ctx, user, table, key) if ctx.model.tools[r.name].reads == table), None)
+    if read is None:
+        return None
+    event = execute(ctx.world.session(authenticated_user_id=user), read.name, dict(read.arguments))
+    if not event.ok:
+        return None
+    try:
+        out = json.loads(event.content or "")
+    except json.JSONDecodeError:
+        return None
+    return out if isinstance(out, dict) else None
+
+
+class Conditional:
+    """`if__<tool>`: do `tool` if the record's field has a value it accepts, otherwise a sibling write."""
+
+    def __init__(self, tool: str) -> None:
+        self.tool = tool
+
+    def __call__(
+        self, ctx: Grounding, customer: Customer, rng: random.Random, exclude: set[str], want: Want
+    ) -> Draft | None:
+        ex, model, user = ctx.ex, ctx.model, customer.user_id
+        conds, others = conditions(model, self.tool), siblings(model, self.tool)
+        if not conds or not others:
+            return None
+        cond, other = rng.choice(conds), rng.choice(others)
+        _, table = ex.subject(self.tool)
+        if table is None or table == ex.customer_table:  # a branch turns on one of the customer's records
+            return None
+        aim = rng.random() < 0.5  # the branch aimed for first: the condition holding, or not
+        own = [k for k in sorted(ex.owned.get(user, {}).get(table, [])) if k not in exclude]
+        records = {k: shown(ctx, user, table, k) for k in own}
+        field, allowed = cond
+        keys = [k for k, r in records.items() if r is not None and field in r]
+        ranked = sorted(rng.sample(keys, len(keys)), key=lambda k: (records[k][field] in allowed) != aim)
+        for key in ranked:
+            holds = records[key][field] in allowed
+            taken, untaken = (self.tool, other) if holds else (other, self.tool)
+            args = self._call(ctx, taken, user, key, rng)
+            if args is None:
+                continue
+            alt = ex.arguments(untaken, user, key, rng) or {}
+            return self._draft(ctx, user, table, key, cond, other, holds, args, alt)
+        return None
+
+    def _call(self, ctx: Grounding, tool: str, user: str, key: str, rng: random.Random) -> dict | None:
+        """Arguments for `tool` on the record that succeed, change the world and keep its invariants."""
+        for _ in range(TRIES):
+            args = ctx.ex.arguments(tool, user, key, rng)
+            if args is None:
+                return None
+            call = ctx.ex.call(tool, user, args)
+            if call.ok and call.changes and not breaks_invariants(ctx.world, tool, user, args):
+                return args
+        return None
+
+    def _draft(self, ctx, user, table, key, cond, other, holds, args, alt) -> Draft:
+        ex = ctx.ex
+        taken = self.tool if holds else other
+        subject, _ = ex.subject(taken)
+
+        def clause(tool: str, a: dict) -> str:
+            said = [f"{words(n)} {say(v)}" for n, v in a.items() if n != ex.subject(tool)[0] and v is not None]
+            return words(tool) + (f" (with {', '.join(said)})" if said else "")
+
+        first = clause(self.tool, args if holds else alt)
+        second = clause(other, alt if holds else args)
+        field, allowed = cond
+        values = " or ".join(say(v) for v in allowed)
+        thing = f"{singular(words(table))} {key}"
+        utterance = (f"Please look at my {thing}: if its {words(field)} is {values}, {first}; "
+                     f"otherwise, {second}.")  # fmt: skip
+        details = {n: say(v) for n, v in args.items() if n != subject and v is not None}
+        request = Request(intent=f"{CONDITIONAL_INTENT}{self.tool}|{other}", utterance=utterance, record_id=key,
+                          details=details)  # fmt: skip
+        goal = f"About your {thing}: if its {words(field)} is {values}, {first}; otherwise, {second}."
+        reads = gold_reads(ctx, user, table, key)
+        return Draft(CONDITIONAL + self.tool, request, goal, reads, act(taken, **args), None, (key,), 2)

@@ -1,0 +1,116 @@
+"""The optional language-model roles (`--llm openai:MODEL@URL`) against a scripted OpenAI-compatible server: a
+rewording that keeps the request's values joins the tasks, one that loses a value does not; a proposed evolution
+(one more request appended to a task) whose gold replays and the oracle solves joins, and unreadable,
+unknown-tool and refused proposals are dropped and counted."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+
+import pytest
+from typer.testing import CliRunner
+
+from pipeline.cli import app
+from pipeline.dataset.io import read_tasks
+from pipeline.explore.llm import LLMSpec, LLMSpecError, first_json
+from pipeline.explore.llm import oracle_solves as solves
+from pipeline.world.registry import load_world
+from tests.agents.fake_openai import FakeOpenAI, completion
+
+LIBRARY = "tests.domains.library.domain:LIBRARY"
+
+
+def _proposal(prompt: str) -> dict:
+    """A request the shown customer can have granted: a loan of theirs returned, else their email changed."""
+    shown = {}
+    for line in prompt.splitlines():
+        table, _, record = line.partition(": ")
+        if table in ("members", "loans"):
+            shown.setdefault(table, []).append(json.loads(record))
+    loan = next((x["loan_id"] for x in shown.get("loans", []) if x["status"] != "returned"), None)
+    if loan:
+        return {"tool": "return_loan", "arguments": {"loan_id": loan}, "request": f"I brought back loan {loan}."}
+    member = shown["members"][0]["member_id"]
+    new = "reader.new@library.example"
+    return {"tool": "update_member_email", "arguments": {"member_id": member, "email": new},
+            "request": f"Please change my email to {new}."}  # fmt: skip
+
+
+def _server() -> FakeOpenAI:
+    proposals = itertools.cycle(["good", "garbage", "unknown", "refused"])
+    phrasings = itertools.cycle(["keep", "lose"])
+
+    def answer(body: dict):
+        system, user = body["messages"][0]["content"], body["messages"][1]["content"]
+        if "rewrite" in system:
+            if next(phrasings) == "keep":
+                return completion(f"Hello there! {user} Thanks so much.")
+            return completion("Hi, can you help me with my stuff?")
+        kind = next(proposals)
+        if kind == "good":
+            return completion(json.dumps(_proposal(user)))
+        if kind == "garbage":
+            return completion("Libraries are nice places with many books.")
+        if kind == "unknown":
+            return completion('{"tool": "burn_library", "arguments": {}}')
+        return completion('Sure: {"tool": "return_loan", "arguments": {"loan_id": "L9999"}}')
+
+    return FakeOpenAI(default=answer)
+
+
+def test_the_llm_spec_names_model_and_endpoint():
+    spec = LLMSpec.parse("openai:smol@http://127.0.0.1:8000/v1/")
+    assert (spec.model, spec.base_url) == ("smol", "http://127.0.0.1:8000/v1")
+    for bad in ("smol@http://x/v1", "openai:smol", "openai:@http://x/v1", "openai:smol@ftp://x"):
+        with pytest.raises(LLMSpecError, match="openai:MODEL@URL"):
+            LLMSpec.parse(bad)
+    assert first_json('Here: ```{"a": {"b": 1}}``` done') == {"a": {"b": 1}}
+    assert first_json("no json {here") is None
+
+
+def test_only_verified_llm_output_joins_the_tasks(tmp_path):
+    out = tmp_path / "tasks.jsonl"
+    with _server() as fake:
+        result = CliRunner().invoke(app, [
+            "tasks", "generate", "--world", "library", "--domain", LIBRARY, "--n", "6", "--out", str(out),
+            "--llm", f"openai:fake@{fake.base_url}", "--llm-proposals", "8",
+        ])  # fmt: skip
+        assert result.exit_code == 0, result.output
+        assert all(r["model"] == "fake" for r in fake.requests)
+    report = json.loads((tmp_path / "tasks.llm.json").read_text())
+    assert report["proposed"] == 8 and report["verified"] >= 1
+    dropped = report["dropped"]
+    assert dropped["unparseable"] == 2 and dropped["unknown_tool"] == 2 and dropped["gold_refused"] >= 2
+    assert report["verified"] + sum(dropped.values()) == 8
+    assert report["phrased"] == 3 and report["phrasing_rejected"] == {"value_lost": 3}
+    tasks = read_tasks(out)
+    assert len(tasks) == 6 + report["verified"]
+    world = load_world("library", LIBRARY)
+    assert all(solves(world, t) for t in tasks)  # everything that joined is verified
+    evolved = [t for t in tasks if t.provenance.dials.get("llm") == "evolved"]
+    by_id = {t.id: t for t in tasks}
+    for t in evolved:  # one more request appended to a task of the same customer, its write after the parent's gold
+        parent = by_id[t.provenance.parent]
+        assert t.customer_user_id == parent.customer_user_id and t.provenance.depth == parent.provenance.depth + 1
+        assert t.user_script.requests[:-1] == parent.user_script.requests
+        assert t.gold_actions[: len(parent.gold_actions)] == parent.gold_actions
+        assert t.gold_actions[-1].name in {"return_loan", "update_member_email"}
+    reworded = [t for t in tasks if t.user_script.requests[0].utterance.startswith("Hello there!")]
+    assert len(reworded) == 3 + sum(t.provenance.parent in {r.id for r in reworded} for t in evolved)
+    text = re.sub(r"\s+", " ", result.output)
+    assert f"3 requests rephrased (3 rejected); {report['verified']}/8 proposals verified" in text
+
+
+def test_a_bad_llm_spec_is_a_clear_error(tmp_path):
+    result = CliRunner().invoke(app, [
+        "tasks", "generate", "--world", "library", "--domain", LIBRARY, "--n", "2", "--out",
+        str(tmp_path / "t.jsonl"), "--llm", "smollm2",
+    ])  # fmt: skip
+    assert result.exit_code != 0 and "openai:MODEL@URL" in result.output
+    result = CliRunner().invoke(app, [
+        "tasks", "generate", "--world", "library", "--domain", LIBRARY, "--n", "2", "--out",
+        str(tmp_path / "t.jsonl"), "--llm-proposals", "2",
+    ])  # fmt: skip
+    assert result.exit_code != 0 and "--llm-proposals needs --llm" in result.output
