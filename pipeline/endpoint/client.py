@@ -142,7 +142,9 @@ def _traced_transport_class() -> type:
     holds from one that never reached it."""
     lib = importlib.import_module(openai.DefaultHttpxClient.__mro__[1].__module__.partition(".")[0])
 
-    class TracedTransport(lib.HTTPTransport):
+    base: Any = lib.HTTPTransport  # found at run time: the module the SDK's client is built on
+
+    class TracedTransport(base):
         def __init__(self, state: threading.local, **kwargs: Any) -> None:
             super().__init__(**kwargs)
             self.state = state
@@ -172,7 +174,7 @@ class ChatClient:
         return {"config": self.config, "sleep": self.sleep}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["config"], state["sleep"])
+        type(self).__init__(self, state["config"], state["sleep"])
 
     def _sdk(self) -> tuple[Any, openai.OpenAI]:
         """This thread's HTTP client and the SDK client over it (new ones after a deadline closed the last)."""
@@ -269,7 +271,7 @@ class ChatClient:
         http, sdk = self._sdk()
         self._local.sent = False
         left = deadline - time.monotonic()
-        options: dict[str, Any] = {"timeout": left}
+        options: openai.RequestOptions = {"timeout": left}
         if not self.config.api_key:
             options["headers"] = {"Authorization": openai.Omit()}
         watchdog = threading.Timer(left, http.close)
