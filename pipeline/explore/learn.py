@@ -91,7 +91,8 @@ def summarize(ex: Explorer, tool: str, calls: list[Call]) -> WriteModel:
     for c in calls:
         if not c.ok and c.category not in ("invalid_arguments", "internal"):
             groups[(c.category or "precondition", pattern(c))].append(c)
-    refusals, per_category = [], Counter()
+    refusals: list[RefusalGroup] = []
+    per_category: Counter[str] = Counter()
     for (category, pat), group in sorted(groups.items(), key=lambda x: (-len(x[1]), x[0])):
         per_category[category] += 1
         refusals.append(
