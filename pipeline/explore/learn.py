@@ -135,6 +135,7 @@ def merge(groups: list[RefusalGroup]) -> list[RefusalGroup]:
         if same is None:
             out.append(g)
             continue
+        assert same.precondition is not None and p is not None  # both required by the match above
         values = _sorted({*same.precondition.values, *p.values})
         same.precondition = same.precondition.model_copy(update={"values": values})
         same.calls += g.calls

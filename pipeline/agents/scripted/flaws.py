@@ -9,12 +9,12 @@ running anything (`planted(task, trial)`). How a mode is planted is the domain's
 from __future__ import annotations
 
 import hashlib
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
 Mode = Literal["plan_adherence", "invention", "misread"]
-MODES: tuple[str, ...] = Mode.__args__  # type: ignore[attr-defined]
+MODES: tuple[Mode, ...] = get_args(Mode)
 
 
 class FlawConfig(BaseModel):
