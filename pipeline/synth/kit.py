@@ -32,7 +32,10 @@ class SynthesisKitError(ValueError):
 class Grounding(Protocol):
     """One world's records as a kit's templates read them (built by `SynthesisKit.ground`, from `World.query`)."""
 
-    world: World
+    @property
+    def world(self) -> World:
+        """The world the records are read from."""
+        ...
 
     @property
     def customers(self) -> list[str]:

@@ -16,7 +16,7 @@ _GEN = re.compile(r"^gen-(\d+)(?:-(\d+)x(\d+)x(\d+))?$")
 
 
 class _Tau2Retail:
-    replay_tables = ("orders", "users", "products")
+    replay_tables: tuple[str, ...] = ("orders", "users", "products")
 
     def load(self, path):
         from pipeline.domains.retail.tau2 import load_tau2_domain
