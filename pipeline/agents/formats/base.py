@@ -17,7 +17,10 @@ class ChatFormatError(ValueError):
 
 
 class ChatFormat(Protocol):
-    name: str
+    @property
+    def name(self) -> str:
+        """The format's name (`agentloop` for the compact codec, else the template family's)."""
+        ...
 
     def render(
         self,
