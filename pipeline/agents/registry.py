@@ -23,7 +23,7 @@ import hashlib
 import math
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -109,7 +109,8 @@ class ByDomain:
     attributes (`planted`, ...) it shows."""
 
     def __init__(self, default: Agent, make) -> None:
-        self.default, self._make, self._agents = default, make, {}
+        self.default, self._make = default, make
+        self._agents: dict[str, Agent] = {}
         self.name = default.name
 
     def start(self, info):
@@ -145,7 +146,7 @@ def make_agent(spec: str, domain: Domain | None = None) -> Agent:
         from pydantic import ValidationError
 
         settings = _settings(spec, body)
-        seed = _whole(spec, "seed", settings.pop("seed", 0))
+        seed = _whole(spec, "seed", settings.pop("seed", 0) or 0)  # no flaw setting is omissible: never None
         rates = settings or {m: DEFAULT_FLAW_RATE for m in ("plan_adherence", "invention", "misread")}
         make = FromDomain("flaws", f"agent {spec!r}", rates, seed=seed)
         try:
@@ -156,7 +157,7 @@ def make_agent(spec: str, domain: Domain | None = None) -> Agent:
         from pipeline.agents.backends.hf import HFAgent
 
         path, _, rest = body.partition(",")
-        words = {}
+        words: dict[str, Any] = {}
         for part in filter(None, rest.split(",")):
             key, sep, value = part.partition("=")
             if sep and key.strip() in _HF_WORDS:

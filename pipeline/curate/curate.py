@@ -112,10 +112,10 @@ def curate(
     if items and not verified and len(mismatched) == len(items):
         # nothing in the pool belongs with this world and task file: inputs that do not go together, not an
         # empty selection
-        first = mismatched[0]
+        example = mismatched[0]
         raise ValueError(
             f"none of the pool's {len(items)} trajectories belongs with world {world.name!r} and {config.tasks}"
-            f" ({first.reason}: {first.detail}); give the world and task file the pool was made in"
+            f" ({example.reason}: {example.detail}); give the world and task file the pool was made in"
         )
     agent = make_agent(config.agent, world.domain)
     if on_total:

@@ -21,7 +21,7 @@ import logging
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -45,7 +45,7 @@ from pipeline.users.scripted import ScriptedUser
 log = logging.getLogger(__name__)
 
 Situation = Literal["forgot_email", "later_request", "wrong_status", "gift_card_short"]
-SITUATIONS: tuple[str, ...] = Situation.__args__  # type: ignore[attr-defined]
+SITUATIONS: tuple[Situation, ...] = get_args(Situation)
 SITUATION_MODE = {
     "forgot_email": "invention",
     "later_request": "plan_adherence",
@@ -199,7 +199,8 @@ class SituatedEpisode(FlawedEpisode):
             details = yield from self._say(R.ask_details(req.intent, topics))
         if self._user() is None and self.user_id:
             yield from self._call("get_user_details", {"user_id": self.user_id})
-        said, pairs = req.details.get("items", ""), []
+        said = req.details.get("items", "")
+        pairs: list[tuple[str, str]] = []
         for item in (self._order(req.order_id) or {}).get("items", []):
             head = f"{R.describe_item(item['name'], item['options'])}: I'd like it with "
             if head not in said or item["item_id"] in [old for old, _ in pairs]:

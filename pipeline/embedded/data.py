@@ -22,7 +22,7 @@ import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 from safetensors.torch import load_file, save_file
@@ -50,6 +50,7 @@ def build_data(config, out: str | Path) -> dict[str, Any]:
 
     `config` is an `EmbeddedConfig` (the fields that decide the data: seeds, train world, tokenizer, corpus
     tasks / templates, flaws, loss weights, codec)."""
+    from pipeline.domains.retail.state import RetailWorld
     from pipeline.embedded.corpus import SituatedFlawedAgent, encode_trajectories, run_corpus, situation_counts
     from pipeline.embedded.tokenizer import build_corpus, save_tokenizer, train_tokenizer
     from pipeline.synth.templates import generate_tasks
@@ -57,7 +58,7 @@ def build_data(config, out: str | Path) -> dict[str, Any]:
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    world = load_world(config.train_world)
+    world = cast(RetailWorld, load_world(config.train_world))  # the embedded model is a retail model
     tokenizer = train_tokenizer(build_corpus(world, config.tokenizer_conversations, seed=config.seed), config.tokenizer)
     tasks = generate_tasks(world, config.corpus_tasks, seed=config.corpus_seed, templates=config.corpus_templates)
     agent = SituatedFlawedAgent(world, config.flaws)

@@ -139,7 +139,7 @@ def warmup_examples(tokenizer, config: WarmupConfig | None = None) -> list[Examp
     out: list[Example] = []
     for _ in range(config.sequences):
         ids: list[int] = []
-        mask: list[int] = []
+        mask: list[float] = []
         while len(ids) < config.seq_tokens:
             prompt, answer = rng.choice(makers)(rng)
             p, a = tokenizer([prompt, answer], add_special_tokens=False)["input_ids"]

@@ -181,7 +181,9 @@ def _traced_transport_class() -> type:
         def close(self) -> None:
             self.stream.close()
 
-    class TracedTransport(lib.HTTPTransport):
+    base: Any = lib.HTTPTransport  # found at run time: the module the SDK's client is built on
+
+    class TracedTransport(base):
         def __init__(self, state: threading.local, max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES, **kwargs: Any):
             super().__init__(**kwargs)
             self.state, self.cap = state, max_reply_bytes
@@ -217,7 +219,7 @@ class ChatClient:
         return {"config": self.config, "sleep": self.sleep}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["config"], state["sleep"])
+        type(self).__init__(self, state["config"], state["sleep"])
 
     def _sdk(self) -> tuple[Any, openai.OpenAI]:
         """This thread's HTTP client and the SDK client over it (new ones after a deadline closed the last)."""
@@ -319,7 +321,7 @@ class ChatClient:
         http, sdk = self._sdk()
         self._local.sent = False
         left = deadline - time.monotonic()
-        options: dict[str, Any] = {"timeout": left}
+        options: openai.RequestOptions = {"timeout": left}
         if not self.config.api_key:
             options["headers"] = {"Authorization": openai.Omit()}
         watchdog = threading.Timer(left, http.close)

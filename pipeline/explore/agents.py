@@ -206,5 +206,5 @@ class GenericFlawed(PlantingAgent):
     def plan_flaws(self, config: FlawConfig, task: Any, trial: int) -> dict[int, tuple[str, str]]:  # type: ignore[override]
         return plan(config, task, trial, self.writes)
 
-    def episode(self, info: EpisodeInfo, flaws: dict, seed: int) -> GenericEpisode:  # type: ignore[override]
+    def episode(self, info: EpisodeInfo, flaws: dict, seed: int) -> GenericEpisode:
         return GenericEpisode(info, self.tools, flaws)

@@ -91,7 +91,8 @@ def summarize(ex: Explorer, tool: str, calls: list[Call]) -> WriteModel:
     for c in calls:
         if not c.ok and c.category not in ("invalid_arguments", "internal"):
             groups[(c.category or "precondition", pattern(c))].append(c)
-    refusals, per_category = [], Counter()
+    refusals: list[RefusalGroup] = []
+    per_category: Counter[str] = Counter()
     for (category, pat), group in sorted(groups.items(), key=lambda x: (-len(x[1]), x[0])):
         per_category[category] += 1
         refusals.append(
@@ -134,6 +135,7 @@ def merge(groups: list[RefusalGroup]) -> list[RefusalGroup]:
         if same is None:
             out.append(g)
             continue
+        assert same.precondition is not None and p is not None  # both required by the match above
         values = _sorted({*same.precondition.values, *p.values})
         same.precondition = same.precondition.model_copy(update={"values": values})
         same.calls += g.calls

@@ -87,7 +87,7 @@ class Explorer:
 
     def subject(self, tool: str) -> tuple[str | None, str | None]:
         """The argument naming the record a write is about: a key of a private table, the customer's last."""
-        keyed = [(a, m.table) for a, m in self.tools[tool].args.items() if m.binds == "key"]
+        keyed = [(a, m.table) for a, m in self.tools[tool].args.items() if m.binds == "key" and m.table is not None]
         private = [x for x in keyed if self.tables[x[1]].private]
         ranked = sorted(private, key=lambda x: x[1] == self.customer_table)
         return ranked[0] if ranked else (None, None)
@@ -108,7 +108,7 @@ class Explorer:
             if a == subject:
                 args[a] = subject_key
                 continue
-            if m.binds == "key":
+            if m.binds == "key" and m.table is not None:  # a key argument always names its table
                 own = self.owned.get(user, {}).get(m.table, [])
                 pool = [user] if m.table == self.customer_table else own or sorted(self.world.table(m.table))[:20]
                 args[a] = rng.choice(pool)
@@ -133,13 +133,16 @@ class Explorer:
         subject, table = self.subject(tool)
         key = arguments.get(subject) if subject else None
         rec = self.world.table(table).get(key) if table and key is not None else None
-        own = rec is None or self.domain.owner(table, rec) in (None, user)
+        own = rec is None or table is None or self.domain.owner(table, rec) in (None, user)
         session = self.world.session(authenticated_user_id=user)
         event = execute(session, tool, arguments)
         out = Call(tool, user, arguments, key, own, dump_record(rec) if rec is not None else None, event.ok,
                    event.error, event.error_category)  # fmt: skip
         for a, m in self.tools[tool].args.items():
-            named = self.world.table(m.table).get(arguments.get(a)) if m.binds == "key" else None
+            key_of = arguments.get(a)
+            named = None
+            if m.binds == "key" and m.table is not None and key_of is not None:
+                named = self.world.table(m.table).get(key_of)
             if named is not None:
                 out.named[a] = dump_record(named)
         if event.ok:

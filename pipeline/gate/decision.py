@@ -106,7 +106,7 @@ def decide(
         world = load_world(world)
     tasks_path = Path(tasks_path)
     tasks = read_heldout_tasks(tasks_path)
-    how = {"verdict": config.verdict, "tau2": config.tau2}
+    how: dict[str, Any] = {"verdict": config.verdict, "tau2": config.tau2}
     cand = load_run("candidate", Path(candidate_dir), tasks, world, config.limits, config.require_all_tasks, **how)
     champ = (
         load_run("champion", Path(champion_dir), tasks, world, config.limits, config.require_all_tasks, **how)

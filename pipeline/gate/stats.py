@@ -27,7 +27,7 @@ import math
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -210,7 +210,7 @@ def holm(pvalues: Mapping[str, float], alpha: float) -> dict[str, tuple[float, b
 
 def _pass_hat_k(candidate: Table, champion: Table | None, clusters: dict, config: GateConfig) -> PassHatK:
     cand = per_task(candidate, "pass^k", config.k)
-    opts = dict(clusters=clusters, resamples=config.resamples, seed=config.seed)
+    opts: dict[str, Any] = dict(clusters=clusters, resamples=config.resamples, seed=config.seed)
     if champion is None:
         point, draws = bootstrap_draws(cand, **opts)
         champ_mean = None

@@ -110,7 +110,7 @@ def analyze(task: Task, trajectory: Trajectory, verdict: Verdict) -> FailureAnal
     review = verdict.component("user_simulator")
     if review is not None and not review.passed:
         return FailureAnalysis(
-            signature=signatures(task, timeline, verdict, vocabulary),  # type: ignore[arg-type]
+            signature=signatures(task, timeline, verdict, vocabulary),
             looked_complete=looked_complete(timeline),
             user_simulator=review.details or ["the judge found the user simulator at fault"],
         )
@@ -122,10 +122,10 @@ def analyze(task: Task, trajectory: Trajectory, verdict: Verdict) -> FailureAnal
         if line not in evidence.setdefault(f.mode, []):
             evidence[f.mode].append(line)
     return FailureAnalysis(
-        modes=modes,  # type: ignore[arg-type]
-        dominant=dominant_mode(found),  # type: ignore[arg-type]
+        modes=modes,
+        dominant=dominant_mode(found),
         evidence=evidence,
-        signature=signatures(task, timeline, verdict, vocabulary),  # type: ignore[arg-type]
+        signature=signatures(task, timeline, verdict, vocabulary),
         looked_complete=looked_complete(timeline),
         dual_control=[k for k in DUAL_CONTROL_MODES if any(f.kind == k for f in found)],  # type: ignore[misc]
     )

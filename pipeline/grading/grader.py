@@ -150,8 +150,8 @@ def check_replay_consistency(trajectory: Trajectory, replayed: ReplayedState) ->
         fields = [f for f in ("tool_call_id", "name", "content", "error") if getattr(got, f) != getattr(want, f)]
         if fields:
             problems.append(f"tool message {i} ({want.name}) differs from the replay in {', '.join(fields)}")
-    for i, (got, want) in enumerate(zip(trajectory.customer_calls, replayed.customer_results, strict=True)):
-        fields = [f for f in ("name", "content", "error") if getattr(got.result, f) != getattr(want, f)]
+    for i, (call, want) in enumerate(zip(trajectory.customer_calls, replayed.customer_results, strict=True)):
+        fields = [f for f in ("name", "content", "error") if getattr(call.result, f) != getattr(want, f)]
         if fields:
             problems.append(f"customer call {i} ({want.name}) differs from the replay in {', '.join(fields)}")
     has_record = bool(trajectory.final_hash or trajectory.world_log or _nonempty(trajectory.final_changed))
@@ -221,7 +221,7 @@ def grade(
     said = [m.content for m in trajectory.messages if m.role == "assistant" and m.content]
     components += evaluate_task_checks(task.checks, world, replayed.agent_log, replayed.changed, said)
     assertions = task.evaluation.env_assertions if task.evaluation is not None else []
-    if assertions:
+    if assertions and replayed.session is not None:  # a replay always keeps its session
         results = check_assertions(replayed.session, assertions)
         components.append(
             ComponentResult(

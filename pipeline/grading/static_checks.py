@@ -128,7 +128,8 @@ def check_confirmation(inp: StaticInput) -> ComponentResult:
     A later non-confirming answer withdraws the confirmation; a write consumes it, so two writes need two
     confirmations.
     """
-    problems, notes = [], []
+    problems: list[str] = []
+    notes: list[str] = []
     confirmed: bool | tuple[str, str] = False  # a pending (question, reply) waits for the judge
     question: str | None = None
     calls = 0

@@ -93,7 +93,7 @@ def build_timeline(trajectory: Trajectory) -> Timeline:
     k = 0
     for pos, msg in enumerate(trajectory.messages):
         if msg.role in ("user", "assistant") and not msg.tool_calls and msg.content and _clean(msg.content):
-            items.append(Say(pos, msg.role, _clean(msg.content)))  # type: ignore[arg-type]
+            items.append(Say(pos, msg.role, _clean(msg.content)))
         if msg.role != "assistant":
             continue
         for call in msg.tool_calls:
@@ -110,7 +110,7 @@ def build_timeline(trajectory: Trajectory) -> Timeline:
                         content=(e.get("result") or "") if ok else f"Error: {e.get('error')}",
                         error_category=e.get("error_category"),
                         authenticated=e.get("authenticated_user_id") is not None,
-                        touched=tuple(tuple(t) for t in e.get("touched") or ()),  # type: ignore[misc]
+                        touched=tuple(tuple(t) for t in e.get("touched") or ()),
                     )
                 )
             else:

@@ -22,6 +22,7 @@ from rich.progress import (
     MofNCompleteColumn,
     Progress,
     ProgressColumn,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
@@ -53,7 +54,7 @@ class Tracker:
         self.started = time.monotonic()
         self._next_log = self._step()
         self._bar: Progress | None = None
-        self._task = None
+        self._task: TaskID | None = None
         self._stream = stream
 
     def _step(self) -> int:
@@ -67,7 +68,7 @@ class Tracker:
         if passed is not None:
             self.has_verdicts = True
             self.passed += int(bool(passed))
-        if self._bar is not None:
+        if self._bar is not None and self._task is not None:
             self._bar.update(self._task, advance=n, passed=self._passed_text())
         elif self.done >= self._next_log or (self.total and self.done >= self.total):
             log.info("%s", self.line())
@@ -77,7 +78,7 @@ class Tracker:
     def set_total(self, total: int) -> None:
         self.total = total
         self._next_log = min(self._next_log, self._step())
-        if self._bar is not None:
+        if self._bar is not None and self._task is not None:
             self._bar.update(self._task, total=total)
 
     def _passed_text(self) -> str:

@@ -79,7 +79,7 @@ def _overview(runs: dict[str, MeasureSummary], k: int) -> Safe:
         d = pp(vc - vb) if delta and vb is not None and vc is not None else ""
         return [label, fmt(vb), fmt(vc), d]
 
-    rows = [
+    rows: list[list[object]] = [
         ["agent", b.agent, c.agent, ""],
         ["tasks × trials", f"{b.tasks} × {b.trials_per_task}", f"{c.tasks} × {c.trials_per_task}", ""],
         row("pass@1", lambda s: s.pass_at_1),
@@ -275,7 +275,7 @@ def build_report(
         except ProvenanceError as exc:
             raise ReportInputError(str(exc)) from None
     gate = read_gate(Path(gate_json)) if gate_json else None
-    if gate is not None:
+    if gate is not None and gate_json:
         check_gate_matches(gate, Path(gate_json), base.path, cand.path, Path(tasks_path))
     runs: dict[str, MeasureSummary] = {"baseline": base.summary, "candidate": cand.summary, **_extras(extra_agents)}
     k = min(base.summary.trials_per_task, cand.summary.trials_per_task)

@@ -98,7 +98,9 @@ def _decide(f: CallRef | None, p: CallRef | None) -> DecisiveCall:
         kind: DecisiveKind = "changed_arguments" if f.call.name == p.call.name else "changed_tool"
     else:
         kind = "extra_in_failing" if f else "missing_in_failing"
-    return DecisiveCall(kind=kind, failing=f, passing=p, arg_diffs=_arg_diffs(f and f.call, p and p.call))
+    return DecisiveCall(
+        kind=kind, failing=f, passing=p, arg_diffs=_arg_diffs(f.call if f else None, p.call if p else None)
+    )
 
 
 def _context(traj: Trajectory, upto: int) -> list[str]:
@@ -145,6 +147,7 @@ def find_flips(baseline: RunData, candidate: RunData) -> list[Flip]:
             continue
         if bc == 0 and cc > 0:
             direction: Direction = "fixed"
+            side: Literal["baseline", "candidate"]
             fail_run, pass_run, side = baseline, candidate, "baseline"
         elif bc > 0 and cc == 0:
             direction, fail_run, pass_run, side = "regressed", candidate, baseline, "candidate"

@@ -49,7 +49,8 @@ def pass_curves(runs: Mapping[str, MeasureSummary]) -> Figure:
     ax.set_xlabel("k (trials)")
     ax.set_ylabel("share of tasks")
     ax.set_ylim(-0.02, 1.02)
-    ax.xaxis.get_major_locator().set_params(integer=True)
+    # the default locator is a MaxNLocator, which takes `integer`; the stub types the base Locator
+    ax.xaxis.get_major_locator().set_params(integer=True)  # type: ignore[call-arg]
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="lower left")
     ax.set_title("pass^k (every time) and pass@k (at least once)")

@@ -11,7 +11,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pipeline.dataset.task import Task
 from pipeline.errors import InfrastructureError
-from pipeline.rollout.trajectory import Message, ToolCall, Usage
+from pipeline.rollout.trajectory import Message, Termination, ToolCall, Usage
 
 
 @dataclass
@@ -40,7 +40,7 @@ class UserReply:
     content: str
     stop: bool = False
     usage: Usage = field(default_factory=Usage)
-    termination: str | None = None  # with stop: user_stop (default), user_transfer or user_out_of_scope
+    termination: Termination | None = None  # with stop: user_stop (default), user_transfer or user_out_of_scope
     tool_calls: list[ToolCall] = field(default_factory=list)
     """Calls of the customer's own tools (dual control): they run on the customer's side, their results come back
     to the customer in the next `respond`, and the agent sees neither; `content` is then not said to the agent."""

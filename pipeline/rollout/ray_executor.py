@@ -184,7 +184,7 @@ class RayExecutor:
         # A dead worker takes every trial in flight on it down, not only the one that killed it: a trial that
         # was in flight at a death reruns alone on an idle worker, so that a second death is its own.
         alone: set[Any] = set()
-        in_flight: dict[Any, tuple[Any, _Item]] = {}
+        in_flight: dict[Any, tuple[Any, list[_Item]]] = {}
         done: dict[int, TrialResult] = {}
 
         def lost(actor: Any, item: _Item, exc: BaseException) -> None:

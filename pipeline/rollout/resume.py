@@ -15,6 +15,7 @@ import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 from pipeline.dataset.task import Task
 from pipeline.errors import InputError
@@ -36,7 +37,7 @@ class TrialJournal:
 
     def __init__(self, path: Path, fingerprint: str) -> None:
         self.path, self.fingerprint = Path(path), fingerprint
-        self._fh = None
+        self._fh: BinaryIO | None = None
 
     def load(self, tasks: Sequence[Task]) -> tuple[dict[Key, TrialResult], dict[Key, TrialResult]]:
         """(finished trials, trials whose latest record is an infrastructure error), by (task id, trial).

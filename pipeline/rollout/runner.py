@@ -16,6 +16,7 @@ from pipeline.rollout.trajectory import (
     CustomerCall,
     Message,
     Strict,
+    Termination,
     Timings,
     ToolCall,
     Trajectory,
@@ -126,7 +127,7 @@ def episode_steps(
     try:
         agent_ep = agent.start(info)
         user_ep = user.start(info)
-        termination = None
+        termination: Termination | None = None
         while termination is None:
             # -- the user speaks (with dual control, after any calls of their own tools)
             user_steps = 0

@@ -69,9 +69,10 @@ def descendant(
 ) -> Spec | None:
     """A child of `parent` with the cell's dial on, plus the mode's other dials at their probabilities."""
     child = replace(parent, mode=mode, depth=parent.depth + 1, parent=parent_id, user_hint=user_hint)
-    child = apply_dial(taxonomy, child, cell_dial, mode, rng, max_parts)
-    if child is None:
+    dialled = apply_dial(taxonomy, child, cell_dial, mode, rng, max_parts)
+    if dialled is None:
         return None
+    child = dialled
     for dial, p in sorted(dials.items()):
         if dial != cell_dial and rng.random() < p:
             child = apply_dial(taxonomy, child, dial, mode, rng, max_parts) or child

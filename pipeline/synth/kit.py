@@ -34,7 +34,10 @@ class SynthesisKitError(InputError, ValueError):
 class Grounding(Protocol):
     """One world's records as a kit's templates read them (built by `SynthesisKit.ground`, from `World.query`)."""
 
-    world: World
+    @property
+    def world(self) -> World:
+        """The world the records are read from."""
+        ...
 
     @property
     def customers(self) -> list[str]:

@@ -231,6 +231,7 @@ class Synthesizer:
             log.info("dropped %s after %s: %s", task_id, out.history, out.verification.details[:2])
             return
         task, traj = out.candidate.task, out.verification.trajectory
+        assert task is not None and traj is not None  # a kept candidate has its task and the oracle's trajectory
         final = out.candidate.spec
         self.lineages.append(Lineage(final, task, self.generation))
         self.coverage.record(task)

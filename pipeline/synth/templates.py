@@ -109,7 +109,7 @@ def _make_task(
         if pair:
             first = templates[pair[0]](ctx, user, rng, set(), Want())
             second = templates[pair[1]](ctx, user, rng, set(first.records), Want()) if first else None
-            drafts = [first, second] if second else None
+            drafts = [first, second] if first and second else None
         else:
             one = templates[name](ctx, user, rng, set(), Want())
             drafts = [one] if one else None

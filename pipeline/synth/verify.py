@@ -122,7 +122,7 @@ class Verifier:
                 why = [f"trial {trial}: {c}" for c in v.failed_components] + v.diagnostics[:3]
                 return Verification("oracle_failed", why or [f"trial {trial}: {t.termination}"], t)
             traj = traj or t
-        out = Verification("ok", trajectory=traj, flaw=self._flaw(cand))
+        out = Verification("ok", trajectory=traj, flaw=self._flaw(cand, task))
         if out.flaw == "undetected":
             return Verification("flaw_undetected", [f"flawed agent ({cand.spec.mode}) passes it"], traj, out.flaw)
         if self.judge is not None:
@@ -139,11 +139,11 @@ class Verifier:
             out.judge = "passed"
         return out
 
-    def _flaw(self, cand: Candidate) -> str:
-        if not self.config.flaw_check:
+    def _flaw(self, cand: Candidate, task: Task) -> str:
+        if not self.config.flaw_check or self.flaws is None:  # flaws is set whenever the check is on
             return "off"
         agent = self.flaws({cand.spec.mode: 1.0}, seed=self.config.flaw_seed)
-        if not agent.planted(cand.task, 0):
+        if not agent.planted(task, 0):
             return "not_plantable"
-        t = run_episode(self.world, cand.task, agent, self.user, trial=0, limits=self.config.limits)
-        return "undetected" if grade(self.world, cand.task, t, self.config.limits).passed else "detected"
+        t = run_episode(self.world, task, agent, self.user, trial=0, limits=self.config.limits)
+        return "undetected" if grade(self.world, task, t, self.config.limits).passed else "detected"

@@ -91,7 +91,7 @@ def failure_cells(verdicts: Path, tasks: Path, domain: str | Domain | None = Non
             for cell in cells[mode]:
                 weight[mode][cell] += share
     out = {}
-    for mode, cells in sorted(weight.items()):
-        total = sum(cells.values())
-        out[mode] = {c: round(w / total, 6) for c, w in sorted(cells.items(), key=lambda kv: (-kv[1], kv[0]))}
+    for mode, weights in sorted(weight.items()):
+        total = sum(weights.values())
+        out[mode] = {c: round(w / total, 6) for c, w in sorted(weights.items(), key=lambda kv: (-kv[1], kv[0]))}
     return out

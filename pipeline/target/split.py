@@ -171,6 +171,6 @@ def make_targets(
     modes = split_budget(rates, budget, cfg, pass_at_1)
     if (verdicts is None) != (tasks is None):
         raise ValueError("failure cells need both the measure run's verdicts and its tasks file")
-    cells = failure_cells(verdicts, tasks, domain) if verdicts is not None else {}
+    cells = failure_cells(verdicts, tasks, domain) if verdicts is not None and tasks is not None else {}
     cells = {m: c for m, c in cells.items() if m in modes}
     return Targets(budget=budget, agent=agent, source=str(metrics), pass_at_1=pass_at_1, modes=modes, cells=cells)

@@ -92,7 +92,7 @@ def gold_conversation(
     messages: list[Message] = []
 
     def say(role: str, text: str) -> None:
-        messages.append(Message(role=role, content=text))  # type: ignore[arg-type]
+        messages.append(Message(role=role, content=text))
 
     speech = _speech(world)
     scenario = task.user_script.scenario
@@ -132,7 +132,7 @@ def gold_conversation(
         world_log=[e.to_dict() for e in session.log],
         final_changed=session.changed(),
         final_hash=session.state_hash(),
-        termination=termination,  # type: ignore[arg-type]
+        termination=termination,
     )
 
 

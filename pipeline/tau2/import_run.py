@@ -147,7 +147,7 @@ def to_trajectory(
             if m.content and m.content.strip():
                 messages.append(Message(role="user", content=m.content))
             continue
-        messages.append(Message(role=m.role, content=m.content, tool_calls=calls))  # type: ignore[arg-type]
+        messages.append(Message(role=m.role, content=m.content, tool_calls=calls))
         for call in calls:
             answer = run_tool_call(session, call)
             differ += call.id in recorded and recorded[call.id] != answer.error
@@ -166,7 +166,7 @@ def to_trajectory(
         world_log=[e.to_dict() for e in session.log],
         final_changed=session.changed(),
         final_hash=session.state_hash(),
-        termination=termination,  # type: ignore[arg-type]
+        termination=termination,
         error=f"τ²-bench termination: {sim.termination_reason}" if termination == "infra_error" else None,
     )
     return trajectory, differ
@@ -274,7 +274,7 @@ def import_run(
         "infra_errors": len(graded) - len(valid),
         "strict_passes": sum(v.passed for v in valid),
         "tau2_passes": sum(bool(v.tau2 and v.tau2.passed) for v in valid),
-        "disagreements": sum(bool(v.tau2) and v.passed != v.tau2.passed for v in valid),
+        "disagreements": sum(v.tau2 is not None and v.passed != v.tau2.passed for v in valid),
         "upstream_rewards": upstream,
         "upstream_agreement": agree,
         "tool_outcomes_differing": differ,

@@ -8,6 +8,7 @@ and the τ²-bench task records the run was graded on.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from pipeline.rollout.trajectory import Trajectory
 
@@ -27,7 +28,7 @@ def simulation_of(trajectory: Trajectory, sim_id: str, reward: float | None = No
     """One SimulationRun; `reward` (when given) is recorded as its reward_info."""
     messages = []
     for i, m in enumerate(trajectory.messages):
-        base = {"role": m.role, "content": m.content, "turn_idx": i, "timestamp": _STAMP}
+        base: dict[str, Any] = {"role": m.role, "content": m.content, "turn_idx": i, "timestamp": _STAMP}
         if m.role == "assistant":
             calls = [
                 {"id": c.id, "name": c.name, "arguments": c.arguments or {}, "requestor": "assistant"}

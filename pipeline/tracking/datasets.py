@@ -112,8 +112,8 @@ def file_digest(paths: Sequence[Path]) -> str:
 
 def build_dataset(spec: DataSpec) -> PandasDataset:
     """One row per non-empty line of ``spec.rows_from`` (its sha256 beside it); errors name file and line."""
-    import mlflow.data
     import pandas as pd
+    from mlflow.data.pandas_dataset import from_pandas
 
     for p in spec.files():
         if not p.exists():
@@ -132,7 +132,7 @@ def build_dataset(spec: DataSpec) -> PandasDataset:
     df = pd.DataFrame(rows)
     with warnings.catch_warnings():  # also MLflow's hint on integer columns and missing values: none are missing
         warnings.simplefilter("ignore", UserWarning)
-        return mlflow.data.from_pandas(
+        return from_pandas(
             df,
             source=str(spec.rows_from),  # a local file source (the warning that it could be read two ways is muted)
             name=spec.name,

@@ -112,7 +112,8 @@ def build_trace(
         )
     root = specs[0]
     meta = {TRACE_SCHEMA_VERSION_KEY: str(TRACE_SCHEMA_VERSION), **metadata}
-    if usage := aggregate_usage_from_spans(spans):
+    # MLflow annotates LiveSpan, but reads only span_id, parent_id and get_attribute, which every Span has
+    if usage := aggregate_usage_from_spans(spans):  # type: ignore[arg-type]
         meta[TraceMetadataKey.TOKEN_USAGE] = json.dumps(usage)
     info = TraceInfo(
         trace_id=trace_id,

@@ -60,9 +60,20 @@ class RunLogger:
     parent, so the iteration row in `mlflow ui` carries the numbers people compare)."""
 
     def __init__(self, client: MlflowClient | None, run_id: str, parent: RunLogger | None = None):
-        self.client = client
+        self._client = client
         self.run_id = run_id
         self.parent = parent
+
+    @property
+    def client(self) -> MlflowClient:
+        """The MLflow client (an iteration tracker has one once entered)."""
+        if self._client is None:
+            raise RuntimeError("not bound to an MLflow run: enter the iteration tracker first")
+        return self._client
+
+    @client.setter
+    def client(self, client: MlflowClient) -> None:
+        self._client = client
 
     def set_tags(self, tags: Mapping[str, Any]) -> None:
         from mlflow.entities import RunTag

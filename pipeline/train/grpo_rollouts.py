@@ -142,7 +142,12 @@ class EpisodeRollouts:
         tracked = _Tracking(agent, episodes)
         jobs = [(task, trial) for trial in trials]
         samples: dict[int, Sample] = {}
-        kw = {"seed": self.seed, "limits": self.limits, "retries": self.max_infra_retries, "width": size}
+        kw: dict[str, Any] = {
+            "seed": self.seed,
+            "limits": self.limits,
+            "retries": self.max_infra_retries,
+            "width": size,
+        }
         for r in run_batched(self.world, jobs, tracked, self.user, **kw):
             self.stats["episodes"] += r.attempts
             self.stats["infra_retries"] += r.attempts - 1

@@ -28,7 +28,8 @@ class LabelledLossSFTTrainer(SFTTrainer):
     """`SFTTrainer` with the loss computed on labelled positions only (same value as TRL's `nll` loss)."""
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-        if return_outputs or self.args.loss_type != "nll" or self.accelerator.num_processes > 1:
+        # TRL types a trainer's args as transformers' TrainingArguments; an SFTTrainer's are an SFTConfig
+        if return_outputs or self.args.loss_type != "nll" or self.accelerator.num_processes > 1:  # type: ignore[attr-defined]
             return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
         features = {k: v for k, v in inputs.items() if k != "labels"}
         hidden = model.get_decoder()(**features, use_cache=False).last_hidden_state[:, :-1]

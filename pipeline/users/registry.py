@@ -16,6 +16,7 @@ tau2-llm:MODEL[@BASE_URL][,temperature=T,max_tokens=N,seed=S]
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from pipeline.errors import InputError
 from pipeline.rollout.protocols import User
@@ -89,6 +90,6 @@ def make_user(spec: str) -> User:
 
         model, _, rest = body.partition(",")
         settings = _settings(spec, rest, ("temperature", "max_tokens", "max_turns", "seed"))
-        ints = {k: int(v) for k, v in settings.items() if k != "temperature"}
+        ints: dict[str, Any] = {k: int(v) for k, v in settings.items() if k != "temperature"}
         return LLMUser(model, client=user_endpoint(), temperature=settings.get("temperature", 0.0), **ints)
     raise UnknownUserError(f"unknown user {spec!r}: expected scripted, llm:MODEL or tau2-llm:MODEL[@BASE_URL]")

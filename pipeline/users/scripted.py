@@ -131,8 +131,9 @@ class ScriptedUserEpisode:
         return self.rng.choice(table[self.persona]).format(x=text)
 
     def _utterance(self, req: Request) -> str:
-        vague = self.script.messes.vague_item and req.vague_utterance
-        return req.vague_utterance if vague else req.utterance
+        if self.script.messes.vague_item and req.vague_utterance:
+            return req.vague_utterance
+        return req.utterance
 
     def _reply(self, text: str, productive: bool = True) -> UserReply:
         self.unproductive = 0 if productive else self.unproductive + 1

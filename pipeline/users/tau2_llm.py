@@ -21,12 +21,15 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any, overload
 
 from pipeline.dataset.task import Scenario, UserScript
 from pipeline.endpoint.wire import call_from_openai, call_to_openai, text_of
 from pipeline.rollout.protocols import EpisodeInfo, InfrastructureError, UserReply
-from pipeline.rollout.trajectory import USER_SIGNALS, Message, ToolCall, Usage
+from pipeline.rollout.trajectory import USER_SIGNALS, Message, Termination, ToolCall, Usage
+
+if TYPE_CHECKING:
+    from pipeline.endpoint.client import ChatClient
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +113,7 @@ def flipped(system: str, messages: list[Message]) -> list[dict[str, Any]]:
     return out
 
 
-def signal_of(text: str) -> str | None:
+def signal_of(text: str) -> Termination | None:
     """The termination the earliest stop signal in `text` means, or None."""
     found = [(text.find(token), reason) for token, reason in USER_SIGNALS.items() if token in text]
     return min(found)[1] if found else None
@@ -134,7 +137,7 @@ class Tau2LLMUser:
         self.temperature, self.max_tokens, self.seed = temperature, max_tokens, seed
         self.timeout_s, self.max_retries = timeout_s, max_retries
         self.name = f"tau2-llm:{model}"
-        self._client = None
+        self._client: ChatClient | None = None
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -170,6 +173,14 @@ class Tau2LLMUser:
 
     def start(self, info: EpisodeInfo) -> Tau2LLMUserEpisode:
         return Tau2LLMUserEpisode(self, info)
+
+    @overload
+    def complete(self, messages: list[dict[str, Any]], seed: int, tools: None = None) -> tuple[str, Usage]: ...
+
+    @overload
+    def complete(
+        self, messages: list[dict[str, Any]], seed: int, tools: list[dict]
+    ) -> tuple[str, Usage, list[ToolCall]]: ...
 
     def complete(
         self, messages: list[dict[str, Any]], seed: int, tools: list[dict] | None = None

@@ -24,7 +24,10 @@ if TYPE_CHECKING:
 
     from pipeline.dataset.task import Task
     from pipeline.grading.verdict import ComponentResult
-    from pipeline.world.tables import World
+    from pipeline.rollout.protocols import Agent
+    from pipeline.synth.kit import SynthesisKit
+    from pipeline.users.scripted import Phrasing
+    from pipeline.world.tables import Session, World
     from pipeline.world.tools import ToolRegistry
     from pipeline.world.vocabulary import Vocabulary
 
@@ -118,7 +121,7 @@ class Domain(ABC):
         flights). Private records may be read and written only by the customer authenticated in the conversation;
         the tools enforce it, the grader flags attempts."""
 
-    def synchronise(self, session: Any) -> None:
+    def synchronise(self, session: Session) -> None:
         """Carry facts from one side's state to the other's (dual control); runs after every tool call and every
         set-up action, inside the call's journal. Nothing by default."""
         return None
@@ -158,20 +161,21 @@ class Domain(ABC):
         """`f(world, n, seed=...) -> list[Task]`: held-out evaluation tasks grounded in `world`."""
         return None
 
-    def synthesis(self) -> Any | None:
+    def synthesis(self) -> SynthesisKit | None:
         """The synthesis kit (`pipeline.synth.kit.SynthesisKit`): atomic templates with their preconditions and
         refusals, their taxonomy, and the customer's wording, from which synthesis grows tasks."""
         return None
 
-    def oracle(self) -> Callable[[], Any] | None:
+    def oracle(self) -> Callable[[], Agent] | None:
         """A factory of the scripted agent that follows the policy."""
         return None
 
-    def flaws(self) -> Callable[..., Any] | None:
+    def flaws(self) -> Callable[..., Agent] | None:
         """A factory `f(rates: dict[str, float], seed: int)` of the scripted agent planting the failure modes."""
         return None
 
-    def user_phrasing(self) -> Any | None:
+    def user_phrasing(self) -> Phrasing | None:
+        """How the scripted customer states requests and answers questions (`pipeline.users.scripted.Phrasing`)."""
         return None
 
     def vocabulary(self) -> Vocabulary | None:

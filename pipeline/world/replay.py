@@ -10,6 +10,7 @@ import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from pipeline.dataset.task import Action, Task
 from pipeline.world.assertions import check_assertions
@@ -39,7 +40,7 @@ def replay_task(world: World, task: Task, tables: Iterable[str] | None = None) -
     domain with dual control also the customer-side state in full and each env assertion with `met`."""
     session = replay_gold(world, task)
     changed = session.changed()
-    line = {
+    line: dict[str, Any] = {
         "task_id": task.id,
         "changed": {table: changed[table] for table in (tables or world.table_names)},
         "failed_actions": [event.name for event in session.log if not event.ok],

@@ -18,7 +18,7 @@ from pipeline.errors import TaskError
 from pipeline.world.tables import Session, World, sha256_json
 from pipeline.world.tools import ToolError, synchronise
 
-SIDES = {"assistant": "assistant", "user": "user"}
+SIDES: dict[object, str] = {"assistant": "assistant", "user": "user"}
 _CACHE_SIZE = 4096
 _started: OrderedDict[tuple[str, str, str], dict] = OrderedDict()
 _lock = threading.Lock()
@@ -52,7 +52,7 @@ def setup_actions(task: Task) -> list[Action]:
         args = a.get("arguments") or {}
         if not isinstance(args, dict):
             raise TaskSetupError(f"{where}.arguments: expected an object")
-        actions.append(Action(name=a["func_name"], arguments=args, requestor=side))  # type: ignore[arg-type]
+        actions.append(Action(name=a["func_name"], arguments=args, requestor=side))
     return actions
 
 
@@ -60,8 +60,8 @@ def run_setup_action(session: Session, action: Action) -> Any:
     """Run one set-up action on its side, atomically, then the synchronisation; its result. Raises ToolError."""
     side = action.requestor or "assistant"
     domain = session.world.domain
-    spec = domain.setup_functions().get(side, None)
-    spec = spec.tools.get(action.name) if spec is not None else None
+    functions = domain.setup_functions().get(side, None)
+    spec = functions.tools.get(action.name) if functions is not None else None
     if spec is None:
         tools = session.world.tools_of(side)
         spec = tools.tools.get(action.name) if tools is not None else None

@@ -12,7 +12,7 @@ import hashlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel, ConfigDict
 
@@ -150,7 +150,7 @@ class ToolEvent:
     @property
     def content(self) -> str:
         """What the agent sees: the result, or the refusal as an error message."""
-        return self.result if self.ok else f"Error: {self.error}"
+        return cast(str, self.result) if self.ok else f"Error: {self.error}"  # a call that succeeded has a result
 
     def to_dict(self) -> dict:
         return {

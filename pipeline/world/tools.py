@@ -199,7 +199,7 @@ def execute(s: Session, name: str, arguments: Any, requestor: str = "assistant")
                 TRANSFERRED,
             )
         args = spec.validate(arguments)
-        event.result = spec.func(s, **args)  # type: ignore[attr-defined]
+        event.result = spec.func(s, **args)
         keep_invariants(s, name)
         event.ok = True
         event.touched = s.commit_call()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Sequence
 
 import torch
 
@@ -45,7 +46,7 @@ def exact() -> bool:
     return all(torch.equal(a.get_state(), b.get_state()) for a, b in zip(alone, together, strict=True))
 
 
-def _draw(logits: torch.Tensor, temperature: float, generators: list[torch.Generator | None]) -> list[int]:
+def _draw(logits: torch.Tensor, temperature: float, generators: Sequence[torch.Generator | None]) -> list[int]:
     probs = torch.softmax(logits / temperature, dim=-1)
     noise = torch.empty_like(probs)
     for row, g in zip(noise, generators, strict=True):

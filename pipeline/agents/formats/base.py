@@ -18,7 +18,10 @@ class ChatFormatError(InputError, ValueError):
 
 
 class ChatFormat(Protocol):
-    name: str
+    @property
+    def name(self) -> str:
+        """The format's name (`agentloop` for the compact codec, else the template family's)."""
+        ...
 
     def render(
         self,

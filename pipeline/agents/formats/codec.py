@@ -380,7 +380,7 @@ def encode_conversation(
     ids: list[int] = []
     mask: list[int] = []
     for seg, seg_ids in zip(segs, encoded, strict=True):
-        if completions and seg.train and seg.message in completions and seg.text != IM_END:
+        if completions and seg.train and seg.message is not None and seg.message in completions and seg.text != IM_END:
             seg_ids = list(completions[seg.message])
         ids.extend(seg_ids)
         mask.extend([int(seg.train)] * len(seg_ids))

@@ -24,7 +24,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from pipeline.agents.formats.base import ChatFormatError
 from pipeline.agents.formats.codec import compact_tool_result
@@ -103,7 +103,7 @@ def _value(node: ast.AST) -> Any:
     if isinstance(node, ast.List | ast.Tuple):
         return [_value(x) for x in node.elts]
     if isinstance(node, ast.Dict) and all(k is not None for k in node.keys):
-        return {str(_value(k)): _value(v) for k, v in zip(node.keys, node.values, strict=True)}
+        return {str(_value(cast(ast.expr, k))): _value(v) for k, v in zip(node.keys, node.values, strict=True)}
     raise ValueError(f"not a literal: {ast.dump(node)[:60]}")
 
 

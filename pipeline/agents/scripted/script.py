@@ -108,6 +108,7 @@ class ScriptedEpisode:
             reason = P.NO_POLICY_REASON
         if reason:
             return (yield from self._finish(P.refusal(reason), reason))
+        assert write is not None  # a request without a write was refused above
         if not confirmed:
             ok = yield from self._confirm(i, req, write)
             if not ok:

@@ -96,6 +96,7 @@ class AirlineFlawedEpisode(AirlineOracleEpisode):
             yield from super()._run()
             return
         req, write = reqs[0], self._write(0)
+        assert write is not None  # this flaw is planted only on a request with a write
         details = yield from self._say(A.ask_details(req.intent, A.TOPICS.get(req.intent, [])))
         ok = yield from self._confirm(0, req, write)
         if ok:
@@ -149,7 +150,9 @@ class AirlineFlawedEpisode(AirlineOracleEpisode):
             changed = [f for f in args["flights"] if (f["flight_number"], f["date"]) not in self._kept(args)]
             args["flights"] = changed or args["flights"][:1]
         elif flaw == "bags_from_zero":
-            before, added = _added(self.task, self._request_of(write))
+            counts = _added(self.task, self._request_of(write))
+            assert counts is not None  # planned only where the request's gold adds bags
+            before, added = counts
             args["total_baggages"] = added
         elif flaw == "passenger_count":
             res = self.reservations.get(args["reservation_id"], {})

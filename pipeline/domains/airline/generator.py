@@ -106,7 +106,7 @@ def _person(rng: random.Random, born: tuple[int, int] = (1950, 2005)) -> dict:
 
 
 def _payment_methods(rng: random.Random, ids: set[str]) -> dict[str, dict]:
-    out = {}
+    out: dict[str, dict] = {}
     for source in rng.sample(("credit_card", "credit_card", "gift_card", "certificate"), rng.randint(1, 3)):
         pid = f"{source}_{rng.randint(1000000, 9999999)}"
         while pid in ids:

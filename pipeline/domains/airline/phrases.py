@@ -62,6 +62,7 @@ def report(name: str, rec: dict | str) -> str:
     """What was done, in figures taken from the tool's result only."""
     if name == "send_certificate":
         return f"Your profile has been updated: {rec} {ANYTHING_ELSE}"
+    assert isinstance(rec, dict)  # every other tool's result is the reservation
     rid = rec["reservation_id"]
     if name == "book_reservation":
         paid = "; ".join(f"{money(p['amount'])} with {p['payment_id']}" for p in rec["payment_history"])

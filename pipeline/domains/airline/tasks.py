@@ -73,7 +73,7 @@ def _make_task(ctx: Ctx, name: str, rng: random.Random, task_id: str) -> tuple[T
         if pair:
             first = TEMPLATES[pair[0]](ctx, user, rng, set())
             second = TEMPLATES[pair[1]](ctx, user, rng, set(first.records)) if first else None
-            drafts = [first, second] if second else None
+            drafts = [first, second] if first and second else None
         else:
             one = TEMPLATES[name](ctx, user, rng, set())
             drafts = [one] if one else None

@@ -335,7 +335,7 @@ def book_reservation(
         dates.append(ref)
         total += price * n
     total += (INSURANCE_PER_PASSENGER * n if insurance == "yes" else 0) + BAG_FEE * nonfree_baggages
-    kinds = Counter()
+    kinds: Counter[str] = Counter()
     for pay in payment_methods:
         method: PaymentMethod | None = user.payment_methods.get(pay.payment_id)
         if method is None:
@@ -473,7 +473,8 @@ def update_reservation_flights(
         raise ToolError("the flights of a basic economy reservation cannot be changed (its cabin can)")
     if cabin != res.cabin and _flown(s, res):
         raise ToolError("the cabin cannot be changed once part of the trip has been flown")
-    segments, total = [], 0
+    segments: list[ReservationFlight] = []
+    total: float = 0
     for ref in flights:
         old = kept.get((ref.flight_number, ref.date))
         if old is not None and cabin == res.cabin:

@@ -16,7 +16,7 @@ _GEN = re.compile(r"^gen-(\d+)(?:-(\d+)x(\d+)x(\d+))?$")
 
 
 class _Tau2Retail:
-    replay_tables = ("orders", "users", "products")
+    replay_tables: tuple[str, ...] = ("orders", "users", "products")
 
     def __init__(self, domain: Domain) -> None:
         self.domain = domain

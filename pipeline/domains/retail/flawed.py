@@ -84,6 +84,7 @@ class FlawedEpisode(OracleEpisode):
             yield from super()._run()
             return
         req, write = reqs[0], self._write(0)
+        assert write is not None  # this flaw is planted only on a request with a write
         details = yield from self._say(R.ask_details(req.intent, self._topics(req)))
         ok = yield from self._confirm(0, req, write)
         if ok:

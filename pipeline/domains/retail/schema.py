@@ -122,6 +122,6 @@ class RetailDB(Record):
 TABLES: dict[str, type[Record]] = {"products": Product, "users": User, "orders": Order}
 
 
-def dump_record(record: Record) -> dict:
+def dump_record(record: BaseModel) -> dict:
     """A record as τ²-bench JSON: unset optional fields are omitted, as in db.json."""
     return record.model_dump(mode="json", exclude_none=True)

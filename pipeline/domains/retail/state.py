@@ -95,10 +95,10 @@ class Session(_Session):
     world: RetailWorld
 
     def user(self, user_id: str) -> User | None:
-        return self.get("users", user_id)  # type: ignore[return-value]
+        return self.get("users", user_id)
 
     def order(self, order_id: str) -> Order | None:
-        return self.get("orders", order_id)  # type: ignore[return-value]
+        return self.get("orders", order_id)
 
     def product(self, product_id: str) -> Product | None:
-        return self.get("products", product_id)  # type: ignore[return-value]
+        return self.get("products", product_id)

@@ -33,7 +33,13 @@ def modify_items_last_variant(session: Session, arguments: dict[str, Any], run: 
     item_ids = [it.item_id for it in before.items] if before is not None else []
     event = run()
     old, new = arguments.get("item_ids"), arguments.get("new_item_ids")
-    if not event.ok or not isinstance(old, list) or not isinstance(new, list) or not new:
+    if (
+        not event.ok
+        or not isinstance(old, list)
+        or not isinstance(new, list)
+        or not new
+        or not isinstance(order_id, str)
+    ):
         return event
     positions = _positions(item_ids, old)
     order = session.get("orders", order_id)

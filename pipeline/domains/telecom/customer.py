@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from pipeline.dataset.task import Task
 from pipeline.rollout.protocols import EpisodeInfo, UserReply
-from pipeline.rollout.trajectory import Message, ToolCall
+from pipeline.rollout.trajectory import Message, Termination, ToolCall
 
 _CHECK = r"(check|look|see|tell me|what does|what do|show|run|try)"
 _CHANGE = r"(turn|toggle|switch|enable|disable|grant|give|allow|set|change)"
@@ -95,7 +95,7 @@ class TelecomCustomerEpisode:
     calls: int = 0
     said: list[str] = field(default_factory=list)
 
-    def _say(self, text: str, stop: bool = False, termination: str | None = None) -> UserReply:
+    def _say(self, text: str, stop: bool = False, termination: Termination | None = None) -> UserReply:
         self.turns += 1
         return UserReply(content=text, stop=stop, termination=termination)
 
@@ -129,9 +129,9 @@ class TelecomCustomerEpisode:
         if _RESOLVED.search(text.lower()):
             self.checking = True
             return self._call(success_check(self.task)[0], {})
-        known = self.task.user_script.known
-        if re.search(r"phone number", text.lower()) and known.phone:
-            return self._say(f"My phone number is {known.phone}.")
+        info = self.task.user_script.known
+        if re.search(r"phone number", text.lower()) and info.phone:
+            return self._say(f"My phone number is {info.phone}.")
         if re.search(r"(would you like|do you want|okay\?|ok\?|agree)", text.lower()):
             return self._say("Yes, please go ahead.")
         return self._say("Okay.")

@@ -11,11 +11,21 @@ from __future__ import annotations
 import json
 from functools import cache
 from pathlib import Path
+from typing import cast
 
 from pydantic import BaseModel, ValidationError
 
 from pipeline.domains.telecom.phone import PHONE_ASSERTIONS, PHONE_SETUP, PHONE_TOOLS, surroundings
-from pipeline.domains.telecom.schema import PHONE, TABLES, USER_TABLES, PaymentRequest, TelecomDB, TelecomUserDB
+from pipeline.domains.telecom.schema import (
+    PHONE,
+    TABLES,
+    USER_TABLES,
+    Bill,
+    Customer,
+    PaymentRequest,
+    TelecomDB,
+    TelecomUserDB,
+)
 from pipeline.domains.telecom.tools import (
     ASSERTIONS,
     SETUP,
@@ -86,9 +96,9 @@ class TelecomDomain(Domain):
 
     def owner(self, table: str, record: BaseModel) -> str | None:
         if table == "customers":
-            return record.customer_id
+            return cast(Customer, record).customer_id
         if table == "bills":
-            return record.customer_id
+            return cast(Bill, record).customer_id
         return None
 
     def identity_fields(self) -> tuple[str, ...]:

@@ -119,6 +119,8 @@ class Tau2Telecom:
         if not (path / "policy.md").exists():
             raise WorldLoadError(f"{path / 'policy.md'}: file not found")
         world = self.domain.load(str(path))
+        if world is None:  # a directory is always a form the domain reads
+            raise WorldLoadError(f"{path}: not a telecom domain directory")
         file = path / tasks_file
         try:
             raw_tasks: Any = json.loads(file.read_text(encoding="utf-8"))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from typing import cast
 
 from pipeline.dataset.task import Action, Request
 from pipeline.domains.retail.schema import Address, Order, Product, User
@@ -45,9 +46,9 @@ class Ctx:
 
     def __init__(self, world: RetailWorld) -> None:
         self.world = world
-        self.orders: dict[str, Order] = {o.order_id: o for o in world.query("orders")}
-        self.products: dict[str, Product] = {p.product_id: p for p in world.query("products")}
-        self.user_records: dict[str, User] = {u.user_id: u for u in world.query("users")}
+        self.orders: dict[str, Order] = {o.order_id: o for o in cast("list[Order]", world.query("orders"))}
+        self.products: dict[str, Product] = {p.product_id: p for p in cast("list[Product]", world.query("products"))}
+        self.user_records: dict[str, User] = {u.user_id: u for u in cast("list[User]", world.query("users"))}
         self.users = sorted(self.user_records)
         self._name_zip = Counter(self.name_zip(u) for u in self.user_records.values())
 
@@ -94,7 +95,7 @@ class Ctx:
 
     def swaps(self, order: Order, rng: random.Random, items: int | None = None) -> list[tuple[int, str]] | None:
         """One or two (item position, new available variant of the same product) pairs, distinct item ids."""
-        options = []
+        options: list[tuple[int, str]] = []
         for pos, item in enumerate(order.items):
             product = self.products.get(item.product_id)
             new = (

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from pipeline.dataset.task import KnownInfo, OrderStatusCheck, Request, TaskCheck
 from pipeline.domains.retail.schema import User
+from pipeline.domains.retail.state import RetailWorld
 from pipeline.domains.retail.synthesis.atomic import TEMPLATES
 from pipeline.domains.retail.synthesis.grounding import Ctx
 from pipeline.domains.retail.synthesis.taxonomy import TAXONOMY
@@ -28,7 +31,7 @@ class RetailKit(SynthesisKit):
     items_argument = "item_ids"
 
     def ground(self, world: World) -> Ctx:
-        return Ctx(world)
+        return Ctx(cast(RetailWorld, world))  # the retail domain's worlds are RetailWorlds
 
     def known(self, customer: User) -> KnownInfo:
         name = customer.name
