@@ -6,6 +6,7 @@ Exit codes: 0 when neither direction promotes, 1 with --check when one does (a f
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.table import Table
@@ -56,7 +57,7 @@ def gate_aa_cmd(
     from pipeline.outputs import check_output
     from pipeline.world.registry import load_world
 
-    given = {"RUN_A": run_a, "RUN_B": run_b, "--tasks": tasks, "--world": world, "--config": config}
+    given: dict[str, Any] = {"RUN_A": run_a, "RUN_B": run_b, "--tasks": tasks, "--world": world, "--config": config}
     check_output(out, inputs=given)
     try:
         settings = yaml.safe_load(config.read_text()) if config is not None else {}

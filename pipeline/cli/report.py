@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -28,7 +29,13 @@ def report_cmd(
     from pipeline.outputs import check_output
     from pipeline.report import build_report
 
-    given = {"--baseline": baseline, "--candidate": candidate, "--tasks": tasks, "--gate": gate, "--extra": extra}
+    given: dict[str, Any] = {
+        "--baseline": baseline,
+        "--candidate": candidate,
+        "--tasks": tasks,
+        "--gate": gate,
+        "--extra": extra,
+    }
     check_output(out, "--out", inputs=given)
     path = build_report(
         baseline, candidate, tasks, world, gate_json=gate, out=out, extra_agents=extra or None, verdict=verdict

@@ -81,6 +81,6 @@ def world_explore(
     for name, w in model.writes.items():
         why = sum(r.precondition is not None for r in w.refusals)
         console.print(f"{name}: {w.ok}/{w.calls} calls succeeded; {len(w.refusals)} refusal group(s), {why} explained")
-    for name, why in model.unexplored.items():
-        console.print(f"[yellow]{name}: unexplored ({why})[/yellow]")
+    for name, reason in model.unexplored.items():
+        console.print(f"[yellow]{name}: unexplored ({reason})[/yellow]")
     console.print(f"world model of {loaded.name} → {out}")

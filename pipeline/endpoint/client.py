@@ -164,7 +164,9 @@ def _traced_transport_class() -> type:
     holds from one that never reached it."""
     lib = importlib.import_module(openai.DefaultHttpxClient.__mro__[1].__module__.partition(".")[0])
 
-    class CappedStream(lib.SyncByteStream):
+    stream_base: Any = lib.SyncByteStream
+
+    class CappedStream(stream_base):
         """A reply body that stops being read past `cap` bytes."""
 
         def __init__(self, stream: Any, cap: int, url: str) -> None:

@@ -108,10 +108,11 @@ class Conditional:
         own = [k for k in sorted(ex.owned.get(user, {}).get(table, [])) if k not in exclude]
         records = {k: shown(ctx, user, table, k) for k in own}
         field, allowed = cond
-        keys = [k for k, r in records.items() if r is not None and field in r]
-        ranked = sorted(rng.sample(keys, len(keys)), key=lambda k: (records[k][field] in allowed) != aim)
+        present = {k: r for k, r in records.items() if r is not None and field in r}
+        keys = list(present)
+        ranked = sorted(rng.sample(keys, len(keys)), key=lambda k: (present[k][field] in allowed) != aim)
         for key in ranked:
-            holds = records[key][field] in allowed
+            holds = present[key][field] in allowed
             taken, untaken = (self.tool, other) if holds else (other, self.tool)
             args = self._call(ctx, taken, user, key, rng)
             if args is None:

@@ -127,7 +127,7 @@ def analyze(task: Task, trajectory: Trajectory, verdict: Verdict) -> FailureAnal
         evidence=evidence,
         signature=signatures(task, timeline, verdict, vocabulary),
         looked_complete=looked_complete(timeline),
-        dual_control=[k for k in DUAL_CONTROL_MODES if any(f.kind == k for f in found)],  # type: ignore[misc]
+        dual_control=[k for k in DUAL_CONTROL_MODES if any(f.kind == k for f in found)],
     )
 
 

@@ -115,6 +115,17 @@ def kit_of(domain: Domain, needed_for: str) -> SynthesisKit | SelectionKit:
     return kit
 
 
+def template_kit_of(domain: Domain, needed_for: str) -> SynthesisKit:
+    """The domain's kit of templates; a domain that selects its tasks from a pool has none to grow them from."""
+    kit = kit_of(domain, needed_for)
+    if not isinstance(kit, SynthesisKit):
+        raise SynthesisKitError(
+            f"domain {domain.name!r} draws its tasks from a pool (a selection kit): it has no templates to"
+            f" {needed_for} from"
+        )
+    return kit
+
+
 def check_kit(domain: Domain, kit: Any) -> None:
     """Raise SynthesisKitError naming the domain for each way the kit does not fit the domain (a selection kit,
     `pipeline.synth.select`, draws tasks from a pool and has no templates to check)."""

@@ -187,7 +187,7 @@ def anchor_trajectories(
     pool = [t for t in kit.pool(world) if t.id not in exclude]
     random.Random(f"anchors:{world.name}:{seed}").shuffle(pool)
     verifier = Verifier(world, config.model_copy(update={"flaw_check": False}))
-    out = []
+    out: list[Trajectory] = []
     for task in pool:
         if len(out) >= n:
             break

@@ -31,7 +31,7 @@ from pipeline.synth.candidate import Spec, build
 from pipeline.synth.coverage import CoverageTracker
 from pipeline.synth.evolve import Lineage, apply_dial, descendant, parents_for
 from pipeline.synth.judge import JudgeCascade, JudgeConfig
-from pipeline.synth.kit import kit_of
+from pipeline.synth.kit import kit_of, template_kit_of
 from pipeline.synth.partition import Partitioned, needs_partition, partition
 from pipeline.synth.result import SynthesisResult
 from pipeline.synth.rework import Outcome, Reworker
@@ -114,7 +114,7 @@ class SynthConfig(BaseModel):
 class Synthesizer:
     def __init__(self, world: World, targets: Targets, config: SynthConfig | None = None) -> None:
         ensure_generated(world)
-        self.kit = kit_of(world.domain, needed_for="synthesize")
+        self.kit = template_kit_of(world.domain, needed_for="synthesize")
         self.taxonomy = self.kit.taxonomy
         unknown = sorted(set(targets.modes) - set(FAILURE_MODES))
         if unknown:

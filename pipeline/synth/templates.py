@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pipeline.dataset.task import Task
 from pipeline.synth.assemble import assemble, gold_problems, random_messes
 from pipeline.synth.drafts import Draft, Want
-from pipeline.synth.kit import Grounding, SynthesisKit, kit_of
+from pipeline.synth.kit import Grounding, SynthesisKit, template_kit_of
 from pipeline.synth.partition import Partitioned, needs_partition, partition
 from pipeline.world.tables import World
 
@@ -72,7 +72,7 @@ def generate_tasks(world: World, n: int, seed: int = 0, templates: list[str] | N
 
 def generate(world: World, n: int, seed: int = 0, templates: list[str] | None = None) -> GenerationResult:
     """Like `generate_tasks`, also counting per template the candidates dropped and why."""
-    kit = kit_of(world.domain, needed_for="generate tasks")
+    kit = template_kit_of(world.domain, needed_for="generate tasks")
     names = expand_cycle(kit, templates)
     ctx = kit.ground(world)
     extra: dict = {"depth": 0}

@@ -31,7 +31,7 @@ class VerdictsReadError(InputError, ValueError):
     """A verdicts file that cannot be read, or names a task the tasks file lacks; the message names both."""
 
 
-def _cells_by_mode(kit: SynthesisKit, task: Task) -> dict[str, list[str]]:
+def _cells_by_mode(kit: SynthesisKit | SelectionKit, task: Task) -> dict[str, list[str]]:
     if isinstance(kit, SelectionKit):
         return cells_by_mode(kit, task)
     out: dict[str, list[str]] = defaultdict(list)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
 from typing import Literal
@@ -212,7 +213,7 @@ def tau2_version(domains: list[str]) -> str | None:
 
 
 def build_submission(
-    runs: list[str | Path],
+    runs: Sequence[str | Path],
     *,
     model_name: str | None,
     model_organization: str,
@@ -261,7 +262,7 @@ def build_submission(
         submission_date=today or date.today(),
         submission_type=submission_type,
         contact_info=ContactInfo(email=contact_email, name=contact_name),
-        results={s.domain: s.results for s in summaries},  # type: ignore[misc]
+        results={s.domain: s.results for s in summaries},
         methodology=Methodology(
             evaluation_date=today or date.today(),
             tau2_bench_version=tau2_bench_version or tau2_version([s.domain for s in summaries]),

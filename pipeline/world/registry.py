@@ -79,7 +79,7 @@ def _reduce_domain(domain: Domain) -> tuple:
     spec = domain_spec(domain)
     if spec in BUILTIN_DOMAINS or ":" in spec or spec.endswith("+generic"):
         return resolve_domain, (spec,)
-    return object.__reduce_ex__(domain, 2)
+    return object.__reduce_ex__(domain, 2)  # type: ignore[return-value]  # a tuple for any class with state
 
 
 def domain_spec(domain: Domain) -> str:

@@ -12,6 +12,7 @@ import hashlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel, ConfigDict
@@ -64,6 +65,8 @@ class World:
         self.policy = policy
         self.name = name
         self.domain = domain
+        self.directory: Path | None = None
+        """The directory the world was read from, where its domain keeps more files beside it (None: built)."""
         self._fingerprint: str | None = None
 
     @property

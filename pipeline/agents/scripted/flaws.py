@@ -26,7 +26,7 @@ class FlawConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    rates: dict[Mode, Annotated[float, Field(ge=0.0, le=1.0)]] = Field(
+    rates: dict[str, Annotated[float, Field(ge=0.0, le=1.0)]] = Field(
         default_factory=dict,
         description="Mode → rate, e.g. {'invention': 0.3}; modes: " + ", ".join((*MODES, *DUAL_CONTROL_MODES)) + ".",
     )

@@ -95,7 +95,8 @@ class _Transferred(Exception):
 
 class TelecomFlawedEpisode(TelecomOracleEpisode):
     def __init__(self, info: EpisodeInfo, flaws: dict[int, tuple[str, str]], seed: int) -> None:
-        self.mode, self.variant = flaws.get(0, (None, None))
+        planted: tuple[str | None, str | None] = flaws.get(0, (None, None))
+        self.mode, self.variant = planted
         self.claimed = False
         self.rng = random.Random(f"{seed}:{info.task.id}:{info.trial}:values")
         super().__init__(info)
@@ -133,7 +134,7 @@ class TelecomFlawedEpisode(TelecomOracleEpisode):
                 return line
 
     def _resolved(self) -> Steps:
-        if self.mode == "wrong_instruction":
+        if self.mode == "wrong_instruction" and self.variant is not None:
             yield from super()._ask("", WRONG[self.variant])
         return (yield from super()._resolved())
 
