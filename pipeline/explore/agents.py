@@ -184,7 +184,7 @@ def plan(config: FlawConfig, task: Task, trial: int, writes: frozenset[str]) -> 
     refused = [i for i, r in enumerate(task.user_script.requests) if r.expect == "refused" and r.intent in writes]
     out: dict[int, tuple[str, str]] = {}
     for mode in MODES:
-        if unit(config.seed, task.id, trial, mode) >= config.rates.get(mode, 0.0):
+        if unit(config.seed, task.id, trial, mode) >= config.rate(mode):
             continue
         fits = [i for i in (refused if mode == "misread" else written) if i not in out]
         if not fits:

@@ -10,7 +10,8 @@ tools may plant the dual-control modes too (telecom: `pipeline.domains.telecom.f
 from __future__ import annotations
 
 import hashlib
-from typing import Annotated, Any, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -26,11 +27,15 @@ class FlawConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    rates: dict[str, Annotated[float, Field(ge=0.0, le=1.0)]] = Field(
+    rates: dict[Mode, Annotated[float, Field(ge=0.0, le=1.0)]] = Field(
         default_factory=dict,
         description="Mode → rate, e.g. {'invention': 0.3}; modes: " + ", ".join((*MODES, *DUAL_CONTROL_MODES)) + ".",
     )
     seed: int = Field(default=0, description="Seed of the planting hash; same seed, same planted flaws.")
+
+    def rate(self, mode: str) -> float:
+        """The planting rate of `mode` (0 when it is not planted)."""
+        return cast("Mapping[str, float]", self.rates).get(mode, 0.0)
 
 
 def unit(*parts: object) -> float:

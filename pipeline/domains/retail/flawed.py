@@ -53,7 +53,7 @@ def plan(config: FlawConfig, task: Task, trial: int) -> dict[int, tuple[str, str
     requests = task.user_script.requests
     out: dict[int, tuple[str, str]] = {}
     for mode in MODES:
-        if _unit(config.seed, task.id, trial, mode) >= config.rates.get(mode, 0.0):
+        if _unit(config.seed, task.id, trial, mode) >= config.rate(mode):
             continue
         fits = [i for i in writes if i not in out and i < len(requests) and _variants(mode, i, requests[i])]
         if not fits:

@@ -81,7 +81,7 @@ def plan(config: FlawConfig, task: Task, trial: int) -> dict[int, tuple[str, str
     shuffles) whose rate the coin falls under and that fits the task."""
     order = sorted(PLANTED, key=lambda m: _unit(config.seed, task.id, trial, m, "order"))
     for mode in order:
-        if _unit(config.seed, task.id, trial, mode) >= config.rates.get(mode, 0.0):
+        if _unit(config.seed, task.id, trial, mode) >= config.rate(mode):
             continue
         options = _variants(mode, task)
         if options:
