@@ -109,6 +109,7 @@ def test_curate(synthesized, tmp_path, kill_at):
 @pytest.fixture(scope="module")
 def tiny_base(tmp_path_factory):
     from pipeline.agents.formats.codec import CodecConfig
+    from pipeline.domains.retail.policy import POLICY_SUMMARY
     from pipeline.embedded.model import CheckpointMeta, ModelConfig, build_model, save_checkpoint
     from pipeline.embedded.tokenizer import TokenizerConfig, build_corpus, train_tokenizer
     from pipeline.world.registry import load_world
@@ -116,7 +117,7 @@ def tiny_base(tmp_path_factory):
     tiny = ModelConfig(hidden_size=32, intermediate_size=64, num_layers=1, num_heads=2, max_position_embeddings=1024)
     tokenizer = train_tokenizer(build_corpus(load_world(WORLD), 10), TokenizerConfig(vocab_size=512))
     path = tmp_path_factory.mktemp("base") / "tiny"
-    codec = CodecConfig(system="compact", tool_results="compact")
+    codec = CodecConfig(system="compact", tool_results="compact", policy_summary=POLICY_SUMMARY)
     return save_checkpoint(path, build_model(tiny, tokenizer), tokenizer, CheckpointMeta.for_codec(codec, model=tiny))
 
 

@@ -72,8 +72,8 @@ def test_the_wheel_holds_every_tracked_data_file_of_the_package(wheel):
 
 @pytest.mark.slow
 def test_the_installed_wheel_replays_airline_and_retail(wheel, tmp_path, tau2_airline_dir, tau2_dir):
+    from pipeline.tau2.replay import write_replay
     from pipeline.world.registry import resolve_domain
-    from pipeline.world.replay import write_replay
 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=300)
