@@ -63,8 +63,12 @@ def arm(checkpoint: Path, steps: int, threads: int, examples: int) -> dict:
 
 
 def run_arm(policy: str, threads: int, busy: bool, args) -> dict:
-    wait = "" if policy == "default" else policy
-    env = dict(os.environ, OMP_WAIT_POLICY=wait, PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1")
+    env.pop("GOMP_SPINCOUNT", None)
+    if policy.startswith("spin"):
+        env.update(OMP_WAIT_POLICY="", GOMP_SPINCOUNT=policy[len("spin") :])
+    else:
+        env["OMP_WAIT_POLICY"] = "" if policy == "default" else policy
     competitor = subprocess.Popen([sys.executable, "-c", BUSY]) if busy else None
     try:
         time.sleep(1.0 if busy else 0.0)
