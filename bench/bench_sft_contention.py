@@ -1,23 +1,22 @@
 """SFT beside another job: what one busy core costs the loop's training, by OpenMP wait policy and torch threads.
 
 Each arm fine-tunes the embedded default for the same optimizer steps on the same trajectories (the loop's SFT
-settings: batches of 4 from micro-batches of 1, 2,048 tokens at most) in a fresh process, because the OpenMP
-runtime reads `OMP_WAIT_POLICY` once, when torch loads it. Arms: the wait policy (`default`: libgomp's own
-when the variable says nothing, a thread at a barrier spins 300,000 times before it sleeps, what SFT ran with
-before `pipeline` set the variable; the arm passes an empty value, which libgomp reports as invalid and ignores,
-and which `pipeline` leaves alone; `PASSIVE`: it sleeps at once, what `pipeline` sets) ×
-torch threads (2, the SFT default; 1) × the machine (alone; beside one core of busy work, a Python loop that never
-sleeps). Rounds alternate the arms so each sees the same load. Reports training steps per second (TRL's own
-train_runtime, set-up excluded), each arm's slowdown beside the busy core (its fair share with two threads on two
-cores is about 1.5×: three runnable threads share two cores), the load average around each run, and the losses
-(identical across wait policies: the policy changes how threads wait, not what they compute). The machine is
-never quite alone on a shared host: the load average is recorded with every run, and the ratios come from arms
-run back to back.
+settings: batches of 4 from micro-batches of 1, 2,048 tokens at most) in a fresh process, because the OpenMP runtime
+reads `OMP_WAIT_POLICY` once, when torch loads it. Arms: the wait policy (`default`: libgomp's own when the variable
+says nothing, a thread at a barrier spins 300,000 times before it sleeps, what SFT ran with before `pipeline` set
+the variable; the arm passes an empty value, which libgomp reports as invalid and ignores, and which `pipeline`
+leaves alone; `PASSIVE`: it sleeps at once, what `pipeline` sets; `spinN`: the default policy with
+`GOMP_SPINCOUNT=N`, a bounded spin) × torch threads (2, the SFT default; 1) × the machine (alone; beside one core of
+busy work, a Python loop that never sleeps). Rounds alternate the arms so each sees the same load. Reports training
+steps per second (TRL's own train_runtime, set-up excluded), each arm's slowdown beside the busy core (its fair
+share with two threads on two cores is about 1.5×: three runnable threads share two cores), the load average around
+each run, and the losses (identical across wait policies: the policy changes how threads wait, not what they
+compute). The machine is never quite alone on a shared host: the load average is recorded with every run, and the
+ratios come from arms run back to back.
 
-    python bench/bench_sft_contention.py [--steps 10] [--rounds 2]
+    python bench/bench_sft_contention.py [--steps 10] [--rounds 2] [--policies default,PASSIVE,spin1000]
 
-Writes bench/results/sft_contention.json.
-"""
+Writes bench/results/sft_contention.json."""
 
 from __future__ import annotations
 
