@@ -39,6 +39,10 @@ def replay_verify(
             "wrong_world",
             f"trajectory world {traj.world!r}, task world {task.world!r}, curating in {world.name!r}",
         )
+    if traj.domain != world.domain.name:
+        return Rejection(
+            item.source, "wrong_world", f"trajectory domain {traj.domain!r}, curating in {world.domain.name!r}"
+        )
     verdict = grade(world, task, traj, limits)
     consistency = next((c for c in verdict.components if c.name == "replay_consistency"), None)
     if consistency is not None and not consistency.passed:
