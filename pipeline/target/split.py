@@ -220,7 +220,7 @@ def run_provenance(metrics: Path, verdicts: Path | None, tasks: Path | None, dom
         )
     if found:
         return found[0][1]
-    measured = recorded_domain(folders[0])
-    if name is not None and measured is not None and measured != name:
+    measured = recorded_domain(folders[0])  # a name, or the `module:attribute` a domain was resolved by
+    if name is not None and measured is not None and measured != name and resolve_domain(measured).name != name:
         raise ProvenanceError(f"{folders[0]}: measured with domain {measured!r}, given {name!r}")
     return None
