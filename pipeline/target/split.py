@@ -217,6 +217,7 @@ def run_provenance(metrics: Path, verdicts: Path | None, tasks: Path | None, dom
     if len({r.trajectories_sha256 for _, r in found}) > 1:
         raise ProvenanceError(
             f"{metrics} and {verdicts} are of two different runs ({found[0][0]} and {found[1][0]}): give one run's"
+            " metrics and verdicts"
         )
     if found:
         return found[0][1]
