@@ -759,7 +759,8 @@ def _(tmp: Path) -> Outcome:
 def _(tmp: Path) -> Outcome:
     f = _run_files(tmp)
     args = ["curate", "--pool", str(f["run"]), "--tasks", str(f["tasks"]), "--world", "gen-4-8x20x40"]
-    return cli([*args, "--agent", "oracle", "--probes", "1", "--out", str(tmp / "cur")], "belongs with world")
+    out = tmp / "cur"
+    return cli([*args, "--agent", "oracle", "--probes", "1", "--out", str(out)], "given 'gen-4-8x20x40'")
 
 
 def _targets(tmp: Path) -> dict[str, Path]:
