@@ -759,7 +759,120 @@ def _(tmp: Path) -> Outcome:
 def _(tmp: Path) -> Outcome:
     f = _run_files(tmp)
     args = ["curate", "--pool", str(f["run"]), "--tasks", str(f["tasks"]), "--world", "gen-4-8x20x40"]
-    return cli([*args, "--agent", "oracle", "--probes", "1", "--out", str(tmp / "cur")], "belongs with world")
+    out = tmp / "cur"
+    return cli([*args, "--agent", "oracle", "--probes", "1", "--out", str(out)], "given 'gen-4-8x20x40'")
+
+
+def _targets(tmp: Path) -> dict[str, Path]:
+    """Targets of the retail baseline, a set synthesized from them, and targets of a measured airline run."""
+    if "targets" not in _cache:
+        from pipeline.dataset.io import write_tasks
+        from pipeline.measure import MeasureConfig, measure
+        from pipeline.synth.synthesize import SynthConfig, synthesize
+        from pipeline.target import make_targets
+        from pipeline.world.registry import load_world
+
+        r, root = runs(tmp), Path(str(_cache["shared"])) / "targets"
+        retail = make_targets(r["baseline"] / "metrics.json", 9, None, r["baseline"] / "verdicts.jsonl",
+                              r["root"] / "tasks.jsonl")  # fmt: skip
+        retail.write(root / "retail.json")
+        synthesize(load_world("gen-7"), retail, root / "synth", SynthConfig(max_generations=1),
+                   targets_file=root / "retail.json")  # fmt: skip
+        air = load_world("gen-1-10x10x10", "airline")
+        write_tasks(root / "air.jsonl", air.domain.require("tasks")(air, 6, seed=1))
+        config = MeasureConfig(world="gen-1-10x10x10", domain="airline", tasks=root / "air.jsonl", agent="flawed",
+                               trials=2, resamples=20)  # fmt: skip
+        measure(config, root / "air_run")
+        make_targets(root / "air_run" / "metrics.json", 9, None, root / "air_run" / "verdicts.jsonl",
+                     root / "air.jsonl").write(root / "airline.json")  # fmt: skip
+        _cache["targets"] = {"retail": root / "retail.json", "synth": root / "synth", "airline": root / "airline.json"}
+    return _cache["targets"]  # type: ignore[return-value]
+
+
+def _other_tables(tmp: Path) -> Path:
+    """The synthesized set, its record naming a world of the same name with other tables."""
+    import shutil
+
+    shutil.copytree(_targets(tmp)["synth"], synth := tmp / "synth")
+    record = json.loads((synth / "provenance.json").read_text())
+    (synth / "provenance.json").write_text(json.dumps({**record, "world_digest": "0" * 64}))
+    return synth
+
+
+@case(45, "class 1: target --domain airline on a retail run")
+def _(tmp: Path) -> Outcome:
+    r = runs(tmp)
+    args = ["target", "--metrics", str(r["baseline"] / "metrics.json"), "--budget", "9", "--verdicts",
+            str(r["baseline"] / "verdicts.jsonl"), "--tasks", str(r["root"] / "tasks.jsonl")]  # fmt: skip
+    args += ["--domain", "airline"]
+    out = cli([*args, "--out", str(tmp / "t.json")], "measured with domain 'retail', given 'airline'")
+    return out if not (tmp / "t.json").exists() else silent("targets written anyway")
+
+
+@case(45, "class 1: target with metrics of one run and verdicts of another")
+def _(tmp: Path) -> Outcome:
+    r = runs(tmp)
+    args = ["target", "--metrics", str(r["candidate"] / "metrics.json"), "--budget", "9", "--verdicts",
+            str(r["baseline"] / "verdicts.jsonl"), "--tasks", str(r["root"] / "tasks.jsonl")]  # fmt: skip
+    return cli([*args, "--out", str(tmp / "t.json")], "two different runs")
+
+
+@case(45, "class 1: synthesize from targets of another domain")
+def _(tmp: Path) -> Outcome:
+    args = ["synthesize", "--world", "gen-7", "--targets", str(_targets(tmp)["airline"]), "--out", str(tmp / "s")]
+    out = cli(args, "measured with domain 'airline', given 'retail'")
+    return out if not (tmp / "s").exists() else silent("a set written anyway")
+
+
+@case(45, "class 1: synthesize from another domain's targets that carry no record")
+def _(tmp: Path) -> Outcome:
+    data = json.loads(_targets(tmp)["airline"].read_text())
+    data.pop("provenance", None)
+    (bare := tmp / "targets.json").write_text(json.dumps(data))
+    args = ["synthesize", "--world", "gen-7", "--targets", str(bare), "--out", str(tmp / "s")]
+    return cli(args, "field cells:")
+
+
+@case(45, "class 1: curate a retail set in an airline world of the same name")
+def _(tmp: Path) -> Outcome:
+    synth = _targets(tmp)["synth"]
+    args = ["curate", "--pool", str(synth), "--tasks", str(synth / "tasks.jsonl"), "--world", "gen-7", "--domain",
+            "airline", "--agent", "oracle", "--probes", "1", "--out", str(tmp / "cur")]  # fmt: skip
+    return cli(args, "with domain 'retail', given 'airline'")
+
+
+@case(45, "class 1: curate a retail set without its record in an airline world of the same name")
+def _(tmp: Path) -> Outcome:
+    import shutil
+
+    shutil.copytree(_targets(tmp)["synth"], synth := tmp / "synth")
+    (synth / "provenance.json").unlink()
+    args = ["curate", "--pool", str(synth), "--tasks", str(synth / "tasks.jsonl"), "--world", "gen-7", "--domain",
+            "airline", "--agent", "oracle", "--probes", "1", "--out", str(tmp / "cur")]  # fmt: skip
+    return cli(args, "trajectory domain 'retail'")
+
+
+@case(45, "class 1: curate a set made in other tables of the world's name")
+def _(tmp: Path) -> Outcome:
+    synth = _other_tables(tmp)
+    args = ["curate", "--pool", str(synth), "--tasks", str(synth / "tasks.jsonl"), "--world", "gen-7", "--agent",
+            "oracle", "--probes", "1", "--out", str(tmp / "cur")]  # fmt: skip
+    return cli(args, "world_digest")
+
+
+@case(45, "class 1: rollout of tasks made in other tables of the world's name")
+def _(tmp: Path) -> Outcome:
+    synth = _other_tables(tmp)
+    args = ["rollout", "--world", "gen-7", "--tasks", str(synth / "tasks.jsonl"), "--out", str(tmp / "r.jsonl")]
+    return cli(args, "world_digest")
+
+
+@case(45, "class 1: train grpo on tasks made in other tables of the world's name")
+def _(tmp: Path) -> Outcome:
+    synth = _other_tables(tmp)
+    (base := tmp / "base").mkdir()
+    args = ["train", "grpo", "--base", str(base), "--tasks", str(synth / "tasks.jsonl"), "--out", str(tmp / "m")]
+    return cli(args, "world_digest")
 
 
 # ---- issue 45, the server, the endpoint, resume and the tracking store ----------------------------------------------

@@ -1,4 +1,4 @@
-"""Kill and resume, byte for byte: every stage that writes (measure, synthesize, curate, train sft) is killed
+"""Kill and resume, byte for byte: every stage that writes (measure, synthesize, curate, train sft and grpo) is killed
 with SIGKILL part-way through its writing, run again with the same arguments, and its output is then identical,
 file by file and byte by byte, to that of a run never interrupted. (promote: tests/tracking/test_promote_recovery.)
 """
@@ -127,3 +127,20 @@ def test_train_sft(synthesized, tiny_base, tmp_path, kill_at):
             str(synthesized / "tasks.jsonl"), "--max-steps", "2", "--max-length", "1024"]  # fmt: skip
     ok(*args, "--out", str(tmp_path / "reference"))
     killed_then_resumed(args, tmp_path / "model", tmp_path / "reference", kill_at)
+
+
+GRPO = ["--steps", "1", "--num-generations", "2", "--tasks-per-step", "1", "--max-new-tokens", "8", "--max-turns", "4",
+        "--max-tool-calls", "2", "--threads", "1"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def grpo_reference(synthesized, tiny_base, tmp_path_factory):
+    out = tmp_path_factory.mktemp("grpo") / "reference"
+    ok("train", "grpo", "--base", str(tiny_base), "--tasks", str(synthesized / "tasks.jsonl"), *GRPO, "--out", str(out))
+    return out
+
+
+@pytest.mark.parametrize("kill_at", [1, 2])
+def test_train_grpo(synthesized, tiny_base, grpo_reference, tmp_path, kill_at):
+    args = ["train", "grpo", "--base", str(tiny_base), "--tasks", str(synthesized / "tasks.jsonl"), *GRPO]
+    killed_then_resumed(args, tmp_path / "model", grpo_reference, kill_at)

@@ -25,6 +25,7 @@ def rollout(
 ) -> None:
     """Run scripted episodes (agent ↔ scripted user ↔ tools), grade each, and write trajectories + verdicts."""
     from pipeline.dataset.io import read_tasks
+    from pipeline.dataset.provenance import check_provenance
     from pipeline.dataset.validate import check_tasks
     from pipeline.grading.grader import grade
     from pipeline.outputs import check_output
@@ -42,6 +43,7 @@ def rollout(
         fail(f"{tasks}: no tasks")
     the_agent = scripted_agent(agent, flaw_rate, seed)
     w = load_world(world)
+    check_provenance(tasks, w)  # tasks made in another domain or world (or its tables since changed)
     check_tasks(w, task_list, str(tasks))  # as measure: tasks of another world would be graded for nothing
     user = ScriptedUser()
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -15,7 +15,9 @@ from pipeline.loop.progress import track
 def synthesize_cmd(
     world: str = typer.Option(..., help="A generated world: gen-<seed>[-PxUxO] (never the evaluation world)."),
     targets: Path = typer.Option(..., help="targets.json from `agentloop target`."),
-    out: Path = typer.Option(..., help="Output directory: tasks.jsonl, trajectories.jsonl, manifest.json."),
+    out: Path = typer.Option(
+        ..., help="Output directory: tasks.jsonl, trajectories.jsonl, manifest.json, provenance.json."
+    ),
     seed: int = typer.Option(0),
     generations: int = typer.Option(8, min=0, help="Generations of descendants after the atomic one."),
     config: Path = typer.Option(None, help="SynthConfig as JSON or YAML (overrides --seed/--generations)."),
@@ -34,7 +36,7 @@ def synthesize_cmd(
         "--out",
         folder=True,
         inputs={"--world": world, "--targets": targets, "--config": config},
-        owned=("tasks.jsonl", "trajectories.jsonl", "manifest.json"),
+        owned=("tasks.jsonl", "trajectories.jsonl", "manifest.json", "provenance.json"),
     )
     with failing(ValueError, LookupError, OSError):
         data = load_mapping(config) if config else {"seed": seed, "max_generations": generations}
@@ -45,7 +47,7 @@ def synthesize_cmd(
         w = load_world(world, domain)
         total = sum(t.count for t in the_targets.modes.values())
         with track("synthesize", total, "tasks", console=console) as progress:
-            result = synthesize(w, the_targets, out, cfg, on_task=lambda _: progress.advance())
+            result = synthesize(w, the_targets, out, cfg, on_task=lambda _: progress.advance(), targets_file=targets)
     m = result.manifest
     table = Table(title=f"synthesized {m['tasks']} tasks in {w.name} ({m['generations']} generations)")
     table.add_column("mode")
@@ -58,5 +60,5 @@ def synthesize_cmd(
     console.print(
         f"coverage {cov['covered']}/{cov['cells']} cells; first try {rw['first_try']}, reworked "
         f"{rw['reworked']}, dropped {rw['dropped']}; wrote {out}/tasks.jsonl, trajectories.jsonl, "
-        "manifest.json"
+        "manifest.json, provenance.json"
     )

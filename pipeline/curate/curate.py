@@ -23,6 +23,7 @@ from pipeline.curate.pool import Rejection, read_pool
 from pipeline.curate.select import Probed, mix, task_key, trajectory_key
 from pipeline.curate.verify import Verified, replay_verify
 from pipeline.dataset.io import read_tasks
+from pipeline.dataset.provenance import check_provenance
 from pipeline.outputs import staged_folder
 from pipeline.rollout.executor import SerialExecutor
 from pipeline.rollout.runner import Limits
@@ -79,6 +80,8 @@ def curate(
     """Verify the pool, probe each task `config.probes` times, keep the bands; `on_total` hears the probe count
     once it is known (after verification), `on_probe` every finished probe."""
     world = load_world(config.world, config.domain)
+    for entry in config.pool:  # a pool made in another domain or world (or its tables since changed): refused
+        check_provenance(entry, world)
     tasks = {t.id: t for t in read_tasks(config.tasks)}
     items, errors = read_pool(list(config.pool))
     rejected: list[Rejection] = list(errors)

@@ -14,6 +14,7 @@ from pipeline.dataset.task import Task
 from pipeline.grading.grader import grade
 from pipeline.grading.verdict import Verdict
 from pipeline.rollout.runner import Limits
+from pipeline.world.registry import domain_spec
 from pipeline.world.tables import World
 
 
@@ -38,6 +39,10 @@ def replay_verify(
             item.source,
             "wrong_world",
             f"trajectory world {traj.world!r}, task world {task.world!r}, curating in {world.name!r}",
+        )
+    if traj.domain != domain_spec(world.domain):
+        return Rejection(
+            item.source, "wrong_world", f"trajectory domain {traj.domain!r}, curating in {domain_spec(world.domain)!r}"
         )
     verdict = grade(world, task, traj, limits)
     consistency = next((c for c in verdict.components if c.name == "replay_consistency"), None)

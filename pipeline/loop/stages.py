@@ -188,7 +188,7 @@ def synthesize(p: Params):
     if paths.SYNTH_DIR.exists():
         shutil.rmtree(paths.SYNTH_DIR)
     world = load_world(p.train_world(), p.world.domain)
-    result = run(world, Targets.read(paths.TARGETS), paths.SYNTH_DIR, p.synthesize.config)
+    result = run(world, Targets.read(paths.TARGETS), paths.SYNTH_DIR, p.synthesize.config, targets_file=paths.TARGETS)
     chosen = {t.id for t in result.tasks}
     write_anchors(world, p.synthesize.anchors, p.synthesize.config.seed, p.synthesize.config.verify, chosen)
     return result

@@ -11,6 +11,7 @@ Only a generated world may be used: training data never comes from the evaluatio
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
@@ -23,6 +24,14 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from pipeline.dataset.io import write_tasks
+from pipeline.dataset.provenance import (
+    PROVENANCE_FILE,
+    Provenance,
+    ProvenanceError,
+    check_record,
+    file_sha256,
+    provenance_text,
+)
 from pipeline.dataset.task import Task
 from pipeline.errors import InputError
 from pipeline.grading.modes import FAILURE_MODES
@@ -302,10 +311,14 @@ def synthesize(
     out_dir: Path,
     config: SynthConfig | None = None,
     on_task: Callable[[Task], None] | None = None,
+    targets_file: Path | None = None,
 ) -> SynthesisResult:
-    """Run the synthesis and write tasks.jsonl, trajectories.jsonl and manifest.json to `out_dir`, whole or not at
-    all (`pipeline.outputs.staged_folder`: a run killed while writing leaves the previous folder as it was)."""
+    """Run the synthesis and write tasks.jsonl, trajectories.jsonl, provenance.json and manifest.json to `out_dir`,
+    whole or not at all (`pipeline.outputs.staged_folder`: a run killed while writing leaves the previous folder as
+    it was). `targets_file`: the file `targets` were read from (named in messages; its digest recorded). Targets of
+    another domain are refused (`check_targets`)."""
     kit = kit_of(world.domain, needed_for="synthesize")
+    check_targets(world, targets, kit, str(targets_file or "targets"))
     if isinstance(kit, SelectionKit):  # tasks drawn from the domain's training pool, not grown from templates
         result = select(world, targets, config or SynthConfig(), kit, on_task)
     else:
@@ -315,5 +328,37 @@ def synthesize(
         with (staging / "trajectories.jsonl").open("w") as fh:
             for traj in result.trajectories:
                 fh.write(traj.without_timings().model_dump_json() + "\n")  # a rerun writes the same bytes
+        record = Provenance(
+            domain=world.domain.name,
+            world=world.name,
+            world_digest=world.fingerprint,
+            tasks_sha256=file_sha256(staging / "tasks.jsonl"),
+            trajectories_sha256=file_sha256(staging / "trajectories.jsonl"),
+            made_by="synthesize",
+            sources={"targets": _targets_sha256(targets, targets_file)},
+        )
+        (staging / PROVENANCE_FILE).write_text(provenance_text(record))
         (staging / "manifest.json").write_text(json.dumps(result.manifest, indent=2, sort_keys=True) + "\n")
     return result
+
+
+def check_targets(world: World, targets: Targets, kit, where: str = "targets") -> None:
+    """Refuse targets made for another domain: by their record, and (a file without one) by cells naming templates
+    the domain's taxonomy lacks, which the synthesis could otherwise only drop."""
+    if targets.provenance is not None:
+        check_record(targets.provenance, where, domain=world.domain.name)
+    if isinstance(kit, SelectionKit):
+        return
+    unknown = sorted({c for cells in targets.cells.values() for c in cells if c.split("/")[0] not in kit.taxonomy})
+    if unknown:
+        raise ProvenanceError(
+            f"{where}: field cells: {len(unknown)} cell(s) of templates domain {world.domain.name!r} does"
+            f" not have ({', '.join(unknown[:3])}{', ...' if len(unknown) > 3 else ''}): targets of another domain"
+        )
+
+
+def _targets_sha256(targets: Targets, targets_file: Path | None) -> str:
+    """The digest of the targets file read (of the targets as `Targets.write` writes them, when not read)."""
+    if targets_file is not None:
+        return file_sha256(targets_file)
+    return hashlib.sha256(targets.text().encode()).hexdigest()

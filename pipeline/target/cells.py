@@ -44,14 +44,22 @@ def _cells_by_mode(kit: SynthesisKit | SelectionKit, task: Task) -> dict[str, li
 def _run_domain(verdicts: Path) -> str:
     """The domain a measure run's trajectories record (the trajectories.jsonl beside its verdicts)."""
     path = Path(verdicts).parent / "trajectories.jsonl"
-    try:
-        with path.open(encoding="utf-8") as fh:
-            return str(json.loads(fh.readline())["domain"])
-    except (OSError, ValueError, KeyError, TypeError):
+    found = recorded_domain(path.parent)
+    if found is None:
         raise VerdictsReadError(
             f"{verdicts}: failure cells need the tasks' domain: name it, or keep the run's trajectories beside it"
             f" ({path} records none)"
-        ) from None
+        )
+    return found
+
+
+def recorded_domain(run_dir: Path) -> str | None:
+    """The domain a run folder's trajectories record (None when it has none to read)."""
+    try:
+        with (Path(run_dir) / "trajectories.jsonl").open(encoding="utf-8") as fh:
+            return str(json.loads(fh.readline())["domain"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def failure_cells(verdicts: Path, tasks: Path, domain: str | Domain | None = None) -> dict[str, dict[str, float]]:

@@ -16,6 +16,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pipeline.dataset.provenance import Provenance, ProvenanceError, check_provenance, file_sha256
 from pipeline.errors import InputError
 from pipeline.grading.modes import FAILURE_MODES
 
@@ -74,10 +75,22 @@ class Targets(Strict):
         description="Mode → coverage cell (template/dial/outcome) → share of that mode's measured failures there"
         " (`pipeline.target.cells`); empty when the split saw only rates.",
     )
+    provenance: Provenance | None = Field(
+        default=None,
+        description="The measured run's record (`pipeline.dataset.provenance`: domain, world, task file), with the"
+        " digests of the metrics and verdicts read under `sources`; None when the run has none.",
+    )
+
+    def text(self) -> str:
+        """The file's text (no `provenance` key where there is no record)."""
+        data = self.model_dump(mode="json", exclude={"provenance"})
+        if self.provenance is not None:
+            data["provenance"] = self.provenance.model_dump(exclude_none=True)
+        return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
     def write(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.model_dump(mode="json"), indent=2, sort_keys=True) + "\n")
+        path.write_text(self.text())
 
     @classmethod
     def read(cls, path: Path) -> Targets:
@@ -163,14 +176,52 @@ def make_targets(
     """The split from a measure run's metrics; with its `verdicts` and `tasks` also where each mode failed.
 
     `domain` names the tasks' domain (its synthesis kit's taxonomy defines the cells); None: the domain the run's
-    trajectories (beside `verdicts`) record."""
+    trajectories (beside `verdicts`) record. The run is checked against `domain` and `tasks` through its provenance
+    record, which the targets then carry."""
     from pipeline.target.cells import failure_cells
 
     cfg = config or TargetConfig()
-    rates, pass_at_1, agent = read_rates(metrics, cfg.rate)
-    modes = split_budget(rates, budget, cfg, pass_at_1)
     if (verdicts is None) != (tasks is None):
         raise ValueError("failure cells need both the measure run's verdicts and its tasks file")
+    recorded = run_provenance(metrics, verdicts, tasks, domain)
+    rates, pass_at_1, agent = read_rates(metrics, cfg.rate)
+    modes = split_budget(rates, budget, cfg, pass_at_1)
     cells = failure_cells(verdicts, tasks, domain) if verdicts is not None and tasks is not None else {}
     cells = {m: c for m, c in cells.items() if m in modes}
-    return Targets(budget=budget, agent=agent, source=str(metrics), pass_at_1=pass_at_1, modes=modes, cells=cells)
+    if recorded is not None:
+        sources = {"metrics": file_sha256(metrics), **({"verdicts": file_sha256(verdicts)} if verdicts else {})}
+        recorded = recorded.model_copy(update={"sources": sources})
+    return Targets(
+        budget=budget,
+        agent=agent,
+        source=str(metrics),
+        pass_at_1=pass_at_1,
+        modes=modes,
+        cells=cells,
+        provenance=recorded,
+    )
+
+
+def run_provenance(metrics: Path, verdicts: Path | None, tasks: Path | None, domain: str | None) -> Provenance | None:
+    """The record of the run `metrics` (and `verdicts`) come from, checked against the given domain and tasks: a
+    run of another domain or task file is refused (its failures would be read in the wrong taxonomy), as are
+    metrics and verdicts of two different runs. Without a record, the domain its trajectories name is checked."""
+    from pipeline.target.cells import recorded_domain
+    from pipeline.world.registry import resolve_domain
+
+    name = resolve_domain(domain).name if domain else None
+    by_path = {Path(p).resolve().parent: Path(p).parent for p in (verdicts, metrics) if p is not None}
+    folders = list(by_path.values())
+    records = [(folder, check_provenance(folder, tasks_path=tasks, domain=name)) for folder in folders]
+    found = [(folder, r) for folder, r in records if r is not None]
+    if len({r.trajectories_sha256 for _, r in found}) > 1:
+        raise ProvenanceError(
+            f"{metrics} and {verdicts} are of two different runs ({found[0][0]} and {found[1][0]}): give one run's"
+            " metrics and verdicts"
+        )
+    if found:
+        return found[0][1]
+    measured = recorded_domain(folders[0])  # a name, or the `module:attribute` a domain was resolved by
+    if name is not None and measured is not None and measured != name and resolve_domain(measured).name != name:
+        raise ProvenanceError(f"{folders[0]}: measured with domain {measured!r}, given {name!r}")
+    return None

@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.agents.formats import CodecFormat
 from pipeline.dataset.io import read_tasks
+from pipeline.dataset.provenance import check_provenance
 from pipeline.dataset.task import Task
 from pipeline.dataset.validate import check_tasks
 from pipeline.loop.progress import track
@@ -136,12 +137,14 @@ def build_trainer(params: GRPOParams, scratch: str, tasks: list[Task] | None = N
     from trl import GRPOConfig, GRPOTrainer
 
     gpu = torch.cuda.is_available()
-    base = load_base(params.base, torch.bfloat16 if params.bf16 and gpu and params.lora.enabled else torch.float32)
     tasks = tasks if tasks is not None else [t for p in params.tasks for t in read_tasks(p)]
     if not tasks:
         raise ValueError("GRPO: empty task pool")
     world = load_world(params.world or tasks[0].world)
+    for path in params.tasks:  # a task file made in another domain or world (or its tables since changed)
+        check_provenance(path, world)
     check_tasks(world, tasks, "GRPO task pool")  # a task its world cannot run would reward 0 (or 1) for nothing
+    base = load_base(params.base, torch.bfloat16 if params.bf16 and gpu and params.lora.enabled else torch.float32)
     fmt = base.format or CodecFormat(base.meta.codec_config)
     stop_ids = stop_tokens(base)
     batch = params.num_generations * params.tasks_per_step
