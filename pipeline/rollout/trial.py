@@ -51,9 +51,15 @@ def run_trial(
     retries: int = 0,
 ) -> TrialResult:
     """One (task, trial): the episode and its verdict; an infrastructure error is retried up to `retries` times,
-    and a trial that stays broken comes back with an infra_error verdict (left out of the metrics)."""
+    and a trial that stays broken comes back with an infra_error verdict (left out of the metrics). An episode
+    that finished is kept: when only its grading was lost (the judge could not be reached or read), the retry
+    grades the same conversation again instead of playing it again."""
+    traj: Trajectory | None = None
     for attempt in range(retries + 1):
-        traj = run_episode(world, task, agent, user, trial=trial, seed=trial_seed(seed, task.id, trial), limits=limits)
+        if traj is None or traj.infra_error:
+            traj = run_episode(
+                world, task, agent, user, trial=trial, seed=trial_seed(seed, task.id, trial), limits=limits
+            )
         verdict = grade(world, task, traj, limits=limits, judge=judge)
         if not verdict.infra_error:
             break
@@ -65,4 +71,5 @@ def run_trial(
             retries + 1,
             verdict.diagnostics[0] if verdict.diagnostics else "",
         )
+    assert traj is not None
     return TrialResult(task, trial, traj, verdict, attempt + 1)

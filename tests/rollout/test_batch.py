@@ -196,3 +196,39 @@ def test_ragged_runs_of_several_tokens_match_one_token_at_a_time():
     want += [lean.logits([54], alone[2]), lean.logits([55], alone[2])]
     torch.testing.assert_close(last, torch.stack(want), rtol=1e-5, atol=1e-5)
     assert [c.length for c in together] == [c.length for c in alone] == [9, 9, 6]
+
+
+class CountingOracle(OracleAgent):
+    """The oracle, counting the episodes it is asked to play."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started = 0
+
+    def start(self, info):
+        self.started += 1
+        return super().start(info)
+
+
+class JudgeDownOnce:
+    """A judge whose endpoint fails its first call, then approves: grading lost once."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def judge(self, task, trajectory):
+        from pipeline.grading.verdict import ComponentResult
+        from pipeline.rollout.protocols import InfrastructureError
+
+        self.calls += 1
+        if self.calls == 1:
+            raise InfrastructureError("judge endpoint down")
+        return ComponentResult(name="judge", passed=True, required=False)
+
+
+@pytest.mark.parametrize("batch", [1, 4])
+def test_grading_lost_to_the_judge_grades_the_same_conversation_again(world, tasks, batch):
+    agent, judge = CountingOracle(), JudgeDownOnce()
+    results = list(SerialExecutor(retries=2, judge=judge, batch=batch).run(world, tasks[:1], agent, ScriptedUser(), 1))
+    assert [r.attempts for r in results] == [2] and results[0].verdict.passed
+    assert agent.started == 1 and judge.calls == 2  # played once, graded twice
