@@ -30,6 +30,7 @@ from pipeline.explore.kit import (
     words,
 )
 from pipeline.explore.model import WorldModel
+from pipeline.explore.repair import attempt
 from pipeline.synth.drafts import Draft, Want, act
 from pipeline.world.tools import execute
 
@@ -124,12 +125,12 @@ class Conditional:
     def _call(self, ctx: Grounding, tool: str, user: str, key: str, rng: random.Random) -> dict | None:
         """Arguments for `tool` on the record that succeed, change the world and keep its invariants."""
         for _ in range(TRIES):
-            args = ctx.ex.arguments(tool, user, key, rng)
-            if args is None:
+            calls = attempt(ctx.ex, tool, user, key, rng)
+            if calls is None:
                 return None
-            call = ctx.ex.call(tool, user, args)
-            if call.ok and call.changes and not breaks_invariants(ctx.world, tool, user, args):
-                return args
+            for call in calls:
+                if call.ok and call.changes and not breaks_invariants(ctx.world, tool, user, call.arguments):
+                    return call.arguments
         return None
 
     def _draft(self, ctx, user, table, key, cond, other, holds, args, alt) -> Draft:
