@@ -157,8 +157,13 @@ class Template:
                         continue  # the tool allows it, the domain's end-state rules do not: never a gold write
                     if target is None or target.match(call.error or ""):
                         return self._draft(ctx, user, subject, table, key, args, call.error)
-                    fallback = fallback or (key, args, call.error)
+                    if fallback is None or self._asked(ctx, call.error) < self._asked(ctx, fallback[2]):
+                        fallback = (key, args, call.error)  # the group asked for least so far, if none aimed at
         return self._draft(ctx, user, subject, table, *fallback) if fallback else None
+
+    def _asked(self, ctx: Grounding, error: str | None) -> int:
+        group = next((n for n, rx in self._groups(ctx) if rx.match(error or "")), None)
+        return ctx.asked[(self.tool, group)] if group is not None else 0
 
     def _groups(self, ctx: Grounding) -> list[tuple[str, re.Pattern[str]]]:
         return [(g.name, pattern_regex(g.pattern)) for g in ctx.model.writes[self.tool].refusals
@@ -212,7 +217,7 @@ class Template:
         if self.want == "done":
             return Draft(name, request, goal, reads, act(tool, **args), None, (record,), 1)
         group = next((n for n, rx in self._groups(ctx) if rx.match(error or "")), None)
-        if group is not None:
+        if group is not None and self.want == "refused":
             ctx.asked[(tool, group)] += 1
         return Draft(name, request, f"{goal} {refuse_note(error)}", reads, None, act(tool, **args), (record,), 1)
 

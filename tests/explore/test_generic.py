@@ -92,7 +92,7 @@ def test_airline_with_its_kit_switched_off(tau2_airline_dir):
         assert s.planted > 0 and s.precision >= 0.9 and s.recall >= 0.9, (mode, s)
     cov = coverage(world_model(load_world(str(tau2_airline_dir), "airline+generic")), tasks)
     assert cov["conditional"] and cov["underspecified"] > 0  # airline's branches turn on a reservation field
-    assert cov["unservable"] > 0  # a reservation field no write changes (booking, never run, names no reservation)
+    assert cov["unservable"] > 0  # a reservation field no write changes (a booking creates, it changes none)
 
 
 def test_a_question_must_be_answered_from_the_records():
