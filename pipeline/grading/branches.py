@@ -22,8 +22,7 @@ def _names(step: Step, record_id: str) -> bool:
 
 def branch_findings(task: Task, timeline: Timeline) -> list[Finding]:
     """A write of the branch the record's shown field does not select, per conditional request."""
-    conds = [(r, condition(r)) for r in task.user_script.requests if r.record_id]
-    conds = [(r, c) for r, c in conds if c is not None]
+    conds = [(r, c) for r in task.user_script.requests if r.record_id and (c := condition(r)) is not None]
     if not conds:
         return []
     shown: dict[str, dict[str, Any]] = {}
