@@ -111,7 +111,7 @@ class Shaper:
             return self.objects(name, items, defs, g, rng)
         for single in singulars(name):
             pool = nested(g.subject, single) if g.subject else []
-            pool = pool or [v for r in g.records for v in nested(r, single) if v not in pool]
+            pool = pool or list(dict.fromkeys(v for r in g.records for v in nested(r, single)))
             if pool:
                 return rng.sample(pool, rng.choice([1, 1, 2]) if len(pool) > 1 else 1)
         lists = [v for v in g.found.get(name, []) if isinstance(v, list) and v]
@@ -174,14 +174,13 @@ class Shaper:
             stem = f.removesuffix("_id")
             keys = [k for r in g.records for n, m in r.items() if n.startswith(stem) and isinstance(m, dict)
                     and all(isinstance(x, dict) for x in m.values()) for k in m]  # fmt: skip
-            pool = list(dict.fromkeys([*keys, *nested_all(g, f)]))
-            if pool:
-                return rng.choice(pool)
-        pool = [v for v in g.found.get(f, []) if not isinstance(v, (dict, list))]
+            if keys:
+                return rng.choice(list(dict.fromkeys(keys)) + _scalars(g, f))
+        pool = _scalars(g, f)
         return rng.choice(pool) if pool else MISSING
 
 
-def nested_all(g: Ground, name: str) -> list[Any]:
+def _scalars(g: Ground, name: str) -> list[Any]:
     return [v for v in g.found.get(name, []) if not isinstance(v, (dict, list))]
 
 

@@ -118,7 +118,7 @@ def analyze(task: Task, trajectory: Trajectory, verdict: Verdict) -> FailureAnal
             user_simulator=review.details or ["the judge found the user simulator at fault"],
         )
     found = find_modes(timeline, vocabulary) + dual_control_findings(trajectory, verdict, vocabulary)
-    found = sorted(found + branch_findings(task, timeline), key=lambda f: f.pos)
+    found += branch_findings(task, timeline)
     modes = [m for m in FAILURE_MODES if any(f.mode == m for f in found)]
     evidence: dict[str, list[str]] = {}
     for f in found:

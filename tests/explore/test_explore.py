@@ -63,3 +63,13 @@ def test_structured_arguments_are_formed_from_the_records_and_run(tau2_airline_d
     patterns = [g.pattern for g in book.refusals if g.category == "precondition"]
     assert "payments add up to <n> but the total price is <n>" in patterns
     assert any(p.startswith("flight <v> on <v> is") for p in patterns)  # a date the flight does not fly bookable
+
+
+def test_a_refusal_message_that_is_an_instance_of_another_joins_its_group():
+    from pipeline.explore.learn import fold
+
+    general, plain = "the flights of a basic <v> reservation cannot be changed", "checked bags cannot be removed"
+    other = ("invalid_arguments", "the flights of a basic x reservation cannot be changed")  # another category
+    groups = {("precondition", "the flights of a basic economy reservation cannot be changed"): ["a", "b"],
+              ("precondition", general): ["c"], ("precondition", plain): ["d"], other: ["e"]}  # fmt: skip
+    assert fold(groups) == {("precondition", general): ["c", "a", "b"], ("precondition", plain): ["d"], other: ["e"]}
