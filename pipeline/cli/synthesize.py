@@ -24,6 +24,10 @@ def synthesize_cmd(
     judge_url: str = typer.Option(None, help="OpenAI-compatible base URL for the optional judge cascade."),
     judge_model: str = typer.Option(None, help="Model name for the judge cascade."),
     domain: str = typer.Option(None, help="Domain: retail, airline or module:attribute (default: from the world)."),
+    llm: str = typer.Option(
+        None, help="openai:MODEL@URL: a language model rewords requests and proposes evolutions (kept if verified)."
+    ),
+    llm_proposals: int = typer.Option(0, min=0, help="Evolutions the --llm model proposes (kept only if verified)."),
 ) -> None:
     """Targeted, evolved, verified tasks grounded in a generated world, with the oracle's gold trajectories."""
     from pipeline.outputs import check_output
@@ -46,8 +50,11 @@ def synthesize_cmd(
         the_targets = Targets.read(targets)
         w = load_world(world, domain)
         total = sum(t.count for t in the_targets.modes.values())
+        refine = _llm_refine(w, llm, llm_proposals, cfg.seed)
         with track("synthesize", total, "tasks", console=console) as progress:
-            result = synthesize(w, the_targets, out, cfg, on_task=lambda _: progress.advance(), targets_file=targets)
+            result = synthesize(
+                w, the_targets, out, cfg, on_task=lambda _: progress.advance(), targets_file=targets, refine=refine
+            )
     m = result.manifest
     table = Table(title=f"synthesized {m['tasks']} tasks in {w.name} ({m['generations']} generations)")
     table.add_column("mode")
@@ -56,9 +63,29 @@ def synthesize_cmd(
     for mode, n in m["targets"].items():
         table.add_row(mode, str(n), str(m["counts"]["by_mode"].get(mode, 0)))
     stdout().print(table)
+    if "llm" in m:
+        r = m["llm"]
+        console.print(f"--llm: {r['phrased']} requests rephrased ({sum(r['phrasing_rejected'].values())} rejected); "
+                      f"{r['verified']}/{r['proposed']} proposals verified")  # fmt: skip
     cov, rw = m["coverage"], m["rework"]["totals"]
     console.print(
         f"coverage {cov['covered']}/{cov['cells']} cells; first try {rw['first_try']}, reworked "
         f"{rw['reworked']}, dropped {rw['dropped']}; wrote {out}/tasks.jsonl, trajectories.jsonl, "
         "manifest.json, provenance.json"
     )
+
+
+def _llm_refine(world, llm: str | None, proposals: int, seed: int):
+    """The language-model roles as a step on the synthesis result (None without --llm)."""
+    from pipeline.cli.errors import fail
+
+    if proposals and not llm:
+        fail("--llm-proposals needs --llm openai:MODEL@URL (the model that proposes them)")
+    if not llm:
+        return None
+    from pipeline.explore.llm import LLMRoles, LLMSpec, LLMSpecError
+    from pipeline.synth.llm_roles import refine
+
+    with failing(LLMSpecError):
+        roles = LLMRoles(LLMSpec.parse(llm), seed=seed)
+    return lambda result: refine(world, result, roles, proposals, seed=seed)

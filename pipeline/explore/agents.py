@@ -7,7 +7,8 @@ writes, and reports what the tool returned; a request the tools refuse it refuse
 a generic task's goal records). The flawed agent plants, on a request with a gold write: plan adherence (the
 write skipped after the customer's yes, then reported done; or made without asking), invention (one argument
 replaced by a value of the same shape that nobody said or showed), misread (on a request the tools refuse, the write
-made anyway against the state a read showed, and reported done).
+made anyway against the state a read showed, and reported done; on a conditional request, the branch the read
+state does not select, written and reported done).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 from pipeline.agents.scripted import phrases as P
 from pipeline.agents.scripted.flaws import MODES, FlawConfig, PlantingAgent, unit
 from pipeline.agents.scripted.script import YES, ScriptedEpisode, Steps
+from pipeline.dataset.branching import UNTAKEN, branches, condition
 from pipeline.dataset.task import Action, Request, Task
 from pipeline.explore.kit import refusal_of, say, words
 from pipeline.explore.questions import asked_field
@@ -127,6 +129,8 @@ class GenericEpisode(ScriptedEpisode):
             refused = sum(r.expect == "refused" for r in self.script.requests[:i])
             reason = self.reasons[refused] if refused < len(self.reasons) else P.NO_POLICY_REASON
             return (yield from self._finish(P.refusal(f"{reason}."), f"{reason}."))
+        if variant == "wrong_branch":  # the other outcome's write, after the read showed which one holds
+            write = untaken(req, write, self.tools) or write
         args = dict(write.arguments)
         if mode == "invention":
             args = invent(args, self.task, i)
@@ -181,19 +185,33 @@ def plan(config: FlawConfig, task: Task, trial: int, writes: frozenset[str]) -> 
     """Request index → (mode, variant): at most one mode per request; plan adherence and invention on requests
     with a gold write, misread on requests the tools refuse (the write asked for is made anyway)."""
     written = sorted({a.request for a in task.gold_actions if a.name in writes and a.request is not None})
-    refused = [i for i, r in enumerate(task.user_script.requests) if r.expect == "refused" and r.intent in writes]
+    requests = task.user_script.requests
+    refused = [i for i, r in enumerate(requests) if r.expect == "refused" and r.intent in writes]
+    branched = [i for i in written if condition(requests[i]) is not None]
     out: dict[int, tuple[str, str]] = {}
     for mode in MODES:
         if unit(config.seed, task.id, trial, mode) >= config.rate(mode):
             continue
-        fits = [i for i in (refused if mode == "misread" else written) if i not in out]
+        fits = [i for i in (sorted(refused + branched) if mode == "misread" else written) if i not in out]
         if not fits:
             continue
         i = fits[int(unit(config.seed, task.id, trial, mode, "where") * len(fits))]
-        variants = {"plan_adherence": ("no_write", "skip_confirmation"), "invention": ("fabricate",),
-                    "misread": ("write_refused",)}[mode]  # fmt: skip
+        if mode == "misread":
+            out[i] = (mode, "wrong_branch" if i in branched else "write_refused")
+            continue
+        variants = {"plan_adherence": ("no_write", "skip_confirmation"), "invention": ("fabricate",)}[mode]
         out[i] = (mode, variants[int(unit(config.seed, task.id, trial, mode, "how") * len(variants))])
     return out
+
+
+def untaken(req: Request, write: Action, tools: ToolRegistry) -> Action | None:
+    """The conditional request's other branch as the customer stated it, on the same record."""
+    pair = branches(req.intent)
+    if pair is None or write.name not in pair:
+        return None
+    other = pair[1] if write.name == pair[0] else pair[0]
+    details = {k.removeprefix(UNTAKEN): v for k, v in req.details.items() if k.startswith(UNTAKEN)}
+    return asked_write(req.model_copy(update={"intent": other, "details": details}), tools, req.record_id)
 
 
 class GenericFlawed(PlantingAgent):

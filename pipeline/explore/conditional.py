@@ -17,6 +17,7 @@ import json
 import random
 from typing import Any
 
+from pipeline.dataset.branching import CONDITIONAL_INTENT, IF, UNTAKEN
 from pipeline.dataset.task import Request
 from pipeline.explore.kit import (
     CONDITIONAL,
@@ -30,11 +31,9 @@ from pipeline.explore.kit import (
     words,
 )
 from pipeline.explore.model import WorldModel
+from pipeline.explore.repair import attempt
 from pipeline.synth.drafts import Draft, Want, act
 from pipeline.world.tools import execute
-
-CONDITIONAL_INTENT = "conditional:"
-"""A conditional request's intent: 'conditional:<tool>|<other tool>' (the branch taken is the gold write)."""
 
 
 def conditions(model: WorldModel, tool: str) -> list[tuple[str, list[Any]]]:
@@ -62,14 +61,6 @@ def siblings(model: WorldModel, tool: str) -> list[str]:
 def conditional_tools(model: WorldModel) -> list[str]:
     """Write tools that can head a conditional request: a field precondition and a sibling write."""
     return [t for t in sorted(model.writes) if conditions(model, t) and siblings(model, t)]
-
-
-def branches(intent: str) -> tuple[str, str] | None:
-    """(the tool if the condition holds, the tool otherwise) of a conditional request's intent."""
-    if not intent.startswith(CONDITIONAL_INTENT):
-        return None
-    first, _, other = intent.removeprefix(CONDITIONAL_INTENT).partition("|")
-    return first, other
 
 
 def shown(ctx: Grounding, user: str, table: str, key: str) -> dict[str, Any] | None:
@@ -124,12 +115,12 @@ class Conditional:
     def _call(self, ctx: Grounding, tool: str, user: str, key: str, rng: random.Random) -> dict | None:
         """Arguments for `tool` on the record that succeed, change the world and keep its invariants."""
         for _ in range(TRIES):
-            args = ctx.ex.arguments(tool, user, key, rng)
-            if args is None:
+            calls = attempt(ctx.ex, tool, user, key, rng)
+            if calls is None:
                 return None
-            call = ctx.ex.call(tool, user, args)
-            if call.ok and call.changes and not breaks_invariants(ctx.world, tool, user, args):
-                return args
+            for call in calls:
+                if call.ok and call.changes and not breaks_invariants(ctx.world, tool, user, call.arguments):
+                    return call.arguments
         return None
 
     def _draft(self, ctx, user, table, key, cond, other, holds, args, alt) -> Draft:
@@ -149,6 +140,9 @@ class Conditional:
         utterance = (f"Please look at my {thing}: if its {words(field)} is {values}, {first}; "
                      f"otherwise, {second}.")  # fmt: skip
         details = {n: say(v) for n, v in args.items() if n != subject and v is not None}
+        other_subject = ex.subject(self.tool if not holds else other)[0]
+        details[f"{IF}{field}"] = json.dumps(allowed)  # the condition, for the rule that names a wrong branch
+        details.update({f"{UNTAKEN}{n}": say(v) for n, v in alt.items() if n != other_subject and v is not None})
         request = Request(intent=f"{CONDITIONAL_INTENT}{self.tool}|{other}", utterance=utterance, record_id=key,
                           details=details)  # fmt: skip
         goal = f"About your {thing}: if its {words(field)} is {values}, {first}; otherwise, {second}."

@@ -16,11 +16,14 @@ from __future__ import annotations
 import json
 import random
 import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
 from pipeline.dataset.task import KnownInfo, Request
+from pipeline.explore.learn import pattern_regex
 from pipeline.explore.probe import Explorer, world_model
+from pipeline.explore.repair import attempt
 from pipeline.synth.drafts import Draft, Want, act
 from pipeline.synth.kit import authenticate
 from pipeline.synth.taxonomy import Taxonomy, TemplateSpec
@@ -38,12 +41,6 @@ SKIPPED = ("invalid_arguments", "not_found", "unauthorized", "internal")
 """Refusal categories a `__refused` template does not ask for: a malformed call, a record that does not exist
 (a made-up id), another customer's record (`__other_customer`), a bug in a tool."""
 _REFUSE = re.compile(re.escape(REFUSE_NOTE) + r"“(.*?)”")
-
-
-def pattern_regex(pattern: str) -> re.Pattern[str]:
-    """A refusal group's message pattern (ids and values as <v>, numbers as <n>) as a regular expression."""
-    parts = re.split(r"(<v>|<n>)", pattern)
-    return re.compile("^" + "".join(".+?" if p in ("<v>", "<n>") else re.escape(p) for p in parts) + "$")
 
 
 def words(name: str) -> str:
@@ -95,6 +92,7 @@ class Grounding:
         self.model = world_model(world)
         self.ex = Explorer(world, seed=0)
         self.customers = list(self.ex.customers)
+        self.asked: Counter[tuple[str, str]] = Counter()  # (tool, refusal group) → drafts asking for it
 
     def customer(self, user_id: str) -> Customer:
         return Customer(user_id, known_of(self, user_id))
@@ -148,25 +146,39 @@ class Template:
         fallback = None
         for key in self._keys(ctx, user, table, rng, exclude):
             for _ in range(TRIES):
-                args = ex.arguments(tool, user, key, rng)
-                if args is None:
+                calls = attempt(ex, tool, user, key, rng)
+                if calls is None:
                     break
-                call = ex.call(tool, user, args)
-                if not self._fits(call):
-                    continue
-                if call.ok and breaks_invariants(ctx.world, tool, user, args):
-                    continue  # the tool allows it, the domain's end-state rules do not: never a gold write
-                if target is None or target.match(call.error or ""):
-                    return self._draft(ctx, user, subject, table, key, args, call.error)
-                fallback = fallback or (key, args, call.error)
+                for call in calls:
+                    args = call.arguments
+                    if not self._fits(call):
+                        continue
+                    if call.ok and breaks_invariants(ctx.world, tool, user, args):
+                        continue  # the tool allows it, the domain's end-state rules do not: never a gold write
+                    if target is None or target.match(call.error or ""):
+                        return self._draft(ctx, user, subject, table, key, args, call.error)
+                    if fallback is None or self._asked(ctx, call.error) < self._asked(ctx, fallback[2]):
+                        fallback = (key, args, call.error)  # the group asked for least so far, if none aimed at
         return self._draft(ctx, user, subject, table, *fallback) if fallback else None
 
+    def _asked(self, ctx: Grounding, error: str | None) -> int:
+        group = next((n for n, rx in self._groups(ctx) if rx.match(error or "")), None)
+        return ctx.asked[(self.tool, group)] if group is not None else 0
+
+    def _groups(self, ctx: Grounding) -> list[tuple[str, re.Pattern[str]]]:
+        return [(g.name, pattern_regex(g.pattern)) for g in ctx.model.writes[self.tool].refusals
+                if g.category not in SKIPPED]  # fmt: skip
+
     def _target(self, ctx: Grounding, rng: random.Random) -> re.Pattern[str] | None:
-        """A refusal aims at one of the tool's refusal groups (the rng's pick), so every group gets asked for."""
+        """A refusal aims at the tool's refusal group asked for least so far in this grounding (the rng breaks
+        ties), so every group gets asked for."""
         if self.want != "refused":
             return None
-        groups = [g for g in ctx.model.writes[self.tool].refusals if g.category not in SKIPPED]
-        return pattern_regex(rng.choice(groups).pattern) if groups else None
+        groups = self._groups(ctx)
+        if not groups:
+            return None
+        least = min(ctx.asked[(self.tool, name)] for name, _ in groups)
+        return rng.choice([rx for name, rx in groups if ctx.asked[(self.tool, name)] == least])
 
     def _keys(self, ctx: Grounding, user: str, table: str | None, rng: random.Random, exclude: set[str]) -> list:
         ex = ctx.ex
@@ -204,6 +216,9 @@ class Template:
         record = key if about else f"{user}:{tool}" if own_record else tool_key(tool)
         if self.want == "done":
             return Draft(name, request, goal, reads, act(tool, **args), None, (record,), 1)
+        group = next((n for n, rx in self._groups(ctx) if rx.match(error or "")), None)
+        if group is not None and self.want == "refused":
+            ctx.asked[(tool, group)] += 1
         return Draft(name, request, f"{goal} {refuse_note(error)}", reads, None, act(tool, **args), (record,), 1)
 
     def _reads(self, ctx: Grounding, user: str, table: str | None, key: str | None) -> list:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pipeline.explore.model import Effect, Precondition, RefusalGroup, WriteModel
+from pipeline.explore.values import harvest
 
 if TYPE_CHECKING:
     from pipeline.explore.probe import Explorer
@@ -37,10 +38,35 @@ class Call:
 
 def pattern(call: Call) -> str:
     text = call.error or ""
-    values = [v for v in (*call.arguments.values(), *(call.state or {}).values()) if isinstance(v, str) and len(v) > 1]
+    top = [*call.arguments.values(), *(call.state or {}).values()]
+    nested = [v for vs in harvest([call.arguments, call.state or {}]).values() for v in vs if _named(v)]
+    values = [v for v in (*top, *nested) if isinstance(v, str) and len(v) > 1]
     for v in sorted(values, key=len, reverse=True):
         text = re.sub(rf"(?<!\w){re.escape(v)}(?!\w)", "<v>", text)
     return _DIGITS.sub("<n>", text)
+
+
+def pattern_regex(pattern: str) -> re.Pattern[str]:
+    """A refusal group's message pattern (ids and values as <v>, numbers as <n>) as a regular expression."""
+    parts = re.split(r"(<v>|<n>)", pattern)
+    return re.compile("^" + "".join(".+?" if p in ("<v>", "<n>") else re.escape(p) for p in parts) + "$")
+
+
+def fold(groups: dict[tuple[str, str], list[Call]]) -> dict[tuple[str, str], list[Call]]:
+    """A group whose pattern is an instance of another's of the same category (a plain word of the message taken
+    for a value in some calls) joins that one."""
+    out = dict(groups)
+    for cat, pat in sorted(groups, key=lambda k: k[1].count("<")):
+        general = next((k for k in out if k[0] == cat and k[1] != pat and k[1].count("<") > pat.count("<")
+                        and pattern_regex(k[1]).match(pat)), None)  # fmt: skip
+        if general is not None and (cat, pat) in out:
+            out[general] = out[general] + out.pop((cat, pat))
+    return out
+
+
+def _named(value: object) -> bool:
+    """A nested value that names something (an id, a name), not a plain word the message may also use."""
+    return isinstance(value, str) and not (value.isalpha() and value.islower())
 
 
 def _relation(call: Call, arg: str) -> str | None:
@@ -91,6 +117,7 @@ def summarize(ex: Explorer, tool: str, calls: list[Call]) -> WriteModel:
     for c in calls:
         if not c.ok and c.category not in ("invalid_arguments", "internal"):
             groups[(c.category or "precondition", pattern(c))].append(c)
+    groups = fold(groups)
     refusals: list[RefusalGroup] = []
     per_category: Counter[str] = Counter()
     for (category, pat), group in sorted(groups.items(), key=lambda x: (-len(x[1]), x[0])):

@@ -29,12 +29,17 @@ class TableModel(Strict):
 
 
 class ArgModel(Strict):
-    binds: Literal["key", "enum", "field", "example", "free"] = Field(
+    binds: Literal["key", "enum", "field", "example", "free", "items", "pair", "object"] = Field(
         description="key: a key of `table`; enum: one of `values` (schema); field: values of the same-named field"
-        " in the customer's records; example: the docstring's example, varied; free: nothing known."
+        " in the customer's records; example: the docstring's example, varied; free: nothing known; items: a list"
+        " of values of field `of` nested in the record the call is about; pair: for each value of argument `of`,"
+        " another value of its field from a collection holding it; object: objects (or lists of them) composed"
+        " of `fields`, keyed into `table` where a field is a table's key."
     )
     table: str | None = None
     values: list[Any] = Field(default_factory=list, description="Enumerated values, or the docstring's examples.")
+    of: str | None = Field(default=None, description="items: the element's field name; pair: the paired argument.")
+    fields: list[str] = Field(default_factory=list, description="object: the fields of each object.")
 
 
 class ToolModel(Strict):

@@ -14,6 +14,8 @@ from typing import Any
 
 from pipeline.explore.learn import Call, summarize
 from pipeline.explore.model import ArgModel, TableModel, ToolModel, WorldModel
+from pipeline.explore.repair import attempt
+from pipeline.explore.shapes import MISSING, Ground, Shaper, resolve, singulars, structured
 from pipeline.explore.values import candidates, examples, harvest
 from pipeline.world.tables import World, dump_record
 from pipeline.world.tools import execute
@@ -39,6 +41,7 @@ class Explorer:
                     self.owned[who][t].append(self._key(t, r))
         self.by_key = {m.key_field: t for t, m in self.tables.items() if m.key_field}
         self.tools = {n: self._tool(n) for n in self.domain.tools.tools}
+        self.shaper = Shaper(self)
 
     # ---- the static part: tables and tool bindings ---------------------------------------------------------
     def _key(self, table: str, record: Any) -> str:
@@ -70,10 +73,13 @@ class Explorer:
 
     def _tool(self, name: str) -> ToolModel:
         spec = self.domain.tools[name]
-        props = spec.json_schema()["function"]["parameters"].get("properties", {})
+        params = spec.json_schema()["function"]["parameters"]
+        props, defs = params.get("properties", {}), params.get("$defs", {})
         args = {}
         for a, schema in props.items():
-            if a in self.by_key:
+            if structured(schema, defs):
+                args[a] = self._structured(a, resolve(schema, defs), defs, props)
+            elif a in self.by_key:
                 args[a] = ArgModel(binds="key", table=self.by_key[a])
             elif "enum" in schema:
                 args[a] = ArgModel(binds="enum", values=list(schema["enum"]))
@@ -84,6 +90,18 @@ class Explorer:
         keys = [m.table for m in args.values() if m.binds == "key"]
         reads = keys[0] if spec.kind in ("read", "identity") and len(keys) == 1 else None
         return ToolModel(kind=spec.kind, description=spec.description, args=args, reads=reads)
+
+    def _structured(self, name: str, schema: dict, defs: dict, props: dict) -> ArgModel:
+        """How an array or object argument is formed (`pipeline.explore.shapes`)."""
+        base = name.removeprefix("new_")
+        if base != name and base in props:
+            return ArgModel(binds="pair", of=base)
+        items = resolve(schema.get("items", {}), defs) if schema.get("type") == "array" else schema
+        if items.get("type") == "object":
+            fields = list(items.get("properties", {}))
+            return ArgModel(binds="object", fields=fields, table=next((self.by_key[f] for f in fields
+                                                                      if f in self.by_key), None))  # fmt: skip
+        return ArgModel(binds="items", of=singulars(name)[0])
 
     def subject(self, tool: str) -> tuple[str | None, str | None]:
         """The argument naming the record a write is about: a key of a private table, the customer's last."""
@@ -99,14 +117,23 @@ class Explorer:
     def arguments(self, tool: str, user: str, subject_key: str | None, rng: random.Random) -> dict | None:
         """One argument set for `tool` as `user` would ask for it, about `subject_key`; None if one is unknown."""
         spec = self.domain.tools[tool]
-        props = spec.json_schema()["function"]["parameters"].get("properties", {})
-        required = set(spec.json_schema()["function"]["parameters"].get("required", []))
+        params = spec.json_schema()["function"]["parameters"]
+        props, defs, required = params.get("properties", {}), params.get("$defs", {}), set(params.get("required", []))
         subject, _ = self.subject(tool)
-        found = harvest(self.records_of(user) + self._referenced(subject_key, tool))
+        referenced = self._referenced(subject_key, tool)
+        found = harvest(self.records_of(user) + referenced)
+        ground = Ground(referenced[0] if referenced else None, self.records_of(user), subject_key, found)
         args: dict[str, Any] = {}
         for a, m in self.tools[tool].args.items():
             if a == subject:
                 args[a] = subject_key
+                continue
+            if m.binds in ("items", "pair", "object"):
+                value = self.shaper.value(a, props[a], defs, ground, args, rng)
+                if value is MISSING and a in required:
+                    return None
+                if value is not MISSING:
+                    args[a] = value
                 continue
             if m.binds == "key" and m.table is not None:  # a key argument always names its table
                 own = self.owned.get(user, {}).get(m.table, [])
@@ -167,9 +194,7 @@ class Explorer:
                 keys = rng.sample(own, min(4, len(own)))
             for key in keys:
                 for _ in range(per_record):
-                    args = self.arguments(tool, user, key, rng)
-                    if args is not None:
-                        calls.append(self.call(tool, user, args))
+                    calls += attempt(self, tool, user, key, rng) or []
             others = [u for u in self.customers if u != user]
             if table is not None and others:
                 other = rng.choice(others)

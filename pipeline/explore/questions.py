@@ -64,7 +64,7 @@ class Question:
 
     def _unservable(self, ctx: Grounding, customer: Customer, rng, exclude: set[str], table: str) -> Draft | None:
         """A change to a field of the customer's record that no write tool ever changed (nor could be seen to)."""
-        changed = {e.field for w in ctx.model.writes.values() for e in w.effects if e.table == table}
+        changed = {e.field for w in ctx.model.writes.values() for e in w.effects if e.table == table and not e.created}
         own_key = ctx.model.tables[table].key_field
         own = [k for k in sorted(ctx.ex.owned.get(customer.user_id, {}).get(table, [])) if k not in exclude]
         untried = [t for t in ctx.model.unexplored  # a write never run that names such a record may serve it

@@ -20,7 +20,9 @@ Evidence rules, each tied to the message where it shows:
   customer does not have per get_user_details (when the id itself came from the conversation: an id from
   nowhere is invention); a payment change to a gift card whose shown balance is below the order's shown
   payment; an assistant message stating a status for an order that contradicts the status the
-  tools last showed; a completion claim right after a refused write that nothing else explains.
+  tools last showed; a completion claim right after a refused write that nothing else explains; on a
+  conditional request, a write of the branch the record's shown field does not select
+  (`pipeline.grading.branches`).
 
 Dual control (a customer who holds tools; `pipeline.grading.dual_control`), each while the end state fails an env
 assertion, named in `dual_control` and counted under its mode: the agent claims a fix it never verified on the
@@ -43,6 +45,7 @@ from typing import Any, Literal
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from pipeline.dataset.task import Task
+from pipeline.grading.branches import branch_findings
 from pipeline.grading.dual_control import DUAL_CONTROL_MODES, DualControlMode, dual_control_findings
 from pipeline.grading.mode_rules import Finding, find_modes
 from pipeline.grading.modes import FAILURE_MODES, FailureMode
@@ -115,6 +118,7 @@ def analyze(task: Task, trajectory: Trajectory, verdict: Verdict) -> FailureAnal
             user_simulator=review.details or ["the judge found the user simulator at fault"],
         )
     found = find_modes(timeline, vocabulary) + dual_control_findings(trajectory, verdict, vocabulary)
+    found += branch_findings(task, timeline)
     modes = [m for m in FAILURE_MODES if any(f.mode == m for f in found)]
     evidence: dict[str, list[str]] = {}
     for f in found:

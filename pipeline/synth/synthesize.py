@@ -312,17 +312,20 @@ def synthesize(
     config: SynthConfig | None = None,
     on_task: Callable[[Task], None] | None = None,
     targets_file: Path | None = None,
+    refine: Callable[[SynthesisResult], SynthesisResult] | None = None,
 ) -> SynthesisResult:
     """Run the synthesis and write tasks.jsonl, trajectories.jsonl, provenance.json and manifest.json to `out_dir`,
     whole or not at all (`pipeline.outputs.staged_folder`: a run killed while writing leaves the previous folder as
     it was). `targets_file`: the file `targets` were read from (named in messages; its digest recorded). Targets of
-    another domain are refused (`check_targets`)."""
+    another domain are refused (`check_targets`). `refine` runs on the result before it is written
+    (`pipeline.synth.llm_roles.refine`: a model's verified output)."""
     kit = kit_of(world.domain, needed_for="synthesize")
     check_targets(world, targets, kit, str(targets_file or "targets"))
     if isinstance(kit, SelectionKit):  # tasks drawn from the domain's training pool, not grown from templates
         result = select(world, targets, config or SynthConfig(), kit, on_task)
     else:
         result = Synthesizer(world, targets, config).run(on_task)
+    result = refine(result) if refine is not None else result
     with staged_folder(out_dir) as staging:
         write_tasks(staging / "tasks.jsonl", result.tasks)
         with (staging / "trajectories.jsonl").open("w") as fh:

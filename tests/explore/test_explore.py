@@ -47,6 +47,29 @@ def test_airline_refusals_group_into_preconditions_on_the_record(tau2_airline_di
     compare = [r.precondition for r in passengers.refusals if r.precondition and r.precondition.kind == "compare"]
     assert [(p.field, p.relation) for p in compare] == [("passengers", "!=")]  # the count never changes
     assert all(any(r.precondition and r.precondition.kind == "owner" for r in w.refusals)
-               for n, w in model.writes.items() if n != "book_reservation")  # fmt: skip
+               for w in model.writes.values())  # fmt: skip
     assert {e.field for e in model.writes["cancel_reservation"].effects} >= {"status"}
-    assert "book_reservation" in model.unexplored  # said, not hidden
+    assert not model.unexplored  # every write ran, the structured one too
+
+
+def test_structured_arguments_are_formed_from_the_records_and_run(tau2_airline_dir):
+    """Lists of objects composed from table keys and the mappings they name, amounts set as the refusal says."""
+    model = explore(load_world(str(tau2_airline_dir), "airline"), seed=0)
+    args = model.tools["book_reservation"].args
+    assert (args["flights"].binds, args["flights"].table) == ("object", "flights")
+    assert args["passengers"].fields == ["first_name", "last_name", "dob"]
+    book = model.writes["book_reservation"]
+    assert book.ok > 0 and any(e.table == "reservations" and e.created for e in book.effects)
+    patterns = [g.pattern for g in book.refusals if g.category == "precondition"]
+    assert "payments add up to <n> but the total price is <n>" in patterns
+    assert any(p.startswith("flight <v> on <v> is") for p in patterns)  # a date the flight does not fly bookable
+
+
+def test_a_refusal_message_that_is_an_instance_of_another_joins_its_group():
+    from pipeline.explore.learn import fold
+
+    general, plain = "the flights of a basic <v> reservation cannot be changed", "checked bags cannot be removed"
+    other = ("invalid_arguments", "the flights of a basic x reservation cannot be changed")  # another category
+    groups = {("precondition", "the flights of a basic economy reservation cannot be changed"): ["a", "b"],
+              ("precondition", general): ["c"], ("precondition", plain): ["d"], other: ["e"]}  # fmt: skip
+    assert fold(groups) == {("precondition", general): ["c", "a", "b"], ("precondition", plain): ["d"], other: ["e"]}

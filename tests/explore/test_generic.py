@@ -92,7 +92,7 @@ def test_airline_with_its_kit_switched_off(tau2_airline_dir):
         assert s.planted > 0 and s.precision >= 0.9 and s.recall >= 0.9, (mode, s)
     cov = coverage(world_model(load_world(str(tau2_airline_dir), "airline+generic")), tasks)
     assert cov["conditional"] and cov["underspecified"] > 0  # airline's branches turn on a reservation field
-    assert cov["unservable"] > 0  # a reservation field no write changes (booking, never run, names no reservation)
+    assert cov["unservable"] > 0  # a reservation field no write changes (a booking creates, it changes none)
 
 
 def test_a_question_must_be_answered_from_the_records():
@@ -128,7 +128,8 @@ def test_a_request_no_tool_serves_is_refused_with_that_reason():
 def test_a_conditional_request_follows_the_branch_the_record_selects():
     """'If its status is active, renew it; otherwise return it': the gold is the branch the loan's state (as the
     read tool shows it) selects, it replays, the oracle solves it, and taking the other branch fails the task."""
-    from pipeline.explore.conditional import branches, shown
+    from pipeline.dataset.branching import branches
+    from pipeline.explore.conditional import shown
     from pipeline.world.replay import replay_actions
 
     world = load_world("library", "tests.domains.library.domain:LIBRARY")
@@ -173,3 +174,31 @@ def test_an_unsaid_record_is_asked_for_first():
         assert grade(world, t, traj).passed
         assert any("Which one is this about" in (m.content or "") for m in traj.messages if m.role == "assistant")
     assert coverage(world_model(world), tasks)["underspecified"] == len(under)
+
+
+def test_the_wrong_branch_of_a_conditional_request_is_named_misread():
+    """The flawed agent reads the record, then writes the branch its state does not select: the rule on the
+    request's recorded condition names it misread (not merely a refused write claimed done)."""
+    from pipeline.agents.scripted.flaws import FlawConfig
+    from pipeline.dataset.branching import condition
+    from pipeline.explore.agents import GenericFlawed, plan, untaken
+    from pipeline.grading.branches import branch_findings
+    from pipeline.grading.timeline import build_timeline
+
+    world = load_world("library", "tests.domains.library.domain:LIBRARY")
+    tasks = world.domain.require("tasks")(world, 60, seed=0)
+    single = [t for t in tasks if t.provenance.template.startswith("if__") and len(t.user_script.requests) == 1]
+    assert single and all(condition(t.user_script.requests[0]) for t in single)
+    config = FlawConfig(rates={"misread": 1.0}, seed=0)
+    flawed = GenericFlawed(world.domain.tools, config)
+    oracle = world.domain.require("oracle")()
+    for t in single:
+        assert plan(config, t, 0, flawed.writes) == {0: ("misread", "wrong_branch")}
+        other = untaken(t.user_script.requests[0], t.gold_actions[-1], world.domain.tools)
+        assert other is not None and other.name != t.gold_actions[-1].name
+        traj = run_episode(world, t, flawed, ScriptedUser())
+        verdict = grade(world, t, traj)
+        assert not verdict.passed and "misread" in analyze(t, traj, verdict).modes
+        assert [f.mode for f in branch_findings(t, build_timeline(traj))] == ["misread"]
+        clean = run_episode(world, t, oracle, ScriptedUser())
+        assert not branch_findings(t, build_timeline(clean))  # the branch the state selects is no evidence
