@@ -11,7 +11,6 @@ import subprocess
 import sys
 import time
 
-import httpx
 import pytest
 
 from pipeline.dataset.io import write_tasks
@@ -25,6 +24,7 @@ from pipeline.world.registry import load_world
 from tests.agents.smollm2 import need_smollm2
 from tests.needs import in_ci
 from tests.serve.test_serve import free_port
+from tests.server_process import wait_until_up
 
 pytestmark = pytest.mark.slow
 TASK_ID = "10"  # a look-up: the customer asks about their own records
@@ -49,18 +49,7 @@ def server(tmp_path_factory):
     with log.open("wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}/v1"
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"llama_cpp.server exited: {log.read_text()[-2000:]}")
-        try:
-            if httpx.get(f"{url}/models", timeout=2).status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.5)
-    else:
-        proc.kill()
-        pytest.fail(f"llama_cpp.server did not come up in 120 s: {log.read_text()[-2000:]}")
+    wait_until_up(proc, f"{url}/models", 120, "llama_cpp.server", log)
     yield url
     proc.terminate()
     proc.wait(timeout=30)

@@ -18,24 +18,12 @@ from pipeline.explore.llm import LLMSpec, LLMSpecError, first_json
 from pipeline.explore.llm import oracle_solves as solves
 from pipeline.world.registry import load_world
 from tests.agents.fake_openai import FakeOpenAI, completion
+from tests.domains.library.proposals import library_proposal
 
 LIBRARY = "tests.domains.library.domain:LIBRARY"
 
 
-def _proposal(prompt: str) -> dict:
-    """A request the shown customer can have granted: a loan of theirs returned, else their email changed."""
-    shown = {}
-    for line in prompt.splitlines():
-        table, _, record = line.partition(": ")
-        if table in ("members", "loans"):
-            shown.setdefault(table, []).append(json.loads(record))
-    loan = next((x["loan_id"] for x in shown.get("loans", []) if x["status"] != "returned"), None)
-    if loan:
-        return {"tool": "return_loan", "arguments": {"loan_id": loan}, "request": f"I brought back loan {loan}."}
-    member = shown["members"][0]["member_id"]
-    new = "reader.new@library.example"
-    return {"tool": "update_member_email", "arguments": {"member_id": member, "email": new},
-            "request": f"Please change my email to {new}."}  # fmt: skip
+_proposal = library_proposal
 
 
 def _server() -> FakeOpenAI:

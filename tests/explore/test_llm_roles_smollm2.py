@@ -10,9 +10,7 @@ import json
 import os
 import subprocess
 import sys
-import time
 
-import httpx
 import pytest
 from typer.testing import CliRunner
 
@@ -21,6 +19,7 @@ from pipeline.dataset.io import read_tasks
 from pipeline.explore.llm import oracle_solves
 from pipeline.world.registry import load_world
 from tests.agents.smollm2 import need_smollm2
+from tests.server_process import wait_until_up
 from tests.tracking.server import free_port
 
 pytestmark = pytest.mark.slow
@@ -38,16 +37,7 @@ def test_smollm2_roles_join_only_verified_tasks(tmp_path):
            "--name", "smollm2", "--threads", "2", "--max-tokens", "96"]  # fmt: skip
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ})
     try:
-        deadline = time.time() + 300
-        while time.time() < deadline:
-            assert proc.poll() is None, proc.stdout.read().decode()
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.5)
-        else:
-            pytest.fail("agentloop serve did not come up in 300 s")
+        wait_until_up(proc, f"http://127.0.0.1:{port}/health", 300, "agentloop serve")
         out = tmp_path / "tasks.jsonl"
         result = CliRunner().invoke(app, [
             "tasks", "generate", "--world", "library", "--domain", LIBRARY, "--n", "3", "--out", str(out),

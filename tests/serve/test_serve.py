@@ -10,7 +10,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -32,6 +31,7 @@ from pipeline.rollout.runner import Limits, run_episode
 from pipeline.rollout.trajectory import Message
 from pipeline.synth.templates import generate_tasks
 from pipeline.world.registry import load_world
+from tests.server_process import wait_until_up
 
 pytestmark = pytest.mark.slow
 WORLD = "gen-5-8x10x20"
@@ -111,18 +111,7 @@ def server(checkpoint):
     ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ})
     url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 90
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"agentloop serve exited: {proc.stdout.read().decode()}")
-        try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    else:
-        proc.kill()
-        pytest.fail("agentloop serve did not come up in 90 s")
+    wait_until_up(proc, f"{url}/health", 90, "agentloop serve")
     yield url + "/v1"
     proc.terminate()
     proc.wait(timeout=20)

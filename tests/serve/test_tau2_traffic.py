@@ -10,9 +10,7 @@ import json
 import os
 import subprocess
 import sys
-import time
 
-import httpx
 import pytest
 
 from pipeline.agents.formats.codec import encode_conversation
@@ -23,6 +21,7 @@ from pipeline.rollout.trajectory import Message, ToolCall
 from pipeline.world.registry import load_world
 from pipeline.world.tools import execute
 from tests.serve.test_serve import COMPACT, WORLD, free_port
+from tests.server_process import wait_until_up
 
 pytestmark = pytest.mark.slow
 GREETING = "Hi! How can I help you today?"  # τ²-bench's agent opens every conversation with a greeting
@@ -76,18 +75,7 @@ def server(tmp_path_factory, world):
     cmd = [sys.executable, "-m", "pipeline.cli", "serve", "--model", str(path), "--port", str(port), "--name", "tiny"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ})
     url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 90
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"agentloop serve exited: {proc.stdout.read().decode()}")
-        try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    else:
-        proc.kill()
-        pytest.fail("agentloop serve did not come up in 90 s")
+    wait_until_up(proc, f"{url}/health", 90, "agentloop serve")
     yield url + "/v1"
     proc.terminate()
     proc.wait(timeout=20)

@@ -16,23 +16,13 @@ from pipeline.synth.partition import partition
 from pipeline.target import Targets, split_budget
 from pipeline.world.registry import load_world
 from tests.agents.fake_openai import FakeOpenAI, completion
+from tests.domains.library.proposals import library_proposal
 
 LIBRARY = "tests.domains.library.domain:LIBRARY"
 
 
 def _proposal(prompt: str) -> dict:
-    """One more request of the shown member's: one of their loans returned, else their email changed."""
-    shown: dict[str, list] = {}
-    for line in prompt.splitlines():
-        table, _, record = line.partition(": ")
-        if table in ("members", "loans"):
-            shown.setdefault(table, []).append(json.loads(record))
-    loan = next((x["loan_id"] for x in shown.get("loans", []) if x["status"] != "returned"), None)
-    if loan:
-        return {"tool": "return_loan", "arguments": {"loan_id": loan}, "request": f"I brought back loan {loan}."}
-    member, new = shown["members"][0]["member_id"], "reader.synth@library.example"
-    return {"tool": "update_member_email", "arguments": {"member_id": member, "email": new},
-            "request": f"Please change my email to {new}."}  # fmt: skip
+    return library_proposal(prompt, "reader.synth@library.example")
 
 
 def _server() -> FakeOpenAI:
