@@ -2,13 +2,17 @@
 power simulation (bench/bench_gate_power.py), so the simulated rule is the rule that runs.
 
 Promote only if
-  1. the lower bound of the paired bootstrap interval (tasks resampled by template cluster) of candidate −
-     champion mean per-task pass^k exceeds the margin, and
+  1. the lower bound of the paired bootstrap interval (template clusters resampled; tasks, below MIN_CLUSTERS
+     clusters) of candidate − champion mean per-task pass^k exceeds the margin, and
   2. no tracked metric (pass@1, failure-mode rates) got significantly worse: per metric a one-sided sign-flip
      permutation test over tasks of the per-task differences, Holm-corrected across metrics.
 
 The bootstrap clusters by template because the gain is a claim about tasks like these (tasks of one template
-succeed and fail together). The sign-flip test asks a narrower question, whether these held-out tasks show a
+succeed and fail together). With fewer than MIN_CLUSTERS template clusters (a held-out set drawn from one
+template, say) a cluster bootstrap draws the same few clusters every time and its interval has next to no
+spread, which is no finding; the gate then resamples tasks instead, records `resampled: "tasks"` in the pass^k
+comparison and says so among its reasons (the interval then speaks of these templates only).
+The sign-flip test asks a narrower question, whether these held-out tasks show a
 regression beyond trial noise; given the tasks, trials are independent, so flipping each task's labels is
 exact in level under "the candidate and the champion are the same agent" (it enumerates every flip when few
 tasks differ, otherwise draws `resamples` seeded flips and counts the observed labelling too).
@@ -29,16 +33,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 from pipeline.gate.config import PASS_AT_1, GateConfig
 from pipeline.gate.errors import GateInputError
 from pipeline.gate.power import Outcome, mde, outcome, sign_decisive, standard_error, tasks_needed
-from pipeline.metrics.intervals import bootstrap_draws, paired_bootstrap_draws, percentile_interval
+from pipeline.metrics.intervals import bootstrap_draws, paired_bootstrap_draws, percentile_interval, task_clusters
 from pipeline.metrics.passk import pass_hat_k
 
 DIGITS = 6
 _MAX_NAMED = 5
+# Below this many template clusters the bootstrap resamples tasks: a handful of clusters drawn with replacement
+# gives an interval with (next to) no spread.
+MIN_CLUSTERS = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +96,23 @@ class PassHatK(_Strict):
         default=None,
         description="Held-out tasks at which the MDE falls to margin + min_effect (None when se is 0).",
     )
+    # Left out of gate.json when None, so a clustered gate writes the bytes it wrote before the fallback existed.
+    resampled: Literal["tasks"] | None = Field(
+        default=None,
+        description="'tasks' when the bootstrap resampled tasks because the held-out tasks form fewer than"
+        f" {MIN_CLUSTERS} template clusters; None (absent): template clusters were resampled.",
+    )
+    clusters: int | None = Field(
+        default=None, description="Template clusters the held-out tasks form, given when tasks were resampled."
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_clustered(self, handler: Any) -> dict[str, Any]:
+        data = handler(self)
+        for key in ("resampled", "clusters"):
+            if data.get(key) is None:
+                data.pop(key, None)
+        return data
 
 
 class MetricTest(_Strict):
@@ -208,8 +232,24 @@ def holm(pvalues: Mapping[str, float], alpha: float) -> dict[str, tuple[float, b
     return out
 
 
-def _pass_hat_k(candidate: Table, champion: Table | None, clusters: dict, config: GateConfig) -> PassHatK:
+def resampling_unit(table: Table) -> tuple[dict[str, str | None] | None, int]:
+    """(clusters for the bootstrap, number of template clusters): the templates, or None (resample tasks) when
+    the tasks form fewer than MIN_CLUSTERS clusters and some cluster holds more than one task.
+
+    >>> one = TaskOutcome("cancel", 2, 1)
+    >>> resampling_unit({"a": one, "b": one, "c": one})
+    (None, 1)
+    >>> resampling_unit({t: TaskOutcome(t, 2, 1) for t in "abcde"})[1]
+    5
+    """
+    clusters = {t: o.template for t, o in table.items()}
+    n = len(task_clusters(list(table), clusters))
+    return (None if n < MIN_CLUSTERS and n < len(table) else clusters), n
+
+
+def _pass_hat_k(candidate: Table, champion: Table | None, config: GateConfig) -> PassHatK:
     cand = per_task(candidate, "pass^k", config.k)
+    clusters, n_clusters = resampling_unit(candidate)
     opts: dict[str, Any] = dict(clusters=clusters, resamples=config.resamples, seed=config.seed)
     if champion is None:
         point, draws = bootstrap_draws(cand, **opts)
@@ -234,6 +274,8 @@ def _pass_hat_k(candidate: Table, champion: Table | None, clusters: dict, config
         mde=None if (m := mde(se, config.margin, config.confidence, config.power)) is None else _r(m),
         min_effect=config.min_effect,
         tasks_needed=tasks_needed(len(cand), se, config.min_effect, config.confidence, config.power),
+        resampled=None if clusters is not None else "tasks",
+        clusters=None if clusters is not None else n_clusters,
     )
 
 
@@ -264,8 +306,7 @@ def _tests(candidate: Table, champion: Table, config: GateConfig) -> list[Metric
 def evaluate(candidate: Table, champion: Table | None, config: GateConfig) -> Evaluation:
     """The gate's decision on outcome tables (task id -> TaskOutcome); champion None = first iteration."""
     check_tables(candidate, champion, config.k)
-    clusters = {t: o.template for t, o in candidate.items()}
-    phk = _pass_hat_k(candidate, champion, clusters, config)
+    phk = _pass_hat_k(candidate, champion, config)
     level = f"{config.confidence:.0%}"
     what = f"pass^{config.k} gain" if champion is not None else f"pass^{config.k} (no champion: first iteration)"
     span = f"{phk.diff:+.3f} ({level} interval {phk.low:+.3f} … {phk.high:+.3f})"
@@ -274,6 +315,8 @@ def evaluate(candidate: Table, champion: Table | None, config: GateConfig) -> Ev
         f"{what} {span}: lower bound {'>' if gain_ok else '≤'} margin {config.margin:+.3f}"
         + ("" if gain_ok else f" — no demonstrated pass^{config.k} improvement")
     ]
+    if phk.resampled == "tasks":
+        reasons.append(_resampling_reason(phk, len(candidate)))
     tests = _tests(candidate, champion, config) if champion is not None else []
     for t in tests:
         if t.worse:
@@ -292,6 +335,15 @@ def evaluate(candidate: Table, champion: Table | None, config: GateConfig) -> Ev
     result = outcome(phk.low, phk.high, config.margin, phk.mde, config.min_effect, regressed, decisive)
     reasons.append(_sensitivity_reason(phk, result, config, len(candidate)))
     return Evaluation(promote=result == "promote", outcome=result, reasons=reasons, pass_hat_k=phk, tests=tests)
+
+
+def _resampling_reason(phk: PassHatK, n_tasks: int) -> str:
+    plural = "s" if phk.clusters != 1 else ""
+    return (
+        f"the bootstrap resampled the {n_tasks} tasks, not template clusters: they come from {phk.clusters}"
+        f" template{plural} (fewer than {MIN_CLUSTERS}), too few clusters for an interval with any spread; tasks"
+        " of one template are treated as independent, so the interval speaks of these templates only"
+    )
 
 
 def _sign_tasks(confidence: float) -> int:

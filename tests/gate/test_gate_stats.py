@@ -163,3 +163,67 @@ def test_config_rejects_unknown_keys_and_metrics():
         GateConfig(k=4, margn=0.1)
     with pytest.raises(ValueError, match="unknown tracked metric"):
         GateConfig(tracked=["pass@1", "rudeness"])
+
+
+def _mixed(n_tasks: int, template_of) -> tuple[dict[str, TaskOutcome], dict[str, TaskOutcome]]:
+    """Candidate and champion whose per-task outcomes differ: the candidate gains on two tasks of three."""
+    cand, champ = {}, {}
+    for i in range(n_tasks):
+        tid, tpl = f"t{i:03d}", template_of(i)
+        cand[tid] = TaskOutcome(template=tpl, n=2, passes=2 if i % 3 else 0, modes={} if i % 3 else {"misread": 2})
+        champ[tid] = TaskOutcome(template=tpl, n=2, passes=0, modes={"invention": 2})
+    return cand, champ
+
+
+def test_many_template_clusters_are_resampled_as_clusters():
+    from pipeline.gate.stats import per_task
+    from pipeline.metrics.intervals import paired_bootstrap_draws, percentile_interval
+
+    cand, champ = _mixed(24, lambda i: TEMPLATES[i % 6])  # 6 clusters: at least MIN_CLUSTERS
+    config = GateConfig(k=2)
+    result = evaluate(cand, champ, config)
+    p = result.pass_hat_k
+    assert p.resampled is None and p.clusters is None
+    assert "resampled" not in p.model_dump() and "clusters" not in p.model_dump()  # gate.json as before
+    assert not any("resampled the" in r for r in result.reasons)
+    templates = {t: o.template for t, o in cand.items()}
+    point, draws = paired_bootstrap_draws(
+        per_task(cand, "pass^k", 2), per_task(champ, "pass^k", 2), clusters=templates, resamples=2000, seed=0
+    )
+    iv = percentile_interval(point, draws, 0.95)
+    assert (p.low, p.high) == (round(iv.low, 6), round(iv.high, 6))  # the clustered draws, unchanged
+
+
+def test_one_template_cluster_falls_back_to_resampling_tasks():
+    cand, champ = _mixed(12, lambda i: "cancel")  # one cluster: a cluster bootstrap has no spread
+    result = evaluate(cand, champ, GateConfig(k=2))
+    p = result.pass_hat_k
+    assert (p.resampled, p.clusters) == ("tasks", 1)
+    assert p.model_dump()["resampled"] == "tasks"
+    assert p.low < p.diff < p.high and p.se > 0  # outcomes differ by task, so the interval has spread
+    assert p.mde is not None
+    reason = next(r for r in result.reasons if "resampled the" in r)
+    assert "12 tasks, not template clusters" in reason and "1 template (fewer than 5)" in reason
+    assert result.outcome == "promote"  # +0.667 on 12 tasks, 8 of them gained, none lost
+
+
+def test_one_template_cluster_without_a_champion_also_resamples_tasks():
+    cand, _ = _mixed(12, lambda i: "cancel")
+    p = evaluate(cand, None, GateConfig(k=2)).pass_hat_k
+    assert p.resampled == "tasks" and p.low < p.diff < p.high
+
+
+def test_untemplated_tasks_are_their_own_clusters_and_need_no_fallback():
+    cand, champ = _mixed(4, lambda i: None)  # 4 singleton clusters: resampling them is resampling tasks
+    assert evaluate(cand, champ, GateConfig(k=2)).pass_hat_k.resampled is None
+
+
+def test_committed_gate_json_reads_back_to_the_same_bytes(tmp_path):
+    from pathlib import Path
+
+    from pipeline.gate.decision import read_gate, write_gate
+
+    committed = Path(__file__).resolve().parents[2] / "gate" / "gate.json"
+    decision = read_gate(committed)
+    assert decision.pass_hat_k.resampled is None  # a many-template run: clusters resampled
+    assert write_gate(decision, tmp_path / "gate.json").read_bytes() == committed.read_bytes()
