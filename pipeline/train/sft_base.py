@@ -12,7 +12,7 @@ import logging
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import torch
 
@@ -21,11 +21,11 @@ from pipeline.agents.formats.codec import CodecConfig, encode_conversation
 from pipeline.embedded.model import META_FILE, CheckpointMeta, load_checkpoint, read_meta, save_checkpoint
 from pipeline.outputs import staged_folder
 from pipeline.rollout.trajectory import Trajectory
+from pipeline.train.sft_config import Overlong
 from pipeline.train.sft_data import world_prompt
 from pipeline.train.sft_template import encode_with_template
 
 log = logging.getLogger(__name__)
-Overlong = Literal["auto", "drop", "truncate"]
 
 
 def encode_for_sft(trajectories: list[Trajectory], tokenizer: Any, codec: CodecConfig) -> dict[str, list]:
