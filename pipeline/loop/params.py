@@ -27,7 +27,8 @@ from pydantic import (
     model_validator,
 )
 
-from pipeline.curate.bands import Bands
+from pipeline.curate.config import LOOP_INPUTS as CURATE_INPUTS
+from pipeline.curate.config import CurateConfig, loop_curate_config
 from pipeline.errors import InputError
 from pipeline.gate.config import EVAL_TASKS, GateConfig
 from pipeline.measure.config import LOOP_INPUTS, MeasureConfig, loop_measure_config
@@ -126,20 +127,6 @@ class SynthesizeParams(Strict):
     )
 
 
-class CurateParams(Strict):
-    probes: int = Field(
-        default=1,
-        ge=1,
-        description="Probe episodes of the current agent per pooled task (one: a failed task's posterior peaks in"
-        " the target band, a passed one's in the anchor band).",
-    )
-    executor: Literal["serial", "ray"] = Field(default="ray", description="Where probe episodes run.")
-    anchor_ratio: float = Field(default=0.3, ge=0, le=1)
-    bands: Bands = Field(default_factory=Bands)
-    max_items: int | None = Field(default=40, ge=1, description="Cap on selected tasks (null: no cap).")
-    seed: int = 0
-
-
 class TrainParams(SFTConfig):
     """The train stage's section: the SFT run's `SFTConfig` (its inputs filled by the stage from the loop's
     outputs), and the stage's two choices, what trains (`method`) and on what (`use_curated`)."""
@@ -204,7 +191,11 @@ class Params(Strict):
     )
     target: TargetParams = Field(default_factory=TargetParams)
     synthesize: SynthesizeParams = Field(default_factory=SynthesizeParams)
-    curate: CurateParams = Field(default_factory=CurateParams)
+    curate: CurateConfig = Field(
+        default_factory=loop_curate_config,
+        description="CurateConfig (pipeline/curate/config.py) of the curate stage; the stage fills in the pool,"
+        " tasks, world, agent, limits and the Ray settings from the loop's outputs and the other sections.",
+    )
     train: TrainParams = Field(
         default_factory=TrainParams,
         description="SFTConfig (pipeline/train/sft_config.py) of the train stage, with its method and data choice.",
@@ -238,6 +229,14 @@ class Params(Strict):
         given = [name for name in LOOP_INPUTS if isinstance(v, dict) and name in v]
         if given:
             raise ValueError(f"{given[0]}: set by the loop from {LOOP_INPUTS[given[0]]}, not in the measure section")
+        return v
+
+    @field_validator("curate", mode="before")
+    @classmethod
+    def _curate_inputs_are_the_loops(cls, v: Any) -> Any:
+        given = [name for name in CURATE_INPUTS if isinstance(v, dict) and name in v]
+        if given:
+            raise ValueError(f"{given[0]}: set by the loop from {CURATE_INPUTS[given[0]]}, not in the curate section")
         return v
 
     @model_validator(mode="after")

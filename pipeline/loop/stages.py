@@ -209,24 +209,19 @@ def write_anchors(world, n: int, seed: int, verify=None, exclude: frozenset[str]
 
 
 def curate(p: Params) -> dict:
-    from pipeline.curate.curate import CurateConfig
     from pipeline.curate.curate import curate as run
 
-    config = CurateConfig(
-        pool=[paths.SYNTH_DIR / "trajectories.jsonl"],
-        tasks=paths.SYNTH_DIR / "tasks.jsonl",
-        world=p.train_world(),
-        domain=p.world.domain,
-        agent=sampled(read_agent_spec(paths.BASELINE_MODEL), p.measure.temperature),  # probed as it is measured
-        probes=p.curate.probes,
-        executor=p.curate.executor,
-        address=p.measure.ray_address,
-        concurrency=p.measure.concurrency,
-        seed=p.curate.seed,
-        bands=p.curate.bands,
-        anchor_ratio=p.curate.anchor_ratio,
-        max_items=p.curate.max_items,
-        limits=p.gate.limits,
+    config = p.curate.model_copy(
+        update={
+            "pool": [paths.SYNTH_DIR / "trajectories.jsonl"],
+            "tasks": paths.SYNTH_DIR / "tasks.jsonl",
+            "world": p.train_world(),
+            "domain": p.world.domain,
+            "agent": sampled(read_agent_spec(paths.BASELINE_MODEL), p.measure.temperature),  # probed as measured
+            "ray_address": p.measure.ray_address,
+            "concurrency": p.measure.concurrency,
+            "limits": p.gate.limits,
+        }
     )
     if paths.CURATED_DIR.exists():
         shutil.rmtree(paths.CURATED_DIR)
