@@ -46,10 +46,11 @@ def curate(
 ) -> dict:
     """Verify the pool, probe each task `config.probes` times, keep the bands; `on_total` hears the probe count
     once it is known (after verification), `on_probe` every finished probe."""
-    if config.missing():
+    tasks_file, world_ref, agent_spec = config.tasks, config.world, config.agent
+    if tasks_file is None or world_ref is None or agent_spec is None or not config.pool:
         raise ValueError(f"CurateConfig: no {', '.join(config.missing())} given (a curation run needs each)")
-    world = load_world(config.world, config.domain)
-    tasks = {t.id: t for t in read_tasks(config.tasks)}
+    world = load_world(world_ref, config.domain)
+    tasks = {t.id: t for t in read_tasks(tasks_file)}
     items, errors = read_pool(list(config.pool))
     rejected: list[Rejection] = list(errors)
     demos: dict[str, Verified] = {}
@@ -87,7 +88,7 @@ def curate(
             f"none of the pool's {len(items)} trajectories belongs with world {world.name!r} and {config.tasks}"
             f" ({example.reason}: {example.detail}); give the world and task file the pool was made in"
         )
-    agent = make_agent(config.agent, world.domain)
+    agent = make_agent(agent_spec, world.domain)
     if on_total:
         on_total(len(demos) * config.probes)
     tally: dict[str, list[int]] = {task_id: [0, 0] for task_id in demos}  # valid probes, passes

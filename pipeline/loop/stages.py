@@ -140,7 +140,7 @@ def _measure(p: Params, model_dir: Path, out: Path):
     )
     if out.exists():
         shutil.rmtree(out)
-    total = sum(1 for line in Path(config.tasks).read_text().splitlines() if line.strip()) * config.trials
+    total = sum(1 for line in eval_tasks_file(p).read_text().splitlines() if line.strip()) * config.trials
     with track(out.name, total, "trials") as progress:
         return measure(config, out, on_trial=lambda record: progress.advance(record.passed))
 

@@ -107,19 +107,20 @@ def _measure(
 ) -> MeasureSummary:
     from pipeline.grading.llm_judge import judge_usage, make_judge
 
-    missing = [name for name in ("world", "tasks") if getattr(config, name) is None]
-    if missing:
-        raise MetricsInputError(f"MeasureConfig: no {' and no '.join(missing)} given (a run needs both)")
+    tasks_file, world_ref = config.tasks, config.world
+    if tasks_file is None or world_ref is None:
+        missing = " and no ".join(name for name in ("world", "tasks") if getattr(config, name) is None)
+        raise MetricsInputError(f"MeasureConfig: no {missing} given (a run needs both)")
     max_k = config.k or config.trials
     if max_k > config.trials:
         raise MetricsInputError(f"k={max_k} exceeds trials={config.trials}: pass^k needs at least k trials per task")
-    tasks = read_tasks(config.tasks)
+    tasks = read_tasks(tasks_file)
     if not tasks:
-        raise MetricsInputError(f"{config.tasks}: empty task set")
+        raise MetricsInputError(f"{tasks_file}: empty task set")
     if config.max_tasks:
         tasks = tasks[: config.max_tasks]
-    world = load_world(config.world, config.domain)
-    check_tasks(world, tasks, str(config.tasks))  # a task the world cannot run would be scored as a failure
+    world = load_world(world_ref, config.domain)
+    check_tasks(world, tasks, str(tasks_file))  # a task the world cannot run would be scored as a failure
     agent, user, judge = make_agent(config.agent_spec(), world.domain), make_user(config.user), make_judge(config.judge)
     price = config.prices.find(agent.name) if config.prices else None
     if config.prices and price is None:
@@ -150,7 +151,7 @@ def _measure(
         out_dir / "trajectories.jsonl",
         "".join(r.trajectory.without_timings().model_dump_json() + "\n" for r in results),
     )
-    atomic_write(out_dir / PROVENANCE_FILE, provenance_text(Provenance.of(world, config.tasks, out_dir)))
+    atomic_write(out_dir / PROVENANCE_FILE, provenance_text(Provenance.of(world, tasks_file, out_dir)))
     atomic_write(out_dir / "timings.jsonl", "".join(json.dumps(_timings(r)) + "\n" for r in results))
     atomic_write(
         out_dir / "verdicts.jsonl",
