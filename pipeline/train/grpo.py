@@ -32,6 +32,7 @@ from typing import Any
 import torch
 
 from pipeline.agents.formats import CodecFormat
+from pipeline.agents.formats.codec import CodecConfig
 from pipeline.dataset.io import read_tasks
 from pipeline.dataset.task import Task
 from pipeline.dataset.validate import check_tasks
@@ -70,13 +71,13 @@ class GRPOResult:
 def stop_tokens(base: TrainBase) -> set[int]:
     """The chat format's end-of-turn tokens and, for an outside model, its generation eos tokens."""
     if base.format is None:
-        return CodecFormat(base.meta.codec_config).stop_ids(base.tokenizer)
+        return CodecFormat(base.meta.codec_config or CodecConfig()).stop_ids(base.tokenizer)
     stops = base.format.stop_ids(base.tokenizer)
     eos = getattr(getattr(base.model, "generation_config", None), "eos_token_id", None)
     return stops | {e for e in (eos if isinstance(eos, list) else [eos]) if isinstance(e, int)}
 
 
-def verdict_reward(prompts: list, completions: list, verdict_reward: list[float], **_: Any) -> list[float]:
+def verdict_reward(prompts: list, completions: list, verdict_reward: list[float], **_: Any) -> list[float | None]:
     """The reward is the verdict the rollout computed (1.0 pass, 0.0 fail)."""
     return [float(r) for r in verdict_reward]
 
@@ -108,7 +109,7 @@ def build_trainer(params: GRPOConfig, scratch: str, tasks: list[Task] | None = N
         raise ValueError("GRPO: empty task pool")
     world = load_world(params.world or tasks[0].world)
     check_tasks(world, tasks, "GRPO task pool")  # a task its world cannot run would reward 0 (or 1) for nothing
-    fmt = base.format or CodecFormat(base.meta.codec_config)
+    fmt = base.format or CodecFormat(base.meta.codec_config or CodecConfig())
     stop_ids = stop_tokens(base)
     batch = params.num_generations * params.tasks_per_step
     args = TRLGRPOConfig(

@@ -153,7 +153,7 @@ def run_sft(params: SFTConfig, out: Path, trajectories: list[Trajectory] | None 
             trainer.add_callback(FiniteCallback(params.learning_rate))
             with flushed_denormals(not gpu):
                 result = trainer.train()
-        trained = trainer.model
+        trained: Any = trainer.model  # the model TRL trained (a peft model with LoRA)
         if params.lora is not None:
             if params.lora.save_adapter:  # moved into the checkpoint folder as it is written whole
                 adapter = Path(tempfile.mkdtemp(prefix="agentloop-adapter-"))

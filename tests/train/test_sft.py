@@ -97,14 +97,15 @@ def test_reads_bare_and_curated_rows_and_names_a_bad_line(tmp_path):
 def test_labelled_loss_equals_trls_loss_and_micro_batches_take_the_same_steps(tmp_path):
     import torch
     from datasets import Dataset
-    from trl import SFTConfig, SFTTrainer
+    from trl import SFTConfig as TRLSFTConfig
+    from trl import SFTTrainer
 
     from pipeline.embedded.model import load_checkpoint
     from pipeline.train.labelled_loss import LabelledLossSFTTrainer
 
     ckpt = load_checkpoint(tiny_checkpoint(tmp_path / "base"))
     columns = encode_for_sft(list(gold()[:3]), ckpt.tokenizer, COMPACT)
-    args = SFTConfig(output_dir=str(tmp_path / "scratch"), use_cpu=True, report_to=[], max_length=4096)
+    args = TRLSFTConfig(output_dir=str(tmp_path / "scratch"), use_cpu=True, report_to=[], max_length=4096)
     losses = []
     for cls in (SFTTrainer, LabelledLossSFTTrainer):
         trainer = cls(model=ckpt.model, args=args, train_dataset=Dataset.from_dict(columns))
