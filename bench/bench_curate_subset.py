@@ -38,7 +38,8 @@ from pipeline.embedded.corpus import run_corpus
 from pipeline.loop.params import load_params
 from pipeline.measure import MeasureConfig, measure
 from pipeline.synth.templates import generate_tasks
-from pipeline.train.sft import SFTParams, run_sft
+from pipeline.train.sft import run_sft
+from pipeline.train.sft_config import SFTConfig
 from pipeline.world.registry import load_world
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -136,7 +137,7 @@ def main() -> None:
         for name, data in arms.items():
             tag = name if seed == 0 else f"{name}-seed{seed}"
             t = time.perf_counter()
-            params = SFTParams(
+            params = SFTConfig(
                 base=args.from_checkpoint, data=[data], epochs=epochs[name], learning_rate=args.lr, seed=seed
             )
             run_sft(params, out / f"sft-{tag}")

@@ -44,7 +44,8 @@ from pipeline.measure import MeasureConfig, measure
 from pipeline.synth.synthesize import synthesize
 from pipeline.synth.templates import generate_tasks
 from pipeline.target import Targets, make_targets, split_budget
-from pipeline.train.sft import SFTParams, run_sft
+from pipeline.train.sft import run_sft
+from pipeline.train.sft_config import SFTConfig
 from pipeline.world.registry import load_world
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -214,7 +215,7 @@ def main() -> None:
     for seed in range(args.seeds):
         for name, data in arms.items():
             tag = name if seed == 0 else f"{name}-seed{seed}"
-            params = SFTParams(
+            params = SFTConfig(
                 base=baseline,
                 data=[data / "trajectories.jsonl" if data.is_dir() else data],
                 anchors=[out / "anchors.jsonl"],

@@ -40,14 +40,15 @@ def arm(checkpoint: Path, steps: int, threads: int, examples: int) -> dict:
     from pipeline.domains.retail.oracle import OracleAgent
     from pipeline.embedded.corpus import run_corpus
     from pipeline.synth.templates import generate_tasks
-    from pipeline.train.sft import SFTParams, run_sft
+    from pipeline.train.sft import run_sft
+    from pipeline.train.sft_config import SFTConfig
     from pipeline.world.registry import load_world
 
     world = load_world("gen-7")
     trajectories = run_corpus(
         world, generate_tasks(world, examples, seed=0), OracleAgent(), trials=1, seed=0, passing_only=True
     )
-    params = SFTParams(
+    params = SFTConfig(
         base=checkpoint, data=[], max_steps=steps, learning_rate=1e-3, batch_size=4, max_length=2048, threads=threads
     )
     with tempfile.TemporaryDirectory(prefix="bench-sft-contention-") as scratch:

@@ -24,7 +24,8 @@ from pathlib import Path
 from machine import torch_machine, write_results
 
 from pipeline.loop import paths
-from pipeline.train.sft import SFTParams, load_data, run_sft
+from pipeline.train.sft import load_data, run_sft
+from pipeline.train.sft_config import SFTConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 ARMS = {  # name: (labelled_loss, micro_batch_size)
@@ -40,7 +41,7 @@ def training_data(checkpoint: Path, examples: int):
     loop_data = [ROOT / paths.CURATED_DIR / "selected.jsonl", ROOT / paths.SYNTH_DIR / "trajectories.jsonl"]
     if all(p.exists() for p in loop_data):
         anchors = [ROOT / paths.ANCHORS] if (ROOT / paths.ANCHORS).exists() else []
-        params = SFTParams(base=checkpoint, data=loop_data, anchors=anchors, anchor_share=0.3)
+        params = SFTConfig(base=checkpoint, data=loop_data, anchors=anchors, anchor_share=0.3)
         return load_data(params)[0], "loop"
     from pipeline.domains.retail.oracle import OracleAgent
     from pipeline.embedded.corpus import run_corpus
@@ -66,7 +67,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-sft-") as scratch:
         for _ in range(args.rounds):
             for name, (labelled, micro) in ARMS.items():
-                params = SFTParams(
+                params = SFTConfig(
                     base=args.checkpoint,
                     data=[],
                     max_steps=args.steps,

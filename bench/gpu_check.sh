@@ -117,7 +117,7 @@ result vllm-backend ok "$(metrics "$WORK/m_vllm/metrics.json")"
 # ---- 5 SFT, LoRA, bf16 -------------------------------------------------------------------------------------
 step_start
 run_logged sft-lora-bf16 "$WORK/sft.log" "${AGENTLOOP[@]}" train sft --base "$CKPT" \
-    --data "$WORK/gold/trajectories.jsonl" --tasks "$TASKS" --lora --lora-r 8 --lora-alpha 16 --bf16 \
+    --data "$WORK/gold/trajectories.jsonl" --tasks "$TASKS" --lora --lora-rank 8 --lora-alpha 16 --bf16 \
     --epochs 1 --batch-size 2 --max-length 8192 --lr 1e-4 --out "$WORK/sft"
 result sft-lora-bf16 ok "$(python -c "import json,sys; m=json.load(open(sys.argv[1])); print(m['architecture'], \
 m['dtype'], m['chat_format'])" "$WORK/sft/agentloop.json")"

@@ -18,14 +18,16 @@ def curate_cmd(
     world: str = typer.Option(..., help="World reference the pool ran in."),
     domain: str = typer.Option(None, help="Domain: retail, airline or module:attribute (default: from the world)."),
     agent: str = typer.Option(..., help="Current agent spec to probe (oracle, flawed:..., hf:PATH, ...)."),
-    probes: int = typer.Option(8, min=1, help="Probe episodes per task."),
+    probes: int = typer.Option(1, min=1, help="Probe episodes per task."),
     out: Path = typer.Option(..., help="Output directory: selected.jsonl, manifest.json."),
     anchor_ratio: float = typer.Option(0.3, min=0.0, max=1.0, help="Share of anchors (tasks the agent passes)."),
     edges: str = typer.Option("0,0.08,0.40,0.70,0.90,1", help="Band edges, comma-separated."),
-    max_items: int = typer.Option(None, min=1, help="Cap on selected tasks."),
+    max_items: int = typer.Option(40, min=1, help="Cap on selected tasks."),
     seed: int = typer.Option(0),
     executor: str = typer.Option("serial", help="Where probes run: serial, or ray (as measure's --executor)."),
-    address: str = typer.Option(None, help="With --executor ray: a Ray cluster's address (as measure's)."),
+    ray_address: str = typer.Option(
+        None, "--ray-address", "--address", help="With --executor ray: a Ray cluster's address (as measure's)."
+    ),
     workers: int = typer.Option(None, min=1, help="With --executor ray: worker actors (as measure's)."),
     concurrency: int = typer.Option(16, min=1, help="Probes in flight per worker (same verdicts)."),
 ) -> None:
@@ -33,8 +35,8 @@ def curate_cmd(
     from pipeline.curate import Bands, CurateConfig, curate
     from pipeline.outputs import check_output
 
-    if executor != "ray" and (address or workers):
-        fail("--address and --workers need --executor ray")
+    if executor != "ray" and (ray_address or workers):
+        fail("--ray-address and --workers need --executor ray")
     check_output(
         out,
         "--out",
@@ -57,7 +59,7 @@ def curate_cmd(
             anchor_ratio=anchor_ratio,
             max_items=max_items,
             executor=executor,
-            address=address,
+            ray_address=ray_address,
             workers=workers,
             concurrency=concurrency,
         )

@@ -36,15 +36,23 @@ def measure_cmd(
         None, help="Optional judge (soft rubric items; reviews the user simulator on failed trials): llm:MODEL."
     ),
     executor: str = typer.Option("serial", help="serial, or ray (tasks × trials fanned out to Ray workers)."),
-    address: str = typer.Option(
+    ray_address: str = typer.Option(
         None,
+        "--ray-address",
+        "--address",
         help="With --executor ray: an existing cluster to connect to, HOST:PORT, ray://HOST:PORT or auto"
         " (default: $RAY_ADDRESS, else a local Ray instance).",
     ),
     workers: int = typer.Option(
         None, min=1, help="With --executor ray: worker actors (default: one per CPU of the cluster, all nodes)."
     ),
+    retries: int = typer.Option(2, min=0, help="Reruns of a trial lost to an infrastructure error."),
     concurrency: int = typer.Option(16, min=1, help="Episodes in flight per worker (same verdicts)."),
+    temperature: float = typer.Option(
+        None, min=0, help="Sampling temperature of a checkpoint agent whose spec sets none (default: its backend's)."
+    ),
+    resamples: int = typer.Option(1000, min=1, help="Bootstrap resamples for the intervals."),
+    verdict: str = typer.Option("strict", help="Verdict passes are counted by: strict or tau2."),
     domain: str = typer.Option(None, help="Domain: retail, airline or module:attribute (default: found from --world)."),
 ) -> None:
     """Measure an agent: k seeded trials per task, graded from the world state, failures diagnosed.
@@ -55,25 +63,30 @@ def measure_cmd(
     from pipeline.measure.run import RUN_FILES
     from pipeline.outputs import check_output
 
-    if executor != "ray" and (address or workers):
-        fail("--address and --workers need --executor ray")
+    if executor != "ray" and (ray_address or workers):
+        fail("--ray-address and --workers need --executor ray")
     check_output(out, "--out", folder=True, inputs={"--tasks": tasks, "--world": world}, owned=RUN_FILES)
-    config = MeasureConfig(
-        world=world,
-        domain=domain,
-        tasks=tasks,
-        agent=agent,
-        trials=trials,
-        k=k,
-        seed=seed,
-        max_tasks=max_tasks,
-        user=user,
-        judge=judge,
-        executor=executor,
-        address=address,
-        workers=workers,
-        concurrency=concurrency,
-    )
+    with failing(ValueError):  # a value the config refuses (an unknown --verdict): one line naming the field
+        config = MeasureConfig(
+            world=world,
+            domain=domain,
+            tasks=tasks,
+            agent=agent,
+            trials=trials,
+            k=k,
+            seed=seed,
+            max_tasks=max_tasks,
+            user=user,
+            judge=judge,
+            executor=executor,
+            ray_address=ray_address,
+            workers=workers,
+            retries=retries,
+            concurrency=concurrency,
+            temperature=temperature,
+            resamples=resamples,
+            verdict=verdict,
+        )
     n_tasks = len(read_tasks(tasks))
     if max_tasks:
         n_tasks = min(n_tasks, max_tasks)

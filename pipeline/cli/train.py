@@ -34,12 +34,14 @@ def _overrides(config: Path | None) -> dict:
     return data
 
 
-def _lora(enabled: bool, r: int, alpha: int, dropout: float, targets: str | None, save_adapter: bool):
-    """LoraParams from the options `sft` and `grpo` share."""
-    from pipeline.train.sft import LoraParams
+def _lora(enabled: bool, rank: int, alpha: int, dropout: float, targets: str | None, save_adapter: bool):
+    """The LoraSpec of the options `sft` and `grpo` share (None without --lora: full fine-tuning)."""
+    from pipeline.train.lora import LoraSpec
 
+    if not enabled:
+        return None
     modules = {"target_modules": [t.strip() for t in targets.split(",") if t.strip()]} if targets else {}
-    return LoraParams(enabled=enabled, r=r, alpha=alpha, dropout=dropout, save_adapter=save_adapter, **modules)
+    return LoraSpec(rank=rank, alpha=alpha, dropout=dropout, save_adapter=save_adapter, **modules)
 
 
 @app.command("baseline")
@@ -95,19 +97,21 @@ def sft(
     data: list[Path] = typer.Option(..., help="trajectories.jsonl (repeatable)."),
     out: Path = typer.Option(..., help="Checkpoint directory to write."),
     anchors: list[Path] = typer.Option([], help="Anchor trajectories.jsonl replayed against forgetting (repeatable)."),
-    anchor_share: float = typer.Option(0.25, help="Share of training examples drawn from the anchors."),
+    anchor_share: float = typer.Option(0.3, help="Share of training examples drawn from the anchors."),
     tasks: list[Path] = typer.Option([], help="tasks.jsonl used to re-grade the trajectories (repeatable)."),
-    epochs: float = typer.Option(2.0),
+    epochs: float = typer.Option(8.0),
     lr: float = typer.Option(1e-3, help="Learning rate."),
     batch_size: int = typer.Option(4),
-    grad_accum: int = typer.Option(1),
-    max_length: int = typer.Option(4096, help="Longest example in tokens."),
+    gradient_accumulation_steps: int = typer.Option(
+        1, "--gradient-accumulation-steps", "--grad-accum", help="Batches accumulated per optimizer step."
+    ),
+    max_length: int = typer.Option(2048, help="Longest example in tokens."),
     overlong: str = typer.Option(
         "auto", help="Longer examples: drop | truncate | auto (truncate for the codec, drop for a chat template)."
     ),
     max_steps: int = typer.Option(-1),
     lora: bool = typer.Option(False, help="Train a LoRA adapter (merged into the saved weights)."),
-    lora_r: int = typer.Option(16),
+    lora_rank: int = typer.Option(16, "--lora-rank", "--lora-r", help="LoRA adapter rank."),
     lora_alpha: int = typer.Option(32),
     lora_dropout: float = typer.Option(0.0),
     lora_targets: str = typer.Option(None, help="Comma-separated module names (default: attention and MLP)."),
@@ -117,11 +121,12 @@ def sft(
 ) -> None:
     """Supervised fine-tuning through TRL's SFTTrainer on verified trajectories, rendered as the base checkpoint
     renders them (the codec, or an outside model's own chat template); loss on assistant tokens only."""
-    from pipeline.train.sft import SFTParams, run_sft
+    from pipeline.train.sft import run_sft
+    from pipeline.train.sft_config import SFTConfig
 
     _check_out(out, **{"--base": base, "--data": data, "--anchors": anchors, "--tasks": tasks})
     with failing(ValueError):
-        params = SFTParams(
+        params = SFTConfig(
             base=base,
             data=data,
             anchors=anchors,
@@ -130,13 +135,13 @@ def sft(
             epochs=epochs,
             learning_rate=lr,
             batch_size=batch_size,
-            grad_accum=grad_accum,
+            gradient_accumulation_steps=gradient_accumulation_steps,
             max_length=max_length,
             overlong=overlong,
             max_steps=max_steps,
             bf16=bf16,
             seed=seed,
-            lora=_lora(lora, lora_r, lora_alpha, lora_dropout, lora_targets, save_adapter),
+            lora=_lora(lora, lora_rank, lora_alpha, lora_dropout, lora_targets, save_adapter),
         )
         result = run_sft(params, out)
     loss = f"loss {result.first_loss:.3f} → {result.last_loss:.3f}, " if result.losses else ""  # every logging_steps
@@ -166,7 +171,7 @@ def grpo(
     max_tool_calls: int = typer.Option(20, help="Tool calls per episode."),
     max_steps_per_turn: int = typer.Option(12, help="Tool calls in a row before the agent must speak."),
     lora: bool = typer.Option(False, help="Train a LoRA adapter (merged into the saved weights)."),
-    lora_r: int = typer.Option(16),
+    lora_rank: int = typer.Option(16, "--lora-rank", "--lora-r", help="LoRA adapter rank."),
     lora_alpha: int = typer.Option(32),
     lora_dropout: float = typer.Option(0.0),
     lora_targets: str = typer.Option(None, help="Comma-separated module names (default: attention and MLP)."),
@@ -181,11 +186,12 @@ def grpo(
 ) -> None:
     """GRPO through TRL's GRPOTrainer; episodes run by our runner with the scripted user; reward = verdict."""
     from pipeline.rollout.runner import Limits
-    from pipeline.train.grpo import GRPOParams, run_grpo
+    from pipeline.train.grpo import run_grpo
+    from pipeline.train.grpo_config import GRPOConfig
 
     _check_out(out, **{"--base": base, "--tasks": tasks, "--world": world})
     with failing(ValueError):
-        params = GRPOParams(
+        params = GRPOConfig(
             base=base,
             tasks=tasks,
             world=world,
@@ -201,7 +207,7 @@ def grpo(
             max_resamples=max_resamples,
             max_infra_retries=max_infra_retries,
             limits=Limits(max_turns=max_turns, max_tool_calls=max_tool_calls, max_steps_per_turn=max_steps_per_turn),
-            lora=_lora(lora, lora_r, lora_alpha, lora_dropout, lora_targets, save_adapter),
+            lora=_lora(lora, lora_rank, lora_alpha, lora_dropout, lora_targets, save_adapter),
             vllm=vllm,
             vllm_gpu_memory=vllm_gpu_memory,
             vllm_host=vllm_host,

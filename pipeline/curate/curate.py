@@ -13,12 +13,9 @@ import logging
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.agents.registry import make_agent
-from pipeline.curate.bands import Bands
+from pipeline.curate.config import CurateConfig
 from pipeline.curate.pool import Rejection, read_pool
 from pipeline.curate.select import Probed, mix, task_key, trajectory_key
 from pipeline.curate.verify import Verified, replay_verify
@@ -26,7 +23,6 @@ from pipeline.dataset.io import read_tasks
 from pipeline.dataset.provenance import check_provenance
 from pipeline.outputs import staged_folder
 from pipeline.rollout.executor import SerialExecutor
-from pipeline.rollout.runner import Limits
 from pipeline.rollout.trial import TrialResult
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
@@ -34,40 +30,12 @@ from pipeline.world.registry import load_world
 log = logging.getLogger(__name__)
 
 
-class CurateConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    pool: list[Path] = Field(description="Trajectory files or run directories (with trajectories.jsonl).")
-    tasks: Path = Field(description="tasks.jsonl holding every pooled trajectory's task.")
-    world: str = Field(description="World reference the pool was produced in.")
-    domain: str | None = Field(
-        default=None, description="Domain name or module:attribute (None: found from the world reference)."
-    )
-    agent: str = Field(description="The current agent (spec) to probe.")
-    probes: int = Field(default=8, ge=1, description="Probe episodes per task.")
-    seed: int = Field(default=0)
-    bands: Bands = Field(default_factory=Bands)
-    anchor_ratio: float = Field(default=0.3, ge=0.0, le=1.0, description="Share of anchors in the selection.")
-    max_items: int | None = Field(default=None, ge=1, description="Cap on selected tasks.")
-    limits: Limits = Field(default_factory=Limits)
-    executor: Literal["serial", "ray"] = Field(default="serial", description="Where probe episodes run.")
-    concurrency: int = Field(
-        default=16, ge=1, description="Probe episodes in flight per worker (as measure.concurrency)."
-    )
-    workers: int | None = Field(
-        default=None, ge=1, description="Ray worker actors (None: one per CPU of the cluster, all its nodes)."
-    )
-    address: str | None = Field(
-        default=None, description="Ray cluster to connect to (as measure's; None: $RAY_ADDRESS, else local Ray)."
-    )
-
-
 def _executor(config: CurateConfig):
     """Probes run like measured trials (same seeds, retries of infrastructure errors, verdicts)."""
     if config.executor == "ray":
         from pipeline.rollout.ray_executor import RayExecutor
 
-        return RayExecutor(address=config.address, workers=config.workers, batch=config.concurrency)
+        return RayExecutor(address=config.ray_address, workers=config.workers, batch=config.concurrency)
     return SerialExecutor(batch=config.concurrency)
 
 
@@ -79,10 +47,13 @@ def curate(
 ) -> dict:
     """Verify the pool, probe each task `config.probes` times, keep the bands; `on_total` hears the probe count
     once it is known (after verification), `on_probe` every finished probe."""
-    world = load_world(config.world, config.domain)
+    tasks_file, world_ref, agent_spec = config.tasks, config.world, config.agent
+    if tasks_file is None or world_ref is None or agent_spec is None or not config.pool:
+        raise ValueError(f"CurateConfig: no {', '.join(config.missing())} given (a curation run needs each)")
+    world = load_world(world_ref, config.domain)
     for entry in config.pool:  # a pool made in another domain or world (or its tables since changed): refused
         check_provenance(entry, world)
-    tasks = {t.id: t for t in read_tasks(config.tasks)}
+    tasks = {t.id: t for t in read_tasks(tasks_file)}
     items, errors = read_pool(list(config.pool))
     rejected: list[Rejection] = list(errors)
     demos: dict[str, Verified] = {}
@@ -120,7 +91,7 @@ def curate(
             f"none of the pool's {len(items)} trajectories belongs with world {world.name!r} and {config.tasks}"
             f" ({example.reason}: {example.detail}); give the world and task file the pool was made in"
         )
-    agent = make_agent(config.agent, world.domain)
+    agent = make_agent(agent_spec, world.domain)
     if on_total:
         on_total(len(demos) * config.probes)
     tally: dict[str, list[int]] = {task_id: [0, 0] for task_id in demos}  # valid probes, passes

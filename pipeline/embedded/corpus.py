@@ -111,7 +111,7 @@ def _gift_card_short(world: RetailWorld, task: Task, req: Request) -> bool:
     paid = world.db.orders[req.order_id].payment_history[0].amount
     said = req.details.get("payment_method", "")
     return any(
-        m.source == "gift_card" and (m.balance or 0.0) < paid and P.describe_payment(m, methods) in said
+        m.source == "gift_card" and (m.balance or 0.0) < paid and R.describe_payment(m, methods) in said
         for m in methods.values()
     )
 

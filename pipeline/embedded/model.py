@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM, PreTrainedModel, PreTrainedTokenizerFast
 
 from pipeline.agents.formats.codec import IM_END, CodecConfig, CodecMismatchError, codec_hash
 from pipeline.domains.retail.policy import POLICY_SUMMARY
@@ -142,7 +142,7 @@ def count_parameters(model: torch.nn.Module) -> int:
 
 
 def save_checkpoint(
-    directory: str | Path, model: LlamaForCausalLM, tokenizer: PreTrainedTokenizerFast, meta: CheckpointMeta
+    directory: str | Path, model: PreTrainedModel, tokenizer: PreTrainedTokenizerFast, meta: CheckpointMeta
 ) -> Path:
     """Write model (safetensors), tokenizer and agentloop.json into `directory`."""
     path = Path(directory)

@@ -118,10 +118,3 @@ def packaged(model_dir: Path, scratch: Path) -> Path:
     extra = {k: v for k, v in ref.items() if k != "spec"}
     write_checkpoint_ref(scratch, backend, options, **extra)
     return scratch
-
-
-def sampled(spec: str, temperature: float | None) -> str:
-    """A checkpoint agent's spec with the measuring protocol's sampling temperature (other agents unchanged)."""
-    if temperature is None or not spec.startswith(("hf:", "vllm:")) or "temperature=" in spec:
-        return spec
-    return f"{spec},temperature={temperature:g}"

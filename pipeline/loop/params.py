@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal  # noqa: F401
 import yaml
 from pydantic import (
     BaseModel,
-    BeforeValidator,
     ConfigDict,
     Field,
     PrivateAttr,
@@ -28,22 +27,21 @@ from pydantic import (
     model_validator,
 )
 
-from pipeline.curate.bands import Bands
+from pipeline.curate.config import LOOP_INPUTS as CURATE_INPUTS
+from pipeline.curate.config import CurateConfig, loop_curate_config
 from pipeline.errors import InputError
 from pipeline.gate.config import EVAL_TASKS, GateConfig
-from pipeline.metrics.cost import PriceTable
+from pipeline.measure.config import LOOP_INPUTS, MeasureConfig, loop_measure_config
 from pipeline.synth.synthesize import SynthConfig
 from pipeline.target import TargetConfig
-from pipeline.train.lora import LoraSpec
+from pipeline.train.sft_config import INPUTS as SFT_INPUTS
+from pipeline.train.sft_config import SFTConfig
 
 if TYPE_CHECKING:
     from pipeline.embedded.build import EmbeddedConfig
 
 
 log = logging.getLogger(__name__)
-
-# A path written in YAML is text; the file is validated strictly, so the text is turned into a Path first.
-PathText = Annotated[Path, BeforeValidator(lambda v: Path(v) if isinstance(v, str) else v)]
 
 _GEN = re.compile(r"^gen-(\d+)(-.+)?$")
 
@@ -93,50 +91,6 @@ class BaselineParams(Strict):
         return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
 
 
-class MeasureParams(Strict):
-    trials: int = Field(default=4, ge=1, description="Trials per task (the k of pass^k); remeasure uses the same.")
-    seed: int = Field(default=0)
-    resamples: int = Field(default=1000, ge=1)
-    executor: Literal["serial", "ray"] = Field(default="ray", description="Where trials run: serial, or ray workers.")
-    ray_address: str | None = Field(
-        default=None,
-        description="With executor ray (measure, remeasure and curate's probes): an existing Ray cluster to connect"
-        " to, HOST:PORT (its head node's GCS port), ray://HOST:PORT or auto; the workers then fill the cluster's"
-        " CPUs over all its nodes. None: $RAY_ADDRESS if set, else a local Ray instance the stage starts.",
-    )
-    concurrency: int = Field(
-        default=16,
-        ge=1,
-        description="Episodes in flight per worker with their agent steps batched (measure, remeasure and curate's"
-        " probes); the verdicts are the same for any value, only the time changes.",
-    )
-    temperature: float | None = Field(
-        default=0.7,
-        ge=0,
-        description="Sampling temperature of checkpoint agents (hf, vllm) in measure, remeasure and curate's probes;"
-        " None = the backend's default (greedy for hf). Sampling is what makes pass^k differ from pass^1.",
-    )
-    user: str = Field(
-        default="scripted",
-        description="User simulator of measure and remeasure: scripted, llm:MODEL[,...] or"
-        " tau2-llm:MODEL[@BASE_URL][,temperature=T,max_tokens=N,seed=S] (τ²-bench's conventions; see"
-        " pipeline/users/registry.py).",
-    )
-    tasks: PathText | None = Field(
-        default=None,
-        description="A tasks.jsonl to measure instead of the generated held-out tasks (e.g. from `agentloop tasks"
-        " import-tau2`); world.eval_world must then be the world those tasks run in. Target, gate and report read"
-        " the same file.",
-    )
-    judge: str | None = Field(default=None, description="Optional judge of measure and remeasure: llm:MODEL.")
-    prices: PriceTable | None = Field(
-        default=None,
-        description="Prices of measure and remeasure ({currency, models: {MODEL: {prompt_per_million,"
-        " completion_per_million, cached_prompt_per_million, per_compute_second}}}), by agent name or by the model"
-        " of an openai: agent; an agent it does not name is unpriced (the report shows its tokens per success).",
-    )
-
-
 class TargetParams(Strict):
     budget: int = Field(
         default=200, ge=1, le=100_000, description="Synthesized tasks to make, split across failure modes."
@@ -173,51 +127,32 @@ class SynthesizeParams(Strict):
     )
 
 
-class CurateParams(Strict):
-    probes: int = Field(
-        default=1,
-        ge=1,
-        description="Probe episodes of the current agent per pooled task (one: a failed task's posterior peaks in"
-        " the target band, a passed one's in the anchor band).",
-    )
-    executor: Literal["serial", "ray"] = Field(default="ray", description="Where probe episodes run.")
-    anchor_ratio: float = Field(default=0.3, ge=0, le=1)
-    bands: Bands = Field(default_factory=Bands)
-    max_items: int | None = Field(default=40, ge=1, description="Cap on selected tasks (null: no cap).")
-    seed: int = 0
+class TrainParams(SFTConfig):
+    """The train stage's section: the SFT run's `SFTConfig` (its inputs filled by the stage from the loop's
+    outputs), and the stage's two choices, what trains (`method`) and on what (`use_curated`)."""
 
-
-class TrainParams(Strict):
     method: str = Field(
         default="sft",
         pattern=r"^(sft|agent:.+)$",
         description="'sft' fine-tunes the baseline checkpoint; 'agent:<spec>' takes that agent as the candidate"
         " without training (quick pipeline runs and CI checks of the gate).",
     )
-    epochs: float = Field(default=8.0, gt=0)
-    learning_rate: float = Field(default=1e-3, gt=0)
-    batch_size: int = Field(default=4, ge=1, description="Examples per optimizer step (per device).")
-    gradient_accumulation_steps: int = Field(
-        default=1, ge=1, description="Batches accumulated per optimizer step (the effective batch is the product)."
-    )
-    max_length: int = Field(default=2048, ge=16, description="Longest example in tokens (see `overlong`).")
-    overlong: Literal["auto", "drop", "truncate"] = Field(
-        default="auto",
-        description="Examples longer than max_length: 'drop' (counted, logged; an error if none is left) or"
-        " 'truncate' to their start. 'auto': truncate for the agentloop codec (the embedded default), drop for a"
-        " model's own chat template.",
-    )
-    lora: LoraSpec | None = Field(
-        default=None,
-        description="LoRA through peft ({rank, alpha, dropout, target_modules, save_adapter}), merged into the saved"
-        " weights; null = full fine-tuning.",
-    )
-    bf16: bool = Field(
-        default=False, description="bf16 mixed precision on a GPU (with LoRA the frozen base is held in bf16)."
-    )
-    anchor_share: float = Field(default=0.3, ge=0, lt=1)
     use_curated: bool = Field(default=True, description="Train on synthesized + curated data (else synthesized only).")
-    seed: int = 0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _inputs_are_the_loops(cls, data: Any) -> Any:
+        given = [name for name in SFT_INPUTS if isinstance(data, dict) and name in data]
+        if given:
+            raise ValueError(
+                f"{given[0]}: set by the train stage (the baseline checkpoint, the synthesized and curated data),"
+                " not in params.yaml"
+            )
+        return data
+
+    def sft_config(self, **inputs: Any) -> SFTConfig:
+        """The SFT run this section describes, with its inputs (`base`, `data`, `anchors`, `tasks`)."""
+        return SFTConfig.model_validate({**self.model_dump(exclude={"method", "use_curated", *SFT_INPUTS}), **inputs})
 
 
 class ReportParams(Strict):
@@ -249,11 +184,22 @@ class Params(Strict):
         " (~4 s each); a non-empty section is still validated here, and an unknown key fails with its path.",
     )
     baseline: BaselineParams = Field(default_factory=BaselineParams)
-    measure: MeasureParams = Field(default_factory=MeasureParams)
+    measure: MeasureConfig = Field(
+        default_factory=loop_measure_config,
+        description="MeasureConfig (pipeline/measure/config.py) of measure and remeasure; the stages fill in"
+        " world, domain, agent, limits and verdict from the other sections.",
+    )
     target: TargetParams = Field(default_factory=TargetParams)
     synthesize: SynthesizeParams = Field(default_factory=SynthesizeParams)
-    curate: CurateParams = Field(default_factory=CurateParams)
-    train: TrainParams = Field(default_factory=TrainParams)
+    curate: CurateConfig = Field(
+        default_factory=loop_curate_config,
+        description="CurateConfig (pipeline/curate/config.py) of the curate stage; the stage fills in the pool,"
+        " tasks, world, agent, limits and the Ray settings from the loop's outputs and the other sections.",
+    )
+    train: TrainParams = Field(
+        default_factory=TrainParams,
+        description="SFTConfig (pipeline/train/sft_config.py) of the train stage, with its method and data choice.",
+    )
     gate: GateConfig = Field(default_factory=GateConfig)
     report: ReportParams = Field(default_factory=ReportParams)
     promote: PromoteParams = Field(default_factory=PromoteParams)
@@ -275,6 +221,22 @@ class Params(Strict):
             except ValidationError as exc:
                 err = exc.errors()[0]
                 raise ValueError(f"{'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+        return v
+
+    @field_validator("measure", mode="before")
+    @classmethod
+    def _measure_inputs_are_the_loops(cls, v: Any) -> Any:
+        given = [name for name in LOOP_INPUTS if isinstance(v, dict) and name in v]
+        if given:
+            raise ValueError(f"{given[0]}: set by the loop from {LOOP_INPUTS[given[0]]}, not in the measure section")
+        return v
+
+    @field_validator("curate", mode="before")
+    @classmethod
+    def _curate_inputs_are_the_loops(cls, v: Any) -> Any:
+        given = [name for name in CURATE_INPUTS if isinstance(v, dict) and name in v]
+        if given:
+            raise ValueError(f"{given[0]}: set by the loop from {CURATE_INPUTS[given[0]]}, not in the curate section")
         return v
 
     @model_validator(mode="after")

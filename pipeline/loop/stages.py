@@ -19,13 +19,13 @@ from pipeline.loop.agentref import (
     AgentRefError,
     read_agent_ref,
     read_agent_spec,
-    sampled,
     write_agent_ref,
     write_checkpoint_ref,
 )
 from pipeline.loop.metrics_files import gate_metrics, measure_metrics, write_metrics
 from pipeline.loop.params import Params
 from pipeline.loop.progress import track
+from pipeline.measure.config import sampled
 
 log = logging.getLogger(__name__)
 
@@ -126,28 +126,21 @@ def eval_tasks_file(p: Params) -> Path:
 
 
 def _measure(p: Params, model_dir: Path, out: Path):
-    from pipeline.measure import MeasureConfig, measure
+    from pipeline.measure import measure
 
-    config = MeasureConfig(
-        world=p.world.eval_world,
-        domain=p.world.domain,
-        tasks=eval_tasks_file(p),
-        agent=sampled(read_agent_spec(model_dir), p.measure.temperature),
-        trials=p.measure.trials,
-        seed=p.measure.seed,
-        resamples=p.measure.resamples,
-        executor=p.measure.executor,
-        address=p.measure.ray_address,
-        concurrency=p.measure.concurrency,
-        verdict=p.gate.verdict,
-        user=p.measure.user,
-        judge=p.measure.judge,
-        prices=p.measure.prices,
-        limits=p.gate.limits,  # measured under the limits the gate re-grades under
+    config = p.measure.model_copy(
+        update={
+            "world": p.world.eval_world,
+            "domain": p.world.domain,
+            "tasks": eval_tasks_file(p),
+            "agent": read_agent_spec(model_dir),
+            "verdict": p.gate.verdict,
+            "limits": p.gate.limits,  # measured under the limits the gate re-grades under
+        }
     )
     if out.exists():
         shutil.rmtree(out)
-    total = sum(1 for line in Path(config.tasks).read_text().splitlines() if line.strip()) * config.trials
+    total = sum(1 for line in eval_tasks_file(p).read_text().splitlines() if line.strip()) * config.trials
     with track(out.name, total, "trials") as progress:
         return measure(config, out, on_trial=lambda record: progress.advance(record.passed))
 
@@ -216,24 +209,19 @@ def write_anchors(world, n: int, seed: int, verify=None, exclude: frozenset[str]
 
 
 def curate(p: Params) -> dict:
-    from pipeline.curate.curate import CurateConfig
     from pipeline.curate.curate import curate as run
 
-    config = CurateConfig(
-        pool=[paths.SYNTH_DIR / "trajectories.jsonl"],
-        tasks=paths.SYNTH_DIR / "tasks.jsonl",
-        world=p.train_world(),
-        domain=p.world.domain,
-        agent=sampled(read_agent_spec(paths.BASELINE_MODEL), p.measure.temperature),
-        probes=p.curate.probes,
-        executor=p.curate.executor,
-        address=p.measure.ray_address,
-        concurrency=p.measure.concurrency,
-        seed=p.curate.seed,
-        bands=p.curate.bands,
-        anchor_ratio=p.curate.anchor_ratio,
-        max_items=p.curate.max_items,
-        limits=p.gate.limits,
+    config = p.curate.model_copy(
+        update={
+            "pool": [paths.SYNTH_DIR / "trajectories.jsonl"],
+            "tasks": paths.SYNTH_DIR / "tasks.jsonl",
+            "world": p.train_world(),
+            "domain": p.world.domain,
+            "agent": sampled(read_agent_spec(paths.BASELINE_MODEL), p.measure.temperature),  # probed as measured
+            "ray_address": p.measure.ray_address,
+            "concurrency": p.measure.concurrency,
+            "limits": p.gate.limits,
+        }
     )
     if paths.CURATED_DIR.exists():
         shutil.rmtree(paths.CURATED_DIR)
@@ -255,7 +243,7 @@ def train_candidate(p: Params) -> str:
         spec = method.removeprefix("agent:")
         write_agent_ref(out, spec, method=method)
         return spec
-    from pipeline.train.sft import LoraParams, SFTParams, run_sft
+    from pipeline.train.sft import run_sft
 
     base = read_agent_spec(paths.BASELINE_MODEL)
     if not base.startswith("hf:"):
@@ -263,21 +251,11 @@ def train_candidate(p: Params) -> str:
     base_path, _, options = base.removeprefix("hf:").partition(",")  # the candidate keeps the baseline's options
     data = [paths.CURATED_DIR / "selected.jsonl"] if p.train.use_curated else []
     data.append(paths.SYNTH_DIR / "trajectories.jsonl")
-    params = SFTParams(
+    params = p.train.sft_config(
         base=Path(base_path),
         data=data,
         tasks=[paths.SYNTH_DIR / "tasks.jsonl"],
         anchors=[paths.ANCHORS] if paths.ANCHORS.exists() else [],
-        epochs=p.train.epochs,
-        learning_rate=p.train.learning_rate,
-        batch_size=p.train.batch_size,
-        grad_accum=p.train.gradient_accumulation_steps,
-        max_length=p.train.max_length,
-        overlong=p.train.overlong,
-        lora=LoraParams.from_spec(p.train.lora),
-        bf16=p.train.bf16,
-        anchor_share=p.train.anchor_share,
-        seed=p.train.seed,
     )
     run_sft(params, out / CHECKPOINT_DIR)
     write_checkpoint_ref(out, "hf", options, method=method)

@@ -27,16 +27,14 @@ import logging
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from pipeline.agents.registry import checkpoint_digest, make_agent
+from pipeline.agents.registry import make_agent
 from pipeline.dataset.io import read_tasks
 from pipeline.dataset.provenance import PROVENANCE_FILE, Provenance, provenance_text
 from pipeline.dataset.validate import check_tasks
 from pipeline.grading.failure_modes import analyze
 from pipeline.grading.tau2_reward import VerdictName
+from pipeline.measure.config import MeasureConfig
 from pipeline.metrics.buckets import bucket_of
 from pipeline.metrics.cost import PriceTable
 from pipeline.metrics.errors import MetricsInputError
@@ -45,12 +43,10 @@ from pipeline.metrics.summary import MeasureSummary, TrialRecord, summarize
 from pipeline.outputs import folder_lock
 from pipeline.rollout.executor import SerialExecutor
 from pipeline.rollout.resume import TrialJournal, atomic_write
-from pipeline.rollout.runner import Limits
 from pipeline.rollout.trajectory import Usage
 from pipeline.rollout.trial import TrialResult
 from pipeline.users.registry import make_user
 from pipeline.world.registry import load_world
-from pipeline.world.tables import sha256_json
 
 log = logging.getLogger(__name__)
 RUN_FILES = (
@@ -63,62 +59,6 @@ RUN_FILES = (
     "journal.jsonl",
     PROVENANCE_FILE,
 )
-
-
-class MeasureConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    world: str = Field(description="World reference (gen-<seed>[-PxUxO] or a domain directory).")
-    domain: str | None = Field(
-        default=None, description="Domain name or module:attribute (None: found from the world reference)."
-    )
-    tasks: Path = Field(description="Held-out tasks.jsonl.")
-    agent: str = Field(description="Agent spec: oracle, flawed[:mode=rate,...], hf:PATH.")
-    trials: int = Field(default=4, ge=1, description="Trials per task.")
-    k: int | None = Field(default=None, ge=1, description="Largest k reported for pass@k / pass^k (default: trials).")
-    seed: int = Field(default=0, description="Run seed; each trial's seed derives from it, the task and the trial.")
-    limits: Limits = Field(default_factory=Limits)
-    resamples: int = Field(default=1000, ge=1, description="Bootstrap resamples for intervals.")
-    prices: PriceTable | None = Field(
-        default=None,
-        description="Model prices by agent name or model (`gpt-x` prices openai:gpt-x); an agent the table does not"
-        " name, or no table, is unpriced: cost 0 with `cost.priced` false, and tokens per success in its place.",
-    )
-    max_tasks: int | None = Field(default=None, ge=1, description="Use only the first N tasks (quick runs).")
-    user: str = Field(
-        default="scripted", description="User simulator: scripted, llm:MODEL or tau2-llm:MODEL[@BASE_URL][,...]."
-    )
-    judge: str | None = Field(default=None, description="Optional judge: llm:MODEL (None: off).")
-    executor: Literal["serial", "ray"] = Field(default="serial", description="Where trials run.")
-    address: str | None = Field(
-        default=None,
-        description="Ray cluster to connect to: HOST:PORT, ray://HOST:PORT or auto (None: $RAY_ADDRESS, else a"
-        " local Ray instance this run starts).",
-    )
-    workers: int | None = Field(
-        default=None, ge=1, description="Ray worker actors (None: one per CPU of the cluster, all its nodes)."
-    )
-    retries: int = Field(default=2, ge=0, description="Reruns of a trial lost to an infrastructure error.")
-    concurrency: int = Field(
-        default=16,
-        ge=1,
-        description="Episodes in flight per worker, their agent steps batched (one forward pass for hf, concurrent"
-        " requests for openai); results are the same for any value.",
-    )
-    verdict: VerdictName = Field(
-        default="strict", description="Verdict metrics.json and per_task.csv count passes by: strict or tau2."
-    )
-
-    def fingerprint(self, tasks: list) -> str:
-        """What decides the trials' results; a journal is resumed only under the same fingerprint."""
-        keep = {"world", "agent", "user", "judge", "trials", "seed", "limits"}
-        return sha256_json(
-            {
-                **self.model_dump(mode="json", include=keep | ({"domain"} if self.domain else set())),
-                "checkpoint": checkpoint_digest(self.agent),  # a checkpoint retrained in place is another agent
-                "tasks": [t.model_dump(mode="json") for t in tasks],
-            }
-        )[:16]
 
 
 def trial_record(result: TrialResult, cost: float, verdict: VerdictName = "strict") -> TrialRecord:
@@ -144,7 +84,7 @@ def make_executor(config: MeasureConfig, judge=None):
         from pipeline.rollout.ray_executor import RayExecutor
 
         return RayExecutor(
-            address=config.address,
+            address=config.ray_address,
             workers=config.workers,
             retries=config.retries,
             judge=judge,
@@ -167,17 +107,21 @@ def _measure(
 ) -> MeasureSummary:
     from pipeline.grading.llm_judge import judge_usage, make_judge
 
+    tasks_file, world_ref = config.tasks, config.world
+    if tasks_file is None or world_ref is None:
+        missing = " and no ".join(name for name in ("world", "tasks") if getattr(config, name) is None)
+        raise MetricsInputError(f"MeasureConfig: no {missing} given (a run needs both)")
     max_k = config.k or config.trials
     if max_k > config.trials:
         raise MetricsInputError(f"k={max_k} exceeds trials={config.trials}: pass^k needs at least k trials per task")
-    tasks = read_tasks(config.tasks)
+    tasks = read_tasks(tasks_file)
     if not tasks:
-        raise MetricsInputError(f"{config.tasks}: empty task set")
+        raise MetricsInputError(f"{tasks_file}: empty task set")
     if config.max_tasks:
         tasks = tasks[: config.max_tasks]
-    world = load_world(config.world, config.domain)
-    check_tasks(world, tasks, str(config.tasks))  # a task the world cannot run would be scored as a failure
-    agent, user, judge = make_agent(config.agent, world.domain), make_user(config.user), make_judge(config.judge)
+    world = load_world(world_ref, config.domain)
+    check_tasks(world, tasks, str(tasks_file))  # a task the world cannot run would be scored as a failure
+    agent, user, judge = make_agent(config.agent_spec(), world.domain), make_user(config.user), make_judge(config.judge)
     price = config.prices.find(agent.name) if config.prices else None
     if config.prices and price is None:
         log.warning("no price for %s in the price table: its cost is left unpriced (tokens per success)", agent.name)
@@ -207,7 +151,7 @@ def _measure(
         out_dir / "trajectories.jsonl",
         "".join(r.trajectory.without_timings().model_dump_json() + "\n" for r in results),
     )
-    atomic_write(out_dir / PROVENANCE_FILE, provenance_text(Provenance.of(world, config.tasks, out_dir)))
+    atomic_write(out_dir / PROVENANCE_FILE, provenance_text(Provenance.of(world, tasks_file, out_dir)))
     atomic_write(out_dir / "timings.jsonl", "".join(json.dumps(_timings(r)) + "\n" for r in results))
     atomic_write(
         out_dir / "verdicts.jsonl",
@@ -255,7 +199,7 @@ def _measure(
     }
     report = _usage_report(usage, config.prices)
     report["user"]["settings"] = getattr(user, "settings", None) or {"spec": config.user}
-    report["agent"]["settings"] = getattr(agent, "settings", None) or {"spec": config.agent}
+    report["agent"]["settings"] = getattr(agent, "settings", None) or {"spec": config.agent_spec()}
     atomic_write(out_dir / "usage.json", json.dumps(report, indent=2, sort_keys=True) + "\n")
     return summary
 

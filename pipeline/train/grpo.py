@@ -23,24 +23,23 @@ In both modes the weights are synced to vLLM after each optimizer step (TRL does
 
 from __future__ import annotations
 
-import json
 import logging
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.agents.formats import CodecFormat
+from pipeline.agents.formats.codec import CodecConfig
 from pipeline.dataset.io import read_tasks
 from pipeline.dataset.provenance import check_provenance
 from pipeline.dataset.task import Task
 from pipeline.dataset.validate import check_tasks
 from pipeline.loop.progress import track
-from pipeline.rollout.runner import Limits
 from pipeline.train.finite import FiniteCallback, NonFiniteTrainingError, first_non_finite
+from pipeline.train.grpo_config import GRPOConfig
 from pipeline.train.grpo_rollouts import (
     EpisodeRollouts,
     PolicyAgent,
@@ -51,47 +50,14 @@ from pipeline.train.grpo_rollouts import (
     vllm_generate,
     vllm_generate_batch,
 )
+from pipeline.train.lora import peft_config
 from pipeline.train.progress_callback import TrackerCallback
-from pipeline.train.sft import LoraParams, file_sha256
 from pipeline.train.sft_base import TrainBase, load_base
+from pipeline.train.sft_data import file_sha256
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
 
 log = logging.getLogger(__name__)
-
-
-class GRPOParams(BaseModel):
-    """One GRPO run; recorded in the checkpoint's agentloop.json."""
-
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-
-    base: Path = Field(description="Checkpoint to start from.")
-    tasks: list[Path] = Field(description="tasks.jsonl files: the task pool (generated worlds only).")
-    world: str | None = Field(default=None, description="World reference; None = the tasks' own world field.")
-    steps: int = Field(default=3, ge=1, description="Optimizer steps.")
-    num_generations: int = Field(default=4, ge=2, description="Episodes per task (the GRPO group).")
-    tasks_per_step: int = Field(default=2, ge=1, description="Groups per optimizer step.")
-    learning_rate: float = Field(default=1e-4, gt=0)
-    beta: float = Field(default=0.0, ge=0, description="KL coefficient (0: no reference model).")
-    loss_type: Literal["grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", "vespo"] = Field(
-        default="dapo", description="TRL loss; 'dapo' normalises by active tokens (see module)."
-    )
-    temperature: float = Field(default=1.0, gt=0, description="Sampling temperature of the episodes.")
-    max_new_tokens: int = Field(default=256, ge=1, description="Tokens per assistant turn.")
-    max_prompt_length: int | None = Field(
-        default=None, ge=1, description="Longest first prompt; a task over it is set aside. None: context - turn."
-    )
-    max_resamples: int = Field(default=4, ge=0, description="Zero-variance replacements tried per group.")
-    max_infra_retries: int = Field(default=2, ge=0, description="Retries of an episode lost to infrastructure.")
-    limits: Limits = Field(default_factory=lambda: Limits(max_turns=40, max_tool_calls=20))
-    lora: LoraParams = Field(default_factory=LoraParams)
-    vllm: Literal["off", "colocate", "server"] = Field(default="off", description="vLLM generation (GPU only).")
-    vllm_gpu_memory: float = Field(default=0.3, gt=0, le=1, description="colocate: share of GPU memory for vLLM.")
-    vllm_host: str = Field(default="127.0.0.1", description="server: host of `trl vllm-serve`.")
-    vllm_port: int = Field(default=8000, description="server: port of `trl vllm-serve`.")
-    bf16: bool = Field(default=False)
-    threads: int | None = Field(default=2, ge=1)
-    seed: int = Field(default=0)
 
 
 @dataclass
@@ -106,13 +72,13 @@ class GRPOResult:
 def stop_tokens(base: TrainBase) -> set[int]:
     """The chat format's end-of-turn tokens and, for an outside model, its generation eos tokens."""
     if base.format is None:
-        return CodecFormat(base.meta.codec_config).stop_ids(base.tokenizer)
+        return CodecFormat(base.meta.codec_config or CodecConfig()).stop_ids(base.tokenizer)
     stops = base.format.stop_ids(base.tokenizer)
     eos = getattr(getattr(base.model, "generation_config", None), "eos_token_id", None)
     return stops | {e for e in (eos if isinstance(eos, list) else [eos]) if isinstance(e, int)}
 
 
-def verdict_reward(prompts: list, completions: list, verdict_reward: list[float], **_: Any) -> list[float]:
+def verdict_reward(prompts: list, completions: list, verdict_reward: list[float], **_: Any) -> list[float | None]:
     """The reward is the verdict the rollout computed (1.0 pass, 0.0 fail)."""
     return [float(r) for r in verdict_reward]
 
@@ -131,10 +97,11 @@ def make_rollout_func(rollouts: EpisodeRollouts, num_generations: int):
     return rollout_func
 
 
-def build_trainer(params: GRPOParams, scratch: str, tasks: list[Task] | None = None):
+def build_trainer(params: GRPOConfig, scratch: str, tasks: list[Task] | None = None):
     """The GRPOTrainer and the rollouts behind it (exposed for tests and for custom loops)."""
     from datasets import Dataset
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOConfig as TRLGRPOConfig
+    from trl import GRPOTrainer
 
     gpu = torch.cuda.is_available()
     tasks = tasks if tasks is not None else [t for p in params.tasks for t in read_tasks(p)]
@@ -144,11 +111,11 @@ def build_trainer(params: GRPOParams, scratch: str, tasks: list[Task] | None = N
     for path in params.tasks:  # a task file made in another domain or world (or its tables since changed)
         check_provenance(path, world)
     check_tasks(world, tasks, "GRPO task pool")  # a task its world cannot run would reward 0 (or 1) for nothing
-    base = load_base(params.base, torch.bfloat16 if params.bf16 and gpu and params.lora.enabled else torch.float32)
-    fmt = base.format or CodecFormat(base.meta.codec_config)
+    base = load_base(params.base, torch.bfloat16 if params.bf16 and gpu and params.lora is not None else torch.float32)
+    fmt = base.format or CodecFormat(base.meta.codec_config or CodecConfig())
     stop_ids = stop_tokens(base)
     batch = params.num_generations * params.tasks_per_step
-    args = GRPOConfig(
+    args = TRLGRPOConfig(
         output_dir=scratch,
         max_steps=params.steps,
         learning_rate=params.learning_rate,
@@ -213,7 +180,6 @@ def build_trainer(params: GRPOParams, scratch: str, tasks: list[Task] | None = N
         max_infra_retries=params.max_infra_retries,
         seed=params.seed,
     )
-    peft_config = params.lora.peft_config()
     dataset = Dataset.from_dict({"prompt": [t.id for t in tasks]})
     trainer = GRPOTrainer(
         model=model,
@@ -222,13 +188,13 @@ def build_trainer(params: GRPOParams, scratch: str, tasks: list[Task] | None = N
         train_dataset=dataset,
         processing_class=base.tokenizer,
         rollout_func=make_rollout_func(rollouts, params.num_generations),
-        peft_config=peft_config,
+        peft_config=peft_config(params.lora),
     )
     trainer_ref["trainer"] = trainer
     return trainer, rollouts, base
 
 
-def run_grpo(params: GRPOParams, out: Path, tasks: list[Task] | None = None) -> GRPOResult:
+def run_grpo(params: GRPOConfig, out: Path, tasks: list[Task] | None = None) -> GRPOResult:
     """Train with GRPO and write the checkpoint to `out`."""
     if params.threads:
         torch.set_num_threads(params.threads)
@@ -240,7 +206,7 @@ def run_grpo(params: GRPOParams, out: Path, tasks: list[Task] | None = None) -> 
             trainer.add_callback(FiniteCallback(params.learning_rate))
             result = trainer.train()
         model = trainer.model
-        if params.lora.enabled:
+        if params.lora is not None:
             if params.lora.save_adapter:  # moved into the checkpoint folder as it is written whole
                 adapter = Path(tempfile.mkdtemp(prefix="agentloop-adapter-"))
                 model.save_pretrained(str(adapter))
@@ -257,7 +223,7 @@ def run_grpo(params: GRPOParams, out: Path, tasks: list[Task] | None = None) -> 
         Path(out),
         model,
         adapter=adapter,
-        training={"kind": "grpo", **json.loads(params.model_dump_json()), "rewards": rewards},
+        training={"kind": "grpo", **params.record(), "rewards": rewards},
         data_manifest=manifest,
         parent=str(params.base),
     )

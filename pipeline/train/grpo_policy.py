@@ -84,7 +84,7 @@ def local_generate_batch(
             batch.start(row)
         while batch.busy:
             batch.step()
-        return [(row.out, row.logprobs) for row in rows]
+        return [(row.out, row.logprobs or []) for row in rows]
 
     return generate
 
@@ -224,7 +224,10 @@ class PolicyDecoder:
     """The `TurnDecoder` of a policy with `generate_batch`: one engine call per step for every waiting turn."""
 
     def __init__(self, agent: PolicyAgent) -> None:
+        if agent.generate_batch is None:
+            raise ValueError("PolicyDecoder needs a policy with generate_batch")
         self.agent = agent
+        self.generate_batch = agent.generate_batch
         self.pending: list[tuple[Any, PolicyEpisode, list[Message], list[int], int, float]] = []
         self.done: list[tuple[Any, Message | InfrastructureError]] = []
 
@@ -243,7 +246,7 @@ class PolicyDecoder:
             return done
         requests = [(prompt, room, episode.generator) for _, episode, _, prompt, room, _ in pending]
         try:
-            outs = self.agent.generate_batch(requests)
+            outs = self.generate_batch(requests)
         except (RuntimeError, ConnectionError, TimeoutError) as exc:  # every turn in the call is lost
             lost = InfrastructureError(f"generation failed: {exc}")
             return done + [(key, lost) for key, *_ in pending]

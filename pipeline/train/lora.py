@@ -1,6 +1,9 @@
-"""The `train.lora` section of params.yaml: a LoRA adapter's shape (no torch import, so params load fast)."""
+"""LoRA's one type: `train.lora` in params.yaml, `SFTConfig.lora` and `GRPOConfig.lora` (no torch import, so params
+load fast); None in those fields means full fine-tuning."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -32,3 +35,35 @@ class LoraSpec(BaseModel):
         if bad or len(set(v)) != len(v):
             raise ValueError(f"target_modules must be distinct, non-empty module names (got {v})")
         return v
+
+    def peft_config(self) -> Any:
+        """The peft LoraConfig these settings describe (SFT and GRPO share it)."""
+        from peft import LoraConfig
+
+        return LoraConfig(
+            r=self.rank,
+            lora_alpha=self.alpha,
+            lora_dropout=self.dropout,
+            target_modules=list(self.target_modules),
+            task_type="CAUSAL_LM",
+        )
+
+
+def peft_config(lora: LoraSpec | None) -> Any:
+    """peft's config for `lora`, or None (full fine-tuning)."""
+    return None if lora is None else lora.peft_config()
+
+
+def lora_record(lora: LoraSpec | None) -> dict[str, Any]:
+    """LoRA as a checkpoint's training record writes it: {enabled, r, alpha, dropout, target_modules,
+    save_adapter}, the record's schema since checkpoints first recorded their training (null LoRA: enabled false
+    with the defaults)."""
+    spec = lora or LoraSpec()
+    return {
+        "enabled": lora is not None,
+        "r": spec.rank,
+        "alpha": spec.alpha,
+        "dropout": spec.dropout,
+        "target_modules": list(spec.target_modules),
+        "save_adapter": spec.save_adapter,
+    }

@@ -7,16 +7,16 @@ model already passes, or the gold corpus it was built from) is mixed in at a set
 Trajectories whose task is at hand are re-graded and dropped unless they pass. The checkpoint written records the
 codec hash, the data manifest (files, hashes, counts) and this configuration, and loads in the `hf` backend.
 
-CPU defaults (the embedded default, 2 cores): full fine-tuning, batch 4 × ~2k tokens, 2 epochs, lr 1e-3: a few
-hundred trajectories train in a few minutes. On CPU each batch is accumulated from micro-batches of one example
-(no padding, so attention runs its causal kernel without a mask) and the loss projects only the labelled positions
-(`pipeline.train.labelled_loss`): the same optimizer steps on the same loss, about twice as fast
-(bench/bench_sft_speed.py).
+CPU defaults (`SFTConfig`'s, which are the committed params.yaml's `train`; the embedded default, 2 cores): full
+fine-tuning, batch 4 × ≤ 2048 tokens, 8 epochs, lr 1e-3: a few hundred trajectories train in minutes. On CPU
+each batch is accumulated from micro-batches of one example (no padding, so attention runs its causal kernel
+without a mask) and the loss projects only the labelled positions (`pipeline.train.labelled_loss`): the same
+optimizer steps on the same loss, about twice as fast (bench/bench_sft_speed.py).
 
 GPU settings (a real model, e.g. a 1–8B instruct model loaded from a local directory):
 
     agentloop train sft --base ckpt/ --data synth/trajectories.jsonl --anchors curate/anchors.jsonl \\
-        --lora --lora-r 16 --lora-alpha 32 --lr 1e-4 --epochs 2 --batch-size 8 --grad-accum 4 \\
+        --lora --lora-rank 16 --lora-alpha 32 --lr 1e-4 --epochs 2 --batch-size 8 --grad-accum 4 \\
         --max-length 8192 --bf16 --out sft/
 
 `--lora` trains a peft LoRA adapter on the attention and MLP projections and merges it into the weights before
@@ -25,7 +25,6 @@ saving, so the checkpoint stays a plain transformers directory (and is what vLLM
 
 from __future__ import annotations
 
-import json
 import logging
 import tempfile
 from dataclasses import dataclass, field
@@ -33,20 +32,19 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from pipeline.agents.backends.denormals import flushed_denormals
 from pipeline.loop.progress import track
 from pipeline.rollout.trajectory import Trajectory
 from pipeline.train.finite import FiniteCallback, NonFiniteTrainingError, first_non_finite
-from pipeline.train.lora import LORA_TARGETS, LoraSpec
+from pipeline.train.lora import peft_config
 from pipeline.train.progress_callback import TrackerCallback
-from pipeline.train.sft_base import Overlong, encode_for_sft, fit_length, load_base
+from pipeline.train.sft_base import encode_for_sft, fit_length, load_base
+from pipeline.train.sft_config import SFTConfig
 from pipeline.train.sft_data import file_sha256, load_data, mix_anchors, read_trajectories, verify
 
 __all__ = [
-    "LoraParams",
-    "SFTParams",
+    "SFTConfig",
     "SFTResult",
     "encode_for_sft",
     "file_sha256",
@@ -57,103 +55,6 @@ __all__ = [
     "verify",
 ]
 log = logging.getLogger(__name__)
-
-
-class LoraParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    enabled: bool = Field(
-        default=False, description="Train a LoRA adapter (merged before saving) instead of all weights."
-    )
-    r: int = Field(default=16, ge=1, description="Adapter rank.")
-    alpha: int = Field(default=32, ge=1, description="Adapter scaling numerator.")
-    dropout: float = Field(default=0.0, ge=0, lt=1)
-    target_modules: list[str] = Field(default_factory=lambda: list(LORA_TARGETS), min_length=1)
-    save_adapter: bool = Field(default=False, description="Also write the adapter (peft format) to OUT/adapter.")
-
-    @classmethod
-    def from_spec(cls, spec: LoraSpec | None) -> LoraParams:
-        """params.yaml's `train.lora` (None: full fine-tuning)."""
-        if spec is None:
-            return cls()
-        return cls(
-            enabled=True,
-            r=spec.rank,
-            alpha=spec.alpha,
-            dropout=spec.dropout,
-            target_modules=list(spec.target_modules),
-            save_adapter=spec.save_adapter,
-        )
-
-    def peft_config(self) -> Any:
-        """The peft LoraConfig these settings describe, or None when LoRA is off (SFT and GRPO share it)."""
-        if not self.enabled:
-            return None
-        from peft import LoraConfig
-
-        return LoraConfig(
-            r=self.r,
-            lora_alpha=self.alpha,
-            lora_dropout=self.dropout,
-            target_modules=list(self.target_modules),
-            task_type="CAUSAL_LM",
-        )
-
-
-class SFTParams(BaseModel):
-    """One SFT run: base checkpoint, data, optimisation; recorded in the checkpoint's agentloop.json."""
-
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-
-    base: Path = Field(description="Checkpoint to start from (an agentloop checkpoint directory).")
-    data: list[Path] = Field(description="trajectories.jsonl files: the (targeted) training data.")
-    anchors: list[Path] = Field(
-        default_factory=list, description="trajectories.jsonl files replayed against forgetting."
-    )
-    anchor_share: float = Field(
-        default=0.25, ge=0, lt=1, description="Share of the training examples drawn from the anchors (if any)."
-    )
-    tasks: list[Path] = Field(
-        default_factory=list,
-        description="tasks.jsonl files: trajectories of these tasks are re-graded; failures dropped.",
-    )
-    epochs: float = Field(default=2.0, gt=0)
-    max_steps: int = Field(default=-1, description="Stop after this many optimizer steps (-1: epochs decide).")
-    learning_rate: float = Field(default=1e-3, gt=0)
-    lr_scheduler: str = Field(default="cosine", description="transformers scheduler name.")
-    warmup_ratio: float = Field(default=0.05, ge=0, lt=1)
-    batch_size: int = Field(default=4, ge=1, description="Per-device batch size (length-grouped).")
-    micro_batch_size: int | None = Field(
-        default=None,
-        ge=1,
-        description="Examples per forward pass; each batch is accumulated from micro-batches of this size (same "
-        "loss, same steps). None: 1 on CPU (no padding, so attention needs no mask), the whole batch on GPU.",
-    )
-    grad_accum: int = Field(default=1, ge=1)
-    labelled_loss: bool | None = Field(
-        default=None,
-        description="Project only the labelled positions through the LM head (`LabelledLossSFTTrainer`) instead "
-        "of TRL's fused head, which scores every position off Triton devices. None: on CPU.",
-    )
-    max_length: int = Field(default=4096, ge=16, description="Longest example in tokens (see `overlong`).")
-    overlong: Overlong = Field(
-        default="auto",
-        description="Examples longer than max_length: 'drop' them (counted and logged), or 'truncate' to their"
-        " start (TRL's cut). 'auto': truncate for agentloop-codec checkpoints (as the embedded default always"
-        " trained), drop for chat-template checkpoints.",
-    )
-    weight_decay: float = Field(default=0.0, ge=0)
-    lora: LoraParams = Field(default_factory=LoraParams)
-    bf16: bool = Field(default=False, description="bf16 mixed precision (GPU).")
-    threads: int | None = Field(default=2, ge=1, description="torch CPU threads (None: torch's default).")
-    seed: int = Field(default=0)
-    logging_steps: int = Field(default=10, ge=1)
-
-    @model_validator(mode="after")
-    def _micro_batches_fill_a_batch(self) -> SFTParams:
-        if self.micro_batch_size is not None and self.batch_size % self.micro_batch_size:
-            raise ValueError(f"micro_batch_size {self.micro_batch_size} must divide batch_size {self.batch_size}")
-        return self
 
 
 @dataclass
@@ -179,16 +80,19 @@ def _losses(log_history: list[dict]) -> list[float]:
     return [float(e["loss"]) for e in log_history if "loss" in e]
 
 
-def run_sft(params: SFTParams, out: Path, trajectories: list[Trajectory] | None = None) -> SFTResult:
+def run_sft(params: SFTConfig, out: Path, trajectories: list[Trajectory] | None = None) -> SFTResult:
     """Fine-tune `params.base` and write the checkpoint to `out`; `trajectories` overrides reading `params.data`."""
+    if params.base is None:
+        raise ValueError("SFT: no base checkpoint to start from (SFTConfig.base, --base)")
     if params.threads:
         torch.set_num_threads(params.threads)
     gpu = torch.cuda.is_available()
     # LoRA on a GPU in bf16 keeps the frozen base in bf16 (half the memory); otherwise weights train in fp32
-    train_dtype = torch.bfloat16 if params.bf16 and gpu and params.lora.enabled else torch.float32
+    train_dtype = torch.bfloat16 if params.bf16 and gpu and params.lora is not None else torch.float32
     base = load_base(params.base, train_dtype)  # fails fast (no TRL import) on a missing or unreadable checkpoint
     from datasets import Dataset
-    from trl import SFTConfig, SFTTrainer
+    from trl import SFTConfig as TRLSFTConfig
+    from trl import SFTTrainer
 
     from pipeline.train.labelled_loss import LabelledLossSFTTrainer, supports_labelled_loss
 
@@ -208,12 +112,12 @@ def run_sft(params: SFTParams, out: Path, trajectories: list[Trajectory] | None 
     micro = params.micro_batch_size or (params.batch_size if gpu else 1)
     adapter: Path | None = None
     with tempfile.TemporaryDirectory(prefix="agentloop-sft-") as scratch:
-        args = SFTConfig(
+        args = TRLSFTConfig(
             output_dir=scratch,
             num_train_epochs=params.epochs,
             max_steps=params.max_steps,
             per_device_train_batch_size=micro,
-            gradient_accumulation_steps=params.grad_accum * params.batch_size // micro,
+            gradient_accumulation_steps=params.gradient_accumulation_steps * params.batch_size // micro,
             learning_rate=params.learning_rate,
             lr_scheduler_type=params.lr_scheduler,
             warmup_steps=params.warmup_ratio,  # a float below 1 is a share of the steps
@@ -242,15 +146,15 @@ def run_sft(params: SFTParams, out: Path, trajectories: list[Trajectory] | None 
             args=args,
             train_dataset=dataset,
             processing_class=base.tokenizer,
-            peft_config=params.lora.peft_config(),
+            peft_config=peft_config(params.lora),
         )
         with track("SFT", None, "steps") as progress:
             trainer.add_callback(TrackerCallback(progress))
             trainer.add_callback(FiniteCallback(params.learning_rate))
             with flushed_denormals(not gpu):
                 result = trainer.train()
-        trained = trainer.model
-        if params.lora.enabled:
+        trained: Any = trainer.model  # the model TRL trained (a peft model with LoRA)
+        if params.lora is not None:
             if params.lora.save_adapter:  # moved into the checkpoint folder as it is written whole
                 adapter = Path(tempfile.mkdtemp(prefix="agentloop-adapter-"))
                 trained.save_pretrained(str(adapter))
@@ -265,7 +169,7 @@ def run_sft(params: SFTParams, out: Path, trajectories: list[Trajectory] | None 
         Path(out),
         trained,
         adapter=adapter,
-        training={"kind": "sft", **json.loads(params.model_dump_json()), "steps": steps, "losses": losses},
+        training={"kind": "sft", **params.record(), "steps": steps, "losses": losses},
         data_manifest=manifest,
         parent=str(params.base),
     )

@@ -12,23 +12,24 @@ import logging
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, cast
 
 import torch
+from transformers import PreTrainedModel
 
 from pipeline.agents.formats import CODEC, ChatFormat
 from pipeline.agents.formats.codec import CodecConfig, encode_conversation
 from pipeline.embedded.model import META_FILE, CheckpointMeta, load_checkpoint, read_meta, save_checkpoint
 from pipeline.outputs import staged_folder
 from pipeline.rollout.trajectory import Trajectory
+from pipeline.train.sft_config import Overlong
 from pipeline.train.sft_data import world_prompt
 from pipeline.train.sft_template import encode_with_template
 
 log = logging.getLogger(__name__)
-Overlong = Literal["auto", "drop", "truncate"]
 
 
-def encode_for_sft(trajectories: list[Trajectory], tokenizer: Any, codec: CodecConfig) -> dict[str, list]:
+def encode_for_sft(trajectories: list[Trajectory], tokenizer: Any, codec: CodecConfig | None) -> dict[str, list]:
     """Columns `input_ids` / `assistant_masks`, rendered by the codec (TRL builds labels from the mask)."""
     ids, masks = [], []
     prompts: dict[tuple[str, str], tuple[str, list[dict]]] = {}
@@ -43,7 +44,7 @@ def encode_for_sft(trajectories: list[Trajectory], tokenizer: Any, codec: CodecC
 
 @dataclass
 class TrainBase:
-    model: torch.nn.Module
+    model: PreTrainedModel
     tokenizer: Any
     meta: CheckpointMeta
     path: Path
@@ -78,7 +79,7 @@ class TrainBase:
     def _save_into(self, out: Path, trained: torch.nn.Module, meta_fields: dict[str, Any]) -> None:
         if self.format is None:
             meta = CheckpointMeta.for_codec(self.codec, model=self.meta.model, **meta_fields)
-            save_checkpoint(out, trained.to("cpu").float().eval(), self.tokenizer, meta)
+            save_checkpoint(out, cast(PreTrainedModel, trained.to("cpu").float().eval()), self.tokenizer, meta)
             return
         trained = trained.to("cpu").to(self.dtype).eval()
         meta = CheckpointMeta(
@@ -89,7 +90,7 @@ class TrainBase:
             dtype=str(self.dtype).removeprefix("torch."),
             **meta_fields,
         )
-        save_checkpoint(out, trained, self.tokenizer, meta)
+        save_checkpoint(out, cast(PreTrainedModel, trained), self.tokenizer, meta)
 
 
 def load_base(path: str | Path, train_dtype: torch.dtype = torch.float32) -> TrainBase:
@@ -109,7 +110,8 @@ def load_base(path: str | Path, train_dtype: torch.dtype = torch.float32) -> Tra
     if loaded.format.name == CODEC:  # an outside directory in the codec format: recorded now, load it as ours
         return load_base(path, train_dtype)
     own = getattr(torch, loaded.meta.dtype or "float32", torch.float32)
-    return TrainBase(loaded.model, loaded.tokenizer, loaded.meta, path, loaded.format, own)
+    model = cast(PreTrainedModel, loaded.model)  # a transformers model, loaded by its auto class
+    return TrainBase(model, loaded.tokenizer, loaded.meta, path, loaded.format, own)
 
 
 def fit_length(

@@ -18,7 +18,7 @@ from pipeline.world.registry import load_world, resolve_domain
 from pipeline.world.tables import WorldLoadError
 
 if TYPE_CHECKING:
-    from pipeline.train.sft import SFTParams
+    from pipeline.train.sft_config import SFTConfig
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +90,7 @@ def mix_anchors(data: list[Trajectory], anchors: list[Trajectory], share: float,
     return mixed
 
 
-def load_data(params: SFTParams) -> tuple[list[Trajectory], dict[str, Any]]:
+def load_data(params: SFTConfig) -> tuple[list[Trajectory], dict[str, Any]]:
     tasks = {t.id: t for path in params.tasks for t in read_tasks(path)}
     data: list[Trajectory] = [t for p in params.data for t in read_trajectories(p)]
     anchors: list[Trajectory] = [t for p in params.anchors for t in read_trajectories(p)]

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from pipeline.dataset.task import Request
     from pipeline.rollout.protocols import EpisodeInfo, UserReply
     from pipeline.users.scripted import ScriptedUserEpisode
 
@@ -30,6 +31,12 @@ class Phrasing:
     identity: Callable[[ScriptedUserEpisode, str], UserReply | None] | None = None
     """(episode, the agent's message in lower case) → the reply to an identity question, or None when it asks
     none; None: the customer answers no identity question."""
+    refusal: re.Pattern[str] | None = None
+    """The domain's own ways of saying no, matched in the agent's message (lower case) besides the generic refusal
+    words (retail: 'only pending orders'); None: the generic words only."""
+    names_request: Callable[[Request, str], bool] | None = None
+    """(request, the agent's message in lower case) → whether a confirmation is about a request that is about no
+    record (retail: it names the new zip code); None: any confirmation is."""
     episode: Callable[[EpisodeInfo], Any] | None = None
     """A customer who plays the whole episode their own way (one who holds tools of their own, dual control):
     `f(info)` → the user episode; None: the rules above."""

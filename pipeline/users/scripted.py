@@ -60,12 +60,10 @@ GIVE_UP = "This isn't getting anywhere. I'll try again another time."
 _CONFIRM = re.compile(r"\(yes/no\)|\b(confirm|proceed|go ahead|shall i|should i|would you like me to)\b")
 _CLOSE = re.compile(r"anything else|something else i can|else i can help|help you with anything")
 _REFUSE = re.compile(
-    r"\b(cannot|can't|can not|unable|not able|not possible|not allowed|not eligible|unfortunately|"
-    r"i'm sorry, but|only (pending|delivered) orders)\b"
+    r"\b(cannot|can't|can not|unable|not able|not possible|not allowed|not eligible|unfortunately|i'm sorry, but)\b"
 )
 _DONE = re.compile(r"\b(has been|have been|is now|are now|successfully|done|completed|all set|i've|i have)\b")
 _TRANSFER = re.compile(r"transferr?(ed|ing) to a human|human agent")
-_ZIP = re.compile(r"zip (\d{5})")
 
 
 DEFAULT_PHRASING = Phrasing()
@@ -181,7 +179,7 @@ class ScriptedUserEpisode:
             known = [a for a in answers if a]
             if known:
                 return self._reply(self._wrap(ANSWER, " ".join(known)))
-        if _DONE.search(t) or _REFUSE.search(t):
+        if _DONE.search(t) or self._refused(t):
             return self._close(t)
         return self._reply(CONFUSED.format(x=self._utterance(req)) if req else "Could you say that again?", False)
 
@@ -189,19 +187,25 @@ class ScriptedUserEpisode:
         identity = self.phrasing.identity
         return identity(self, t) if identity is not None else None
 
+    def _refused(self, t: str) -> bool:
+        """The agent said no: in the generic words, or in the domain's own (`Phrasing.refusal`)."""
+        own = self.phrasing.refusal
+        return bool(_REFUSE.search(t)) or (own is not None and own.search(t) is not None)
+
     def _matches(self, req: Request, text: str) -> bool:
-        """A confirmation is about the current request if it names its order (or the new zip code)."""
+        """A confirmation is about the current request if it names its record (or, for a request about no record,
+        what the domain's phrasing reads as naming it: `Phrasing.names_request`)."""
         if req.about:
             return req.about in text
-        zip_ = _ZIP.search(req.details.get("address", ""))
-        return zip_ is None or zip_.group(1) in text
+        names = self.phrasing.names_request
+        return names is None or names(req, text)
 
     def _close(self, t: str) -> UserReply:
         """The agent wrapped up the current request (done or refused) and asked if there is anything else."""
         i = self.current
         if i >= len(self.requests):
             return self._stop(self._wrap(BYE))
-        refused = bool(_REFUSE.search(t))
+        refused = self._refused(t)
         if refused and self.script.messes.pushback and i not in self.pushed:
             self.pushed.add(i)
             return self._reply(PUSHBACK)

@@ -186,7 +186,7 @@ def test_prefix_cache_reuse_gives_the_same_tokens_as_a_fresh_prompt(checkpoint, 
 
 def test_hf_spec_takes_sampling_settings_and_rejects_unknown_ones(checkpoint):
     from pipeline.agents.registry import UnknownAgentError, make_agent
-    from pipeline.loop.agentref import sampled
+    from pipeline.measure.config import sampled
 
     agent = make_agent(f"hf:{checkpoint},temperature=0.7,max_new_tokens=32,seed=3")
     assert (agent.temperature, agent.max_new_tokens, agent.seed) == (0.7, 32, 3)

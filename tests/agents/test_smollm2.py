@@ -21,7 +21,9 @@ from pipeline.cli import app
 from pipeline.dataset.io import write_tasks
 from pipeline.measure import MeasureConfig, measure
 from pipeline.rollout.runner import Limits
-from pipeline.train.sft import LoraParams, SFTParams, run_sft
+from pipeline.train.lora import LoraSpec
+from pipeline.train.sft import run_sft
+from pipeline.train.sft_config import SFTConfig
 from tests.agents.smollm2 import need_smollm2
 from tests.train.helpers import WORLD, gold, tasks
 
@@ -60,7 +62,7 @@ def test_import_measure_lora_measure(tmp_path):
     assert before.infra_errors == 0 and before.valid_trials == 2
 
     examples = [_first_call_cut(g) for g in gold() if g.task_id in {t.id for t in chosen}]
-    params = SFTParams(
+    params = SFTConfig(
         base=model,
         data=[],
         max_length=2048,
@@ -70,7 +72,7 @@ def test_import_measure_lora_measure(tmp_path):
         warmup_ratio=0.0,
         threads=2,
         logging_steps=1,
-        lora=LoraParams(enabled=True, r=16, alpha=32),
+        lora=LoraSpec(rank=16, alpha=32),
     )
     sft = run_sft(params, tmp_path / "sft", trajectories=examples)
     assert sft.steps == 8 and sft.manifest["length"]["longest"] < 1200  # the compact prompt: ~1k tokens

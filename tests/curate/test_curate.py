@@ -107,6 +107,7 @@ def test_curate_end_to_end(tmp_path):
         agent=AGENT,
         probes=6,
         anchor_ratio=0.3,
+        max_items=None,
     )
     m = curate(cfg, tmp_path / "out")
     assert m["pool"] == {"trajectories": len(tasks) + 3, "verified": len(tasks) + 1, "tasks_with_demo": len(tasks)}
@@ -191,7 +192,7 @@ def test_cli_ray_options_need_the_ray_executor(tmp_path):
         ["curate", "--pool", "x", "--tasks", "x", "--world", WORLD, "--agent", "oracle", "--out", str(tmp_path)]
         + ["--address", "127.0.0.1:6379"],
     )
-    assert result.exit_code != 0 and "--address and --workers need --executor ray" in result.output
+    assert result.exit_code != 0 and "--ray-address and --workers need --executor ray" in result.output
 
 
 def test_a_pool_from_another_world_is_refused_not_curated_to_nothing(tmp_path):

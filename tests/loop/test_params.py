@@ -161,19 +161,46 @@ def test_bad_lora_fields_fail_with_their_path(tmp_path, lora, message):
         load_params(path)
 
 
-def test_train_defaults_are_full_fp32_sft_and_lora_maps_onto_the_sft_params(tmp_path):
+def test_train_defaults_are_full_fp32_sft_and_the_section_is_the_sft_config(tmp_path):
+    from pipeline.train.lora import lora_record
+    from pipeline.train.sft_config import SFTConfig
+
     train = load_params(ROOT / "params.yaml").train
     assert (train.lora, train.bf16, train.gradient_accumulation_steps, train.overlong) == (None, False, 1, "auto")
     path = tmp_path / "params.yaml"
     path.write_text("train:\n  bf16: true\n  gradient_accumulation_steps: 4\n  lora: {rank: 8, alpha: 16}\n")
     train = load_params(path).train
     assert train.lora.rank == 8 and train.lora.dropout == 0.0 and "down_proj" in train.lora.target_modules
+    run = train.sft_config(base=tmp_path / "base", data=[tmp_path / "d.jsonl"])
+    assert type(run) is SFTConfig and run.lora == train.lora and run.gradient_accumulation_steps == 4
+    # the checkpoint's training record keeps its schema: grad_accum, LoRA as {enabled, r, ...}
+    record = run.record()
+    assert record["grad_accum"] == 4 and record["lora"] == lora_record(train.lora)
+    assert record["lora"]["enabled"] and (record["lora"]["r"], record["lora"]["alpha"]) == (8, 16)
+    assert lora_record(None)["enabled"] is False  # null: LoRA off, as the defaults always were
+    assert list(SFTConfig(base=tmp_path).record())[:3] == ["base", "data", "anchors"]
 
-    from pipeline.train.sft import LoraParams
 
-    assert LoraParams.from_spec(None) == LoraParams()  # null: LoRA off, as the defaults always were
-    on = LoraParams.from_spec(train.lora)
-    assert on.enabled and (on.r, on.alpha) == (8, 16) and on.target_modules == train.lora.target_modules
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("train:\n  base: models/x\n", r"train: .*base: set by the train stage"),
+        ("train:\n  data: [a.jsonl]\n", r"train: .*data: set by the train stage"),
+        ("measure:\n  world: gen-5\n", r"measure: .*world: set by the loop from world.eval_world"),
+        ("measure:\n  agent: oracle\n", r"measure: .*agent: set by the loop"),
+        ("measure:\n  verdict: tau2\n", r"measure: .*verdict: set by the loop from gate.verdict"),
+    ],
+)
+def test_the_inputs_the_stages_fill_in_are_refused_in_the_file(tmp_path, text, message):
+    path = tmp_path / "params.yaml"
+    path.write_text(text)
+    with pytest.raises(ParamsError, match=message):
+        load_params(path)
+
+
+def test_the_code_defaults_are_the_committed_params():
+    """A section left out of params.yaml runs as the committed file would (one class per job, one set of values)."""
+    assert Params() == load_params(ROOT / "params.yaml")
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,8 @@ import pytest
 from pydantic import ValidationError
 
 from pipeline.train.finite import NonFiniteTrainingError
-from pipeline.train.sft import SFTParams, run_sft
+from pipeline.train.sft import run_sft
+from pipeline.train.sft_config import SFTConfig
 from tests.train.helpers import gold, tasks, tiny_checkpoint, write_jsonl
 
 
@@ -15,7 +16,7 @@ def _params(tmp_path, lr):
     data = write_jsonl(tmp_path / "data.jsonl", gold()[:2])
     task_file = write_jsonl(tmp_path / "tasks.jsonl", tasks())
     common = dict(base=base, data=[data], tasks=[task_file], max_steps=3, batch_size=2, threads=1, logging_steps=50)
-    return SFTParams(**common, learning_rate=lr)
+    return SFTConfig(**common, learning_rate=lr)
 
 
 @pytest.mark.parametrize("lr", [float("inf"), float("nan")])

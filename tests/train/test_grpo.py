@@ -14,7 +14,8 @@ import torch
 from pipeline.agents.formats.codec import format_assistant
 from pipeline.domains.retail.oracle import OracleAgent
 from pipeline.embedded.model import read_meta
-from pipeline.train.grpo import GRPOParams, build_trainer, run_grpo
+from pipeline.train.grpo import build_trainer, run_grpo
+from pipeline.train.grpo_config import GRPOConfig
 from pipeline.train.grpo_rollouts import PolicyAgent, PolicyEpisode, score
 from tests.train.helpers import tasks, tiny_checkpoint
 
@@ -59,7 +60,7 @@ class _Half(PolicyEpisode):
 
 def test_grpo_takes_steps_on_cpu_with_a_varying_reward(tmp_path):
     base = tiny_checkpoint(tmp_path / "base")
-    params = GRPOParams(
+    params = GRPOConfig(
         base=base,
         tasks=[],
         steps=2,
@@ -86,7 +87,7 @@ def test_grpo_takes_steps_on_cpu_with_a_varying_reward(tmp_path):
 
 def test_run_grpo_writes_a_checkpoint_that_records_the_rollouts(tmp_path):
     base = tiny_checkpoint(tmp_path / "base")
-    params = GRPOParams(
+    params = GRPOConfig(
         base=base,
         tasks=[],
         steps=1,
@@ -131,7 +132,7 @@ def test_importance_sampling_correction_reads_the_rollout_logprobs(tmp_path, shi
     (and nothing to sync) it compares our logprobs with its own forward: equal (ratio 1) when they are the
     sampler's, off by exactly the shift when they are not."""
     base = tiny_checkpoint(tmp_path / "base")
-    params = GRPOParams(
+    params = GRPOConfig(
         base=base, tasks=[], steps=2 if shift == 0 else 1, num_generations=2, tasks_per_step=2,
         max_new_tokens=12, learning_rate=5e-3, limits=LIMITS, threads=1,
     )  # fmt: skip
@@ -163,7 +164,7 @@ def test_grpo_of_an_outside_checkpoint_saves_it_in_its_own_format(tmp_path):
     from tests.agents.tiny_families import FAMILIES, build_checkpoint, corpus
 
     base = build_checkpoint(FAMILIES["qwen2"], tmp_path / "qwen2", corpus())
-    params = GRPOParams(
+    params = GRPOConfig(
         base=base, tasks=[], steps=1, num_generations=2, tasks_per_step=1, max_new_tokens=6, max_resamples=0,
         limits={"max_turns": 6, "max_tool_calls": 2, "max_steps_per_turn": 1}, threads=1,
     )  # fmt: skip

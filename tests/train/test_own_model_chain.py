@@ -73,7 +73,7 @@ def test_measure_sft_measure_grpo_through_the_cli(name, texts, tmp_path):
     sft = tmp_path / "sft"
     out = agentloop(
         "train", "sft", "--base", base, "--data", synth / "trajectories.jsonl", "--tasks", synth / "tasks.jsonl",
-        "--out", sft, "--lora", "--lora-r", "4", "--lora-alpha", "8", "--lr", "5e-2", "--batch-size", "1",
+        "--out", sft, "--lora", "--lora-rank", "4", "--lora-alpha", "8", "--lr", "5e-2", "--batch-size", "1",
         "--max-steps", "2", "--max-length", "8192",
     )  # fmt: skip
     assert "2 steps" in out  # the first is warm-up (learning rate 0), the second moves the weights
@@ -88,7 +88,7 @@ def test_measure_sft_measure_grpo_through_the_cli(name, texts, tmp_path):
     out = agentloop(
         "train", "grpo", "--base", sft, "--tasks", synth / "tasks.jsonl", "--out", grpo, "--steps", "2",
         "--num-generations", "2", "--tasks-per-step", "1", "--max-new-tokens", "6", "--max-turns", "4",
-        "--max-resamples", "0", "--lora", "--lora-r", "4", "--lora-alpha", "8", "--threads", "1",
+        "--max-resamples", "0", "--lora", "--lora-rank", "4", "--lora-alpha", "8", "--threads", "1",
     )  # fmt: skip
     assert "GRPO: 2 steps" in out
     meta = json.loads((grpo / "agentloop.json").read_text())

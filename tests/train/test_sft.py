@@ -12,7 +12,8 @@ from pipeline.agents.formats.codec import codec_hash, encode_conversation
 from pipeline.domains.retail.tools import TOOLS
 from pipeline.embedded.model import META_FILE, read_meta
 from pipeline.rollout.runner import Limits, run_episode
-from pipeline.train.sft import SFTParams, encode_for_sft, mix_anchors, run_sft, verify
+from pipeline.train.sft import encode_for_sft, mix_anchors, run_sft, verify
+from pipeline.train.sft_config import SFTConfig
 from pipeline.users.scripted import ScriptedUser
 from tests.train.helpers import COMPACT, gold, tasks, tiny_checkpoint, tokenizer, world, write_jsonl
 
@@ -24,7 +25,7 @@ def test_sft_lowers_the_loss_and_the_checkpoint_reloads_and_acts(tmp_path):
     anchors = write_jsonl(tmp_path / "anchors.jsonl", gold()[4:6])
     task_file = tmp_path / "tasks.jsonl"
     write_jsonl(task_file, tasks())
-    params = SFTParams(
+    params = SFTConfig(
         base=base,
         data=[data],
         anchors=[anchors],
@@ -96,14 +97,15 @@ def test_reads_bare_and_curated_rows_and_names_a_bad_line(tmp_path):
 def test_labelled_loss_equals_trls_loss_and_micro_batches_take_the_same_steps(tmp_path):
     import torch
     from datasets import Dataset
-    from trl import SFTConfig, SFTTrainer
+    from trl import SFTConfig as TRLSFTConfig
+    from trl import SFTTrainer
 
     from pipeline.embedded.model import load_checkpoint
     from pipeline.train.labelled_loss import LabelledLossSFTTrainer
 
     ckpt = load_checkpoint(tiny_checkpoint(tmp_path / "base"))
     columns = encode_for_sft(list(gold()[:3]), ckpt.tokenizer, COMPACT)
-    args = SFTConfig(output_dir=str(tmp_path / "scratch"), use_cpu=True, report_to=[], max_length=4096)
+    args = TRLSFTConfig(output_dir=str(tmp_path / "scratch"), use_cpu=True, report_to=[], max_length=4096)
     losses = []
     for cls in (SFTTrainer, LabelledLossSFTTrainer):
         trainer = cls(model=ckpt.model, args=args, train_dataset=Dataset.from_dict(columns))
@@ -115,12 +117,12 @@ def test_labelled_loss_equals_trls_loss_and_micro_batches_take_the_same_steps(tm
 
     data = write_jsonl(tmp_path / "data.jsonl", gold()[:8])
     common = dict(base=tmp_path / "base", data=[data], epochs=1, batch_size=4, threads=1, logging_steps=1)
-    whole = run_sft(SFTParams(**common, micro_batch_size=4), tmp_path / "whole")
-    micro = run_sft(SFTParams(**common, micro_batch_size=1), tmp_path / "micro")
+    whole = run_sft(SFTConfig(**common, micro_batch_size=4), tmp_path / "whole")
+    micro = run_sft(SFTConfig(**common, micro_batch_size=1), tmp_path / "micro")
     assert whole.steps == micro.steps == 2
     assert micro.losses == pytest.approx(whole.losses, rel=1e-3)
     with pytest.raises(ValueError, match="micro_batch_size 3 must divide batch_size 4"):
-        SFTParams(**{**common, "micro_batch_size": 3})
+        SFTConfig(**{**common, "micro_batch_size": 3})
 
 
 @pytest.mark.slow  # imports TRL and peft
@@ -128,11 +130,11 @@ def test_lora_sft_trains_the_adapter_and_saves_merged_plain_weights(tmp_path):
     import torch
 
     from pipeline.embedded.model import load_checkpoint
-    from pipeline.train.sft import LoraParams
+    from pipeline.train.lora import LoraSpec
 
     base = tiny_checkpoint(tmp_path / "base")
     data = write_jsonl(tmp_path / "data.jsonl", gold()[:4])
-    params = SFTParams(
+    params = SFTConfig(
         base=base,
         data=[data],
         epochs=4,
@@ -140,7 +142,7 @@ def test_lora_sft_trains_the_adapter_and_saves_merged_plain_weights(tmp_path):
         batch_size=2,
         threads=1,
         logging_steps=1,
-        lora=LoraParams(enabled=True, r=4, alpha=8),
+        lora=LoraSpec(rank=4, alpha=8),
     )
     result = run_sft(params, tmp_path / "lora")
     assert result.last_loss < result.first_loss, result.losses

@@ -15,8 +15,10 @@ from pipeline.agents.backends.loading import resolve_format
 from pipeline.agents.registry import make_agent
 from pipeline.domains.retail.tools import TOOLS
 from pipeline.embedded.model import META_FILE
-from pipeline.train.sft import LoraParams, SFTParams, run_sft
+from pipeline.train.lora import LoraSpec
+from pipeline.train.sft import run_sft
 from pipeline.train.sft_base import fit_length, load_base
+from pipeline.train.sft_config import SFTConfig
 from tests.agents.tiny_families import FAMILIES, build_checkpoint, corpus, template
 from tests.train.helpers import gold, world
 
@@ -115,7 +117,7 @@ def test_the_codec_keeps_truncating_as_the_embedded_default_always_did():
 
 
 def test_all_examples_too_long_is_a_clear_error_before_training(checkpoints, tmp_path):
-    params = SFTParams(base=checkpoints["llama3"], data=[], max_length=256, threads=1)
+    params = SFTConfig(base=checkpoints["llama3"], data=[], max_length=256, threads=1)
     with pytest.raises(ValueError, match=r"all 2 examples are longer than max_length=256 tokens \(the longest is"):
         run_sft(params, tmp_path / "out", trajectories=list(gold()[:2]))
     assert not (tmp_path / "out").exists()
@@ -124,7 +126,7 @@ def test_all_examples_too_long_is_a_clear_error_before_training(checkpoints, tmp
 @pytest.mark.parametrize("name", ["qwen2", "llama3"])
 def test_lora_sft_saves_the_merged_model_in_its_own_class_and_dtype(checkpoints, name, tmp_path):
     family = FAMILIES[name]
-    params = SFTParams(
+    params = SFTConfig(
         base=checkpoints[name],
         data=[],
         max_length=8192,
@@ -133,7 +135,7 @@ def test_lora_sft_saves_the_merged_model_in_its_own_class_and_dtype(checkpoints,
         learning_rate=5e-2,
         threads=1,
         logging_steps=1,
-        lora=LoraParams(enabled=True, r=4, alpha=8, save_adapter=True),
+        lora=LoraSpec(rank=4, alpha=8, save_adapter=True),
     )
     result = run_sft(params, tmp_path / "sft", trajectories=list(gold()[:2]))
     assert result.steps == 2 and result.manifest["length"]["mode"] == "drop"

@@ -60,19 +60,19 @@ def test_grpo_rejects_a_bad_vllm_mode(tmp_path):
 
 
 def test_every_grpo_param_has_its_cli_option():
-    """GRPOParams and `train grpo` list the same settings (the CLI's names for the renamed and nested ones)."""
+    """GRPOConfig and `train grpo` list the same settings (the CLI's names for the renamed and nested ones)."""
     import typer.main
 
     from pipeline.rollout.runner import Limits
-    from pipeline.train.grpo import GRPOParams
-    from pipeline.train.sft import LoraParams
+    from pipeline.train.grpo_config import GRPOConfig
+    from pipeline.train.lora import LoraSpec
 
     command = typer.main.get_command(app).commands["train"].commands["grpo"]
     options = {p.name for p in command.params}
     renamed = {"learning_rate": "lr", "lora": "lora", "limits": None}
-    wanted = {renamed.get(f, f) for f in GRPOParams.model_fields} - {None}
+    wanted = {renamed.get(f, f) for f in GRPOConfig.model_fields} - {None}
     wanted |= set(Limits.model_fields)
-    wanted |= {"lora" if f == "enabled" else f"lora_{f}" for f in LoraParams.model_fields}
+    wanted |= {f"lora_{f}" for f in LoraSpec.model_fields}
     wanted = {{"lora_target_modules": "lora_targets", "lora_save_adapter": "save_adapter"}.get(w, w) for w in wanted}
     assert wanted - options == set()
 

@@ -12,6 +12,7 @@ import hashlib
 import logging
 import time
 from pathlib import Path
+from typing import Any, cast
 
 import torch
 from transformers import DynamicCache
@@ -92,7 +93,7 @@ class PrefixCache:
         self.ids: list[int] = []
 
     def _empty(self) -> LeanCache | DynamicCache:
-        return LeanCache(self.lean) if self.lean is not None else DynamicCache(config=self.model.config)
+        return LeanCache(self.lean) if self.lean is not None else DynamicCache(config=cast(Any, self.model).config)
 
     def reuse(self, prompt_ids: list[int]) -> int:
         """Crop the cache to its common prefix with `prompt_ids` (leaving at least one token to run)."""
@@ -122,8 +123,8 @@ class PrefixCache:
 
     def logits(self, new_ids: list[int]) -> torch.Tensor:
         """Next-token logits after the cached tokens and `new_ids` (whose keys and values join the cache)."""
-        if isinstance(self.cache, LeanCache):
-            return self.lean.logits(new_ids, self.cache)
+        if isinstance(self.cache, LeanCache):  # a lean cache is made only for a lean model
+            return cast(LeanLlama, self.lean).logits(new_ids, self.cache)
         device = next(self.model.parameters()).device
         inputs = torch.tensor([new_ids], device=device)
         cache = {cache_argument(self.model): self.cache}  # filled in place

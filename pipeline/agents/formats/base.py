@@ -57,6 +57,10 @@ class ChatFormat(Protocol):
         """Raise ChatFormatError when `tokenizer` cannot render or stop this format."""
         ...
 
+    def template_hash(self, tokenizer: Any) -> str:
+        """Identity of what the model sees in this format with `tokenizer` (recorded in a checkpoint)."""
+        ...
+
 
 def single_token_id(tokenizer: Any, token: str) -> int | None:
     """The id of `token` when the tokenizer holds it as one token (added or in the vocabulary), else None."""

@@ -33,7 +33,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pipeline.agents.scripted.phrases import name_payment
 from pipeline.errors import InputError
 from pipeline.rollout.trajectory import Message, ToolCall
 
@@ -237,13 +236,36 @@ def _is_payment_method(record: Any) -> bool:
     return isinstance(record, dict) and isinstance(record.get("source"), str) and isinstance(record.get("id"), str)
 
 
+_SOURCE_WORDS = {"paypal": "PayPal account"}
+"""How the compact codec names the only method of its source where the source's own words would not do."""
+
+
+def _payment_words(record: dict, methods: Mapping[str, dict]) -> str:
+    """A payment method in the words its owner would use, unambiguous among `methods`: a card by brand and last
+    four digits, the only method of its source by the source, anything else by source and id."""
+    source = record["source"]
+    words = source.replace("_", " ")
+    same = [m for m in methods.values() if m.get("source") == source]
+    if record.get("last_four") is not None:
+        brand, last_four = record.get("brand"), record["last_four"]
+        twins = [m for m in same if m.get("brand") == brand and m.get("last_four") == last_four]
+        if len(twins) == 1:
+            return f"{brand} {words} ending in {last_four}"
+    elif len(same) == 1:
+        return _SOURCE_WORDS.get(source, words)
+    return f"{words} {record['id']}"
+
+
 def _payment_row(record: dict, methods: Mapping[str, dict]) -> str:
     """`visa credit card ending in 9079 credit_card_0012648`, `gift card gift_card_0880141 | balance 68.0`.
 
     The words a customer uses for the method, then its id (as order items put the id after the name): an agent
     repeating "visa credit card ending in 9079" continues with that line's id. As `source ... | id ...` (version
-    4) the id came before anything the customer said, and the model paid with whichever method it saw first."""
-    cells = [name_payment(record, methods)]
+    4) the id came before anything the customer said, and the model paid with whichever method it saw first.
+    A domain's scripted participants say the same words (retail: `describe_payment`), so what the customer says
+    is what the result shows."""
+    said = _payment_words(record, methods)
+    cells = [said if said.endswith(record["id"]) else f"{said} {record['id']}"]
     cells += [f"{k} {_inline(v)}" for k, v in record.items() if k not in ("source", "id", "brand", "last_four")]
     return " | ".join(cells)
 

@@ -228,7 +228,7 @@ class OracleEpisode(ScriptedEpisode):
         if user is None:
             return None
         methods = {k: PaymentMethod.model_validate(v) for k, v in user["payment_methods"].items()}
-        return next((m for m in methods.values() if P.describe_payment(m, methods) in text), None)
+        return next((m for m in methods.values() if R.describe_payment(m, methods) in text), None)
 
     # ---- confirmation, write and report --------------------------------------------------------------------
     def _confirm_action(self, i: int, write: Action) -> Action:
@@ -272,7 +272,7 @@ class OracleEpisode(ScriptedEpisode):
     def _method(self, method_id: str) -> str:
         """A payment method as the account shows it (`gift card gift_card_0880141`), when the account was read."""
         methods = (self._user() or {}).get("payment_methods", {})
-        return P.name_payment(methods[method_id], methods) if method_id in methods else method_id
+        return R.name_payment(methods[method_id], methods) if method_id in methods else method_id
 
     def _lines(self, action: Action) -> list[str]:
         a, order = action.arguments, self._order(action.arguments.get("order_id"))

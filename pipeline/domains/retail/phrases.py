@@ -9,6 +9,7 @@ vocabulary. The sentences every domain shares (closing, refusals, yes/no) are `p
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from pipeline.agents.scripted.phrases import YES_NO
 
@@ -86,3 +87,34 @@ def status_fact(order_id: str, status: str, need: str, done: str) -> str:
     is 'delivered'; to be cancelled, an order must be 'pending'." A small model then decides from two words it has
     just written, instead of from the request many turns back and a line of the tool result."""
     return f"Order {order_id} is '{status}'; to be {done}, an order must be '{need}'."
+
+
+# ---- naming payment methods (what the customer says; the compact codec shows the same words) ---------------
+def _field(record: Any, key: str) -> Any:
+    """A field of a world record or of its JSON form (tool results are parsed into dicts)."""
+    return record.get(key) if isinstance(record, Mapping) else getattr(record, key, None)
+
+
+def describe_payment(method: Any, methods: Mapping[str, Any]) -> str:
+    """How a customer names one of their payment methods, unambiguous among `methods` (records or dicts)."""
+    source = _field(method, "source")
+    same = [m for m in methods.values() if _field(m, "source") == source]
+    if source == "credit_card":
+        brand, last_four = _field(method, "brand"), _field(method, "last_four")
+        twins = [m for m in same if _field(m, "brand") == brand and _field(m, "last_four") == last_four]
+        if len(twins) == 1:
+            return f"{brand} credit card ending in {last_four}"
+    elif len(same) == 1:
+        return "PayPal account" if source == "paypal" else "gift card"
+    return f"{str(source).replace('_', ' ')} {_field(method, 'id')}"
+
+
+def name_payment(method: Any, methods: Mapping[str, Any]) -> str:
+    """'visa credit card ending in 9079 credit_card_0012648': a payment method as compact tool results render it.
+
+    The customer's own words come first and the id right after them, so an agent that repeats what the
+    customer said continues with that method's id (see `name_item`). The compact codec renders a payment
+    method with the same words (`pipeline.agents.formats.codec`; a test keeps the two alike)."""
+    said = describe_payment(method, methods)
+    pid = _field(method, "id")
+    return said if said.endswith(str(pid)) else f"{said} {pid}"

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from pipeline.users.phrasing import FORGOT, Phrasing
 
 if TYPE_CHECKING:
+    from pipeline.dataset.task import Request
     from pipeline.rollout.protocols import UserReply
     from pipeline.users.scripted import ScriptedUserEpisode
 
@@ -22,6 +23,15 @@ TOPICS = {
     "address": re.compile(r"address"),
     "order_id": re.compile(r"order (id|number)"),
 }
+REFUSAL = re.compile(r"\bonly (pending|delivered) orders\b")
+"""Retail's own way of saying no, besides the generic refusal words (an order past the status a write needs)."""
+_ZIP = re.compile(r"zip (\d{5})")
+
+
+def _names_request(request: Request, text: str) -> bool:
+    """A confirmation of a request about no order (a new default address) names its new zip code."""
+    zip_ = _ZIP.search(request.details.get("address", ""))
+    return zip_ is None or zip_.group(1) in text
 
 
 def _identity(episode: ScriptedUserEpisode, t: str) -> UserReply | None:
@@ -45,4 +55,11 @@ def _identity(episode: ScriptedUserEpisode, t: str) -> UserReply | None:
     return None
 
 
-PHRASING = Phrasing(topics=TOPICS, record_topic="order_id", record_answer="It's order {x}.", identity=_identity)
+PHRASING = Phrasing(
+    topics=TOPICS,
+    record_topic="order_id",
+    record_answer="It's order {x}.",
+    identity=_identity,
+    refusal=REFUSAL,
+    names_request=_names_request,
+)

@@ -26,6 +26,8 @@ from pipeline.domains.telecom.schema import (
 from pipeline.world.tables import Session
 from pipeline.world.tools import ToolError, ToolRegistry
 
+Generation = Literal["2G", "3G", "4G", "5G"]
+
 PHONE_TOOLS = ToolRegistry()
 PHONE_SETUP = ToolRegistry()
 TECH_SPEED = {"2G": (0.1, 0.4), "3G": (1.0, 5.0), "4G": (10.0, 100.0), "5G": (50.0, 500.0), "none": (0.0, 0.0)}
@@ -85,7 +87,8 @@ def network_search(s: Session) -> None:
     d, where = s.edit("device", PHONE), surroundings(s)
     if sim_status(d) == "active":
         signal = where.signal_strength
-        tech = {"4g_only": "4G", "3g_only": "3G", "2g_only": "2G"}.get(d.network_mode_preference)
+        only: dict[str, Generation] = {"4g_only": "4G", "3g_only": "3G", "2g_only": "2G"}
+        tech = only.get(d.network_mode_preference)
         if tech is None:  # 4g_5g_preferred
             tech = "4G" if signal.get("5G", "none") == "none" else "5G"
         d.network_connection_status = "connected"

@@ -1,0 +1,57 @@
+"""`GRPOConfig`: one GRPO run's settings, as TRL keeps a trainer's config beside it; the options of `agentloop train
+grpo` parse into it and `run_grpo` runs with it. No torch import."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pipeline.rollout.runner import Limits
+from pipeline.train.lora import LoraSpec, lora_record
+
+
+class GRPOConfig(BaseModel):
+    """One GRPO run; recorded in the checkpoint's agentloop.json."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    base: Path = Field(description="Checkpoint to start from.")
+    tasks: list[Path] = Field(description="tasks.jsonl files: the task pool (generated worlds only).")
+    world: str | None = Field(default=None, description="World reference; None = the tasks' own world field.")
+    steps: int = Field(default=3, ge=1, description="Optimizer steps.")
+    num_generations: int = Field(default=4, ge=2, description="Episodes per task (the GRPO group).")
+    tasks_per_step: int = Field(default=2, ge=1, description="Groups per optimizer step.")
+    learning_rate: float = Field(default=1e-4, gt=0)
+    beta: float = Field(default=0.0, ge=0, description="KL coefficient (0: no reference model).")
+    loss_type: Literal["grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", "vespo"] = Field(
+        default="dapo", description="TRL loss; 'dapo' normalises by active tokens (see module)."
+    )
+    temperature: float = Field(default=1.0, gt=0, description="Sampling temperature of the episodes.")
+    max_new_tokens: int = Field(default=256, ge=1, description="Tokens per assistant turn.")
+    max_prompt_length: int | None = Field(
+        default=None, ge=1, description="Longest first prompt; a task over it is set aside. None: context - turn."
+    )
+    max_resamples: int = Field(default=4, ge=0, description="Zero-variance replacements tried per group.")
+    max_infra_retries: int = Field(default=2, ge=0, description="Retries of an episode lost to infrastructure.")
+    limits: Limits = Field(default_factory=lambda: Limits(max_turns=40, max_tool_calls=20))
+    lora: LoraSpec | None = Field(
+        default=None,
+        description="LoRA through peft ({rank, alpha, dropout, target_modules, save_adapter}), merged into the saved"
+        " weights; null = full fine-tuning.",
+    )
+    vllm: Literal["off", "colocate", "server"] = Field(default="off", description="vLLM generation (GPU only).")
+    vllm_gpu_memory: float = Field(default=0.3, gt=0, le=1, description="colocate: share of GPU memory for vLLM.")
+    vllm_host: str = Field(default="127.0.0.1", description="server: host of `trl vllm-serve`.")
+    vllm_port: int = Field(default=8000, description="server: port of `trl vllm-serve`.")
+    bf16: bool = Field(default=False)
+    threads: int | None = Field(default=2, ge=1)
+    seed: int = Field(default=0)
+
+    def record(self) -> dict[str, Any]:
+        """The run as the checkpoint's agentloop.json records it (`training`), LoRA in the record's schema."""
+        out = json.loads(self.model_dump_json())
+        out["lora"] = lora_record(self.lora)
+        return out
