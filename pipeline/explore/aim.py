@@ -3,7 +3,8 @@
 The gaps are the world model's cells no task reaches: a write tool never carried out, a refusal group
 (`pipeline.explore.coverage.ASKED`) never asked for. A refusal group is aimed at first with the explorer's own
 refused calls (`RefusalGroup.recipes`): each made by a customer the draw may use is run again in a fresh session
-and drafted if the tool still refuses it with the group's message; then by an aimed search — the customer's
+and drafted if the tool still refuses it with the group's message (another customer's record asked for as
+`<tool>__other_customer` asks, without looking it up); then by an aimed search — the customer's
 calls formed as exploring forms them, keeping only one the group's pattern matches — over a bounded sample of
 customers.
 """
@@ -16,7 +17,7 @@ from typing import Any
 
 from pipeline.dataset.task import Task
 from pipeline.explore.coverage import coverage
-from pipeline.explore.kit import REFUSED, pattern_regex
+from pipeline.explore.kit import OTHER, REFUSED, pattern_regex
 from pipeline.synth.drafts import Draft
 
 SEARCH_CUSTOMERS = 12
@@ -39,7 +40,12 @@ def aimed(templates: dict, ctx: Any, aim: str, rng: random.Random) -> Iterator[t
                 yield user, draft
         return
     g = next(r for r in ctx.model.writes[tool].refusals if r.name == group)
-    rx, template, allowed = pattern_regex(g.pattern), templates[tool + REFUSED], set(ctx.customers)
+    other = g.category == "unauthorized"  # another customer's record: the customer cannot look it up first
+    rx, template, allowed = (
+        pattern_regex(g.pattern),
+        templates[tool + (OTHER if other else REFUSED)],
+        set(ctx.customers),
+    )
     for recipe in g.recipes:
         if recipe.user in allowed:
             call = ctx.ex.call(tool, recipe.user, recipe.arguments)

@@ -3,7 +3,8 @@
 After the main draw of `pipeline.synth.templates.generate`, the kit names its gaps (`SynthesisKit.gaps`: cells of
 its coverage no task reaches, e.g. a refusal the tools implement that no task asks for) and offers drafts aimed at
 each (`SynthesisKit.aimed`). A drafted task is kept only if its gold replays in a fresh session, as every task is;
-it then *replaces* a task of the draw — the last one whose loss uncovers nothing else — so the count asked for
+it then *replaces* a task of the draw — of the template the draw holds most of, one whose loss uncovers nothing
+else — so the count asked for
 stays the count returned. A gap with no verified task, or none that may give way, is reported with why
 (`GenerationResult.unreproduced`); each replacement is recorded (`GenerationResult.replaced`, and the task's
 `top_up` dial).
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import random
+from collections import Counter
 from typing import TYPE_CHECKING
 
 from pipeline.dataset.task import Task
@@ -27,7 +29,7 @@ log = logging.getLogger(__name__)
 CANDIDATES = 4
 """Aimed drafts tried per gap before it is reported unreproduced."""
 SCAN = 80
-"""Tasks of the draw, from the last, considered for giving way to a top-up."""
+"""Tasks of the draw considered for giving way to a top-up."""
 TOP_UP = "top_up"
 
 
@@ -44,7 +46,10 @@ def top_up(kit: SynthesisKit, ctx: Grounding, result: GenerationResult, seed: in
             continue
         place = _giving_way(kit, ctx, result.tasks, task, set(gaps) - {aim})
         if place is None:
-            result.unreproduced[aim] = f"every one of the last {SCAN} tasks is the only one covering something"
+            result.unreproduced[aim] = (
+                f"no task of the draw may give way: each of the {min(SCAN, len(result.tasks))} tried is the only"
+                " one covering something"
+            )
             continue
         old = result.tasks[place]
         task = task.model_copy(update={"id": f"{ctx.world.name}-s{seed}-{place:04d}-{task.provenance.template}"})
@@ -77,10 +82,11 @@ def aimed_task(kit: SynthesisKit, ctx: Grounding, aim: str, rng: random.Random, 
 
 
 def _giving_way(kit: SynthesisKit, ctx: Grounding, tasks: list[Task], task: Task, allowed: set[str]) -> int | None:
-    """The last task (not itself a top-up) whose replacement by `task` opens no gap beyond `allowed`."""
-    for i in range(len(tasks) - 1, max(-1, len(tasks) - 1 - SCAN), -1):
-        if TOP_UP in tasks[i].provenance.dials:
-            continue
+    """A task (not itself a top-up) whose replacement by `task` opens no gap beyond `allowed`: of the template the
+    draw holds most of, the last one first (so a kind of task the draw has one of stays)."""
+    count = Counter(t.provenance.template for t in tasks)
+    order = sorted(range(len(tasks)), key=lambda i: (-count[tasks[i].provenance.template], -i))
+    for i in [i for i in order if TOP_UP not in tasks[i].provenance.dials][:SCAN]:
         trial = [*tasks[:i], task, *tasks[i + 1 :]]
         if set(kit.gaps(ctx, trial)) <= allowed:
             return i
