@@ -78,3 +78,15 @@ def test_a_hand_written_kit_has_no_gaps_to_aim_at():
     world = load_world("gen-0", "tests.domains.toy.domain:TOY")
     kit = template_kit_of(world.domain, needed_for="test")
     assert kit.gaps(kit.ground(world), []) == [] and list(kit.aimed(kit.ground(world), "x", None)) == []
+
+
+def test_without_recorded_calls_an_aimed_search_fills_the_gaps(monkeypatch):
+    world = load_world("library", LIBRARY)
+    model = world_model(world).model_copy(deep=True)
+    for w in model.writes.values():
+        for g in w.refusals:
+            g.recipes = []  # a world model read from a file written before calls were recorded
+    monkeypatch.setattr("pipeline.explore.kit.world_model", lambda w, seed=0: model)
+    result = generate(world, 12, seed=0)
+    assert result.replaced and not result.unreproduced
+    assert coverage(model, result.tasks)["refusals_covered"] == "8/8"
