@@ -2,7 +2,8 @@
 
 Per domain (named as for `--domain`; `<domain>+generic` switches a domain's own kit off): the time to build the
 world model, the write tools explored and unexplored, the refusal groups found and those a precondition explains,
-and the coverage of `--tasks` generic held-out tasks (write tools carried out, refusal groups asked for).
+and the coverage of `--tasks` generic held-out tasks (write tools carried out, refusal groups asked for; the tasks
+the top-up put in for a gap, each replacing a task of the draw, and the gaps it could not fill, with why).
 Written to bench/results/explore.json.
 
     python bench/bench_explore.py [--tasks 120] [--seed 0]

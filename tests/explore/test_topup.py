@@ -90,3 +90,18 @@ def test_without_recorded_calls_an_aimed_search_fills_the_gaps(monkeypatch):
     result = generate(world, 12, seed=0)
     assert result.replaced and not result.unreproduced
     assert coverage(model, result.tasks)["refusals_covered"] == "8/8"
+
+
+@pytest.mark.slow
+def test_airline_generic_tasks_ask_for_every_refusal_group(tau2_airline_dir):
+    """Airline with its kit switched off: at the default 120 tasks every write tool and every refusal group the
+    explorer found is covered, the rare ones by top-up tasks whose gold replays (about 20 s)."""
+    world = load_world(str(tau2_airline_dir), "airline+generic")
+    result = generate(world, 120, seed=0)
+    cov = coverage(world_model(world), result.tasks, result.unreproduced)
+    total = cov["refusals_covered"].split("/")[1]
+    assert cov["refusals_covered"] == f"{total}/{total}" and cov["writes_covered"] == "6/6"
+    assert len(result.tasks) == 120 and not result.unreproduced and cov["top_up"]
+    for t in result.tasks:
+        if TOP_UP in t.provenance.dials:
+            assert all(e.ok for e in replay_gold(world, t).log)
