@@ -31,7 +31,7 @@ def test_each_refusal_group_records_refused_calls_that_refuse_again():
             assert not call.ok and pattern_regex(g.pattern).match(call.error or ""), (tool, g.name, call.error)
 
 
-@pytest.mark.parametrize(("spec", "ref", "n"), [(LIBRARY, "library", 12), (LIBRARY, "library", 20)])
+@pytest.mark.parametrize(("spec", "ref", "n"), [(LIBRARY, "library", 20), (LIBRARY, "library", 24)])
 def test_a_short_draw_is_topped_up_to_every_group_with_the_count_kept(spec, ref, n):
     world = load_world(ref, spec)
     model = world_model(world)
@@ -87,9 +87,16 @@ def test_without_recorded_calls_an_aimed_search_fills_the_gaps(monkeypatch):
         for g in w.refusals:
             g.recipes = []  # a world model read from a file written before calls were recorded
     monkeypatch.setattr("pipeline.explore.kit.world_model", lambda w, seed=0: model)
-    result = generate(world, 12, seed=0)
+    result = generate(world, 20, seed=0)
     assert result.replaced and not result.unreproduced
     assert coverage(model, result.tasks)["refusals_covered"] == "8/8"
+
+
+def test_the_top_up_replaces_at_most_its_share_of_the_draw():
+    world = load_world("library", LIBRARY)
+    result = generate(world, 12, seed=0)  # two groups missing; 10% of 12 tasks is one
+    assert len(result.replaced) == 1 and len(result.tasks) == 12
+    assert list(result.unreproduced.values()) == ["no share left: a top-up replaces at most 1 of 12 tasks"]
 
 
 @pytest.mark.slow
