@@ -19,8 +19,10 @@ ASKED = ("precondition", "unauthorized")
 """The refusal categories tasks ask for (a made-up id's 'not_found' is no request a customer makes)."""
 
 
-def coverage(model: WorldModel, tasks: Iterable[Task]) -> dict:
-    """Per write tool: tasks carrying it out, and per refusal group the tasks asking for it; the totals."""
+def coverage(model: WorldModel, tasks: Iterable[Task], unreproduced: dict[str, str] | None = None) -> dict:
+    """Per write tool: tasks carrying it out, and per refusal group the tasks asking for it; the totals; the tasks
+    a top-up aimed at a gap ('top_up': gap → task id) and the gaps it could not fill, with why (`unreproduced`,
+    from `pipeline.synth.templates.GenerationResult`)."""
     done: dict[str, int] = dict.fromkeys(model.writes, 0)
     refused = {w: {g.name: 0 for g in m.refusals if g.category in ASKED} for w, m in model.writes.items()}
     regexes = {w: [(g.name, pattern_regex(g.pattern)) for g in m.refusals if g.category in ASKED]
@@ -28,7 +30,10 @@ def coverage(model: WorldModel, tasks: Iterable[Task]) -> dict:
     kinds = {"question": 0, "unservable": 0}
     conditional: dict[str, dict[str, int]] = {}
     underspecified = 0
+    topped: dict[str, str] = {}
     for task in tasks:
+        if "top_up" in task.provenance.dials:
+            topped[str(task.provenance.dials["top_up"])] = task.id
         underspecified += bool(task.provenance.dials.get("underspecified"))
         for i, req in enumerate(task.user_script.requests):
             pair = branches(req.intent)
@@ -66,4 +71,6 @@ def coverage(model: WorldModel, tasks: Iterable[Task]) -> dict:
         "conditional": conditional,
         "underspecified": underspecified,
         "unexplored": sorted(model.unexplored),
+        "top_up": topped,
+        "unreproduced": dict(unreproduced or {}),
     }

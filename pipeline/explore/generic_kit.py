@@ -4,9 +4,12 @@ the tools, its write templates by execution (`pipeline.explore.kit`), its questi
 
 from __future__ import annotations
 
+import random
+from collections.abc import Iterator
 from typing import Any
 
-from pipeline.dataset.task import CommunicatedCheck, KnownInfo, Request, TaskCheck
+from pipeline.dataset.task import CommunicatedCheck, KnownInfo, Request, Task, TaskCheck
+from pipeline.explore import aim as aiming
 from pipeline.explore import questions
 from pipeline.explore.conditional import Conditional
 from pipeline.explore.kit import CONDITIONAL, OTHER, Customer, Grounding, Template, say, taxonomy_of
@@ -63,3 +66,13 @@ class GenericKit(SynthesisKit):
                 record = session.get(asked[0], d.request.record_id)
                 out.append(CommunicatedCheck(values=[say(getattr(record, asked[1]))]))
         return out
+
+    def gaps(self, ground: Any, tasks: list[Task]) -> list[str]:
+        """The world model's write tools and refusal groups no task covers (`pipeline.explore.aim`)."""
+        return aiming.gaps(ground, tasks)
+
+    def aimed(self, ground: Any, aim: str, rng: random.Random) -> Iterator[tuple[str, Draft]]:
+        return aiming.aimed(self.templates, ground, aim, rng)
+
+    def why_not(self, ground: Any, aim: str) -> str:
+        return aiming.why_not(ground, aim)

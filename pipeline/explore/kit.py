@@ -138,11 +138,23 @@ class Template:
     def __call__(
         self, ctx: Grounding, customer: Customer, rng: random.Random, exclude: set[str], want: Want
     ) -> Draft | None:
-        ex, tool, user = ctx.ex, self.tool, customer.user_id
+        return self.search(ctx, customer.user_id, rng, exclude, self._target(ctx, rng))
+
+    def search(
+        self,
+        ctx: Grounding,
+        user: str,
+        rng: random.Random,
+        exclude: set[str],
+        target: re.Pattern[str] | None,
+        fallback_ok: bool = True,
+    ) -> Draft | None:
+        """The first call of the customer's whose outcome is wanted and, for a refusal, matches `target` (if any);
+        else, when `fallback_ok`, the refusal of the group asked for least so far."""
+        ex, tool = ctx.ex, self.tool
         subject, table = ex.subject(tool)
         if self.want == "other" and table is None:
             return None
-        target = self._target(ctx, rng)
         fallback = None
         for key in self._keys(ctx, user, table, rng, exclude):
             for _ in range(TRIES):
@@ -157,9 +169,16 @@ class Template:
                         continue  # the tool allows it, the domain's end-state rules do not: never a gold write
                     if target is None or target.match(call.error or ""):
                         return self._draft(ctx, user, subject, table, key, args, call.error)
+                    if not fallback_ok:
+                        continue
                     if fallback is None or self._asked(ctx, call.error) < self._asked(ctx, fallback[2]):
                         fallback = (key, args, call.error)  # the group asked for least so far, if none aimed at
         return self._draft(ctx, user, subject, table, *fallback) if fallback else None
+
+    def draft_of(self, ctx: Grounding, user: str, args: dict, error: str | None) -> Draft:
+        """The draft of a call already made (and checked) as `user`."""
+        subject, table = ctx.ex.subject(self.tool)
+        return self._draft(ctx, user, subject, table, args.get(subject) if subject else None, args, error)
 
     def _asked(self, ctx: Grounding, error: str | None) -> int:
         group = next((n for n, rx in self._groups(ctx) if rx.match(error or "")), None)

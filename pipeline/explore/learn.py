@@ -9,7 +9,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pipeline.explore.model import Effect, Precondition, RefusalGroup, WriteModel
+from pipeline.explore.model import RECIPES, Effect, Precondition, Recipe, RefusalGroup, WriteModel
 from pipeline.explore.values import harvest
 
 if TYPE_CHECKING:
@@ -130,6 +130,7 @@ def summarize(ex: Explorer, tool: str, calls: list[Call]) -> WriteModel:
                 calls=len(group),
                 example=group[0].error or "",
                 precondition=precondition(ex, tool, group, ok),
+                recipes=recipes(group),
             )
         )
     refusals = merge(refusals)
@@ -166,7 +167,17 @@ def merge(groups: list[RefusalGroup]) -> list[RefusalGroup]:
         values = _sorted({*same.precondition.values, *p.values})
         same.precondition = same.precondition.model_copy(update={"values": values})
         same.calls += g.calls
+        same.recipes = (same.recipes + g.recipes)[:RECIPES]
     return out
+
+
+def recipes(group: list[Call]) -> list[Recipe]:
+    """Up to `RECIPES` of a group's refused calls, one per customer first."""
+    firsts, rest, seen = [], [], set()
+    for c in group:
+        (rest if c.user in seen else firsts).append(c)
+        seen.add(c.user)
+    return [Recipe(user=c.user, arguments=c.arguments) for c in (firsts + rest)[:RECIPES]]
 
 
 def _same(a: Precondition, b: Precondition) -> bool:

@@ -80,6 +80,17 @@ class Precondition(Strict):
         return f"{where}{self.field} is {values} (allowed: {allowed})"
 
 
+class Recipe(Strict):
+    """A refused call the explorer made: who made it and with which arguments (re-run to ask for the group)."""
+
+    user: str
+    arguments: dict[str, Any]
+
+
+RECIPES = 4
+"""Refused calls kept per refusal group."""
+
+
 class RefusalGroup(Strict):
     name: str = Field(description="Stable name within the tool: '<category>_<n>'.")
     category: str
@@ -87,6 +98,9 @@ class RefusalGroup(Strict):
     calls: int
     example: str
     precondition: Precondition | None = Field(default=None, description="None: no record field explains it.")
+    recipes: list[Recipe] = Field(
+        default_factory=list, description=f"Up to {RECIPES} of the group's refused calls, of different customers first."
+    )
 
 
 class WriteModel(Strict):

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import random
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pipeline.dataset.task import Action, KnownInfo, Request, TaskCheck
+from pipeline.dataset.task import Action, KnownInfo, Request, Task, TaskCheck
 from pipeline.errors import InputError
 from pipeline.grading.modes import FAILURE_MODES
 from pipeline.synth.drafts import Draft, Want
@@ -100,6 +100,18 @@ class SynthesisKit(ABC):
     def checks(self, session: Session, drafts: list[Draft]) -> list[TaskCheck]:
         """Task checks read from the gold end state (e.g. a record's status); none by default."""
         return []
+
+    def gaps(self, ground: Grounding, tasks: list[Task]) -> list[str]:
+        """Cells of the kit's coverage that `tasks` leave uncovered and `aimed` may aim at; none by default."""
+        return []
+
+    def aimed(self, ground: Grounding, aim: str, rng: random.Random) -> Iterator[tuple[str, Draft]]:
+        """(customer id, draft) pairs aimed at the gap `aim`, best first; none by default."""
+        return iter(())
+
+    def why_not(self, ground: Grounding, aim: str) -> str:
+        """Why `aimed` offered no draft for `aim`."""
+        return "the kit cannot aim a task at it"
 
 
 _CHECKED: dict[tuple[int, int], SynthesisKit] = {}

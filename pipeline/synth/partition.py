@@ -5,12 +5,14 @@ has a single world; its customers (the records of the table each of whose record
 `Domain.owner`) are split by a seeded hash into an evaluation partition, in which held-out tasks are grounded,
 and a training partition, in which synthesis grounds. The partition is recorded with every task
 (`provenance.dials['partition']`, e.g. 'eval:0' — the side and the seed), and grounding a training task in an
-evaluation customer is refused.
+evaluation customer is refused; synthesis from a domain with a generator is refused any world but a generated
+one (`ensure_generated`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +25,25 @@ EVAL_SHARE = 0.5
 
 class EvalCustomerError(InputError, ValueError):
     """Training data asked to be grounded in a customer of the evaluation partition."""
+
+
+GENERATED = re.compile(r"^gen-\d+(-\d+x\d+x\d+)?$")
+
+
+class EvalWorldError(InputError, ValueError):
+    """Synthesis asked to ground tasks in a world that is not a generated one (e.g. the τ² evaluation world)."""
+
+
+def ensure_generated(world: World) -> None:
+    """A domain with a generator trains only on generated worlds; one without splits its world's customers
+    (`pipeline.synth.partition`) and synthesis grounds in the training partition."""
+    if needs_partition(world):
+        return
+    if not GENERATED.match(world.name) or "tau2" in world.name.lower():
+        raise EvalWorldError(
+            f"refusing to synthesize from world {world.name!r}: training data must be grounded in a generated "
+            "world (gen-<seed>), never the evaluation world"
+        )
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,6 @@ import json
 import logging
 import math
 import random
-import re
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -33,7 +31,6 @@ from pipeline.dataset.provenance import (
     provenance_text,
 )
 from pipeline.dataset.task import Task
-from pipeline.errors import InputError
 from pipeline.grading.modes import FAILURE_MODES
 from pipeline.outputs import staged_folder
 from pipeline.synth.candidate import Spec, build
@@ -41,7 +38,9 @@ from pipeline.synth.coverage import CoverageTracker
 from pipeline.synth.evolve import Lineage, apply_dial, descendant, parents_for
 from pipeline.synth.judge import JudgeCascade, JudgeConfig
 from pipeline.synth.kit import kit_of, template_kit_of
-from pipeline.synth.partition import Partitioned, needs_partition, partition
+from pipeline.synth.manifest import synthesis_manifest
+from pipeline.synth.partition import EvalWorldError as EvalWorldError  # raised by `synthesize`, imported from here
+from pipeline.synth.partition import Partitioned, ensure_generated, needs_partition, partition
 from pipeline.synth.result import SynthesisResult
 from pipeline.synth.rework import Outcome, Reworker
 from pipeline.synth.select import select
@@ -52,23 +51,6 @@ from pipeline.target.split import Targets
 from pipeline.world.tables import World
 
 log = logging.getLogger(__name__)
-_GENERATED = re.compile(r"^gen-\d+(-\d+x\d+x\d+)?$")
-
-
-class EvalWorldError(InputError, ValueError):
-    """Synthesis asked to ground tasks in a world that is not a generated one (e.g. the τ² evaluation world)."""
-
-
-def ensure_generated(world: World) -> None:
-    """A domain with a generator trains only on generated worlds; one without splits its world's customers
-    (`pipeline.synth.partition`) and synthesis grounds in the training partition."""
-    if needs_partition(world):
-        return
-    if not _GENERATED.match(world.name) or "tau2" in world.name.lower():
-        raise EvalWorldError(
-            f"refusing to synthesize from world {world.name!r}: training data must be grounded in a generated "
-            "world (gen-<seed>), never the evaluation world"
-        )
 
 
 class SynthConfig(BaseModel):
@@ -251,58 +233,10 @@ class Synthesizer:
             on_task(task)
 
     def manifest(self) -> dict:
-        tasks = self.result.tasks
-        kept = [o for o in self.outcomes if o.status != "dropped"]
-        rework = {name: st.as_dict() for name, st in sorted(self.reworker.stats.items())}
-        totals = Counter(o.status for o in self.outcomes)
-        flaw: dict[str, Counter] = {}
-        for o in kept:
-            flaw.setdefault(o.candidate.spec.mode, Counter())[o.verification.flaw] += 1
-        return {
-            "world": self.world.name,
-            "seed": self.config.seed,
-            "dials": self.config.dials,
-            "tasks": len(tasks),
-            "generations": self.generation,
-            "targets": {m: t.count for m, t in self.targets.modes.items()},
-            "counts": {
-                "by_mode": _count(t.provenance.failure_mode for t in tasks),
-                "by_template": _count(t.provenance.template for t in tasks),
-                "by_depth": _count(str(t.provenance.depth) for t in tasks),
-                "by_generation": _count(str(t.provenance.dials.get("generation")) for t in tasks),
-                "by_aim": _count(t.provenance.dials.get("aim") for t in tasks),
-                "by_outcome": _count(_outcome(t) for t in tasks),
-                "by_requests": _count(str(t.provenance.dials.get("requests")) for t in tasks),
-                "by_dial": {d: sum(1 for t in tasks if _dial_on(t, d, self.kit.items_argument)) for d in DIALS},
-            },
-            "coverage": self.coverage.summary(),
-            "rework": {
-                "totals": {k: totals.get(k, 0) for k in ("first_try", "reworked", "dropped")},
-                "by_template": rework,
-            },
-            "flaw_check": {m: dict(sorted(c.items())) for m, c in sorted(flaw.items())},
-            "judge": _count(o.verification.judge for o in kept),
-        }
-
-
-def _count(values) -> dict[str, int]:
-    return dict(sorted(Counter(v for v in values if v is not None).items()))
-
-
-def _outcome(task: Task) -> str:
-    expects = {r.expect for r in task.user_script.requests}
-    return "mixed" if len(expects) > 1 else expects.pop() if expects else "none"
-
-
-def _dial_on(task: Task, dial: str, items: str | None) -> bool:
-    d = task.provenance.dials
-    if dial == "chained":
-        return int(d.get("writes", 0)) >= 2
-    if dial in ("refusal", "with_write"):
-        return int(d.get("refusals", 0)) >= 1 and int(d.get("writes", 0)) >= 1
-    if dial == "multi_item":
-        return items is not None and any(len(a.arguments.get(items, [])) >= 2 for a in task.gold_actions)
-    return bool(d.get(dial))
+        return synthesis_manifest(
+            self.world.name, self.config.seed, self.config.dials, self.generation, self.targets, self.result.tasks,
+            self.outcomes, self.reworker.stats, self.coverage.summary(), self.kit.items_argument,
+        )  # fmt: skip
 
 
 def synthesize(

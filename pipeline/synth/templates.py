@@ -18,6 +18,7 @@ from pipeline.synth.assemble import assemble, gold_problems, random_messes
 from pipeline.synth.drafts import Draft, Want
 from pipeline.synth.kit import Grounding, SynthesisKit, template_kit_of
 from pipeline.synth.partition import Partitioned, needs_partition, partition
+from pipeline.synth.topup import top_up
 from pipeline.world.tables import World
 
 log = logging.getLogger(__name__)
@@ -45,6 +46,8 @@ __all__ = [
 class GenerationResult:
     tasks: list[Task]
     skipped: Counter = field(default_factory=Counter)  # template → tasks dropped (no fit, or replay failed)
+    replaced: dict[str, str] = field(default_factory=dict)  # gap → 'replaced task id -> top-up task id'
+    unreproduced: dict[str, str] = field(default_factory=dict)  # gap → why no task could be aimed at it
 
 
 def all_templates(kit: SynthesisKit) -> tuple[str, ...]:
@@ -65,7 +68,8 @@ def generate_tasks(world: World, n: int, seed: int = 0, templates: list[str] | N
     """`n` tasks cycling over `templates` (default `DEFAULT_CYCLE`); same world and seed, same tasks.
 
     A template that fits no customer, or a candidate whose gold replay fails, is skipped and counted
-    (see `generate`), so fewer than `n` tasks come back only when the world cannot supply them.
+    (see `generate`), so fewer than `n` tasks come back only when the world cannot supply them. With the default
+    cycle, tasks aimed at the kit's gaps then replace tasks of the draw (`pipeline.synth.topup`).
     """
     return generate(world, n, seed, templates).tasks
 
@@ -91,6 +95,8 @@ def generate(world: World, n: int, seed: int = 0, templates: list[str] | None = 
         else:
             result.tasks.append(task)
         attempt += 1
+    if templates is None:  # the default cycle: then every gap the kit can aim at
+        top_up(kit, ctx, result, seed, extra)
     if result.skipped:
         log.info("generate_tasks(%s, n=%d, seed=%d): skipped %s", world.name, n, seed, dict(result.skipped))
     return result
