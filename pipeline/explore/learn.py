@@ -173,7 +173,9 @@ def merge(groups: list[RefusalGroup]) -> list[RefusalGroup]:
 
 def recipes(group: list[Call]) -> list[Recipe]:
     """Up to `RECIPES` of a group's refused calls, one per customer first."""
-    firsts, rest, seen = [], [], set()
+    firsts: list[Call] = []
+    rest: list[Call] = []
+    seen: set = set()
     for c in group:
         (rest if c.user in seen else firsts).append(c)
         seen.add(c.user)
