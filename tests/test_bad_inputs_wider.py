@@ -47,11 +47,12 @@ def measured(tmp_path_factory):
     return root
 
 
-def test_out_onto_a_device_is_refused_and_the_device_kept(tmp_path):
-    # the staged write renames a temporary file over --out: a device node would be replaced by a file
-    args = ["tasks", "generate", "--world", WORLD, "--n", "1", "--out", os.devnull]
-    clear_error(runner.invoke(app, args), os.devnull, "not a regular file")
-    assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
+def test_out_onto_a_pipe_or_device_is_refused_and_the_node_kept(tmp_path):
+    # the staged write renames a temporary file over --out: a device (/dev/full) or a pipe would be replaced
+    os.mkfifo(fifo := tmp_path / "pipe")
+    args = ["tasks", "generate", "--world", WORLD, "--n", "1", "--out", str(fifo)]
+    clear_error(runner.invoke(app, args), str(fifo), "not a regular file")
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
 
 
 def test_world_explore_out_onto_the_worlds_db_json(tmp_path):
@@ -173,3 +174,16 @@ def test_telecom_refuel_beyond_the_policy_changes_nothing(amount):
     assert not any(session.changed().values())
     ok = execute(session, "refuel_data", {**args, "gb_amount": 2.0})
     assert ok.ok
+
+
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        (["--model-organization", " "], "model_organization"),
+        (["--model-organization", "Lab", "--contact-email", "notanemail"], "email"),
+    ],
+)
+def test_submission_with_a_blank_organization_or_an_address_that_is_not_one(measured, tmp_path, extra, needle):
+    args = ["export", "tau2-submission", "--run", str(measured / "run"), "--out", str(tmp_path / "s.json")]
+    clear_error(runner.invoke(app, [*args, "--submitting-organization", "Lab", *extra]), needle)
+    assert not (tmp_path / "s.json").exists()
