@@ -109,7 +109,7 @@ def decide(
     for run_dir in (candidate_dir, champion_dir):
         if run_dir is not None:
             try:
-                check_provenance(Path(run_dir), world, tasks_path)
+                check_provenance(Path(run_dir), domain=world.domain.name)  # re-grading needs the domain
             except ProvenanceError as exc:
                 raise GateInputError(str(exc)) from None
     how: dict[str, Any] = {"verdict": config.verdict, "tau2": config.tau2}
@@ -119,6 +119,12 @@ def decide(
         if champion_dir is not None
         else None
     )
+    for run_dir in (candidate_dir, champion_dir):
+        if run_dir is not None:
+            try:
+                check_provenance(Path(run_dir), world, tasks_path)
+            except ProvenanceError as exc:
+                raise GateInputError(str(exc)) from None
     if champion_dir is None:
         log.info("no champion: first-iteration rule (candidate pass^%d lower bound > margin)", config.k)
     result = evaluate(cand.table, champ.table if champ else None, config)
