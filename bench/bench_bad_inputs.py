@@ -1075,6 +1075,177 @@ def _(tmp: Path) -> Outcome:
     return silent("no error")
 
 
+# ---- a further round: outputs onto devices and worlds, folders as files, other worlds, sizes, params, tools -------
+SMALL = "gen-3-4x10x20"
+
+
+def _small_run(tmp: Path) -> Path:
+    """Two tasks of SMALL and an oracle run on them, made once."""
+    if "small" not in _cache:
+        from pipeline.dataset.io import write_tasks
+        from pipeline.measure import MeasureConfig, measure
+        from pipeline.synth.templates import generate_tasks
+        from pipeline.world.registry import load_world
+
+        root = Path(str(_cache["shared"])) / "small"
+        write_tasks(root / "tasks.jsonl", generate_tasks(load_world(SMALL), 2, seed=1))
+        measure(MeasureConfig(world=SMALL, tasks=root / "tasks.jsonl", agent="oracle", trials=1), root / "run")
+        _cache["small"] = root
+    return _cache["small"]  # type: ignore[return-value]
+
+
+@case(45, "class 3: tasks generate --out onto a named pipe (not a regular file)")
+def _(tmp: Path) -> Outcome:
+    import stat
+
+    os.mkfifo(fifo := tmp / "pipe")  # as /dev/full or /dev/null: a write renamed over it would replace the node
+    out = cli(["tasks", "generate", "--world", SMALL, "--n", "1", "--out", str(fifo)], "not a regular file")
+    return out if stat.S_ISFIFO(os.stat(fifo).st_mode) else lost("the pipe was replaced by a file")
+
+
+@case(45, "class 3: world explore --out onto its world's db.json")
+def _(tmp: Path) -> Outcome:
+    world = tmp / "w"
+    cli(["world", "generate", "--out", str(world), "--users", "3", "--products", "3", "--orders", "3"], "")
+    before = (world / "db.json").read_bytes()
+    args = ["world", "explore", "--world", str(world), "--customers", "1", "--out", str(world / "db.json")]
+    out = cli(args, "would overwrite a file of the --world input")
+    return out if (world / "db.json").read_bytes() == before else lost("the world's db.json was overwritten")
+
+
+@case(45, "class 4: tasks lint on a domain whose tasks.json is a folder")
+def _(tmp: Path) -> Outcome:
+    world = tmp / "w"
+    cli(["world", "generate", "--out", str(world), "--users", "3", "--products", "3", "--orders", "3"], "")
+    (world / "tasks.json").mkdir()
+    return cli(["tasks", "lint", "--domain", str(world)], "is a folder, not a file")
+
+
+@case(45, "class 4: gate --domain airline on runs measured in retail")
+def _(tmp: Path) -> Outcome:
+    root = _small_run(tmp)
+    args = ["gate", "--candidate", str(root / "run"), "--tasks", str(root / "tasks.jsonl"), "--world", SMALL]
+    return cli([*args, "--k", "1", "--domain", "airline", "--out", str(tmp / "g.json")], "given 'airline'")
+
+
+@case(45, "class 1: report --world names another world than the runs'")
+def _(tmp: Path) -> Outcome:
+    root = _small_run(tmp)
+    run, ts = str(root / "run"), str(root / "tasks.jsonl")
+    args = ["report", "--baseline", run, "--candidate", run, "--tasks", ts, "--world", "gen-4-4x10x20"]
+    return cli([*args, "--out", str(tmp / "r.html")], "but --world is 'gen-4-4x10x20'")
+
+
+def _one_task_with_id(tmp: Path, task_id: str) -> Path:
+    from pipeline.synth.templates import generate_tasks
+    from pipeline.world.registry import load_world
+
+    line = json.loads(generate_tasks(load_world(SMALL), 1, seed=1)[0].model_dump_json())
+    (path := tmp / "tasks.jsonl").write_text(json.dumps({**line, "id": task_id}) + "\n")
+    return path
+
+
+@case(45, "class 2: tasks validate: an empty task id")
+def _(tmp: Path) -> Outcome:
+    return cli(["tasks", "validate", str(_one_task_with_id(tmp, "")), "--world", SMALL], "cannot be empty")
+
+
+@case(45, "class 2: tasks validate: a task id with NUL and a right-to-left override")
+def _(tmp: Path) -> Outcome:
+    path = _one_task_with_id(tmp, "a\u202eb\x00")
+    return cli(["tasks", "validate", str(path), "--world", SMALL], "U+0000, U+202E")
+
+
+def _resolved(tmp: Path, section: str, values: dict, fragment: str) -> Outcome:
+    import yaml
+
+    from pipeline.loop.params import ParamsError, load_params
+    from pipeline.loop.resolve import resolve_params
+
+    data = yaml.safe_load((ROOT / "params.yaml").read_text())
+    data[section].update(values)
+    (path := tmp / "params.yaml").write_text(yaml.safe_dump(data))
+    here = os.getcwd()
+    os.chdir(tmp)
+    try:
+        return raises(lambda: resolve_params(load_params(path), str(path)), (ParamsError,), fragment)
+    finally:
+        os.chdir(here)
+
+
+@case(45, "class 7: params.yaml measure.tasks names a missing file")
+def _(tmp: Path) -> Outcome:
+    return _resolved(tmp, "measure", {"tasks": "data/no_such.jsonl"}, "measure.tasks: data/no_such.jsonl does not")
+
+
+@case(45, "class 5: params.yaml world.eval_tasks 10**12")
+def _(tmp: Path) -> Outcome:
+    return _resolved(tmp, "world", {"eval_tasks": 10**12}, "less than or equal to 100000")
+
+
+@case(45, "class 7: params.yaml target weight for a misspelt mode")
+def _(tmp: Path) -> Outcome:
+    return _resolved(tmp, "target", {"config": {"weights": {"invension": 1.0}}}, "unknown failure mode(s)")
+
+
+@case(45, "class 7: params.yaml target dial misspelt")
+def _(tmp: Path) -> Outcome:
+    return _resolved(tmp, "target", {"config": {"dials": {"invention": {"vage_item": 0.5}}}}, "unknown dial(s)")
+
+
+@case(45, "class 1: synthesize in the world its targets were measured in")
+def _(tmp: Path) -> Outcome:
+    root = _small_run(tmp)
+    cli(["target", "--metrics", str(root / "run" / "metrics.json"), "--budget", "3", "--out", str(tmp / "t.json")], "")
+    args = ["synthesize", "--world", SMALL, "--targets", str(tmp / "t.json"), "--out", str(tmp / "s")]
+    return cli(args, "than the evaluation world")
+
+
+@case(45, "class 5: world generate --users 10**9")
+def _(tmp: Path) -> Outcome:
+    return cli(["world", "generate", "--out", str(tmp / "w"), "--users", "1000000000"], "--users")
+
+
+@case(45, "class 5: tasks generate --n 10**8")
+def _(tmp: Path) -> Outcome:
+    return cli(["tasks", "generate", "--world", SMALL, "--n", "100000000", "--out", str(tmp / "t.jsonl")], "--n")
+
+
+@case(45, "class 7: world generate --seed -5 (a name no command reads back)")
+def _(tmp: Path) -> Outcome:
+    return cli(["world", "generate", "--out", str(tmp / "w"), "--seed", "-5"], "--seed")
+
+
+def _refuel(amount: float) -> Outcome:
+    from pipeline.world.registry import load_world
+    from pipeline.world.tools import execute
+
+    world = load_world(str(tau2("telecom")), "telecom")
+    customer = next(iter(world.table("customers").values()))
+    s = world.session(authenticated_user_id=customer.customer_id)
+    args = {"customer_id": customer.customer_id, "line_id": customer.line_ids[0], "gb_amount": amount}
+    event = execute(s, "refuel_data", args)
+    if event.ok or any(s.changed().values()):
+        return silent(f"refuel of {amount} GB ran: {event.content[:120]}")
+    return clear(event.content)
+
+
+@case(45, "class 6: telecom refuel_data of NaN GB")
+def _(tmp: Path) -> Outcome:
+    return _refuel(float("nan"))
+
+
+@case(45, "class 6: telecom refuel_data of 1e300 GB (policy: at most 2)")
+def _(tmp: Path) -> Outcome:
+    return _refuel(1e300)
+
+
+@case(45, "class 2: export tau2-submission with a blank model organization")
+def _(tmp: Path) -> Outcome:
+    args = ["export", "tau2-submission", "--run", str(_small_run(tmp) / "run"), "--out", str(tmp / "s.json")]
+    return cli([*args, "--model-organization", " ", "--submitting-organization", "Lab"], "model_organization")
+
+
 # ---- the harness --------------------------------------------------------------------------------------------------
 def run_case(c: Case, timeout: float) -> tuple[Outcome, float]:
     box: dict[str, Outcome] = {}

@@ -2,7 +2,8 @@
 
 Every command runs inside `AgentloopGroup.invoke`: an `AgentloopError` (bad input, a world's or a task's refusal,
 an unreachable endpoint, a refused promotion...), a pydantic `ValidationError` (each field and what is wrong with
-it) or a `FileNotFoundError` becomes `error: MESSAGE` on stderr and exit code 2. Anything else is a bug and keeps
+it), a `FileNotFoundError`, or an `IsADirectoryError` / `NotADirectoryError` / `PermissionError` naming its path
+becomes `error: MESSAGE` on stderr and exit code 2. Anything else is a bug and keeps
 its traceback. A command that expects a builtin error from a library call (a YAML file that does not parse, a Ray
 cluster that does not answer) says so with `failing(...)` around that call, and its message goes the same way.
 """
@@ -42,6 +43,10 @@ def message(exc: BaseException) -> str | None:
         return invalid(exc)
     if isinstance(exc, (AgentloopError, FileNotFoundError)):
         return str(exc)
+    if isinstance(exc, IsADirectoryError | NotADirectoryError | PermissionError) and exc.filename is not None:
+        # a path given where a file is expected that is a folder (or lies under a file), or cannot be read
+        what = {IsADirectoryError: "is a folder, not a file", NotADirectoryError: "lies under a file, not a folder"}
+        return f"{exc.filename}: {what.get(type(exc), exc.strerror or 'permission denied')}"
     return None
 
 

@@ -19,7 +19,7 @@ app.command("lint")(lint_cmd)
 @app.command("generate")
 def tasks_generate(
     world: str = typer.Option(..., help="World reference: gen-<seed>[-PxUxO] or a domain directory."),
-    n: int = typer.Option(100, min=1, help="Number of tasks."),
+    n: int = typer.Option(100, min=1, max=100_000, help="Number of tasks (at most 100,000)."),
     seed: int = typer.Option(0),
     out: Path = typer.Option(..., help="Output tasks.jsonl."),
     domain: str = typer.Option(None, help="Domain: retail, airline or module:attribute (default: from the world)."),

@@ -32,15 +32,18 @@ def world_replay(
     console.print(f"replayed {len(lines)} tasks → {out} ({failed} with refused gold calls)")
 
 
+MAX_RECORDS = 1_000_000  # records of one kind a generated world may hold (a typo's 10**9 never ends)
+
+
 @app.command("generate")
 def world_generate(
     out: Path = typer.Option(..., help="Output domain directory (db.json + policy.md)."),
-    seed: int = typer.Option(0, help="Generator seed: same seed, same world."),
-    products: int = typer.Option(None, min=1, help="Retail: products (default 50)."),
-    users: int = typer.Option(None, min=1, help="Users (default: retail 500, airline 500)."),
-    orders: int = typer.Option(None, min=1, help="Retail: orders (default 1000)."),
-    flights: int = typer.Option(None, min=2, help="Airline: flights (default 300)."),
-    reservations: int = typer.Option(None, min=0, help="Airline: reservations (default 2000)."),
+    seed: int = typer.Option(0, min=0, help="Generator seed: same seed, same world (gen-<seed>: not negative)."),
+    products: int = typer.Option(None, min=1, max=MAX_RECORDS, help="Retail: products (default 50)."),
+    users: int = typer.Option(None, min=1, max=MAX_RECORDS, help="Users (default: retail 500, airline 500)."),
+    orders: int = typer.Option(None, min=1, max=MAX_RECORDS, help="Retail: orders (default 1000)."),
+    flights: int = typer.Option(None, min=2, max=MAX_RECORDS, help="Airline: flights (default 300)."),
+    reservations: int = typer.Option(None, min=0, max=MAX_RECORDS, help="Airline: reservations (default 2000)."),
     domain: str = typer.Option(
         "retail", help="Domain whose generator makes the world (retail, airline, or module:attribute)."
     ),
@@ -73,8 +76,10 @@ def world_explore(
     """Learn a world model by running the world's write tools as its customers: which records each names, what it
     changes, and when it refuses and why (refusals grouped into preconditions on record fields)."""
     from pipeline.explore.probe import explore
+    from pipeline.outputs import check_output
     from pipeline.world.registry import load_world
 
+    check_output(out, "--out", inputs={"--world": world})
     loaded = load_world(world, domain)
     model = explore(loaded, seed=seed, customers=customers)
     model.write(out)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 Persona = Literal["terse", "chatty", "formal", "anxious"]
 PERSONAS: tuple[str, ...] = Persona.__args__  # type: ignore[attr-defined]
@@ -213,8 +213,23 @@ class Provenance(Strict):
     parent: str | None = Field(default=None, description="Task id it evolved from.")
 
 
+_UNPRINTABLE = {*map(chr, range(0x20)), "\x7f", *map(chr, range(0x202A, 0x202F)), *map(chr, range(0x2066, 0x206A))}
+
+
+def _printable_id(value: str) -> str:
+    if not value.strip():
+        raise ValueError("a task id cannot be empty")
+    bad = sorted({f"U+{ord(c):04X}" for c in value if c in _UNPRINTABLE})
+    if bad:
+        raise ValueError(f"a task id cannot hold control or bidirectional-override characters ({', '.join(bad)})")
+    return value
+
+
+TaskId = Annotated[str, AfterValidator(_printable_id)]
+
+
 class Task(Strict):
-    id: str = Field(description="Unique task id.")
+    id: TaskId = Field(description="Unique task id: not empty, no control or bidirectional-override characters.")
     world: str = Field(description="Name of the world the task runs in, e.g. 'tau2_retail' or 'gen-7'.")
     customer_user_id: str | None = Field(
         default=None, description="The customer's user id (used to authorize gold-action replay)."

@@ -106,6 +106,12 @@ def decide(
         world = load_world(world)
     tasks_path = Path(tasks_path)
     tasks = read_heldout_tasks(tasks_path)
+    for run_dir in (candidate_dir, champion_dir):
+        if run_dir is not None:
+            try:
+                check_provenance(Path(run_dir), domain=world.domain.name)  # re-grading needs the domain
+            except ProvenanceError as exc:
+                raise GateInputError(str(exc)) from None
     how: dict[str, Any] = {"verdict": config.verdict, "tau2": config.tau2}
     cand = load_run("candidate", Path(candidate_dir), tasks, world, config.limits, config.require_all_tasks, **how)
     champ = (

@@ -66,7 +66,9 @@ class WorldParams(Strict):
         " becomes gen-<seed + iteration - 1>[-size] (gen-7, gen-8, gen-9, ...), so iteration N trains on fresh"
         " data; the evaluation world and its tasks stay frozen.",
     )
-    eval_tasks: int = Field(default=EVAL_TASKS, ge=1, description="Frozen held-out tasks (the gate's power needs 200).")
+    eval_tasks: int = Field(
+        default=EVAL_TASKS, ge=1, le=100_000, description="Frozen held-out tasks (the gate's power needs 200)."
+    )
     seed: int = Field(default=0, description="Seed of the held-out task draw.")
     domain: str = Field(
         default="retail",

@@ -27,6 +27,7 @@ def resolve_params(params: Params, source: str = "params.yaml") -> None:
         ("measure.user", lambda: _user(params.measure.user)),
         ("measure.judge", lambda: _judge(params.measure.judge)),
         ("measure.ray_address", lambda: _ray_address(params.measure.ray_address)),
+        ("measure.tasks", lambda: _tasks_file(params.measure.tasks)),
         ("baseline.source", lambda: _agent(params.baseline.source)),
         ("train.method", lambda: _agent(params.train.method)),
     ):
@@ -105,6 +106,19 @@ def _agent(value: str) -> None:
     from pipeline.agents.registry import make_agent
 
     make_agent(spec)
+
+
+def _tasks_file(path) -> None:
+    """A tasks file to measure: one that exists (or that a stage writes first), and is a file."""
+    from pathlib import Path
+
+    if path is None:
+        return
+    given = Path(path)
+    if given.is_dir():
+        raise ValueError(f"{given} is a folder; give a tasks.jsonl file")
+    if not given.is_file() and not _written_by_a_stage(given):
+        raise ValueError(f"{given} does not exist (and no stage of dvc.yaml writes it)")
 
 
 def _written_by_a_stage(path, dvc_file: str = "dvc.yaml") -> bool:

@@ -85,6 +85,9 @@ def check_output(
 
 
 def _check_kind(out: Path, option: str, folder: bool) -> None:
+    if out.exists() and not (out.is_file() or out.is_dir()):
+        # a device, pipe or socket: the staged write would replace the node itself (/dev/full with a file)
+        raise OutputError(f"{option} {out} is not a regular file (a device, pipe or socket); give a file path")
     if out.exists():
         if folder and not out.is_dir():
             raise OutputError(f"{option} {out} is a file; give a folder")

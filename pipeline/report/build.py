@@ -271,9 +271,11 @@ def build_report(
     _check_same_tasks(base, cand, tasks, Path(tasks_path))
     for run_dir in (baseline_dir, candidate_dir):
         try:
-            check_provenance(Path(run_dir), None, Path(tasks_path))
+            recorded = check_provenance(Path(run_dir), None, Path(tasks_path))
         except ProvenanceError as exc:
             raise ReportInputError(str(exc)) from None
+        if recorded is not None and recorded.world != world and not Path(world).exists():  # a name, not a folder
+            raise ReportInputError(f"{run_dir}: measured in world {recorded.world!r}, but --world is {world!r}")
     gate = read_gate(Path(gate_json)) if gate_json else None
     if gate is not None and gate_json:
         check_gate_matches(gate, Path(gate_json), base.path, cand.path, Path(tasks_path))

@@ -284,6 +284,11 @@ def check_targets(world: World, targets: Targets, kit, where: str = "targets") -
     the domain's taxonomy lacks, which the synthesis could otherwise only drop."""
     if targets.provenance is not None:
         check_record(targets.provenance, where, domain=world.domain.name)
+        if targets.provenance.world == world.name and not needs_partition(world):
+            raise EvalWorldError(
+                f"{where}: measured in world {world.name!r}, the one asked to synthesize in: training data must be"
+                " grounded in another generated world than the evaluation world"
+            )
     if isinstance(kit, SelectionKit):
         return
     unknown = sorted({c for cells in targets.cells.values() for c in cells if c.split("/")[0] not in kit.taxonomy})

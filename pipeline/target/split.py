@@ -14,11 +14,12 @@ import math
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from pipeline.dataset.provenance import Provenance, ProvenanceError, check_provenance, file_sha256
 from pipeline.errors import InputError
 from pipeline.grading.modes import FAILURE_MODES
+from pipeline.synth.taxonomy import DIALS
 
 DEFAULT_DIALS: dict[str, dict[str, float]] = {
     "invention": {"forgot_email": 0.6, "vague_item": 0.6, "underspecified": 0.4, "multi_item": 0.3},
@@ -52,6 +53,17 @@ class TargetConfig(Strict):
     scale_by_pass_rate: bool = Field(
         default=True, description="Multiply dial probabilities by 0.5 + pass@1 (harder data for a stronger agent)."
     )
+
+    @field_validator("weights", "dials")
+    @classmethod
+    def _known_modes(cls, value: dict) -> dict:
+        unknown = sorted(set(value) - set(FAILURE_MODES))
+        if unknown:  # a misspelt mode would otherwise get nothing, silently
+            raise ValueError(f"unknown failure mode(s) {unknown}; modes are {list(FAILURE_MODES)}")
+        dials = sorted({d for v in value.values() if isinstance(v, dict) for d in v} - set(DIALS))
+        if dials:
+            raise ValueError(f"unknown dial(s) {dials}; known: {', '.join(DIALS)}")
+        return value
 
 
 class ModeTarget(Strict):

@@ -42,7 +42,11 @@ class _Forbid(BaseModel):
 
 
 class ContactInfo(_Forbid):
-    email: str | None = Field(default=None, description="Contact email for questions about the submission.")
+    email: str | None = Field(
+        default=None,
+        pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$",
+        description="Contact email for questions about the submission (name@domain.tld).",
+    )
     name: str | None = Field(default=None, description="Name of the submitter.")
     github: str | None = Field(default=None, description="GitHub user name.")
 
@@ -70,9 +74,9 @@ class Methodology(_Forbid):
 
 
 class Submission(_Forbid):
-    model_name: str
-    model_organization: str
-    submitting_organization: str
+    model_name: str = Field(min_length=1, pattern=r"\S")
+    model_organization: str = Field(min_length=1, pattern=r"\S", description="Who made the model (not blank).")
+    submitting_organization: str = Field(min_length=1, pattern=r"\S", description="Who ran the evaluation (not blank).")
     submission_date: date
     submission_type: Literal["standard", "custom"] = "custom"
     contact_info: ContactInfo

@@ -22,6 +22,7 @@ from pipeline.world.tools import ToolError, ToolRegistry
 TOOLS = ToolRegistry()
 SETUP = ToolRegistry()
 TODAY = date(2025, 2, 25)
+MAX_REFUEL_GB = 2.0  # "The maximum amount of data that can be refueled is 2GB." (the policy)
 PREFIXES = {"L": "lines", "D": "devices", "B": "bills", "C": "customers", "P": "plans"}
 
 
@@ -322,8 +323,12 @@ def refuel_data(s: Session, customer_id: str, line_id: str, gb_amount: float) ->
         gb_amount: How many GB to add (more than 0).
     """
     line = _line(s, customer_id, line_id, "refuel this line")
-    if gb_amount <= 0:
-        raise ToolError("the refuel amount must be more than 0 GB", "invalid_arguments")
+    if not 0 < gb_amount <= MAX_REFUEL_GB:  # also refuses NaN and infinity
+        raise ToolError(
+            f"the refuel amount must be more than 0 and at most {MAX_REFUEL_GB:g} GB (the policy's maximum), not"
+            f" {gb_amount}",
+            "invalid_arguments",
+        )
     plan = s.get("plans", line.plan_id)
     if plan is None:
         raise ToolError(f"plan {line.plan_id} not found", "not_found")
