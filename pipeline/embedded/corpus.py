@@ -21,7 +21,7 @@ import logging
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import Annotated, Literal, get_args
+from typing import Annotated, Literal, cast, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -31,7 +31,7 @@ from pipeline.dataset.task import Action, Request, Task
 from pipeline.domains.retail import phrases as R
 from pipeline.domains.retail.flawed import MODES, FlawedEpisode
 from pipeline.domains.retail.oracle import REQUIRED_STATUS, OracleAgent, OracleEpisode, Steps
-from pipeline.domains.retail.schema import CANCEL_REASONS
+from pipeline.domains.retail.schema import CANCEL_REASONS, Order
 from pipeline.domains.retail.state import RetailWorld
 from pipeline.domains.retail.tools import TOOLS, WRITE_TOOLS
 from pipeline.embedded.train_loop import Example
@@ -90,9 +90,20 @@ def situations(world: RetailWorld, task: Task) -> dict[int, Situation]:
         order = world.db.orders.get(req.order_id or "")
         need = REQUIRED_STATUS.get(req.intent)
         mine = order is not None and order.user_id == task.customer_user_id
-        if req.expect == "refused" and req.intent in _MISREAD_INTENTS and mine and need and order.status != need:
+        if (
+            req.expect == "refused"
+            and req.intent in _MISREAD_INTENTS
+            and mine
+            and need
+            and cast("Order", order).status != need
+        ):
             out[i] = "wrong_status"
-        elif req.expect == "refused" and mine and order.status == need and _gift_card_short(world, task, req):
+        elif (
+            req.expect == "refused"
+            and mine
+            and cast("Order", order).status == need
+            and _gift_card_short(world, task, req)
+        ):
             out[i] = "gift_card_short"
         elif i not in writes:
             continue
@@ -107,8 +118,8 @@ def _gift_card_short(world: RetailWorld, task: Task, req: Request) -> bool:
     """A payment change to the customer's gift card whose balance is below what the order was paid."""
     if req.intent != "modify_payment":
         return False
-    methods = world.db.users[task.customer_user_id].payment_methods
-    paid = world.db.orders[req.order_id].payment_history[0].amount
+    methods = world.db.users[cast("str", task.customer_user_id)].payment_methods
+    paid = world.db.orders[cast("str", req.order_id)].payment_history[0].amount
     said = req.details.get("payment_method", "")
     return any(
         m.source == "gift_card" and (m.balance or 0.0) < paid and R.describe_payment(m, methods) in said
@@ -246,7 +257,7 @@ class SituatedEpisode(FlawedEpisode):
             args = dict(address1=a1, address2=a2[0] if a2 else "", city=city, state=state, country=country)
             return Action(
                 name="modify_pending_order_address",
-                arguments={"order_id": req.order_id, **args, "zip": m["zip"]},
+                arguments={"order_id": req.order_id, **args, "zip": cast("re.Match[str]", m)["zip"]},
                 request=i,
             )
         said = req.details.get("items", "")

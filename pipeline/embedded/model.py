@@ -11,7 +11,7 @@ import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -172,7 +172,8 @@ def verify_codec(directory: str | Path, meta: CheckpointMeta, codec_config: Code
             f"{Path(directory) / META_FILE}: checkpoint was trained with codec {meta.codec_hash}, but the current"
             f" codec is {current}; retrain or render with the codec it was trained with"
         )
-    return config
+    # every caller passes a meta that records its codec_config (the agentloop format requires one) or a codec_config
+    return cast("CodecConfig", config)
 
 
 def load_checkpoint(directory: str | Path, codec_config: CodecConfig | None = None) -> Checkpoint:
@@ -186,6 +187,7 @@ def load_checkpoint(directory: str | Path, codec_config: CodecConfig | None = No
         )
     verify_codec(path, meta, codec_config)
     tokenizer = load_tokenizer(path)
-    model = AutoModelForCausalLM.from_pretrained(str(path), local_files_only=True)
+    # an agentloop checkpoint is the embedded family: a LlamaForCausalLM
+    model = cast("LlamaForCausalLM", AutoModelForCausalLM.from_pretrained(str(path), local_files_only=True))
     model.eval()
     return Checkpoint(model=model, tokenizer=tokenizer, meta=meta, path=path)

@@ -22,14 +22,14 @@ from __future__ import annotations
 import time
 import weakref
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
 from pipeline.agents.backends.denormals import flushed_denormals
 from pipeline.agents.backends.drafts import Drafter, SeenText
 from pipeline.agents.backends.draws import pick_rows
-from pipeline.agents.backends.lean import LeanLlama
+from pipeline.agents.backends.lean import LeanCache, LeanLlama
 
 if TYPE_CHECKING:
     from pipeline.agents.backends.hf import HFAgent, HFAgentEpisode
@@ -96,8 +96,10 @@ class HFDecoder:
         runs += [r.drafts for r in fresh]  # new prompt tokens: only the last position's logits are drawn from
         if runs:
             keep = [len(run) for run in runs[: len(going)]] + [1] * len(fresh)
-            caches = [r.episode.prefix.cache for r in going + fresh]
-            logits = self.lean.logits_ragged(runs, caches, keep)
+            # `HFAgent.decoder` picks this decoder only where the lean path runs the model, so the wrap succeeded
+            # and every episode's prefix cache is a `LeanCache`
+            caches = cast("list[LeanCache]", [r.episode.prefix.cache for r in going + fresh])
+            logits = cast("LeanLlama", self.lean).logits_ragged(runs, caches, keep)
             at = 0
             for r, n in zip(going + fresh, keep, strict=True):
                 r.logits, at = logits[at : at + n], at + n
@@ -113,7 +115,7 @@ class HFDecoder:
         drawing, going = list(self.active), []
         position = 0
         while drawing:
-            rows = torch.stack([r.logits[position] for r in drawing])
+            rows = torch.stack([cast("torch.Tensor", r.logits)[position] for r in drawing])  # active: logits run
             tokens = pick_rows(rows, a.temperature, a.top_p, [r.episode.generator for r in drawing])
             still = []
             for r, token in zip(drawing, tokens, strict=True):
@@ -154,5 +156,5 @@ class HFDecoder:
         extra = len(r.drafts) - position
         if extra > 0:
             prefix = r.episode.prefix
-            prefix.cache.crop(prefix.cache.length - extra)
+            prefix.cache.crop(cast("LeanCache", prefix.cache).length - extra)
             del prefix.ids[-extra:]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import torch
 from transformers import DynamicCache
@@ -34,6 +34,19 @@ from pipeline.agents.backends.loading import cache_argument
 if TYPE_CHECKING:
     from pipeline.agents.backends.hf import HFAgent, HFAgentEpisode, PrefixCache
     from pipeline.rollout.trajectory import Message
+
+    class _KVLayer(Protocol):
+        """A cache layer as the batch reads it: a `DynamicLayer` holding tokens (`supports` admits no other)."""
+
+        keys: torch.Tensor
+        values: torch.Tensor
+
+        def update(self, key_states: torch.Tensor, value_states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]: ...
+
+    class _KVCache(Protocol):
+        """A `DynamicCache` of such layers (a prefix cache here never is a `LeanCache`: the model is not lean)."""
+
+        layers: list[_KVLayer]
 
 
 SHARED_MIN = 32  # prompt tokens in common with the last opening prompt below which its cache is not reused
@@ -61,7 +74,7 @@ class PaddedBatch:
         self.model, self.stop_ids, self.temperature, self.top_p = model, stop_ids, temperature, top_p
         self.device = next(model.parameters()).device
         self.cache_argument = cache_argument(model)
-        self.layers = len(DynamicCache(config=model.config).layers)
+        self.layers = len(DynamicCache(config=cast(Any, model).config).layers)
         self.rows: list[TokenRow] = []  # the rows of `cache`, in order
         self.joining: list[TokenRow] = []  # first token drawn, cache in its prefix; joins at the next pass
         self.left: set[int] = set()  # rows whose reply ended in the last pass; dropped at the next
@@ -74,7 +87,7 @@ class PaddedBatch:
     def supports(model: torch.nn.Module) -> bool:
         """Whether every layer's cache is a plain growing key/value store (what left-padding rows needs)."""
         try:
-            cache = DynamicCache(config=model.config)
+            cache = DynamicCache(config=cast(Any, model).config)
         except Exception:  # a config transformers cannot lay a cache out for
             return False
         return bool(cache.layers) and all(type(layer) is DynamicLayer for layer in cache.layers)
@@ -96,7 +109,10 @@ class PaddedBatch:
             prefix.ids = list(row.prompt)
             self._draw(row, prefix.logits(row.prompt[begin:]))
             if opening:  # its keys and values as they are now: later updates make new tensors, never touch these
-                self.opening = (row.prompt, [(layer.keys, layer.values) for layer in prefix.cache.layers])
+                self.opening = (
+                    row.prompt,
+                    [(layer.keys, layer.values) for layer in cast("_KVCache", prefix.cache).layers],
+                )
         if self._ended(row):
             return False
         row.length = len(prefix.ids)
@@ -106,6 +122,7 @@ class PaddedBatch:
     def _seed(self, prefix: PrefixCache, prompt: list[int]) -> None:
         """Start an empty prefix with the last opening prompt's keys and values for the tokens `prompt` shares
         with it (the system prompt and tools every episode of a world begins with), where that is worthwhile."""
+        assert self.opening is not None  # `start` seeds only from a recorded opening
         ids, layers = self.opening
         common = 0
         for a, b in zip(ids, prompt, strict=False):
@@ -114,8 +131,8 @@ class PaddedBatch:
             common += 1
         if common < SHARED_MIN:
             return
-        cache = DynamicCache(config=self.model.config)
-        for own, (keys, values) in zip(cache.layers, layers, strict=True):
+        cache = DynamicCache(config=cast(Any, self.model).config)
+        for own, (keys, values) in zip(cast("_KVCache", cache).layers, layers, strict=True):
             own.update(keys[:, :, :common], values[:, :, :common])
         prefix.cache, prefix.ids = cache, ids[:common]
         self.shared_tokens += common
@@ -137,6 +154,7 @@ class PaddedBatch:
         rows = self.rows
         tokens = torch.tensor([[r.out[-1]] for r in rows], device=self.device)
         positions = torch.tensor([[r.length] for r in rows], device=self.device)
+        assert self.mask is not None  # the batch has rows, and `_rebuild` gave them their mask
         self.mask = torch.cat([self.mask, self.mask.new_ones(len(rows), 1)], dim=1)
         logits = self.model(
             input_ids=tokens,
@@ -174,8 +192,8 @@ class PaddedBatch:
 
     def _give_back(self, i: int, row: TokenRow) -> None:
         """Row `i`'s keys and values (without padding) as its prefix's own cache."""
-        cache = DynamicCache(config=self.model.config)
-        for layer, own in zip(self.cache.layers, cache.layers, strict=True):
+        cache = DynamicCache(config=cast(Any, self.model).config)
+        for layer, own in zip(cast("_KVCache", self.cache).layers, cast("_KVCache", cache).layers, strict=True):
             own.update(layer.keys[i : i + 1, :, -row.length :], layer.values[i : i + 1, :, -row.length :])
         row.prefix.cache = cache
 
@@ -192,18 +210,19 @@ class PaddedBatch:
         masks = []
         if rows:
             index = torch.tensor(keep if keep is not None else range(len(rows)), device=self.device)
-            have = self.mask.shape[1]
-            for li, layer in enumerate(self.cache.layers):
+            mask = cast("torch.Tensor", self.mask)  # `rows` are rows of the batch: its cache and mask are there
+            have = mask.shape[1]
+            for li, layer in enumerate(cast("_KVCache", self.cache).layers):
                 parts_k[li].append(_fit(layer.keys.index_select(0, index), have, width))
                 parts_v[li].append(_fit(layer.values.index_select(0, index), have, width))
-            masks.append(_fit(self.mask.index_select(0, index), have, width))
+            masks.append(_fit(mask.index_select(0, index), have, width))
         for r in joining:
-            for li, layer in enumerate(r.prefix.cache.layers):
+            for li, layer in enumerate(cast("_KVCache", r.prefix.cache).layers):
                 parts_k[li].append(_fit(layer.keys, r.length, width))
                 parts_v[li].append(_fit(layer.values, r.length, width))
             masks.append(_fit(torch.ones(1, r.length, dtype=torch.long, device=self.device), r.length, width))
-        cache = DynamicCache(config=self.model.config)
-        for li, own in enumerate(cache.layers):
+        cache = DynamicCache(config=cast(Any, self.model).config)
+        for li, own in enumerate(cast("_KVCache", cache).layers):
             own.update(torch.cat(parts_k[li]), torch.cat(parts_v[li]))
         self.rows, self.cache, self.mask = [*rows, *joining], cache, torch.cat(masks)
 

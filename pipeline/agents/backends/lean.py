@@ -13,6 +13,7 @@ architecture, a GPU, half precision, biases, a peft wrapper), and the caller fal
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -35,17 +36,18 @@ class LeanLlama:
     """Forward passes of a `LlamaForCausalLM`'s weights over new tokens, with a `LeanCache` of the earlier ones."""
 
     def __init__(self, model: torch.nn.Module) -> None:
-        cfg, inner = model.config, model.model
+        llama: Any = model  # a LlamaForCausalLM (`wrap` checks): its submodules and config are read by name
+        cfg, inner = llama.config, llama.model
         self.config = cfg
-        self.embed = inner.embed_tokens.weight
-        self.head = model.lm_head.weight
-        self.norm = inner.norm.weight
+        self.embed: torch.Tensor = inner.embed_tokens.weight
+        self.head: torch.Tensor = llama.lm_head.weight
+        self.norm: torch.Tensor = inner.norm.weight
         self.eps = float(cfg.rms_norm_eps)
         self.heads = int(cfg.num_attention_heads)
         self.kv_heads = int(cfg.num_key_value_heads)
         self.head_dim = int(getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads)
         self.scaling = self.head_dim**-0.5
-        self.inv_freq = inner.rotary_emb.inv_freq.float()
+        self.inv_freq: torch.Tensor = inner.rotary_emb.inv_freq.float()
         self.rope_scale = float(inner.rotary_emb.attention_scaling)
         self.layers = [
             _Layer(

@@ -46,7 +46,7 @@ class LoadedModel:
 
     @property
     def context(self) -> int:
-        cfg = self.model.config
+        cfg: Any = self.model.config
         cfg = cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
         n = getattr(cfg, "max_position_embeddings", None) or getattr(self.tokenizer, "model_max_length", None)
         return int(min(n, 1 << 20)) if n else 2048

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 from datetime import datetime, timedelta
+from typing import cast
 
 from pipeline.dataset.task import Request
 from pipeline.domains.airline.schema import Flight, PaymentMethod, Reservation, User
@@ -61,9 +62,11 @@ class Ctx:
 
     def __init__(self, world: World) -> None:
         self.world = world
-        self.users: dict[str, User] = {u.user_id: u for u in world.query("users")}
-        self.reservations: dict[str, Reservation] = {r.reservation_id: r for r in world.query("reservations")}
-        self.flights: dict[str, Flight] = {f.flight_number: f for f in world.query("flights")}
+        self.users: dict[str, User] = {u.user_id: u for u in cast("list[User]", world.query("users"))}
+        self.reservations: dict[str, Reservation] = {
+            r.reservation_id: r for r in cast("list[Reservation]", world.query("reservations"))
+        }
+        self.flights: dict[str, Flight] = {f.flight_number: f for f in cast("list[Flight]", world.query("flights"))}
         self.uids = sorted(self.users)
 
     # ---- the generic grounding (pipeline.synth.kit.Grounding) ----------------------------------------------
@@ -117,6 +120,10 @@ class Ctx:
         out = []
         for number in sorted(self.flights):
             for day, fd in sorted(self.flights[number].dates.items()):
-                if day >= day_from and fd.status == "available" and fd.available_seats[cabin] >= seats:
+                if (
+                    day >= day_from
+                    and fd.status == "available"
+                    and cast("dict[str, int]", fd.available_seats)[cabin] >= seats
+                ):
                     out.append((number, day))
         return out

@@ -11,13 +11,14 @@ import json
 import logging
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pipeline.dataset.task import Action, Evaluation, KnownInfo, Provenance, Scenario, Task, UserScript
 from pipeline.tau2.criteria import unsupported_criteria
 from pipeline.world.tables import World, WorldLoadError
 
 if TYPE_CHECKING:
+    from pipeline.domains.airline.schema import Reservation
     from pipeline.world.domain import Domain
 
 log = logging.getLogger(__name__)
@@ -46,14 +47,16 @@ def _instructions(scenario: dict) -> tuple[str, str, str]:
 
 def _scenario(scenario: dict) -> Scenario:
     """The scenario as written, section by section (nothing dropped, nothing reworded)."""
-    ins = scenario.get("instructions")
+    ins = scenario.get("instructions")  # text or a dict: `_instructions` ran first and refused anything else
     if isinstance(ins, str):
         return Scenario(persona=scenario.get("persona"), text=ins)
-    return Scenario(persona=scenario.get("persona"), **{key: ins.get(key) for _, key in _SECTIONS})
+    return Scenario(
+        persona=scenario.get("persona"), **{key: cast("dict[str, Any]", ins).get(key) for _, key in _SECTIONS}
+    )
 
 
 def infer_customer(actions: list[dict], known: str, world: World) -> str | None:
-    users, reservations = world.table("users"), world.table("reservations")
+    users, reservations = world.table("users"), cast("dict[str, Reservation]", world.table("reservations"))
     found = [u for u in _USER_ID.findall(known) if u in users]
     for a in actions:
         args = a.get("arguments") or {}
@@ -127,7 +130,7 @@ class Tau2Airline:
             raise WorldLoadError(f"{path}: not a domain directory")
         if not (path / "policy.md").exists():
             raise WorldLoadError(f"{path / 'policy.md'}: file not found")
-        world = self.domain.load(str(path))
+        world = cast("World", self.domain.load(str(path)))  # a directory loads as a world or raises
         tasks_file = path / "tasks.json"
         try:
             raw_tasks: Any = json.loads(tasks_file.read_text(encoding="utf-8"))

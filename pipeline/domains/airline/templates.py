@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from typing import cast
 
 from pipeline.dataset.task import Request
 from pipeline.domains.airline.drafts import (
@@ -21,7 +22,7 @@ from pipeline.domains.airline.drafts import (
     describe_payment,
     draft,
 )
-from pipeline.domains.airline.schema import User
+from pipeline.domains.airline.schema import Cabin, Money, User
 from pipeline.domains.airline.tools import BAG_FEE, INSURANCE_PER_PASSENGER
 from pipeline.synth.drafts import Want, act
 
@@ -68,7 +69,7 @@ def book(ctx: Ctx, user: User, rng: random.Random, exclude: set[str], want: Want
     back = [(f, d) for f, d in back if ctx.flights[f].destination == out.origin]
     if back and rng.random() < 0.4:
         legs.append(rng.choice(back))
-    prices = [ctx.flights[f].dates[d].prices[cabin] for f, d in legs]
+    prices = [cast("dict[str, Money]", ctx.flights[f].dates[d].prices)[cabin] for f, d in legs]
     bags = rng.choice((0, 1, 2, 3))
     free = min(bags, ctx.allowance(user, cabin, n))
     insurance = rng.choice(("yes", "no"))
@@ -165,14 +166,14 @@ def change_flight(
                     lo <= day <= hi
                     and day != seg.date
                     and fd.status == "available"
-                    and fd.available_seats[res.cabin] >= n
+                    and cast("dict[Cabin, int]", fd.available_seats)[res.cabin] >= n
                 ):
                     fits.append((res, j, day))  # fmt: skip
     if not fits:
         return None
     res, j, day = rng.choice(fits)
     seg, n, rid = res.flights[j], len(res.passengers), res.reservation_id
-    new_price = ctx.flights[seg.flight_number].dates[day].prices[res.cabin]
+    new_price = cast("dict[Cabin, Money]", ctx.flights[seg.flight_number].dates[day].prices)[res.cabin]
     diff = (new_price - seg.price) * n
     method = ctx.payer(user, max(diff, 0), rng) if diff >= 0 else _refund_to(user, res, -diff, rng)
     if method is None:

@@ -10,10 +10,18 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import Any
+from typing import Any, cast
 
 from pipeline.agents.scripted.phrases import TRANSFER
-from pipeline.domains.retail.schema import CANCEL_REASONS, Address, Order, PaymentTransaction, dump_record
+from pipeline.domains.retail.schema import (
+    CANCEL_REASONS,
+    Address,
+    Order,
+    PaymentTransaction,
+    Product,
+    User,
+    dump_record,
+)
 from pipeline.domains.retail.state import Session, ToolEvent, email_key, name_zip_key
 from pipeline.world.arith import ExpressionError, evaluate
 from pipeline.world.tools import ToolError, ToolRegistry
@@ -99,7 +107,8 @@ def _price_difference(s: Session, order: Order, item_ids: list[str], new_item_id
 
 def _credit(s: Session, user_id: str, payment_method_id: str, amount: float) -> None:
     """Add `amount` (may be negative) to a gift card's balance; other methods hold no balance."""
-    if s.user(user_id).payment_methods[payment_method_id].source != "gift_card":
+    # the order's owner; cast, not checked, so a missing one fails exactly as it always has
+    if cast("User", s.user(user_id)).payment_methods[payment_method_id].source != "gift_card":
         return  # no edit, so the user is not logged as touched
     method = s.edit("users", user_id).payment_methods[payment_method_id]
     method.balance = round((method.balance or 0.0) + amount, 2)
@@ -187,7 +196,7 @@ def get_item_details(s: Session, item_id: str) -> str:
     product_id = s.world.product_by_item.get(item_id)
     if product_id is None:
         raise ToolError(f"item {item_id} not found", "not_found")
-    return _json(s.product(product_id).variants[item_id])
+    return _json(cast("Product", s.product(product_id)).variants[item_id])  # the product that lists the item
 
 
 @TOOLS.register("read")
