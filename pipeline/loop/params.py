@@ -176,6 +176,14 @@ class PromoteParams(Strict):
     )
 
 
+def _refuse_loop_inputs(section: str, inputs: dict[str, str], v: Any) -> Any:
+    """A section as given, unless it names an input the loop fills in itself (from `inputs[name]`)."""
+    given = [name for name in inputs if isinstance(v, dict) and name in v]
+    if given:
+        raise ValueError(f"{given[0]}: set by the loop from {inputs[given[0]]}, not in the {section} section")
+    return v
+
+
 class Params(Strict):
     loop: LoopParams = Field(default_factory=LoopParams)
     world: WorldParams = Field(default_factory=WorldParams)
@@ -228,18 +236,12 @@ class Params(Strict):
     @field_validator("measure", mode="before")
     @classmethod
     def _measure_inputs_are_the_loops(cls, v: Any) -> Any:
-        given = [name for name in LOOP_INPUTS if isinstance(v, dict) and name in v]
-        if given:
-            raise ValueError(f"{given[0]}: set by the loop from {LOOP_INPUTS[given[0]]}, not in the measure section")
-        return v
+        return _refuse_loop_inputs("measure", LOOP_INPUTS, v)
 
     @field_validator("curate", mode="before")
     @classmethod
     def _curate_inputs_are_the_loops(cls, v: Any) -> Any:
-        given = [name for name in CURATE_INPUTS if isinstance(v, dict) and name in v]
-        if given:
-            raise ValueError(f"{given[0]}: set by the loop from {CURATE_INPUTS[given[0]]}, not in the curate section")
-        return v
+        return _refuse_loop_inputs("curate", CURATE_INPUTS, v)
 
     @model_validator(mode="after")
     def _k_fits_the_trials(self) -> Params:
