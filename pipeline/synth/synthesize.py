@@ -1,8 +1,9 @@
 """`agentloop synthesize`: targeted, evolved, verified tasks and their gold trajectories.
 
-Generation 0 makes every atomic template once. Each later generation spends part of every mode's remaining
-budget on descendants: most aimed at the cells the measurement saw that mode fail in (`Targets.cells`, drawn by
-weight; optionally a refusal cell's twin, the same write where the policy allows it), the rest at the cells the
+Generation 0 makes every atomic template once (or, with `atomic_share` below 1, the templates the measurement
+failed in and as many others as that share of the budget allows). Each later generation spends part of every mode's
+remaining budget on descendants: most aimed at the cells the measurement saw that mode fail in (`Targets.cells`,
+drawn by weight; optionally a refusal cell's twin, the same write where the policy allows it), the rest at the cells the
 coverage tracker has least covered, with the difficulty dials the targets set. Every candidate is verified
 (gold replay, static rules, the oracle solves it, the targeted flaw fails it) and reworked when it fails. Gold
 trajectories are the oracle's passing runs.
@@ -45,7 +46,7 @@ from pipeline.synth.result import SynthesisResult
 from pipeline.synth.rework import Outcome, Reworker
 from pipeline.synth.select import select
 from pipeline.synth.selection_kit import SelectionKit
-from pipeline.synth.taxonomy import DIALS, PLAIN
+from pipeline.synth.taxonomy import DIALS, PLAIN, TemplateSpec
 from pipeline.synth.verify import Verifier, VerifyConfig
 from pipeline.target.split import Targets
 from pipeline.world.tables import World
@@ -71,6 +72,14 @@ class SynthConfig(BaseModel):
         description="Share of each mode's descendants aimed at the cells where the measurement saw that mode fail"
         " (drawn by failure weight, `Targets.cells`); the rest, and all when the targets carry no cells, go to the"
         " least-covered cells.",
+    )
+    atomic_share: float = Field(
+        default=1.0,
+        ge=0,
+        le=1,
+        description="Generation 0 makes the atomic task of every template the measurement failed in (`Targets.cells`)"
+        " and of at most this share of the budget's other templates, in taxonomy order; 1 (the default) makes every"
+        " template once, 0 spends a budget smaller than the taxonomy on the failing templates alone.",
     )
     twin_share: float = Field(
         default=0.0,
@@ -135,7 +144,7 @@ class Synthesizer:
 
     def run(self, on_task: Callable[[Task], None] | None = None) -> SynthesisResult:
         modes = [m for m, t in self.targets.modes.items() if t.count > 0]
-        for name, spec in self.taxonomy.items():  # generation 0: every atomic action
+        for name, spec in self._atomic_templates():  # generation 0
             tagged = [m for m in spec.modes if m in modes] or list(spec.modes)
             mode = max(tagged, key=lambda m: (self.need(m) if m in self.targets.modes else -1, -tagged.index(m)))
             self._try(Spec(parts=(name,), mode=mode, items=1 if spec.items else None), on_task)
@@ -154,6 +163,24 @@ class Synthesizer:
                         self._try(self._child(m), on_task)
         self.result.manifest = self.manifest()
         return self.result
+
+    def _atomic_templates(self) -> list[tuple[str, TemplateSpec]]:
+        """(name, template) of generation 0: every template, or (atomic_share < 1) the measured templates and the
+        first others the share of the budget allows."""
+        items = list(self.taxonomy.items())
+        if self.config.atomic_share >= 1:
+            return items
+        measured = {c.split("/")[0] for cells in self.targets.cells.values() for c in cells}
+        budget = sum(t.count for t in self.targets.modes.values())
+        others = math.floor(self.config.atomic_share * budget)
+        out = []
+        for name, spec in items:
+            if name not in measured:
+                if others <= 0:
+                    continue
+                others -= 1
+            out.append((name, spec))
+        return out
 
     def _child(self, mode: str) -> Spec | None:
         allowed = self.config.dials

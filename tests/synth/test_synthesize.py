@@ -16,6 +16,7 @@ from pipeline.rollout.runner import run_episode
 from pipeline.rollout.trajectory import Trajectory
 from pipeline.synth.coverage import task_cells
 from pipeline.synth.synthesize import EvalWorldError, SynthConfig, Synthesizer, synthesize
+from pipeline.target import Targets, split_budget
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.replay import replay_gold
 from tests.agents.scripted_helpers import small_world, unsupported_write_values
@@ -226,3 +227,21 @@ def test_twins_make_the_refused_write_where_the_policy_allows_it():
         assert t.gold_actions[-1].name in ("modify_pending_order_payment", "cancel_pending_order"), t.id
     assert TAXONOMY.twin("gift_card_short") == "modify_payment" and TAXONOMY.twin("return_wrong_status") == "return"
     assert TAXONOMY.twin("cancel") is None
+
+
+def test_a_budget_smaller_than_the_taxonomy_goes_to_the_templates_the_measurement_failed_in():
+    """Nothing measured but failures in one template (a model that never acts): generation 0 must not spend a small
+    budget on one task of every template, or the failing template gets a task or two among fourteen."""
+    cells = {m: {"cancel/plain/done": 1.0} for m in ("plan_adherence", "invention", "misread")}
+    aimed = Targets(budget=12, modes=split_budget({}, 12), cells=cells)
+    res = Synthesizer(small_world(), aimed, SynthConfig(seed=0, measured_share=1.0, atomic_share=0.0)).run()
+    assert len(res.tasks) == 12
+    assert {t.provenance.template for t in res.tasks} == {"cancel"}
+    assert res.manifest["counts"]["by_aim"] == {"atomic": 1, "measured": 11}
+    assert all(t.provenance.dials["requests"] == 1 for t in res.tasks)
+    # a share lets that many other templates in, in taxonomy order; 1 (the default) makes every template once
+    some = Synthesizer(small_world(), aimed, SynthConfig(seed=0, measured_share=1.0, atomic_share=0.25)).run()
+    roots = [t.provenance.template for t in some.tasks if t.provenance.dials["aim"] == "atomic"]
+    assert roots == ["cancel", *[n for n in TAXONOMY if n != "cancel"][:3]]
+    every = Synthesizer(small_world(), aimed, SynthConfig(seed=0, measured_share=1.0)).run()
+    assert every.manifest["counts"]["by_aim"]["atomic"] == len(TAXONOMY) > 12
