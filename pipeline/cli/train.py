@@ -157,6 +157,9 @@ def grpo(
     out: Path = typer.Option(..., help="Checkpoint directory to write."),
     world: str = typer.Option(None, help="World reference (default: the tasks' own)."),
     steps: int = typer.Option(3, help="Optimizer steps."),
+    max_minutes: float = typer.Option(
+        None, help="Wall-clock budget: stop before a step that would end past it (the checkpoint is saved)."
+    ),
     num_generations: int = typer.Option(4, help="Episodes per task (the group)."),
     tasks_per_step: int = typer.Option(2, help="Groups per optimizer step."),
     lr: float = typer.Option(1e-4, help="Learning rate."),
@@ -196,6 +199,7 @@ def grpo(
             tasks=tasks,
             world=world,
             steps=steps,
+            max_minutes=max_minutes,
             num_generations=num_generations,
             tasks_per_step=tasks_per_step,
             learning_rate=lr,

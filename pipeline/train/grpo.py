@@ -54,6 +54,7 @@ from pipeline.train.lora import peft_config
 from pipeline.train.progress_callback import TrackerCallback
 from pipeline.train.sft_base import TrainBase, load_base
 from pipeline.train.sft_data import file_sha256
+from pipeline.train.time_budget import TimeBudgetCallback
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
 
@@ -204,6 +205,9 @@ def run_grpo(params: GRPOConfig, out: Path, tasks: list[Task] | None = None) -> 
         with track("GRPO", None, "steps") as progress:
             trainer.add_callback(TrackerCallback(progress))
             trainer.add_callback(FiniteCallback(params.learning_rate))
+            budget = TimeBudgetCallback(params.max_minutes * 60) if params.max_minutes else None
+            if budget is not None:
+                trainer.add_callback(budget)
             result = trainer.train()
         model = trainer.model
         if params.lora is not None:
@@ -223,7 +227,13 @@ def run_grpo(params: GRPOConfig, out: Path, tasks: list[Task] | None = None) -> 
         Path(out),
         model,
         adapter=adapter,
-        training={"kind": "grpo", **params.record(), "rewards": rewards},
+        training={
+            "kind": "grpo",
+            **params.record(),
+            "rewards": rewards,
+            "steps_done": int(result.global_step),
+            **({"stopped_by_time_budget": True} if budget is not None and budget.stopped_at else {}),
+        },
         data_manifest=manifest,
         parent=str(params.base),
     )

@@ -21,7 +21,13 @@ class GRPOConfig(BaseModel):
     base: Path = Field(description="Checkpoint to start from.")
     tasks: list[Path] = Field(description="tasks.jsonl files: the task pool (generated worlds only).")
     world: str | None = Field(default=None, description="World reference; None = the tasks' own world field.")
-    steps: int = Field(default=3, ge=1, description="Optimizer steps.")
+    steps: int = Field(default=3, ge=1, description="Optimizer steps (the most; see max_minutes).")
+    max_minutes: float | None = Field(
+        default=None,
+        gt=0,
+        description="Wall-clock budget: stop before a step that would end past it (at least one step runs; the"
+        " learning-rate schedule still spans `steps`). None: run every step.",
+    )
     num_generations: int = Field(default=4, ge=2, description="Episodes per task (the GRPO group).")
     tasks_per_step: int = Field(default=2, ge=1, description="Groups per optimizer step.")
     learning_rate: float = Field(default=1e-4, gt=0)

@@ -90,7 +90,8 @@ def test_run_grpo_writes_a_checkpoint_that_records_the_rollouts(tmp_path):
     params = GRPOConfig(
         base=base,
         tasks=[],
-        steps=1,
+        steps=3,
+        max_minutes=1e-4,  # the first step overruns it: the budget stops training after one of three steps
         num_generations=2,
         tasks_per_step=1,
         max_new_tokens=8,
@@ -101,6 +102,7 @@ def test_run_grpo_writes_a_checkpoint_that_records_the_rollouts(tmp_path):
     result = run_grpo(params, tmp_path / "grpo", tasks=list(tasks()[:3]))
     meta = read_meta(tmp_path / "grpo")
     assert result.steps == 1 and meta.training["kind"] == "grpo" and meta.parent == str(base)
+    assert meta.training["steps_done"] == 1 and meta.training["stopped_by_time_budget"] is True
     assert meta.data_manifest["rollouts"]["groups"] == 1
     # a random model fails everything: the group could not be replaced and was kept out of the loss
     assert result.stats["unreplaceable"] == 1 and result.rewards == [0.0]
