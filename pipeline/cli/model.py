@@ -24,6 +24,12 @@ def import_cmd(
     dtype: str = typer.Option("float32", "--dtype", help="For a GGUF source: float32, bfloat16 or float16."),
     chat_format: str = typer.Option(None, "--format", help="Chat format (default: read from the chat template)."),
     force: bool = typer.Option(False, help="Replace an existing agentloop.json (or a GGUF import's --out)."),
+    chat_template: Path = typer.Option(
+        None,
+        "--chat-template",
+        help="A Jinja chat template file to give the tokenizer (a base model's GGUF holds none), e.g. one TRL ships"
+        " in trl/chat_templates/.",
+    ),
 ) -> None:
     """Write agentloop.json (chat format, architecture, dtype, template hash) next to the weights; a GGUF source is
     first dequantized into --out as a plain transformers directory with the tokenizer and chat template it holds."""
@@ -32,17 +38,49 @@ def import_cmd(
 
     path = Path(source)
     with failing(FileExistsError, OSError, ValueError):
+        template = read_template(chat_template) if chat_template is not None else None
         if path.is_dir():
             if out is not None:
                 raise ValueError(f"--out: {source} is a model directory already; --out is for a GGUF source")
+            if template is not None:
+                set_chat_template(path, template)
             meta = import_model(path, chat_format, force=force)
         else:
             if out is None:
                 raise ValueError(f"--out: where to write the transformers directory made from {source}")
             with console.status(f"dequantizing {escape(source)} into {escape(str(out))}"):
-                meta = import_gguf(source, out, dtype=dtype, chat_format=chat_format, force=force)
+                meta = import_gguf(
+                    source, out, dtype=dtype, chat_format=chat_format, force=force, chat_template=template
+                )
             path = out
     typer.echo(f"{path}: format {meta.chat_format}, {meta.architecture}, {meta.dtype}")
+
+
+def read_template(path: Path) -> str:
+    """The text of a Jinja chat template file; one that is empty or does not parse is refused, naming the file."""
+    from jinja2 import TemplateSyntaxError
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"--chat-template {path}: {exc}") from None
+    if not text.strip():
+        raise ValueError(f"--chat-template {path}: the file is empty")
+    try:
+        ImmutableSandboxedEnvironment().parse(text)
+    except TemplateSyntaxError as exc:
+        raise ValueError(f"--chat-template {path}:{exc.lineno}: not a Jinja template ({exc.message})") from None
+    return text
+
+
+def set_chat_template(model_dir: Path, template: str) -> None:
+    """Give a checkpoint directory's tokenizer `template` (saved the way transformers saves a chat template)."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
+    tokenizer.chat_template = template
+    tokenizer.save_pretrained(str(model_dir))
 
 
 @app.command("formats")

@@ -118,8 +118,11 @@ def import_gguf(
     dtype: str = "float32",
     chat_format: str | None = None,
     force: bool = False,
+    chat_template: str | None = None,
 ) -> CheckpointMeta:
-    """Write `out` as a transformers checkpoint (safetensors in `dtype`, tokenizer, chat template, agentloop.json)."""
+    """Write `out` as a transformers checkpoint (safetensors in `dtype`, tokenizer, chat template, agentloop.json).
+
+    `chat_template`: a Jinja chat template for a file that holds none (a base model's) or one to replace."""
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
@@ -157,6 +160,8 @@ def import_gguf(
     out.mkdir(parents=True, exist_ok=True)
     (out / META_FILE).unlink(missing_ok=True)
     model.eval().save_pretrained(str(out), safe_serialization=True)
+    if chat_template is not None:
+        tokenizer.chat_template = chat_template
     tokenizer.save_pretrained(str(out))
     meta = import_model(out, chat_format, force=True)
     meta.training = {
@@ -164,6 +169,7 @@ def import_gguf(
         "source": str(path.resolve()),
         "gguf": {**info, "sha256": _sha256(path), "bytes": path.stat().st_size},
         "dtype": dtype,
+        **({"chat_template": "given at import"} if chat_template is not None else {}),
     }
     (out / META_FILE).write_text(meta.model_dump_json(indent=2) + "\n", encoding="utf-8")
     log.info("%s → %s: %s, %s, format %r in %.1f s", path, out, meta.architecture, dtype, meta.chat_format,

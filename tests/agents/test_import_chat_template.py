@@ -1,0 +1,50 @@
+"""`agentloop model import --chat-template FILE`: a base model's checkpoint (or GGUF) holds no chat template; the
+import gives it one, and a file that is no template is refused naming its line."""
+
+from __future__ import annotations
+
+import json
+
+from transformers import AutoTokenizer
+from typer.testing import CliRunner
+
+from pipeline.cli import app
+from pipeline.embedded.model import META_FILE
+from tests.agents.tiny_families import FAMILIES, build_checkpoint, corpus, template
+
+
+def without_template(path):
+    (path / "chat_template.jinja").unlink(missing_ok=True)
+    config = json.loads((path / "tokenizer_config.json").read_text())
+    config.pop("chat_template", None)
+    (path / "tokenizer_config.json").write_text(json.dumps(config))
+    assert AutoTokenizer.from_pretrained(str(path)).chat_template is None
+    return path
+
+
+def test_a_checkpoint_without_a_chat_template_gets_the_one_given(tmp_path):
+    model = without_template(build_checkpoint(FAMILIES["gemma3"], tmp_path / "base", corpus()))
+    runner = CliRunner()
+    refused = runner.invoke(app, ["model", "import", str(model), "--format", "compact"])
+    assert refused.exit_code == 2 and "has none" in refused.output and not (model / META_FILE).exists()
+    (tmp_path / "gemma3.jinja").write_text(template("gemma3"))
+    done = runner.invoke(
+        app, ["model", "import", str(model), "--format", "compact", "--chat-template", str(tmp_path / "gemma3.jinja")]
+    )
+    assert done.exit_code == 0, done.output
+    assert "format compact, Gemma3ForCausalLM" in done.output
+    assert AutoTokenizer.from_pretrained(str(model)).chat_template == template("gemma3")
+    assert json.loads((model / META_FILE).read_text())["chat_format"] == "compact"
+
+
+def test_a_file_that_is_no_template_is_named_with_its_line(tmp_path):
+    model = without_template(build_checkpoint(FAMILIES["gemma3"], tmp_path / "base", corpus()))
+    bad = tmp_path / "bad.jinja"
+    bad.write_text("{{ bos_token }}\n{% for m in messages %}\n{{ m['content'] }\n")
+    result = CliRunner().invoke(app, ["model", "import", str(model), "--chat-template", str(bad)])
+    assert result.exit_code == 2 and f"--chat-template {bad}:3: not a Jinja template" in result.output.replace("\n", "")
+    empty = tmp_path / "empty.jinja"
+    empty.write_text("  \n")
+    result = CliRunner().invoke(app, ["model", "import", str(model), "--chat-template", str(empty)])
+    assert result.exit_code == 2 and "the file is empty" in result.output
+    assert AutoTokenizer.from_pretrained(str(model)).chat_template is None  # nothing was written
