@@ -187,3 +187,29 @@ def test_a_summary_stands_only_for_the_exact_policy_it_was_written_for(tmp_path)
     (tmp_path / "bad" / "y.md").write_text("no front matter\n")
     with pytest.raises(ValueError, match=r"y.md: a policy summary opens with front matter"):
         summaries(tmp_path / "bad")
+
+
+def test_a_template_of_user_and_model_turns_only_gets_tool_results_as_user_turns(tmp_path):
+    """Gemma's template raises unless user and model alternate: compact gives it each tool result as a user turn
+    (SFT locates every assistant turn in it); a template with a tool role (ChatML) keeps its tool turns."""
+    from pipeline.agents.formats.compact_template import takes_tool_turns
+    from pipeline.train.sft_template import assistant_spans
+
+    traj = next(t for t in gold() if sum(1 for m in t.messages if m.tool_calls) >= 2)
+    fmt, policy, messages = get_format("compact"), world().policy, traj.messages
+    gemma = load_base(build_checkpoint(FAMILIES["gemma3"], tmp_path / "gemma3", corpus())).tokenizer
+    qwen = load_base(build_checkpoint(FAMILIES["qwen2"], tmp_path / "qwen2", corpus())).tokenizer
+    assert not takes_tool_turns(gemma) and takes_tool_turns(qwen)
+    text = fmt.render(messages, SCHEMAS, policy, gemma)
+    results = sum(1 for m in messages if m.role == "tool")
+    assert text.count("<tool_response>") == results and "<start_of_turn>tool" not in text
+    assert "<start_of_turn>user\n<tool_response>" in text
+    [(full, spans)] = assistant_spans(fmt, messages, SCHEMAS, policy, gemma)
+    assert len(spans) == sum(1 for m in messages if m.role == "assistant")
+    assert all(full[a:b].endswith("<end_of_turn>") for a, b in spans)
+    # Qwen's template takes tool turns (and renders them its own way): compact hands it `tool` messages as before
+    as_tool = fmt.template_messages(messages, SCHEMAS, policy)
+    assert sum(1 for m in as_tool if m["role"] == "tool") == results
+    assert fmt.render(messages, SCHEMAS, policy, qwen) == qwen.apply_chat_template(
+        as_tool, add_generation_prompt=True, tokenize=False
+    )

@@ -158,17 +158,54 @@ def parse_compact(text: str, id_prefix: str = "call_", tools: Sequence[Mapping[s
     return outside or None, calls
 
 
+_PROBE = "agentloop-probe-result-7f3a"
+_TAKES_TOOL_TURNS: dict[str, bool] = {}
+
+
+def takes_tool_turns(tokenizer: Any) -> bool:
+    """Whether the tokenizer's chat template renders a `tool` turn between model turns (ChatML, Llama 3, Qwen do;
+    Gemma's raises unless user and model alternate, and some templates drop roles they do not know)."""
+    from jinja2 import TemplateError
+
+    template = tokenizer.chat_template if isinstance(tokenizer.chat_template, str) else repr(tokenizer.chat_template)
+    if template not in _TAKES_TOOL_TURNS:
+        probe = [
+            {"role": "user", "content": "hello"},
+            {"role": "assistant", "content": "looking"},
+            {"role": "tool", "content": _PROBE},
+            {"role": "assistant", "content": "done"},
+        ]
+        try:
+            text = tokenizer.apply_chat_template(probe, tokenize=False)
+            _TAKES_TOOL_TURNS[template] = _PROBE in text
+        except TemplateError:
+            _TAKES_TOOL_TURNS[template] = False
+    return _TAKES_TOOL_TURNS[template]
+
+
 @dataclass(frozen=True)
 class CompactFormat(TemplateFormat):
     """The model's template with the compact system turn, flattened results and Python-call syntax."""
 
     def template_messages(
-        self, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]], policy: str | None
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[Mapping[str, Any]],
+        policy: str | None,
+        results_as_user: bool = False,
     ) -> list[dict[str, Any]]:
+        """`results_as_user`: for a template with user and model turns only (Gemma's), a tool result is a user turn
+        (`<tool_response>` around it; results in a row share one turn)."""
         system = render_system(policy, tools)
         out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
         for m in messages:
-            if m.role == "tool":
+            if m.role == "tool" and results_as_user:
+                text = f"<tool_response>\n{compact_tool_result(m.content or '')}\n</tool_response>"
+                if out and out[-1]["role"] == "user":
+                    out[-1]["content"] += "\n" + text
+                else:
+                    out.append({"role": "user", "content": text})
+            elif m.role == "tool":
                 out.append({"role": "tool", "content": compact_tool_result(m.content or "")})
             elif m.role == "assistant":
                 parts = [m.content.strip()] if m.content and m.content.strip() else []
@@ -190,7 +227,7 @@ class CompactFormat(TemplateFormat):
         from jinja2 import TemplateError
 
         self.check_tokenizer(tokenizer)
-        conversation = self.template_messages(messages, tools, policy)
+        conversation = self.template_messages(messages, tools, policy, not takes_tool_turns(tokenizer))
         try:
             return tokenizer.apply_chat_template(
                 conversation, add_generation_prompt=add_generation_prompt, tokenize=False, **dict(self.template_kwargs)
