@@ -1,5 +1,6 @@
-"""bench/gpu_check.sh: it parses, every agentloop command and flag it calls exists (`--help` of each sub-command),
-its fixture builder runs; on a GPU machine with vLLM, the whole check passes in under 10 minutes (`gpu`)."""
+"""bench/gpu_check.sh and gpu_check_smollm2.sh: they parse, every agentloop command and flag they call exists
+(`--help` of each sub-command), the fixture builder runs; on a GPU machine with vLLM, the whole check passes in
+under 10 minutes (`gpu`)."""
 
 from __future__ import annotations
 
@@ -17,11 +18,16 @@ from pipeline.cli import app
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "bench" / "gpu_check.sh"
+SMOLLM2_SCRIPT = ROOT / "bench" / "gpu_check_smollm2.sh"
+CALLED = {
+    SCRIPT: {("tasks", "generate"), ("train", "sft"), ("train", "grpo")},
+    SMOLLM2_SCRIPT: {("model", "import"), ("train", "grpo"), ("measure",), ("gate",)},
+}
 
 
-def _calls() -> list[list[str]]:
+def _calls(script: Path = SCRIPT) -> list[list[str]]:
     """The words of each `"${AGENTLOOP[@]}" ...` command in the script (continuation lines joined)."""
-    text = SCRIPT.read_text(encoding="utf-8").replace("\\\n", " ")
+    text = script.read_text(encoding="utf-8").replace("\\\n", " ")
     calls = []
     for line in text.splitlines():
         if '"${AGENTLOOP[@]}"' in line:
@@ -29,17 +35,20 @@ def _calls() -> list[list[str]]:
     return calls
 
 
-def test_the_script_parses():
+@pytest.mark.parametrize("script", list(CALLED), ids=lambda p: p.name)
+def test_the_script_parses(script):
     assert shutil.which("bash")
-    subprocess.run(["bash", "-n", str(SCRIPT)], check=True)
+    subprocess.run(["bash", "-n", str(script)], check=True)
 
 
-def test_every_agentloop_command_and_flag_it_calls_exists():
-    calls = _calls()
-    assert {tuple(c[:2]) for c in calls} >= {("tasks", "generate"), ("train", "sft"), ("train", "grpo")}
+@pytest.mark.parametrize("script", list(CALLED), ids=lambda p: p.name)
+def test_every_agentloop_command_and_flag_it_calls_exists(script):
+    calls = _calls(script)
+    groups = ("tasks", "train", "model")
+    assert {tuple(c[:2]) if c[0] in groups else tuple(c[:1]) for c in calls} >= CALLED[script]
     runner = CliRunner()
     for words in calls:
-        command = words[:2] if words[0] in ("tasks", "train") else words[:1]
+        command = words[:2] if words[0] in groups else words[:1]
         result = runner.invoke(app, [*command, "--help"], env={"COLUMNS": "300", "TERM": "dumb"})
         assert result.exit_code == 0, result.output
         plain = re.sub(r"\x1b\[[0-9;]*m", "", result.output)
