@@ -49,9 +49,9 @@ run_logged() {  # run_logged NAME LOG CMD...
     shift 2
     "$@" >"$log" 2>&1 || fail "$name" "$log"
 }
-passes() {  # pass@1 and pass^k of a metrics.json
-    python -c "import json,sys; m=json.load(open(sys.argv[1])); k=max(m['pass^k'], key=int); \
-print(f\"pass@1={m['pass@1']:.3f} pass^{k}={m['pass^k'][k]:.3f}\")" "$1"
+passes() {  # pass@1 and pass^k of a loop metrics file (metrics/*.json) or a measure run's metrics.json
+    python -c "import json,sys; m=json.load(open(sys.argv[1])); one=m.get('pass@1', m.get('pass_at_1')); \
+hat=m.get('pass^k') or m['pass_hat_k']; k=max(hat, key=int); print(f\"pass@1={one:.3f} pass^{k}={hat[k]:.3f}\")" "$1"
 }
 gate_line() {  # outcome, gain and interval of a gate.json
     python -c "import json,sys; g=json.load(open(sys.argv[1])); p=g['pass_hat_k']; \
