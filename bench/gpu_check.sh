@@ -33,23 +33,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-T0=$SECONDS
-step_start() { STEP_T0=$SECONDS; }
-result() {  # result NAME STATUS DETAILS...
-    local name="$1" status="$2"
-    shift 2
-    printf 'gpu_check %-14s %-4s %4ds  %s\n' "$name" "$status" "$((SECONDS - STEP_T0))" "$*"
-}
-fail() {  # fail NAME LOG
-    result "$1" FAIL "see $2"
-    tail -n 40 "$2" >&2 || true
-    exit 1
-}
-run_logged() {  # run_logged NAME LOG CMD...: run CMD with its output in LOG; a failure ends the check
-    local name="$1" log="$2"
-    shift 2
-    "$@" >"$log" 2>&1 || fail "$name" "$log"
-}
+CHECK=gpu_check
+# shellcheck source=bench/gpu_check_steps.sh
+source "$ROOT/bench/gpu_check_steps.sh"
+
 metrics() {  # one-line summary of a measure run's metrics.json
     python - "$1" <<'EOF'
 import json, sys

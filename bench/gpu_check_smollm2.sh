@@ -32,23 +32,10 @@ mkdir -p "$WORK"
 export PYTHONUNBUFFERED=1 TRL_EXPERIMENTAL_SILENCE=1 HF_HUB_OFFLINE=1 DVC_NO_ANALYTICS=1
 export MLFLOW_DISABLE_TELEMETRY=true MLFLOW_TRACKING_URI="sqlite:///$WORK/mlruns.db" RAY_AUTH_MODE=disabled
 
-T0=$SECONDS
-step_start() { STEP_T0=$SECONDS; }
-result() {  # result NAME STATUS DETAILS...
-    local name="$1" status="$2"
-    shift 2
-    printf 'gpu_check_smollm2 %-10s %-4s %5ds  %s\n' "$name" "$status" "$((SECONDS - STEP_T0))" "$*"
-}
-fail() {  # fail NAME LOG
-    result "$1" FAIL "see $2"
-    tail -n 40 "$2" >&2 || true
-    exit 1
-}
-run_logged() {  # run_logged NAME LOG CMD...
-    local name="$1" log="$2"
-    shift 2
-    "$@" >"$log" 2>&1 || fail "$name" "$log"
-}
+CHECK=gpu_check_smollm2
+# shellcheck source=bench/gpu_check_steps.sh
+source "$ROOT/bench/gpu_check_steps.sh"
+
 passes() {  # pass@1 and pass^k of a loop metrics file (metrics/*.json) or a measure run's metrics.json
     python -c "import json,sys; m=json.load(open(sys.argv[1])); one=m.get('pass@1', m.get('pass_at_1')); \
 hat=m.get('pass^k') or m['pass_hat_k']; k=max(hat, key=int); print(f\"pass@1={one:.3f} pass^{k}={hat[k]:.3f}\")" "$1"
