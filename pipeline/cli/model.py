@@ -42,9 +42,7 @@ def import_cmd(
         if path.is_dir():
             if out is not None:
                 raise ValueError(f"--out: {source} is a model directory already; --out is for a GGUF source")
-            if template is not None:
-                set_chat_template(path, template)
-            meta = import_model(path, chat_format, force=force)
+            meta = import_model(path, chat_format, force=force, chat_template=template)
         else:
             if out is None:
                 raise ValueError(f"--out: where to write the transformers directory made from {source}")
@@ -72,15 +70,6 @@ def read_template(path: Path) -> str:
     except TemplateSyntaxError as exc:
         raise ValueError(f"--chat-template {path}:{exc.lineno}: not a Jinja template ({exc.message})") from None
     return text
-
-
-def set_chat_template(model_dir: Path, template: str) -> None:
-    """Give a checkpoint directory's tokenizer `template` (saved the way transformers saves a chat template)."""
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
-    tokenizer.chat_template = template
-    tokenizer.save_pretrained(str(model_dir))
 
 
 @app.command("formats")

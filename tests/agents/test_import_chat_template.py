@@ -48,3 +48,12 @@ def test_a_file_that_is_no_template_is_named_with_its_line(tmp_path):
     result = CliRunner().invoke(app, ["model", "import", str(model), "--chat-template", str(empty)])
     assert result.exit_code == 2 and "the file is empty" in result.output
     assert AutoTokenizer.from_pretrained(str(model)).chat_template is None  # nothing was written
+
+
+def test_a_refused_import_leaves_the_tokenizer_as_it_was(tmp_path):
+    model = without_template(build_checkpoint(FAMILIES["gemma3"], tmp_path / "base", corpus()))
+    (model / META_FILE).write_text("{}")
+    (tmp_path / "gemma3.jinja").write_text(template("gemma3"))
+    result = CliRunner().invoke(app, ["model", "import", str(model), "--chat-template", str(tmp_path / "gemma3.jinja")])
+    assert result.exit_code == 2 and "exists" in result.output
+    assert AutoTokenizer.from_pretrained(str(model)).chat_template is None

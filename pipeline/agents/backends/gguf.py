@@ -160,10 +160,8 @@ def import_gguf(
     out.mkdir(parents=True, exist_ok=True)
     (out / META_FILE).unlink(missing_ok=True)
     model.eval().save_pretrained(str(out), safe_serialization=True)
-    if chat_template is not None:
-        tokenizer.chat_template = chat_template
     tokenizer.save_pretrained(str(out))
-    meta = import_model(out, chat_format, force=True)
+    meta = import_model(out, chat_format, force=True, chat_template=chat_template)
     meta.training = {
         "kind": "imported",
         "source": str(path.resolve()),

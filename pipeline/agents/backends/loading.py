@@ -80,13 +80,24 @@ def describe(path: str | Path, chat_format: str | None = None) -> tuple[Checkpoi
     return meta, fmt, tokenizer
 
 
-def import_model(path: str | Path, chat_format: str | None = None, force: bool = False) -> CheckpointMeta:
-    """Write `agentloop.json` for an outside checkpoint; refuses to replace an existing one unless `force`."""
+def import_model(
+    path: str | Path, chat_format: str | None = None, force: bool = False, chat_template: str | None = None
+) -> CheckpointMeta:
+    """Write `agentloop.json` for an outside checkpoint; refuses to replace an existing one unless `force`.
+
+    `chat_template`: Jinja text given to the tokenizer first (saved as transformers saves one), for a base model's
+    checkpoint that holds none or one to replace."""
     path = Path(path)
     if not path.is_dir():
         raise FileNotFoundError(f"{path}: no such model directory")
     if (path / META_FILE).exists() and not force:
         raise FileExistsError(f"{path / META_FILE} exists (use --force to record the format again)")
+    if chat_template is not None:
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+        tokenizer.chat_template = chat_template
+        tokenizer.save_pretrained(str(path))
     meta, _, _ = describe(path, chat_format)
     (path / META_FILE).write_text(meta.model_dump_json(indent=2) + "\n", encoding="utf-8")
     log.info("%s: recorded chat format %r (%s, %s)", path, meta.chat_format, meta.architecture, meta.dtype)
