@@ -24,7 +24,10 @@ def main() -> int:
     info = llama_cpp.llama_print_system_info().decode()
     tuned = sorted(f for f in compiled_features(info) if f.startswith(TUNED))
     if tuned:
-        print(f"llama.cpp was built for this machine's instruction set ({', '.join(tuned)}): not portable", file=sys.stderr)
+        print(
+            f"llama.cpp was built for this machine's instruction set ({', '.join(tuned)}): not portable",
+            file=sys.stderr,
+        )
         return 1
     print(f"llama.cpp build is portable: {info.strip()}")
     return 0

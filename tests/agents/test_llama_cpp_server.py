@@ -22,7 +22,7 @@ from pipeline.rollout.trajectory import Trajectory
 from pipeline.tau2.importer import import_tau2
 from pipeline.world.registry import load_world
 from tests.agents.smollm2 import need_smollm2
-from tests.needs import in_ci
+from tests.needs import in_ci, need_module
 from tests.serve.test_serve import free_port
 from tests.server_process import wait_until_up
 
@@ -94,3 +94,19 @@ def test_agent_customer_and_judge_through_llama_cpp(server, tau2_dir, tmp_path, 
         assert "judge" in verdict.diagnostics[0] and "readable" in verdict.diagnostics[0], verdict.diagnostics
     else:
         assert verdict.component("judge") is not None
+
+
+def test_the_llama_cpp_build_is_portable():
+    """scripts/setup.sh builds llama.cpp for no instruction set past AVX2, so the test command passes on every
+    machine CI lands on (a build tuned to an AMX machine died on its first completion); its system info says so."""
+    need_module("llama_cpp", INSTALL)
+    done = subprocess.run([sys.executable, "scripts/llama_cpp_portable.py"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "AVX512 = 1" not in done.stdout and "AMX" not in done.stdout, done.stdout
+
+
+def test_the_portability_check_reads_the_features_compiled_in():
+    from scripts.llama_cpp_portable import compiled_features
+
+    info = "CPU : SSE3 = 1 | AVX = 1 | AVX2 = 1 | AVX512 = 0 | AMX_INT8 = 1 | LLAMAFILE = 1 |"
+    assert compiled_features(info) == {"SSE3", "AVX", "AVX2", "AMX_INT8", "LLAMAFILE"}
