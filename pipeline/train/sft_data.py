@@ -10,6 +10,7 @@ import random
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pipeline.dataset.heldout import HeldOut
 from pipeline.dataset.io import read_tasks
 from pipeline.dataset.task import Task
 from pipeline.grading.grader import grade
@@ -90,10 +91,25 @@ def mix_anchors(data: list[Trajectory], anchors: list[Trajectory], share: float,
     return mixed
 
 
+def _checked(path: Path, guard: HeldOut, tasks: dict[str, Task]) -> list[Trajectory]:
+    """The file's trajectories, refused if one holds an evaluation customer."""
+    read = read_trajectories(path)
+    guard.check_trajectories(read, tasks, str(path))
+    return read
+
+
 def load_data(params: SFTConfig) -> tuple[list[Trajectory], dict[str, Any]]:
-    tasks = {t.id: t for path in params.tasks for t in read_tasks(path)}
-    data: list[Trajectory] = [t for p in params.data for t in read_trajectories(p)]
-    anchors: list[Trajectory] = [t for p in params.anchors for t in read_trajectories(p)]
+    by_file = {path: read_tasks(path) for path in params.tasks}
+    tasks = {t.id: t for read in by_file.values() for t in read}
+    guard = HeldOut.read(params.held_out)  # no evaluation customer trains (`pipeline.dataset.heldout`)
+    for path, read in by_file.items():
+        guard.check_tasks(read, str(path))
+    data: list[Trajectory] = []
+    for path in params.data:
+        data += _checked(path, guard, tasks)
+    anchors: list[Trajectory] = []
+    for path in params.anchors:
+        anchors += _checked(path, guard, tasks)
     data, data_counts = verify(data, tasks)
     anchors, anchor_counts = verify(anchors, tasks)
     mixed = mix_anchors(data, anchors, params.anchor_share, params.seed)

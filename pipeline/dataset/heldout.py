@@ -1,0 +1,120 @@
+"""Train and evaluation apart, checked where training reads its inputs: no evaluation customer in any of them.
+
+An evaluation customer is a (world name, customer id) pair: a customer of the evaluation partition of a world whose
+customers are split between evaluation and training (`pipeline.synth.partition.evaluation_customers`), or the
+customer of a held-out task. Synthesis' output, the anchors, curation's pool and selection, SFT's data and GRPO's
+tasks are checked as they are read; a task is checked by its customer, a trajectory by its task's customer and by
+every customer its world log shows authenticated (the anchors have no task file). A domain whose synthesis selects
+from a pool splits tasks rather than customers: there no held-out task may train (by id), and customers are not
+compared. The first offender raises `HeldOutCustomerError`, naming the file, the task, the world and the customer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pipeline.dataset.io import read_tasks
+from pipeline.dataset.task import Task
+from pipeline.errors import InputError
+
+if TYPE_CHECKING:
+    from pipeline.rollout.trajectory import Trajectory
+    from pipeline.world.tables import World
+
+
+class HeldOutCustomerError(InputError, ValueError):
+    """A training input holds an evaluation customer (or a held-out task)."""
+
+
+class HeldOut:
+    """The evaluation customers and held-out task ids a training input may not hold.
+
+    Built from the held-out task files (`read`); each world a checked input grounds in adds its evaluation partition
+    (`add_world`, or loaded by name and domain when first met)."""
+
+    def __init__(self, tasks: Iterable[tuple[Task, str]] = ()) -> None:
+        self.customers: dict[tuple[str, str], str] = {}  # (world, customer) → why it is held out
+        self.task_ids: dict[str, str] = {}  # held-out task id → the file holding it
+        self._split: dict[str, bool] = {}  # world name → whether its customers (not only its tasks) are split
+        for task, where in tasks:
+            self.task_ids.setdefault(task.id, where)
+            if task.customer_user_id:
+                self.customers.setdefault((task.world, task.customer_user_id), f"held-out task {task.id} of {where}")
+
+    @classmethod
+    def read(cls, files: Iterable[Path | str | None]) -> HeldOut:
+        """The held-out tasks of `files` (None skipped)."""
+        return cls((task, str(path)) for path in files if path is not None for task in read_tasks(Path(path)))
+
+    def add_world(self, world: World) -> HeldOut:
+        """Add the world's evaluation partition (where its customers are split)."""
+        from pipeline.synth.partition import evaluation_customers
+
+        if world.name not in self._split:
+            self._split[world.name] = not _selects(world.domain)
+            why = f"the evaluation partition of world {world.name!r}"
+            for customer in sorted(evaluation_customers(world)):
+                self.customers.setdefault((world.name, customer), why)
+        return self
+
+    def check_tasks(self, tasks: Iterable[Task], where: str, domain: str | None = None) -> None:
+        """Refuse a held-out task or a task about an evaluation customer; `domain` loads a world first met."""
+        for task in tasks:
+            self._check(where, task.id, task.world, [task.customer_user_id], domain)
+
+    def check_trajectories(self, trajectories: Iterable[Trajectory], tasks: Mapping[str, Task], where: str) -> None:
+        """Refuse a trajectory of a held-out task, or whose task's or authenticated customer is an evaluation one."""
+        for traj in trajectories:
+            task = tasks.get(traj.task_id)
+            customers = [task.customer_user_id if task is not None else None]
+            customers += [e.get("authenticated_user_id") for e in traj.world_log if isinstance(e, dict)]
+            self._check(where, traj.task_id, traj.world, customers, traj.domain)
+
+    def _check(self, where: str, task_id: str, world: str, customers: list[str | None], domain: str | None) -> None:
+        if task_id in self.task_ids:
+            raise HeldOutCustomerError(
+                f"{where}: task {task_id!r} is a held-out task ({self.task_ids[task_id]}); training data must not"
+                " hold one"
+            )
+        if not self._customers_split(world, domain):
+            return
+        for customer in dict.fromkeys(c for c in customers if c):
+            why = self.customers.get((world, customer))
+            if why is not None:
+                raise HeldOutCustomerError(
+                    f"{where}: task {task_id!r} in world {world!r} is about customer {customer!r}, an evaluation"
+                    f" customer ({why}); training data must not hold one"
+                )
+
+    def _customers_split(self, world: str, domain: str | None) -> bool:
+        """Whether customers are compared in `world`: loaded once by name to add its partition; a world that does
+        not load by its name (a directory recorded by name) is compared against what is known."""
+        if world not in self._split:
+            from pipeline.world.registry import load_world, resolve_domain
+            from pipeline.world.tables import WorldLoadError
+
+            try:
+                self.add_world(load_world(world, domain))
+            except (WorldLoadError, InputError, FileNotFoundError, ValueError):
+                try:
+                    self._split[world] = domain is None or not _selects(resolve_domain(domain))
+                except InputError:  # an unknown domain: compare customers
+                    self._split[world] = True
+        return self._split[world]
+
+
+def _selects(domain) -> bool:
+    """A domain whose synthesis selects from a pool split by task (telecom's scenarios), not by customer."""
+    from pipeline.synth.selection_kit import SelectionKit
+
+    return isinstance(domain.capability("synthesis"), SelectionKit)
+
+
+def held_out(files: Iterable[Path | str | None], *worlds: World) -> HeldOut:
+    """`HeldOut.read(files)` with `worlds`' evaluation partitions added."""
+    out = HeldOut.read(files)
+    for world in worlds:
+        out.add_world(world)
+    return out
