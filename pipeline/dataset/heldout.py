@@ -12,6 +12,7 @@ compared. The first offender raises `HeldOutCustomerError`, naming the file, the
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -38,6 +39,8 @@ class HeldOut:
         self.customers: dict[tuple[str, str], str] = {}  # (world, customer) → why it is held out
         self.task_ids: dict[str, str] = {}  # held-out task id → the file holding it
         self._split: dict[str, bool] = {}  # world name → whether its customers (not only its tasks) are split
+        self._added: set[str] = set()  # worlds whose evaluation partition is in `customers`
+        self._tried: set[tuple[str, str | None]] = set()  # (world, domain) loads tried
         for task, where in tasks:
             self.task_ids.setdefault(task.id, where)
             if task.customer_user_id:
@@ -52,7 +55,8 @@ class HeldOut:
         """Add the world's evaluation partition (where its customers are split)."""
         from pipeline.synth.partition import evaluation_customers
 
-        if world.name not in self._split:
+        if world.name not in self._added:
+            self._added.add(world.name)
             self._split[world.name] = not _selects(world.domain)
             why = f"the evaluation partition of world {world.name!r}"
             for customer in sorted(evaluation_customers(world)):
@@ -89,20 +93,21 @@ class HeldOut:
                 )
 
     def _customers_split(self, world: str, domain: str | None) -> bool:
-        """Whether customers are compared in `world`: loaded once by name to add its partition; a world that does
-        not load by its name (a directory recorded by name) is compared against what is known."""
-        if world not in self._split:
-            from pipeline.world.registry import load_world, resolve_domain
-            from pipeline.world.tables import WorldLoadError
+        """Whether customers are compared in `world`: loaded once by name (and domain) to add its partition; a
+        world that does not load by its name (a directory recorded by name) is compared against what is known."""
+        from pipeline.world.registry import load_world, resolve_domain
+        from pipeline.world.tables import WorldLoadError
 
-            try:
+        if world not in self._added and (world, domain) not in self._tried:
+            self._tried.add((world, domain))
+            with suppress(WorldLoadError, InputError, FileNotFoundError, ValueError):
                 self.add_world(load_world(world, domain))
-            except (WorldLoadError, InputError, FileNotFoundError, ValueError):
-                try:
-                    self._split[world] = domain is None or not _selects(resolve_domain(domain))
-                except InputError:  # an unknown domain: compare customers
-                    self._split[world] = True
-        return self._split[world]
+        if world in self._split:
+            return self._split[world]
+        try:
+            return domain is None or not _selects(resolve_domain(domain))
+        except InputError:  # an unknown domain: compare customers
+            return True
 
 
 def _selects(domain) -> bool:
