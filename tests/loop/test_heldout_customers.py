@@ -231,3 +231,25 @@ def test_held_out_generation_and_synthesis_share_one_split():
     train = generate_tasks(world, 6, seed=3, side="train")
     assert train and {t.customer_user_id for t in train} <= part.train
     assert {t.provenance.dials["partition"] for t in train} == {"train:0"}
+
+
+def test_the_commands_refuse_it_in_one_line(library_run, tmp_path):
+    """`--held-out` on curate and train grpo (before any model loads): exit 2, one line naming the task and the
+    customer."""
+    from typer.testing import CliRunner
+
+    from pipeline.cli import app
+
+    tasks, trajs, task_id, customer = _planted(library_run, tmp_path / "planted")
+    held = str(library_run / "data/eval/tasks.jsonl")
+    runs = {
+        "curate": ["curate", "--pool", str(trajs), "--tasks", str(tasks), "--world", "library", "--domain", LIBRARY,
+                   "--agent", "oracle", "--out", str(tmp_path / "cur"), "--held-out", held],
+        "train grpo": ["train", "grpo", "--base", str(tmp_path / "no-model"), "--tasks", str(tasks), "--out",
+                       str(tmp_path / "ckpt"), "--held-out", held],
+    }  # fmt: skip
+    for name, args in runs.items():
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 2, (name, result.output)
+        line = " ".join(result.output.split())
+        assert task_id in line and repr(customer) in line and "an evaluation customer" in line, (name, line)
