@@ -4,7 +4,9 @@ An evaluation customer is a (world name, customer id) pair: a customer of the ev
 customers are split between evaluation and training (`pipeline.synth.partition.evaluation_customers`), or the
 customer of a held-out task. Synthesis' output, the anchors, curation's pool and selection, SFT's data and GRPO's
 tasks are checked as they are read; a task is checked by its customer, a trajectory by its task's customer and by
-every customer its world log shows authenticated (the anchors have no task file). A domain whose synthesis selects
+every customer its world log shows authenticated (the anchors have no task file). Where a world's customers are
+split, a record an evaluation customer owns may not be named either (a request about another customer's record,
+a gold or logged call's argument): its key is as much that customer as their id. A domain whose synthesis selects
 from a pool splits tasks rather than customers: there no held-out task may train (by id), and customers are not
 compared. The first offender raises `HeldOutCustomerError`, naming the file, the task, the world and the customer.
 """
@@ -41,6 +43,7 @@ class HeldOut:
         self._split: dict[str, bool] = {}  # world name → whether its customers (not only its tasks) are split
         self._added: set[str] = set()  # worlds whose evaluation partition is in `customers`
         self._tried: set[tuple[str, str | None]] = set()  # (world, domain) loads tried
+        self._owned: dict[str, dict[str, tuple[str, str]]] = {}  # world → record key → (table, evaluation owner)
         for task, where in tasks:
             self.task_ids.setdefault(task.id, where)
             if task.customer_user_id:
@@ -59,24 +62,37 @@ class HeldOut:
             self._added.add(world.name)
             self._split[world.name] = not _selects(world.domain)
             why = f"the evaluation partition of world {world.name!r}"
-            for customer in sorted(evaluation_customers(world)):
+            evaluation = evaluation_customers(world)
+            for customer in sorted(evaluation):
                 self.customers.setdefault((world.name, customer), why)
+            owned = self._owned.setdefault(world.name, {})
+            for table in world.table_names if evaluation else ():
+                for key, record in world.table(table).items():
+                    owner = world.domain.owner(table, record)
+                    if owner in evaluation:
+                        owned.setdefault(str(key), (table, owner))
         return self
 
     def check_tasks(self, tasks: Iterable[Task], where: str, domain: str | None = None) -> None:
         """Refuse a held-out task or a task about an evaluation customer; `domain` loads a world first met."""
         for task in tasks:
-            self._check(where, task.id, task.world, [task.customer_user_id], domain)
+            named = [r.record_id or r.order_id for r in task.user_script.requests]
+            named += [v for action in task.gold_actions for v in _strings(action.arguments)]
+            self._check(where, task.id, task.world, [task.customer_user_id], domain, named)
 
     def check_trajectories(self, trajectories: Iterable[Trajectory], tasks: Mapping[str, Task], where: str) -> None:
         """Refuse a trajectory of a held-out task, or whose task's or authenticated customer is an evaluation one."""
         for traj in trajectories:
             task = tasks.get(traj.task_id)
             customers = [task.customer_user_id if task is not None else None]
-            customers += [e.get("authenticated_user_id") for e in traj.world_log if isinstance(e, dict)]
-            self._check(where, traj.task_id, traj.world, customers, traj.domain)
+            events = [e for e in traj.world_log if isinstance(e, dict)]
+            customers += [e.get("authenticated_user_id") for e in events]
+            named = [v for e in events for v in _strings(e.get("arguments"))]
+            self._check(where, traj.task_id, traj.world, customers, traj.domain, named)
 
-    def _check(self, where: str, task_id: str, world: str, customers: list[str | None], domain: str | None) -> None:
+    def _check(
+        self, where: str, task_id: str, world: str, customers: list[str | None], domain: str | None, named: list
+    ) -> None:
         if task_id in self.task_ids:
             raise HeldOutCustomerError(
                 f"{where}: task {task_id!r} is a held-out task ({self.task_ids[task_id]}); training data must not"
@@ -90,6 +106,15 @@ class HeldOut:
                 raise HeldOutCustomerError(
                     f"{where}: task {task_id!r} in world {world!r} is about customer {customer!r}, an evaluation"
                     f" customer ({why}); training data must not hold one"
+                )
+        owned = self._owned.get(world, {})
+        for value in dict.fromkeys(v for v in named if v):
+            if value in owned:
+                table, owner = owned[value]
+                raise HeldOutCustomerError(
+                    f"{where}: task {task_id!r} in world {world!r} names {table} record {value!r} of customer"
+                    f" {owner!r}, an evaluation customer ({self.customers[(world, owner)]}); training data must not"
+                    " hold one"
                 )
 
     def _customers_split(self, world: str, domain: str | None) -> bool:
@@ -108,6 +133,17 @@ class HeldOut:
             return domain is None or not _selects(resolve_domain(domain))
         except InputError:  # an unknown domain: compare customers
             return True
+
+
+def _strings(value: object) -> list[str]:
+    """Every string in a call's arguments (nested lists and objects included)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list | tuple):
+        return [s for v in value for s in _strings(v)]
+    return []
 
 
 def _selects(domain) -> bool:

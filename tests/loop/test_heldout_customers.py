@@ -253,3 +253,21 @@ def test_the_commands_refuse_it_in_one_line(library_run, tmp_path):
         assert result.exit_code == 2, (name, result.output)
         line = " ".join(result.output.split())
         assert task_id in line and repr(customer) in line and "an evaluation customer" in line, (name, line)
+
+
+def test_a_record_of_an_evaluation_customer_named_in_training_data_is_refused(library_run):
+    """A request about another customer's record (or a call's argument) naming an evaluation customer's record:
+    the record's key is that customer as much as their id is."""
+    world = load_world("library", LIBRARY)
+    evaluation = evaluation_customers(world)
+    loan = next(k for k, r in world.table("loans").items() if world.domain.owner("loans", r) in evaluation)
+    owner = world.domain.owner("loans", world.table("loans")[loan])
+    tasks = read_tasks(library_run / "data/synth/tasks.jsonl")
+    task = next(t for t in tasks if t.gold_actions)
+    action = task.gold_actions[-1].model_copy(update={"arguments": {"loan_id": loan}})
+    planted = task.model_copy(update={"gold_actions": [*task.gold_actions[:-1], action]})
+    guard = HeldOut().add_world(world)
+    guard.check_tasks(tasks, "tasks.jsonl")  # what synthesis made names none
+    with pytest.raises(HeldOutCustomerError) as exc:
+        guard.check_tasks([planted], "tasks.jsonl")
+    assert f"names loans record {loan!r} of customer {owner!r}, an evaluation customer" in str(exc.value)
