@@ -160,6 +160,7 @@ def grpo(
     tasks: list[Path] = typer.Option(..., help="tasks.jsonl task pool (repeatable)."),
     out: Path = typer.Option(..., help="Checkpoint directory to write."),
     world: str = typer.Option(None, help="World reference (default: the tasks' own)."),
+    domain: str = typer.Option(None, help="Domain: retail, airline or module:attribute (default: from the world)."),
     held_out: list[Path] = typer.Option(
         [], help="Held-out tasks.jsonl: refuse pool tasks about one of its customers (repeatable)."
     ),
@@ -205,6 +206,7 @@ def grpo(
             base=base,
             tasks=tasks,
             world=world,
+            domain=domain,
             held_out=held_out,
             steps=steps,
             max_minutes=max_minutes,

@@ -112,7 +112,7 @@ def build_trainer(params: GRPOConfig, scratch: str, tasks: list[Task] | None = N
     where = ", ".join(map(str, params.tasks)) or "GRPO task pool"
     guard = held_out(params.held_out)  # no evaluation customer trains: held-out tasks' customers first
     guard.check_tasks(tasks, where)
-    world = load_world(params.world or tasks[0].world)
+    world = load_world(params.world or tasks[0].world, params.domain)
     for path in params.tasks:  # a task file made in another domain or world (or its tables since changed)
         check_provenance(path, world)
     check_tasks(world, tasks, "GRPO task pool")  # a task its world cannot run would reward 0 (or 1) for nothing

@@ -21,6 +21,9 @@ class GRPOConfig(BaseModel):
     base: Path = Field(description="Checkpoint to start from.")
     tasks: list[Path] = Field(description="tasks.jsonl files: the task pool (generated worlds only).")
     world: str | None = Field(default=None, description="World reference; None = the tasks' own world field.")
+    domain: str | None = Field(
+        default=None, description="Domain name or module:attribute (None: found from the world reference)."
+    )
     held_out: list[Path] = Field(
         default_factory=list,
         exclude=True,  # a check on the inputs, not how the run trains: the checkpoint's record leaves it out
