@@ -57,7 +57,7 @@ def _trajectories(path: Path) -> list[Trajectory]:
     return read_trajectories(path)
 
 
-def _training_pairs(world_of_eval: str) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
+def _training_pairs() -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
     """(world, customer) of every held-out task, and of every training input the stages wrote."""
     from pipeline.loop import paths
 
@@ -83,7 +83,7 @@ def test_the_library_loop_trains_on_no_evaluation_customer(tmp_path, monkeypatch
     _loop_inputs(p)
     world = load_world("library", LIBRARY)
     part = partition(world)
-    held, trained = _training_pairs("library")
+    held, trained = _training_pairs()
     assert {c for _, c in held} <= part.eval
     assert trained and {c for _, c in trained} <= part.train and not held & trained
     anchors = _trajectories(paths.ANCHORS)
@@ -101,7 +101,7 @@ def test_a_generator_domain_trains_in_its_generated_world_only(tmp_path, monkeyp
     monkeypatch.chdir(tmp_path)
     p = _params(domain, eval_world, "gen-0-30x30x60" if data == "retail" else "gen-0-40x30x60", eval_tasks=6)
     _loop_inputs(p)
-    held, trained = _training_pairs(eval_world)
+    held, trained = _training_pairs()
     assert trained and not held & trained
     assert {w for w, _ in trained} == {load_world(p.train_world(), domain).name}
 
