@@ -30,6 +30,9 @@ def curate_cmd(
     ),
     workers: int = typer.Option(None, min=1, help="With --executor ray: worker actors (as measure's)."),
     concurrency: int = typer.Option(16, min=1, help="Probes in flight per worker (same verdicts)."),
+    held_out: Path = typer.Option(
+        None, help="Held-out tasks.jsonl: refuse a pooled task or trajectory about one of its customers."
+    ),
 ) -> None:
     """Replay-verify a pool, band its tasks by probing the agent (Jeffreys posterior), mix anchors and targets."""
     from pipeline.curate import Bands, CurateConfig, curate
@@ -41,7 +44,7 @@ def curate_cmd(
         out,
         "--out",
         folder=True,
-        inputs={"--pool": pool, "--tasks": tasks, "--world": world},
+        inputs={"--pool": pool, "--tasks": tasks, "--world": world, "--held-out": held_out},
         owned=("selected.jsonl", "manifest.json"),
     )
     # OSError covers ConnectionError and TimeoutError (Ray: no cluster, workers unplaced); ImportError: Ray missing
@@ -62,6 +65,7 @@ def curate_cmd(
             ray_address=ray_address,
             workers=workers,
             concurrency=concurrency,
+            held_out=held_out,
         )
         with track(f"probe {agent}", None, "probes", console=console) as progress:
             m = curate(cfg, out, on_probe=lambda r: progress.advance(r.verdict.passed), on_total=progress.set_total)

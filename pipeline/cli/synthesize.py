@@ -28,6 +28,7 @@ def synthesize_cmd(
         None, help="openai:MODEL@URL: a language model rewords requests and proposes evolutions (kept if verified)."
     ),
     llm_proposals: int = typer.Option(0, min=0, help="Evolutions the --llm model proposes (kept only if verified)."),
+    held_out: Path = typer.Option(None, help="Held-out tasks.jsonl: refuse a task about one of its customers."),
 ) -> None:
     """Targeted, evolved, verified tasks grounded in a generated world, with the oracle's gold trajectories."""
     from pipeline.outputs import check_output
@@ -39,7 +40,7 @@ def synthesize_cmd(
         out,
         "--out",
         folder=True,
-        inputs={"--world": world, "--targets": targets, "--config": config},
+        inputs={"--world": world, "--targets": targets, "--config": config, "--held-out": held_out},
         owned=("tasks.jsonl", "trajectories.jsonl", "manifest.json", "provenance.json"),
     )
     with failing(ValueError, LookupError, OSError):
@@ -53,8 +54,9 @@ def synthesize_cmd(
         refine = _llm_refine(w, llm, llm_proposals, cfg.seed)
         with track("synthesize", total, "tasks", console=console) as progress:
             result = synthesize(
-                w, the_targets, out, cfg, on_task=lambda _: progress.advance(), targets_file=targets, refine=refine
-            )
+                w, the_targets, out, cfg, on_task=lambda _: progress.advance(), targets_file=targets, refine=refine,
+                held_out=held_out,
+            )  # fmt: skip
     m = result.manifest
     table = Table(title=f"synthesized {m['tasks']} tasks in {w.name} ({m['generations']} generations)")
     table.add_column("mode")

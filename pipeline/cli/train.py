@@ -99,6 +99,9 @@ def sft(
     anchors: list[Path] = typer.Option([], help="Anchor trajectories.jsonl replayed against forgetting (repeatable)."),
     anchor_share: float = typer.Option(0.3, help="Share of training examples drawn from the anchors."),
     tasks: list[Path] = typer.Option([], help="tasks.jsonl used to re-grade the trajectories (repeatable)."),
+    held_out: list[Path] = typer.Option(
+        [], help="Held-out tasks.jsonl: refuse data, anchors or tasks about one of its customers (repeatable)."
+    ),
     epochs: float = typer.Option(8.0),
     lr: float = typer.Option(1e-3, help="Learning rate."),
     batch_size: int = typer.Option(4),
@@ -124,7 +127,7 @@ def sft(
     from pipeline.train.sft import run_sft
     from pipeline.train.sft_config import SFTConfig
 
-    _check_out(out, **{"--base": base, "--data": data, "--anchors": anchors, "--tasks": tasks})
+    _check_out(out, **{"--base": base, "--data": data, "--anchors": anchors, "--tasks": tasks, "--held-out": held_out})
     with failing(ValueError):
         params = SFTConfig(
             base=base,
@@ -132,6 +135,7 @@ def sft(
             anchors=anchors,
             anchor_share=anchor_share,
             tasks=tasks,
+            held_out=held_out,
             epochs=epochs,
             learning_rate=lr,
             batch_size=batch_size,
@@ -156,6 +160,10 @@ def grpo(
     tasks: list[Path] = typer.Option(..., help="tasks.jsonl task pool (repeatable)."),
     out: Path = typer.Option(..., help="Checkpoint directory to write."),
     world: str = typer.Option(None, help="World reference (default: the tasks' own)."),
+    domain: str = typer.Option(None, help="Domain: retail, airline or module:attribute (default: from the world)."),
+    held_out: list[Path] = typer.Option(
+        [], help="Held-out tasks.jsonl: refuse pool tasks about one of its customers (repeatable)."
+    ),
     steps: int = typer.Option(3, help="Optimizer steps."),
     max_minutes: float = typer.Option(
         None, help="Wall-clock budget: stop before a step that would end past it (the checkpoint is saved)."
@@ -192,12 +200,14 @@ def grpo(
     from pipeline.train.grpo import run_grpo
     from pipeline.train.grpo_config import GRPOConfig
 
-    _check_out(out, **{"--base": base, "--tasks": tasks, "--world": world})
+    _check_out(out, **{"--base": base, "--tasks": tasks, "--world": world, "--held-out": held_out})
     with failing(ValueError):
         params = GRPOConfig(
             base=base,
             tasks=tasks,
             world=world,
+            domain=domain,
+            held_out=held_out,
             steps=steps,
             max_minutes=max_minutes,
             num_generations=num_generations,

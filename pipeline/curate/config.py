@@ -25,6 +25,7 @@ LOOP_INPUTS = {
     "limits": "gate.limits",
     "ray_address": "measure.ray_address",
     "concurrency": "measure.concurrency",
+    "held_out": "the held-out tasks (measure's)",
 }
 """The fields the curate stage sets from elsewhere (params.yaml's `curate` section may not): where each comes from."""
 
@@ -39,6 +40,11 @@ class CurateConfig(BaseModel):
     world: str | None = Field(default=None, description="World reference the pool was produced in.")
     domain: str | None = Field(
         default=None, description="Domain name or module:attribute (None: found from the world reference)."
+    )
+    held_out: Path | None = Field(
+        default=None,
+        description="Held-out tasks.jsonl: no pooled task or trajectory may be about one of its customers, or about"
+        " an evaluation customer of a world whose customers are split (`pipeline.dataset.heldout`).",
     )
     agent: str | None = Field(default=None, description="The current agent (spec) to probe.")
     probes: int = Field(

@@ -19,6 +19,7 @@ from pipeline.curate.config import CurateConfig
 from pipeline.curate.pool import Rejection, read_pool
 from pipeline.curate.select import Probed, mix, task_key, trajectory_key
 from pipeline.curate.verify import Verified, replay_verify
+from pipeline.dataset.heldout import held_out
 from pipeline.dataset.io import read_tasks
 from pipeline.dataset.provenance import check_provenance
 from pipeline.outputs import staged_folder
@@ -53,8 +54,13 @@ def curate(
     world = load_world(world_ref, config.domain)
     for entry in config.pool:  # a pool made in another domain or world (or its tables since changed): refused
         check_provenance(entry, world)
-    tasks = {t.id: t for t in read_tasks(tasks_file)}
+    guard = held_out([config.held_out], world)  # no evaluation customer trains (`pipeline.dataset.heldout`)
+    read = read_tasks(tasks_file)
+    guard.check_tasks(read, str(tasks_file), config.domain)
+    tasks = {t.id: t for t in read}
     items, errors = read_pool(list(config.pool))
+    for item in items:
+        guard.check_trajectories([item.trajectory], tasks, item.source)
     rejected: list[Rejection] = list(errors)
     demos: dict[str, Verified] = {}
     seen_traj: set[str] = set()
@@ -118,6 +124,7 @@ def curate(
         elif p.band == len(labels) - 1:
             rejected.append(Rejection(p.task.id, "too_easy", f"{p.passes}/{p.n} passes: most mass in {labels[-1]}"))
     selected = mix(probed, config.bands, config.anchor_ratio, config.max_items)
+    guard.check_trajectories([p.trajectory for p in selected], tasks, str(out_dir / "selected.jsonl"))
     with staged_folder(out_dir) as staging:  # whole or not at all: manifest.json with its selection
         with (staging / "selected.jsonl").open("w") as fh:
             for p in selected:

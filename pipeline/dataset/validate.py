@@ -159,7 +159,8 @@ def validate_file(path: Path, world_ref: str | None = None, domain: str | None =
         try:
             world = load_world(named[0], domain)
         except WorldLoadError as exc:
-            why = f"{path}: the tasks' world {named[0]!r} does not load; pass --world ({exc})"
+            missing = "--world" if domain else "--domain (the domain that reads it: module:attribute) or --world"
+            why = f"{path}: the tasks' world {named[0]!r} does not load; pass {missing} ({exc})"
             raise TaskValidationError(why) from None
     else:
         world = load_world(world_ref, domain)

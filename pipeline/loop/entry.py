@@ -1,5 +1,7 @@
 """What every stage script does: configure logging, load params.yaml (validated, then resolved: every name in it
-names something usable), run one stage function."""
+names something usable), run one stage function. An error raised on purpose (`pipeline.errors.AgentloopError`:
+a domain's kit that does not fit its tools, an evaluation customer in a training input) ends the stage with its
+one-line message and exit code 2, as the command line does; anything else is a bug and keeps its traceback."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from pipeline.errors import AgentloopError
 from pipeline.loop.params import Params, ParamsError, load_params
 from pipeline.loop.resolve import resolve_params
 from pipeline.loop.stage_times import StageTime, write_stage_time
@@ -34,6 +37,9 @@ def run_stage(name: str, fn: Callable[[Params], Any]) -> Any:
     except TrackingUnavailableError as exc:
         print(f"stage {name}: {exc}", file=sys.stderr)
         raise SystemExit(1) from None
+    except AgentloopError as exc:  # raised on purpose, its message meant for the user: one line, no traceback
+        print(f"stage {name}: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
     finally:
         end = time.time()
         write_stage_time(StageTime(stage=name, start=start, end=end, status=status))

@@ -181,15 +181,29 @@ def synthesize(p: Params):
     if paths.SYNTH_DIR.exists():
         shutil.rmtree(paths.SYNTH_DIR)
     world = load_world(p.train_world(), p.world.domain)
-    result = run(world, Targets.read(paths.TARGETS), paths.SYNTH_DIR, p.synthesize.config, targets_file=paths.TARGETS)
+    held_out = eval_tasks_file(p)
+    result = run(
+        world, Targets.read(paths.TARGETS), paths.SYNTH_DIR, p.synthesize.config, targets_file=paths.TARGETS,
+        held_out=held_out,
+    )  # fmt: skip
     chosen = {t.id for t in result.tasks}
-    write_anchors(world, p.synthesize.anchors, p.synthesize.config.seed, p.synthesize.config.verify, chosen)
+    write_anchors(world, p.synthesize.anchors, p.synthesize.config.seed, p.synthesize.config.verify, chosen, held_out)
     return result
 
 
-def write_anchors(world, n: int, seed: int, verify=None, exclude: frozenset[str] | set[str] = frozenset()) -> int:
-    """Gold trajectories of plain generated tasks (the default template mix), verified by the grader; for a
-    domain whose synthesis selects from a pool, of pool tasks drawn with `seed` and verified like selected ones."""
+def write_anchors(
+    world,
+    n: int,
+    seed: int,
+    verify=None,
+    exclude: frozenset[str] | set[str] = frozenset(),
+    held_out: Path | None = None,
+) -> int:
+    """Gold trajectories of plain generated tasks (the default template mix) on the training side of the world
+    (its training partition where its customers are split), verified by the grader; for a domain whose synthesis
+    selects from a pool, of pool tasks drawn with `seed` and verified like selected ones. None may hold an
+    evaluation customer or a held-out task of `held_out` (`pipeline.dataset.heldout`)."""
+    from pipeline.dataset.heldout import held_out as held
     from pipeline.embedded.corpus import run_corpus
     from pipeline.synth.select import anchor_trajectories
     from pipeline.synth.selection_kit import SelectionKit
@@ -197,13 +211,16 @@ def write_anchors(world, n: int, seed: int, verify=None, exclude: frozenset[str]
     from pipeline.synth.verify import VerifyConfig
 
     kit = world.domain.capability("synthesis")
+    tasks = []
     if isinstance(kit, SelectionKit):
         gold = anchor_trajectories(world, kit, n, 10_000 + seed, verify or VerifyConfig(), exclude)
-        paths.ANCHORS.write_text("".join(t.without_timings().model_dump_json() + "\n" for t in gold))
-        return len(gold)
-    tasks = generate_tasks(world, n, seed=10_000 + seed) if n else []
-    oracle = world.domain.require("oracle", needed_for="the anchors (stage synthesize)")
-    gold = run_corpus(world, tasks, oracle(), trials=1, seed=seed, passing_only=True)
+    else:
+        tasks = generate_tasks(world, n, seed=10_000 + seed, side="train") if n else []
+        oracle = world.domain.require("oracle", needed_for="the anchors (stage synthesize)")
+        gold = run_corpus(world, tasks, oracle(), trials=1, seed=seed, passing_only=True)
+    guard = held([held_out], world)
+    guard.check_tasks(tasks, str(paths.ANCHORS))
+    guard.check_trajectories(gold, {t.id: t for t in tasks}, str(paths.ANCHORS))
     paths.ANCHORS.write_text("".join(t.without_timings().model_dump_json() + "\n" for t in gold))
     return len(gold)
 
@@ -221,6 +238,7 @@ def curate(p: Params) -> dict:
             "ray_address": p.measure.ray_address,
             "concurrency": p.measure.concurrency,
             "limits": p.gate.limits,
+            "held_out": eval_tasks_file(p),
         }
     )
     if paths.CURATED_DIR.exists():
@@ -256,6 +274,7 @@ def train_candidate(p: Params) -> str:
         data=data,
         tasks=[paths.SYNTH_DIR / "tasks.jsonl"],
         anchors=[paths.ANCHORS] if paths.ANCHORS.exists() else [],
+        held_out=[eval_tasks_file(p)],
     )
     run_sft(params, out / CHECKPOINT_DIR)
     write_checkpoint_ref(out, "hf", options, method=method)

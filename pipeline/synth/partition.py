@@ -3,10 +3,12 @@
 A domain with a generator grounds training tasks in generated worlds only (`gen-<seed>`). A domain without one
 has a single world; its customers (the records of the table each of whose records its own key owns, by
 `Domain.owner`) are split by a seeded hash into an evaluation partition, in which held-out tasks are grounded,
-and a training partition, in which synthesis grounds. The partition is recorded with every task
-(`provenance.dials['partition']`, e.g. 'eval:0' — the side and the seed), and grounding a training task in an
-evaluation customer is refused; synthesis from a domain with a generator is refused any world but a generated
-one (`ensure_generated`).
+and a training partition, in which synthesis and the anchors ground. The partition is the world's, one split for
+every use (`PARTITION_SEED`): no setting can move a customer from one side to the other between held-out
+generation and synthesis. It is recorded with every task (`provenance.dials['partition']`, e.g. 'eval:0' — the
+side and the seed), and grounding a training task in an evaluation customer is refused; synthesis from a domain
+with a generator is refused any world but a generated one (`ensure_generated`). A domain whose synthesis selects
+from a pool (`pipeline.synth.selection_kit`) splits tasks, not customers (`splits_customers`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from pipeline.world.tables import World
 
 EVAL_SHARE = 0.5
 """The share of customers held out for evaluation."""
+PARTITION_SEED = 0
+"""The seed of every world's split: one evaluation side, whoever asks."""
 
 
 class EvalCustomerError(InputError, ValueError):
@@ -68,7 +72,7 @@ def customer_table(world: World) -> str | None:
     return None
 
 
-def partition(world: World, seed: int = 0, eval_share: float = EVAL_SHARE) -> Partition:
+def partition(world: World, seed: int = PARTITION_SEED, eval_share: float = EVAL_SHARE) -> Partition:
     """The world's customers split by a hash of (seed, user id): stable when customers are added or removed."""
     table = customer_table(world)
     if table is None:
@@ -89,6 +93,22 @@ def _unit(text: str) -> float:
 def needs_partition(world: World) -> bool:
     """A world whose domain has no generator serves evaluation and training from one world."""
     return not world.domain.provides("generator")
+
+
+def splits_customers(world: World) -> bool:
+    """Whether the world's customers are split between evaluation and training: one world serving both, grown
+    into tasks from templates (a selection kit's pool is split by task, `SelectionKit.pool`)."""
+    from pipeline.synth.selection_kit import SelectionKit
+
+    return needs_partition(world) and not isinstance(world.domain.capability("synthesis"), SelectionKit)
+
+
+def evaluation_customers(world: World) -> frozenset[str]:
+    """The customers of `world` no training input may hold: its evaluation partition, where its customers are
+    split (`splits_customers`); none otherwise (a generated world serves training only)."""
+    if not splits_customers(world) or customer_table(world) is None:
+        return frozenset()
+    return partition(world).eval
 
 
 class Partitioned:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from pipeline.dataset.heldout import held_out as held
 from pipeline.dataset.io import write_tasks
 from pipeline.dataset.provenance import (
     PROVENANCE_FILE,
@@ -49,6 +50,7 @@ from pipeline.synth.selection_kit import SelectionKit
 from pipeline.synth.taxonomy import DIALS, PLAIN, TemplateSpec
 from pipeline.synth.verify import Verifier, VerifyConfig
 from pipeline.target.split import Targets
+from pipeline.world.registry import domain_spec
 from pipeline.world.tables import World
 
 log = logging.getLogger(__name__)
@@ -94,11 +96,6 @@ class SynthConfig(BaseModel):
         description="Dials evolution may turn on (None = all of " + ", ".join(DIALS) + "); e.g. only the messes"
         " and shapes of the held-out tasks, so targeted data looks like the situations the agent failed in.",
     )
-    partition_seed: int = Field(
-        default=0,
-        description="A world without a generator: the seed splitting its customers into evaluation and training"
-        " partitions (`pipeline.synth.partition`); synthesis grounds only in the training partition.",
-    )
     verify: VerifyConfig = Field(default_factory=VerifyConfig)
     judge: JudgeConfig | None = Field(default=None, description="Optional judge cascade; None = off.")
 
@@ -124,7 +121,7 @@ class Synthesizer:
         self.ctx = self.kit.ground(world)
         self.partition = None
         if needs_partition(world):
-            self.partition = partition(world, cfg.partition_seed)
+            self.partition = partition(world)  # the world's one split, as held-out generation's
             self.ctx = Partitioned(self.ctx, self.partition, "train")
         judge = JudgeCascade(cfg.judge, self.kit.business) if cfg.judge else None
         self.verifier = Verifier(world, cfg.verify, judge)
@@ -274,12 +271,14 @@ def synthesize(
     on_task: Callable[[Task], None] | None = None,
     targets_file: Path | None = None,
     refine: Callable[[SynthesisResult], SynthesisResult] | None = None,
+    held_out: Path | None = None,
 ) -> SynthesisResult:
     """Run the synthesis and write tasks.jsonl, trajectories.jsonl, provenance.json and manifest.json to `out_dir`,
     whole or not at all (`pipeline.outputs.staged_folder`: a run killed while writing leaves the previous folder as
     it was). `targets_file`: the file `targets` were read from (named in messages; its digest recorded). Targets of
     another domain are refused (`check_targets`). `refine` runs on the result before it is written
-    (`pipeline.synth.llm_roles.refine`: a model's verified output)."""
+    (`pipeline.synth.llm_roles.refine`: a model's verified output). No task may hold an evaluation customer: the
+    world's evaluation partition, or the customers of the held-out tasks `held_out` (`pipeline.dataset.heldout`)."""
     kit = kit_of(world.domain, needed_for="synthesize")
     check_targets(world, targets, kit, str(targets_file or "targets"))
     if isinstance(kit, SelectionKit):  # tasks drawn from the domain's training pool, not grown from templates
@@ -287,6 +286,9 @@ def synthesize(
     else:
         result = Synthesizer(world, targets, config).run(on_task)
     result = refine(result) if refine is not None else result
+    guard = held([held_out], world)
+    guard.check_tasks(result.tasks, str(out_dir / "tasks.jsonl"), domain_spec(world.domain))
+    guard.check_trajectories(result.trajectories, {t.id: t for t in result.tasks}, str(out_dir / "trajectories.jsonl"))
     with staged_folder(out_dir) as staging:
         write_tasks(staging / "tasks.jsonl", result.tasks)
         with (staging / "trajectories.jsonl").open("w") as fh:

@@ -12,6 +12,7 @@ import logging
 import random
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Literal
 
 from pipeline.dataset.task import Task
 from pipeline.synth.assemble import assemble, gold_problems, random_messes
@@ -26,6 +27,7 @@ log = logging.getLogger(__name__)
 PAIR = "two_requests"
 EVERY = "*"
 """In a cycle: every atomic template of the domain once, in taxonomy sequence."""
+Side = Literal["eval", "train"]
 # The default cycle: every template once, and two-request tasks a fifth of the time.
 DEFAULT_CYCLE: tuple[str, ...] = (EVERY, PAIR, PAIR, PAIR)
 
@@ -64,26 +66,33 @@ def expand_cycle(kit: SynthesisKit, templates: list[str] | tuple[str, ...] | Non
     return names
 
 
-def generate_tasks(world: World, n: int, seed: int = 0, templates: list[str] | None = None) -> list[Task]:
+def generate_tasks(
+    world: World, n: int, seed: int = 0, templates: list[str] | None = None, side: Side = "eval"
+) -> list[Task]:
     """`n` tasks cycling over `templates` (default `DEFAULT_CYCLE`); same world and seed, same tasks.
+
+    `side`: in a world whose customers are split (`pipeline.synth.partition`), the partition the tasks ground in —
+    held-out tasks the evaluation one, the loop's anchors (training data) the training one.
 
     A template that fits no customer, or a candidate whose gold replay fails, is skipped and counted
     (see `generate`), so fewer than `n` tasks come back only when the world cannot supply them. With the default
     cycle, tasks aimed at the kit's gaps then replace tasks of the draw (`pipeline.synth.topup`).
     """
-    return generate(world, n, seed, templates).tasks
+    return generate(world, n, seed, templates, side).tasks
 
 
-def generate(world: World, n: int, seed: int = 0, templates: list[str] | None = None) -> GenerationResult:
+def generate(
+    world: World, n: int, seed: int = 0, templates: list[str] | None = None, side: Side = "eval"
+) -> GenerationResult:
     """Like `generate_tasks`, also counting per template the candidates dropped and why."""
     kit = template_kit_of(world.domain, needed_for="generate tasks")
     names = expand_cycle(kit, templates)
     ctx = kit.ground(world)
     extra: dict = {"depth": 0}
-    if needs_partition(world):  # held-out tasks of a world that also serves training: its evaluation customers
+    if needs_partition(world):  # a world serving evaluation and training: the customers of the side asked for
         part = partition(world)
-        ctx = Partitioned(ctx, part, "eval")
-        extra["dials"] = {"partition": part.tag("eval")}
+        ctx = Partitioned(ctx, part, side)
+        extra["dials"] = {"partition": part.tag(side)}
     result = GenerationResult(tasks=[])
     attempt = 0
     while len(result.tasks) < n and attempt < 4 * n + len(names):

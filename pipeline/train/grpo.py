@@ -33,6 +33,7 @@ import torch
 
 from pipeline.agents.formats import CodecFormat
 from pipeline.agents.formats.codec import CodecConfig
+from pipeline.dataset.heldout import held_out
 from pipeline.dataset.io import read_tasks
 from pipeline.dataset.provenance import check_provenance
 from pipeline.dataset.task import Task
@@ -108,10 +109,14 @@ def build_trainer(params: GRPOConfig, scratch: str, tasks: list[Task] | None = N
     tasks = tasks if tasks is not None else [t for p in params.tasks for t in read_tasks(p)]
     if not tasks:
         raise ValueError("GRPO: empty task pool")
-    world = load_world(params.world or tasks[0].world)
+    where = ", ".join(map(str, params.tasks)) or "GRPO task pool"
+    guard = held_out(params.held_out)  # no evaluation customer trains: held-out tasks' customers first
+    guard.check_tasks(tasks, where)
+    world = load_world(params.world or tasks[0].world, params.domain)
     for path in params.tasks:  # a task file made in another domain or world (or its tables since changed)
         check_provenance(path, world)
     check_tasks(world, tasks, "GRPO task pool")  # a task its world cannot run would reward 0 (or 1) for nothing
+    guard.add_world(world).check_tasks(tasks, where)  # then the world's evaluation partition
     base = load_base(params.base, torch.bfloat16 if params.bf16 and gpu and params.lora is not None else torch.float32)
     fmt = base.format or CodecFormat(base.meta.codec_config or CodecConfig())
     stop_ids = stop_tokens(base)

@@ -21,6 +21,15 @@ class GRPOConfig(BaseModel):
     base: Path = Field(description="Checkpoint to start from.")
     tasks: list[Path] = Field(description="tasks.jsonl files: the task pool (generated worlds only).")
     world: str | None = Field(default=None, description="World reference; None = the tasks' own world field.")
+    domain: str | None = Field(
+        default=None, description="Domain name or module:attribute (None: found from the world reference)."
+    )
+    held_out: list[Path] = Field(
+        default_factory=list,
+        exclude=True,  # a check on the inputs, not how the run trains: the checkpoint's record leaves it out
+        description="Held-out tasks.jsonl files: no task of the pool may be about one of their customers, or about an"
+        " evaluation customer of a world whose customers are split (`pipeline.dataset.heldout`).",
+    )
     steps: int = Field(default=3, ge=1, description="Optimizer steps (the most; see max_minutes).")
     max_minutes: float | None = Field(
         default=None,

@@ -2,8 +2,9 @@
 
 The same class is params.yaml's `train` section (`pipeline.loop.params.TrainParams` adds the stage's two choices,
 `method` and `use_curated`), the options of `agentloop train sft`, and what `run_sft` runs with; its defaults are
-the committed params.yaml's. The inputs (`base`, `data`, `anchors`, `tasks`) are the run's files: the train stage
-fills them from the loop's outputs, a command or a library call names them. No torch import: params load fast.
+the committed params.yaml's. The inputs (`base`, `data`, `anchors`, `tasks`, `held_out`) are the run's files: the
+train stage fills them from the loop's outputs, a command or a library call names them. No torch import: params
+load fast.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pipeline.train.lora import LoraSpec, lora_record
 
 Overlong = Literal["auto", "drop", "truncate"]
-INPUTS = ("base", "data", "anchors", "tasks")
+INPUTS = ("base", "data", "anchors", "tasks", "held_out")
 """The fields that name the run's files rather than how it trains (in the loop, the train stage sets them)."""
 _RECORDED_AS = {"gradient_accumulation_steps": "grad_accum"}
 
@@ -42,6 +43,12 @@ class SFTConfig(BaseModel):
     tasks: list[Path] = Field(
         default_factory=list,
         description="tasks.jsonl files: trajectories of these tasks are re-graded; failures dropped.",
+    )
+    held_out: list[Path] = Field(
+        default_factory=list,
+        exclude=True,  # a check on the inputs, not how the run trains: the checkpoint's record leaves it out
+        description="Held-out tasks.jsonl files: no data, anchor or task may be about one of their customers, or"
+        " about an evaluation customer of a world whose customers are split (`pipeline.dataset.heldout`).",
     )
     epochs: float = Field(default=8.0, gt=0)
     max_steps: int = Field(default=-1, description="Stop after this many optimizer steps (-1: epochs decide).")

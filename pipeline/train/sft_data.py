@@ -10,6 +10,7 @@ import random
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pipeline.dataset.heldout import HeldOut
 from pipeline.dataset.io import read_tasks
 from pipeline.dataset.task import Task
 from pipeline.grading.grader import grade
@@ -66,7 +67,7 @@ def verify(trajectories: list[Trajectory], tasks: dict[str, Task]) -> tuple[list
             kept.append(traj)
             continue
         try:
-            passed = grade(load_world(task.world), task, traj).passed
+            passed = grade(load_world(task.world, traj.domain), task, traj).passed
         except (WorldLoadError, ValueError) as exc:
             log.warning("cannot re-grade %s: %s", traj.task_id, exc)
             passed = False
@@ -91,11 +92,21 @@ def mix_anchors(data: list[Trajectory], anchors: list[Trajectory], share: float,
 
 
 def load_data(params: SFTConfig) -> tuple[list[Trajectory], dict[str, Any]]:
-    tasks = {t.id: t for path in params.tasks for t in read_tasks(path)}
-    data: list[Trajectory] = [t for p in params.data for t in read_trajectories(p)]
-    anchors: list[Trajectory] = [t for p in params.anchors for t in read_trajectories(p)]
-    data, data_counts = verify(data, tasks)
-    anchors, anchor_counts = verify(anchors, tasks)
+    by_file = {path: read_tasks(path) for path in params.tasks}
+    tasks = {t.id: t for read in by_file.values() for t in read}
+    data_files = {path: read_trajectories(path) for path in params.data}
+    anchor_files = {path: read_trajectories(path) for path in params.anchors}
+    # no evaluation customer trains (`pipeline.dataset.heldout`): the tasks (in the trajectories' domain, which
+    # loads their world), then each trajectory through its task and whom it authenticated
+    guard = HeldOut.read(params.held_out)
+    domains = {t.domain for read in (*data_files.values(), *anchor_files.values()) for t in read}
+    domain = next(iter(domains)) if len(domains) == 1 else None
+    for path, read_tasks_ in by_file.items():
+        guard.check_tasks(read_tasks_, str(path), domain)
+    for path, trajs in (*data_files.items(), *anchor_files.items()):
+        guard.check_trajectories(trajs, tasks, str(path))
+    data, data_counts = verify([t for read in data_files.values() for t in read], tasks)
+    anchors, anchor_counts = verify([t for read in anchor_files.values() for t in read], tasks)
     mixed = mix_anchors(data, anchors, params.anchor_share, params.seed)
     manifest = {
         "data": [{"path": str(p), "sha256": file_sha256(p)} for p in params.data],

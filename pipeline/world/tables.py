@@ -53,6 +53,15 @@ def dump_full(record: BaseModel) -> dict:
     return record.model_dump(mode="json")
 
 
+def world_name(name: str) -> str:
+    """A world's name as tasks, their ids and every record carry it: a folder path given as the name (a domain
+    naming the world by the reference it read) is reduced to the folder's own name."""
+    if "/" not in name and "\\" not in name and name not in (".", ".."):
+        return name
+    path = Path(name.replace("\\", "/"))
+    return path.name if path.name not in ("", ".", "..") else path.resolve().name
+
+
 class World:
     """An immutable database (named tables of records keyed by id) with the policy it is served under.
 
@@ -63,7 +72,7 @@ class World:
     def __init__(self, tables: Mapping[str, dict[str, BaseModel]], policy: str, name: str, domain: Domain) -> None:
         self._tables = dict(tables)
         self.policy = policy
-        self.name = name
+        self.name = world_name(name)
         self.domain = domain
         self.directory: Path | None = None
         """The directory the world was read from, where its domain keeps more files beside it (None: built)."""

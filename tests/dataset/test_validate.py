@@ -100,7 +100,23 @@ def test_the_cli_names_a_world_that_does_not_load(tmp_path, tasks):
         t.world = "tau2_nowhere"
     write_tasks(path := tmp_path / "tasks.jsonl", tasks)
     result = runner.invoke(app, ["tasks", "validate", str(path)])
-    assert result.exit_code == 2 and "'tau2_nowhere' does not load; pass --world" in result.output
+    assert result.exit_code == 2 and "'tau2_nowhere' does not load; pass --domain" in result.output
+    assert "or --world" in result.output
+    named = runner.invoke(app, ["tasks", "validate", str(path), "--domain", "retail"])
+    assert named.exit_code == 2 and "'tau2_nowhere' does not load; pass --world (" in named.output
+
+
+def test_a_domain_from_outside_is_what_a_file_of_its_tasks_needs(tmp_path):
+    """A world only its domain reads (the library): without --domain the message asks for it; with it, valid."""
+    from pipeline.synth.templates import generate_tasks
+    from pipeline.world.registry import load_world
+
+    spec = "tests.domains.library.domain:LIBRARY"
+    write_tasks(path := tmp_path / "tasks.jsonl", generate_tasks(load_world("library", spec), 4))
+    bare = runner.invoke(app, ["tasks", "validate", str(path)])
+    assert bare.exit_code == 2 and "'library' does not load; pass --domain" in bare.output
+    named = runner.invoke(app, ["tasks", "validate", str(path), "--domain", spec])
+    assert named.exit_code == 0 and "4 valid tasks (checked against world 'library')" in named.output
 
 
 def test_measure_refuses_invalid_tasks_before_running(tmp_path, tasks):

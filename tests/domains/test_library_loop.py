@@ -94,5 +94,11 @@ def test_exp_run_runs_the_loop_on_it(tmp_path):
     synth = [json.loads(line) for line in (repo / "data" / "synth" / "tasks.jsonl").read_text().splitlines()]
     held = [json.loads(line) for line in (repo / "data" / "eval" / "tasks.jsonl").read_text().splitlines()]
     assert synth and not {t["customer_user_id"] for t in synth} & {t["customer_user_id"] for t in held}
+    # no training input holds an evaluation customer: the anchors (trajectories: whom they authenticated) included
+    evaluation = partition(load_world("library", SPEC)).eval
+    anchors = [json.loads(line) for line in (repo / "data" / "synth" / "anchors.jsonl").read_text().splitlines()]
+    authenticated = {e["authenticated_user_id"] for a in anchors for e in a["world_log"]} - {None}
+    assert anchors and authenticated and not authenticated & evaluation
+    assert not {t["customer_user_id"] for t in synth} & evaluation
     gate = json.loads((repo / "gate" / "gate.json").read_text())
     assert gate["promote"] is True and gate["pass_hat_k"]["candidate"] > gate["pass_hat_k"]["champion"]
