@@ -112,23 +112,10 @@ class Customer:
 
 
 def known_of(ctx: Grounding, user: str) -> KnownInfo:
-    """What the customer can say about themselves: the KnownInfo fields their own customer record holds."""
-    table = ctx.ex.customer_table
-    found: dict[str, Any] = {}
+    """What the customer can say about themselves (`pipeline.explore.identity`)."""
+    from pipeline.explore.identity import known
 
-    def walk(obj: Any) -> None:
-        if isinstance(obj, dict):
-            for k, v in obj.items():
-                if k in KnownInfo.model_fields and isinstance(v, str) and k not in found:
-                    found[k] = v
-                walk(v)
-
-    if table:
-        from pipeline.world.tables import dump_record
-
-        walk(dump_record(ctx.world.table(table)[user]))
-    found.setdefault("user_id", user)
-    return KnownInfo(**found)
+    return known(ctx.ex, user)
 
 
 class Template:

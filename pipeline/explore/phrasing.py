@@ -22,7 +22,7 @@ def generic_phrasing(tools: ToolRegistry) -> Phrasing:
     topics["record_id"] = re.compile(r"which one|which record|\bits id\b")
 
     def answer(episode: Any, t: str) -> Any:
-        known = episode.script.known.model_dump()
+        known = episode.script.known.stated()
         forgot = episode.script.messes.forgot_email
         asked = [a for group in identity for a in group if a.replace("_", " ") in t]
         if not asked:
