@@ -1,6 +1,6 @@
-"""A water utility: account holders and their bills. Its holder record has one `name` field, and it identifies a
-holder by what the generic path has no fixed word for: a member number and a PIN (`UTILITY`), or an email and a
-date of birth (`UTILITY_DOB`). One write takes a list of bill ids, one a reason in the holder's own words."""
+"""A water board: account holders and their bills. Its holder record has one `name` field, and it identifies a
+holder by what the generic path has no fixed word for: a member number and a PIN (`WATERBOARD`), or an email and a
+date of birth (`WATERBOARD_DOB`). One write takes a list of bill ids, one a reason in the holder's own words."""
 
 from __future__ import annotations
 
@@ -174,14 +174,14 @@ def _tools(identity) -> ToolRegistry:
     return tools
 
 
-class Utility(Domain):
+class Waterboard(Domain):
     tables = TABLES
 
     def __init__(self, name: str, tools: ToolRegistry) -> None:
         self.name, self.tools = name, tools
 
     def load(self, ref: str) -> World | None:
-        path = HERE / "db.json" if ref == "utility" else Path(ref) / "db.json" if Path(ref).is_dir() else None
+        path = HERE / "db.json" if ref == "waterboard" else Path(ref) / "db.json" if Path(ref).is_dir() else None
         if path is None or not path.exists():
             return None
         raw = json.loads(path.read_text(encoding="utf-8"))
@@ -189,7 +189,7 @@ class Utility(Domain):
             tables = {t: {k: TABLES[t].model_validate(r) for k, r in raw[t].items()} for t in TABLES}
         except (KeyError, ValueError) as exc:
             raise WorldLoadError(f"{path}: {exc}") from None
-        return World(tables, policy=self.policy(), name="utility", domain=self)
+        return World(tables, policy=self.policy(), name="waterboard", domain=self)
 
     def policy(self) -> str:
         return (HERE / "policy.md").read_text(encoding="utf-8")
@@ -198,5 +198,5 @@ class Utility(Domain):
         return getattr(record, "member_number", None)
 
 
-UTILITY = Utility("utility", _tools(verify_account))
-UTILITY_DOB = Utility("utility_dob", _tools(find_account))
+WATERBOARD = Waterboard("waterboard", _tools(verify_account))
+WATERBOARD_DOB = Waterboard("waterboard_dob", _tools(find_account))
