@@ -158,17 +158,18 @@ def invent(args: dict[str, Any], task: Task, i: int) -> dict[str, Any]:
     scalar = [a for a in args if isinstance(args[a], (str, int, float)) and not isinstance(args[a], bool)]
     said = [a for a in scalar if a in req.details]
     names = sorted(said or scalar, key=lambda a: not isinstance(args[a], str))  # a text value first
-    if not names:
+    listed = [a for a in args if isinstance(args[a], list) and args[a] and isinstance(args[a][0], str)]
+    if not names and not listed:
         return args
-    name = names[0]
+    name = names[0] if names else listed[0]  # else the first item of a list of ids
     rng = random.Random(f"invent:{task.id}:{i}")
-    old = args[name]
+    old = args[name] if names else args[name][0]
     new: Any = old
     for _ in range(20):
         new = vary(old, rng) if isinstance(old, str) else old + rng.randrange(3, 40)
         if new != old and str(new) not in json.dumps(task.model_dump()):
             break
-    return {**args, name: new}
+    return {**args, name: new if names else [new, *args[name][1:]]}
 
 
 class GenericOracle:
