@@ -1,11 +1,11 @@
 """What a customer knows about themselves, derived from the domain rather than from a list of field names.
 
 A customer knows what their own record holds: each argument an identity tool takes (by its name in the tool's
-JSON schema) whose value their record, or a record they own, holds — an email, a date of birth, a member number,
-a PIN; the customer-info fields a task's `KnownInfo` names (email, first and last name, zip, phone); their user
-id; and their name as the record keeps it (one `name` or `full_name` field, or first and last name). So a domain
-that identifies by date of birth and email, or by member number and PIN, has customers who can identify
-themselves, and every customer can be spoken to by their own name.
+JSON schema, and each field the domain's `identity_fields` adds) whose value their record, or a record they own,
+holds — an email, a date of birth, a member number, a PIN; the customer-info fields a task's `KnownInfo` names
+(email, first and last name, zip, phone); their user id; and their name as the record keeps it (one `name` or
+`full_name` field, or first and last name). So a domain that identifies by date of birth and email, or by member
+number and PIN, has customers who can identify themselves, and every customer can be spoken to by their own name.
 """
 
 from __future__ import annotations
@@ -30,12 +30,13 @@ def _scalar(values: list[Any]) -> Any:
 
 
 def identity_arguments(ex: Explorer) -> list[str]:
-    """The argument names of every identity tool, in the domain's tool order."""
+    """The argument names of every identity tool, in the domain's tool order, then the fields the domain declares
+    (`Domain.identity_fields`)."""
     out: list[str] = []
     for model in ex.tools.values():
         if model.kind == "identity":
             out += [a for a in model.args if a not in out]
-    return out
+    return out + [f for f in ex.domain.identity_fields() if f not in out]
 
 
 def known(ex: Explorer, user: str) -> KnownInfo:

@@ -90,6 +90,18 @@ def test_what_a_customer_knows_comes_from_the_identity_tool_and_their_record():
     assert dob.facts == {"date_of_birth": account.date_of_birth} and dob.email == account.email
 
 
+def test_a_declared_identity_field_is_known_too():
+    from tests.domains.waterboard.domain import WATERBOARD, Waterboard
+
+    class Declared(Waterboard):
+        def identity_fields(self) -> tuple[str, ...]:
+            return ("date_of_birth",)
+
+    world = Declared("declared", WATERBOARD.tools).load("waterboard")
+    known = Grounding(world).customer("WA-1007").known
+    assert known.facts["date_of_birth"] == world.table("accounts")["WA-1007"].date_of_birth
+
+
 def test_known_info_keeps_the_json_of_a_customer_with_first_and_last_name():
     known = KnownInfo(email="a@b.c", first_name="Ada", last_name="Lovelace", zip="12345", user_id="ada_1")
     assert set(json.loads(known.model_dump_json())) == {"email", "first_name", "last_name", "zip", "user_id"}
