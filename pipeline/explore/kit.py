@@ -66,14 +66,13 @@ def action(tool: str, table: str | None, key: str | None, whose: str | None) -> 
 
 
 def unspecified(utterance: str, record_id: str) -> str | None:
-    """The utterance without the record's id: 'my bill BL0032' → 'one of my bills'; None when it does not say it."""
+    """The utterance without the record's id: 'my bill BL0032' → 'one of my bills'; None when it does not name it
+    as one of the customer's own (another customer's record is never left unsaid)."""
     found = re.search(rf"\bmy ((?:\w+ ){{1,3}}){re.escape(record_id)}\b", utterance)
-    if found:
-        thing = found.group(1).strip()
-        return utterance[: found.start()] + f"one of my {plural(thing)}" + utterance[found.end() :]
-    if f" {record_id}" not in utterance:
+    if not found:
         return None
-    return utterance.replace(f" {record_id}", "", 1)
+    thing = found.group(1).strip()
+    return utterance[: found.start()] + f"one of my {plural(thing)}" + utterance[found.end() :]
 
 
 def plural(thing: str) -> str:

@@ -126,3 +126,5 @@ def test_a_request_with_its_record_unsaid_stays_grammatical():
     asked = Request(intent="q", utterance="Could you tell me the status of my loan L0001?", record_id="L0001")
     assert kit.unspecify(asked).utterance == "Could you tell me the status of one of my loans?"
     assert kit.unspecify(Request(intent="q", utterance="Pay bills.", record_id="BL1")) is None
+    another = Request(intent="dispute_bill", utterance="I'd like you to dispute bill BL0027.", record_id="BL0027")
+    assert kit.unspecify(another) is None  # another customer's record is never left unsaid
