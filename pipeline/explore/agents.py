@@ -24,6 +24,7 @@ from pipeline.dataset.branching import UNTAKEN, branches, condition
 from pipeline.dataset.task import Action, Request, Task
 from pipeline.explore.kit import refusal_of, say, words
 from pipeline.explore.questions import asked_field
+from pipeline.explore.speech import phrase
 from pipeline.explore.values import base_type, vary
 from pipeline.rollout.protocols import EpisodeInfo
 from pipeline.world.tools import ToolRegistry
@@ -46,7 +47,8 @@ def confirm_text(write: Action) -> str:
 
 
 def describe(arguments: dict[str, Any]) -> str:
-    return ", ".join(f"{words(k)} {say(v)}" for k, v in arguments.items())
+    """The arguments in words, lists as their items ('bill ids BL1 and BL2'), as the customer would say them."""
+    return ", ".join(phrase(k, v) for k, v in arguments.items())
 
 
 def asked_write(req: Request, tools: ToolRegistry, user_id: str | None) -> Action | None:
