@@ -57,6 +57,8 @@ def known(ex: Explorer, user: str) -> KnownInfo:
         if spoken:
             found["name"] = spoken
     facts: dict[str, Any] = {}
+    types = {a: f.annotation for n in ex.domain.tools.of_kind("identity")
+             for a, f in ex.domain.tools[n].args_model.model_fields.items()}  # fmt: skip
     for a in identity_arguments(ex):
         if a in found:
             continue
@@ -65,8 +67,8 @@ def known(ex: Explorer, user: str) -> KnownInfo:
             value = user  # the customer table's key, whatever the tool calls it
         if value is None:
             value = _scalar(owned.get(a, []))
-        if value is None:  # a field named for the argument's last words ('patient_email' → 'email')
-            value = _scalar([v for f, vs in own.items() if a.endswith(f"_{f}") for v in vs])
+        if value is None:  # a field named for the argument in other words ('patient_email', 'dob')
+            value = _scalar([v for f, vs in own.items() if named_for(a, f) for v in vs])
         if value is None and a == "name" and found.get("first_name") and found.get("last_name"):
             value = f"{found['first_name']} {found['last_name']}"
         if value is None:
@@ -74,5 +76,25 @@ def known(ex: Explorer, user: str) -> KnownInfo:
         if a in _FIXED:
             found[a] = str(value)
         else:
-            facts[a] = value
+            facts[a] = _as(types.get(a), value)
     return KnownInfo(**found, facts=facts)
+
+
+def named_for(argument: str, field: str) -> bool:
+    """Whether a record field is the argument under another name: its last words ('patient_email' → 'email'),
+    more words ('email' → 'email_address') or its initials ('dob' → 'date_of_birth')."""
+    initials = "".join(w[:1] for w in field.split("_"))
+    return (
+        argument.endswith(f"_{field}")
+        or field.startswith(f"{argument}_")
+        or (len(argument) > 1 and "_" in field and initials == argument)
+    )
+
+
+def _as(annotation: Any, value: Any) -> Any:
+    """The value as the identity tool's argument takes it (a PIN kept as a number in the record, asked as text)."""
+    if annotation is str and not isinstance(value, str):
+        return str(value)
+    if annotation is int and isinstance(value, str) and value.isdigit():
+        return int(value)
+    return value

@@ -102,6 +102,14 @@ def test_a_declared_identity_field_is_known_too():
     assert known.facts["date_of_birth"] == world.table("accounts")["WA-1007"].date_of_birth
 
 
+def test_an_identity_argument_is_found_under_the_record_field_named_for_it():
+    from pipeline.explore.identity import _as, named_for
+
+    assert named_for("dob", "date_of_birth") and named_for("patient_email", "email")
+    assert named_for("phone", "phone_number") and not named_for("id", "identity") and not named_for("pin", "spin")
+    assert _as(str, 420) == "420" and _as(int, "0420") == 420 and _as(str, "x") == "x"
+
+
 def test_known_info_keeps_the_json_of_a_customer_with_first_and_last_name():
     known = KnownInfo(email="a@b.c", first_name="Ada", last_name="Lovelace", zip="12345", user_id="ada_1")
     assert set(json.loads(known.model_dump_json())) == {"email", "first_name", "last_name", "zip", "user_id"}
