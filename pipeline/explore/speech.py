@@ -51,3 +51,27 @@ def spoken(detail: str) -> str:
         return speak(json.loads(detail))
     except json.JSONDecodeError:
         return detail
+
+
+def pieces(detail: str) -> list[str]:
+    """The values a detail says, one by one: a JSON list's or object's scalars, else the detail itself."""
+    if not _STRUCTURED.match(detail):
+        return [detail]
+    try:
+        value = json.loads(detail)
+    except json.JSONDecodeError:
+        return [detail]
+    out: list[str] = []
+
+    def walk(v: Any) -> None:
+        if isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+        elif v is not None:
+            out.append(speak(v))
+
+    walk(value)
+    return out

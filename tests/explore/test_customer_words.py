@@ -130,6 +130,15 @@ def test_values_are_spoken_as_a_person_says_them():
     assert speak(2) == "2" and speak(True) == "true"  # as a tool's output shows it
 
 
+def test_a_rewording_must_keep_every_item_of_a_spoken_list():
+    from pipeline.explore.llm import phrasing_problem
+
+    req = Request(intent="pay_bills", utterance="I'd like you to pay bills, with bill ids BL1 and BL2.",
+                  details={"bill_ids": '["BL1", "BL2"]'})  # fmt: skip
+    assert phrasing_problem(req, "Please pay my bill BL1.") == "value_lost"
+    assert phrasing_problem(req, "Can you pay BL1 and BL2 for me?") is None
+
+
 def test_a_request_with_its_record_unsaid_stays_grammatical():
     kit = GenericKit(load_world("waterboard", PIN).domain.tools)
     mine = Request(intent="dispute_bill", utterance="I'd like you to dispute my bill BL0004, with reason x.",
