@@ -54,14 +54,16 @@ def say(value: Any) -> str:
 
 def action(tool: str, table: str | None, key: str | None, whose: str | None) -> str:
     """The write in words about one record: 'dispute my bill BL0032' (the tool's name already ends with the
-    record's kind), 'renew loan for my loan L0001', or 'pay bills' about no record."""
+    record's kind: 'pay bills' → 'pay my bill BL0032'), 'place hold for my member M001', or 'pay bills' about no
+    record."""
     done = words(tool)
     if table is None or key is None:
         return done
     thing = singular(words(table))
     mine = f"{whose} " if whose else ""
-    if done.endswith(f" {thing}"):
-        return f"{done.removesuffix(thing)}{mine}{thing} {key}"
+    for named in (thing, plural(thing)):  # 'dispute bill', 'pay bills' about one bill
+        if done.endswith(f" {named}"):
+            return f"{done.removesuffix(named)}{mine}{thing} {key}"
     return f"{done} for {mine}{thing} {key}"
 
 

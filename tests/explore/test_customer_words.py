@@ -139,6 +139,15 @@ def test_a_rewording_must_keep_every_item_of_a_spoken_list():
     assert phrasing_problem(req, "Can you pay BL1 and BL2 for me?") is None
 
 
+def test_a_write_is_said_about_its_record():
+    from pipeline.explore.kit import action
+
+    assert action("dispute_bill", "bills", "BL1", "my") == "dispute my bill BL1"
+    assert action("pay_bills", "bills", "BL1", "your") == "pay your bill BL1"
+    assert action("place_hold", "members", "M1", None) == "place hold for member M1"
+    assert action("pay_bills", None, None, "my") == "pay bills"
+
+
 def test_a_request_with_its_record_unsaid_stays_grammatical():
     kit = GenericKit(load_world("waterboard", PIN).domain.tools)
     mine = Request(intent="dispute_bill", utterance="I'd like you to dispute my bill BL0004, with reason x.",
