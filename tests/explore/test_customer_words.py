@@ -122,6 +122,16 @@ def test_known_info_keeps_the_json_of_a_customer_with_first_and_last_name():
     assert KnownInfo.model_validate_json(both.model_dump_json()) == both
 
 
+def test_a_language_model_customer_is_told_what_they_know():
+    from pipeline.users.llm import scenario_text
+
+    world = load_world("waterboard", PIN)
+    task = world.domain.require("tasks")(world, 1, seed=0)[0]
+    known = task.user_script.known
+    text = scenario_text(task.user_script)
+    assert f"name: {known.name}" in text and f"pin: {known.facts['pin']}" in text and "None" not in text
+
+
 def test_values_are_spoken_as_a_person_says_them():
     assert speak(["BL1", "BL2", "BL3"]) == "BL1, BL2 and BL3" and speak(["BL1"]) == "BL1"
     assert speak({"first_name": "Ada", "dob": "1815-12-10"}) == "first name Ada, dob 1815-12-10"
