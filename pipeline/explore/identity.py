@@ -69,7 +69,7 @@ def known(ex: Explorer, user: str) -> KnownInfo:
             value = _scalar(owned.get(a, []))
         if value is None:  # a field named for the argument in other words ('patient_email', 'dob')
             value = _scalar([v for f, vs in own.items() if named_for(a, f) for v in vs])
-        if value is None and a == "name" and found.get("first_name") and found.get("last_name"):
+        if value is None and a in NAMED and found.get("first_name") and found.get("last_name"):
             value = f"{found['first_name']} {found['last_name']}"
         if value is None:
             continue
@@ -82,13 +82,14 @@ def known(ex: Explorer, user: str) -> KnownInfo:
 
 def named_for(argument: str, field: str) -> bool:
     """Whether a record field is the argument under another name: its last words ('patient_email' → 'email'),
-    more words ('email' → 'email_address') or its initials ('dob' → 'date_of_birth')."""
-    initials = "".join(w[:1] for w in field.split("_"))
-    return (
-        argument.endswith(f"_{field}")
-        or field.startswith(f"{argument}_")
-        or (len(argument) > 1 and "_" in field and initials == argument)
-    )
+    more words ('email' → 'email_address') or its initials ('dob' ↔ 'date_of_birth')."""
+    return argument.endswith(f"_{field}") or field.startswith(f"{argument}_") or _initials(argument, field)
+
+
+def _initials(short: str, long: str) -> bool:
+    if "_" in short:
+        short, long = long, short
+    return len(short) > 1 and "_" in long and "".join(w[:1] for w in long.split("_")) == short
 
 
 def _as(annotation: Any, value: Any) -> Any:

@@ -105,7 +105,8 @@ def test_a_declared_identity_field_is_known_too():
 def test_an_identity_argument_is_found_under_the_record_field_named_for_it():
     from pipeline.explore.identity import _as, named_for
 
-    assert named_for("dob", "date_of_birth") and named_for("patient_email", "email")
+    assert named_for("dob", "date_of_birth") and named_for("date_of_birth", "dob")
+    assert named_for("patient_email", "email")
     assert named_for("phone", "phone_number") and not named_for("id", "identity") and not named_for("pin", "spin")
     assert _as(str, 420) == "420" and _as(int, "0420") == 420 and _as(str, "x") == "x"
 
