@@ -12,6 +12,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SerializerFun
 Persona = Literal["terse", "chatty", "formal", "anxious"]
 PERSONAS: tuple[str, ...] = Persona.__args__  # type: ignore[attr-defined]
 Source = Literal["eval", "synthesized", "curated", "tau2"]
+Fact = str | int | float | bool
+"""A scalar a customer can state about themselves."""
 
 
 class Strict(BaseModel):
@@ -45,13 +47,38 @@ class KnownInfo(Strict):
     phone: str | None = Field(
         default=None, description="Their phone number (telecom identifies by it); left out of the JSON when unset."
     )
+    name: str | None = Field(
+        default=None,
+        description="Their name as one field, where their record keeps it so; left out of the JSON when unset.",
+    )
+    facts: dict[str, Fact] = Field(
+        default_factory=dict,
+        description="Whatever else an identity tool takes that they know, by its argument name (a date of birth, a"
+        " member number, a PIN); left out of the JSON when empty.",
+    )
 
     @model_serializer(mode="wrap")
-    def _drop_unset_phone(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+    def _drop_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data = handler(self)
-        if isinstance(data, dict) and data.get("phone") is None:
-            data.pop("phone", None)
+        if isinstance(data, dict):
+            for key in ("phone", "name"):
+                if data.get(key) is None:
+                    data.pop(key, None)
+            if not data.get("facts"):
+                data.pop("facts", None)
         return data
+
+    def stated(self) -> dict[str, Fact]:
+        """Everything they can say about themselves, by the name an identity tool's argument gives it."""
+        fields = {k: getattr(self, k) for k in type(self).model_fields if k != "facts"}
+        return {**{k: v for k, v in fields.items() if v is not None}, **self.facts}
+
+    @property
+    def called(self) -> str | None:
+        """Their name as spoken: the one-field name, else first and last name; None when their record has none."""
+        if self.name:
+            return self.name
+        return " ".join(n for n in (self.first_name, self.last_name) if n) or None
 
 
 class Request(Strict):

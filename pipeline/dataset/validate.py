@@ -113,7 +113,8 @@ def _identity_problems(world: World, task: Task) -> list[str]:
         return []
     if known.user_id is not None and known.user_id != customer:
         return [f"field user_script.known.user_id: {known.user_id!r} is not the task's customer {customer!r}"]
-    other_way = known.user_id is not None or None not in (known.first_name, known.last_name, known.zip)
+    named = None not in (known.first_name, known.last_name, known.zip)
+    other_way = known.user_id is not None or named or bool(known.facts)
     if known.email is not None and not other_way:
         users = world.table("users")
         owners = sorted(k for k, u in users.items() if str(getattr(u, "email", "")).lower() == known.email.lower())

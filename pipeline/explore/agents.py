@@ -24,6 +24,7 @@ from pipeline.dataset.branching import UNTAKEN, branches, condition
 from pipeline.dataset.task import Action, Request, Task
 from pipeline.explore.kit import refusal_of, say, words
 from pipeline.explore.questions import asked_field
+from pipeline.explore.speech import phrase
 from pipeline.explore.values import base_type, vary
 from pipeline.rollout.protocols import EpisodeInfo
 from pipeline.world.tools import ToolRegistry
@@ -46,7 +47,8 @@ def confirm_text(write: Action) -> str:
 
 
 def describe(arguments: dict[str, Any]) -> str:
-    return ", ".join(f"{words(k)} {say(v)}" for k, v in arguments.items())
+    """The arguments in words, lists as their items ('bill ids BL1 and BL2'), as the customer would say them."""
+    return ", ".join(phrase(k, v) for k, v in arguments.items())
 
 
 def asked_write(req: Request, tools: ToolRegistry, user_id: str | None) -> Action | None:
@@ -158,17 +160,18 @@ def invent(args: dict[str, Any], task: Task, i: int) -> dict[str, Any]:
     scalar = [a for a in args if isinstance(args[a], (str, int, float)) and not isinstance(args[a], bool)]
     said = [a for a in scalar if a in req.details]
     names = sorted(said or scalar, key=lambda a: not isinstance(args[a], str))  # a text value first
-    if not names:
+    listed = [a for a in args if isinstance(args[a], list) and args[a] and isinstance(args[a][0], str)]
+    if not names and not listed:
         return args
-    name = names[0]
+    name = names[0] if names else listed[0]  # else the first item of a list of ids
     rng = random.Random(f"invent:{task.id}:{i}")
-    old = args[name]
+    old = args[name] if names else args[name][0]
     new: Any = old
     for _ in range(20):
         new = vary(old, rng) if isinstance(old, str) else old + rng.randrange(3, 40)
         if new != old and str(new) not in json.dumps(task.model_dump()):
             break
-    return {**args, name: new}
+    return {**args, name: new if names else [new, *args[name][1:]]}
 
 
 class GenericOracle:

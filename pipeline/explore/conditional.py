@@ -32,6 +32,7 @@ from pipeline.explore.kit import (
 )
 from pipeline.explore.model import WorldModel
 from pipeline.explore.repair import attempt
+from pipeline.explore.speech import phrase
 from pipeline.synth.drafts import Draft, Want, act
 from pipeline.world.tools import execute
 
@@ -129,7 +130,7 @@ class Conditional:
         subject, _ = ex.subject(taken)
 
         def clause(tool: str, a: dict) -> str:
-            said = [f"{words(n)} {say(v)}" for n, v in a.items() if n != ex.subject(tool)[0] and v is not None]
+            said = [phrase(n, v) for n, v in a.items() if n != ex.subject(tool)[0] and v is not None]
             return words(tool) + (f" (with {', '.join(said)})" if said else "")
 
         first = clause(self.tool, args if holds else alt)

@@ -12,7 +12,7 @@ from pipeline.dataset.task import CommunicatedCheck, KnownInfo, Request, Task, T
 from pipeline.explore import aim as aiming
 from pipeline.explore import questions
 from pipeline.explore.conditional import Conditional
-from pipeline.explore.kit import CONDITIONAL, OTHER, Customer, Grounding, Template, say, taxonomy_of
+from pipeline.explore.kit import CONDITIONAL, OTHER, Customer, Grounding, Template, say, taxonomy_of, unspecified
 from pipeline.explore.questions import asked_field
 from pipeline.synth.drafts import Draft
 from pipeline.synth.kit import SynthesisKit
@@ -50,9 +50,8 @@ class GenericKit(SynthesisKit):
 
     def unspecify(self, request: Request) -> Request | None:
         rid = request.record_id
-        if not rid or rid not in request.utterance:
-            return None
-        return request.model_copy(update={"utterance": request.utterance.replace(f" {rid}", " of mine", 1)})
+        said = unspecified(request.utterance, rid) if rid else None
+        return request.model_copy(update={"utterance": said}) if said else None
 
     def record_of(self, request: Request) -> str | None:
         return request.record_id

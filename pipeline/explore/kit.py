@@ -24,6 +24,7 @@ from pipeline.dataset.task import KnownInfo, Request
 from pipeline.explore.learn import pattern_regex
 from pipeline.explore.probe import Explorer, world_model
 from pipeline.explore.repair import attempt
+from pipeline.explore.speech import phrase, series, words
 from pipeline.synth.drafts import Draft, Want, act
 from pipeline.synth.kit import authenticate
 from pipeline.synth.taxonomy import Taxonomy, TemplateSpec
@@ -43,16 +44,41 @@ SKIPPED = ("invalid_arguments", "not_found", "unauthorized", "internal")
 _REFUSE = re.compile(re.escape(REFUSE_NOTE) + r"“(.*?)”")
 
 
-def words(name: str) -> str:
-    return name.replace("_", " ").strip()
-
-
 def singular(table: str) -> str:
     return table[:-1] if table.endswith("s") else table
 
 
 def say(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
+
+
+def action(tool: str, table: str | None, key: str | None, whose: str | None) -> str:
+    """The write in words about one record: 'dispute my bill BL0032' (the tool's name already ends with the
+    record's kind: 'pay bills' → 'pay my bill BL0032'), 'place hold for my member M001', or 'pay bills' about no
+    record."""
+    done = words(tool)
+    if table is None or key is None:
+        return done
+    thing = singular(words(table))
+    mine = f"{whose} " if whose else ""
+    for named in (thing, plural(thing)):  # 'dispute bill', 'pay bills' about one bill
+        if done.endswith(f" {named}"):
+            return f"{done.removesuffix(named)}{mine}{thing} {key}"
+    return f"{done} for {mine}{thing} {key}"
+
+
+def unspecified(utterance: str, record_id: str) -> str | None:
+    """The utterance without the record's id: 'my bill BL0032' → 'one of my bills'; None when it does not name it
+    as one of the customer's own (another customer's record is never left unsaid)."""
+    found = re.search(rf"\bmy ((?:\w+ ){{1,3}}){re.escape(record_id)}\b", utterance)
+    if not found:
+        return None
+    thing = found.group(1).strip()
+    return utterance[: found.start()] + f"one of my {plural(thing)}" + utterance[found.end() :]
+
+
+def plural(thing: str) -> str:
+    return thing if thing.endswith("s") else thing[:-1] + "ies" if thing.endswith("y") else f"{thing}s"
 
 
 def refuse_note(reason: str | None) -> str:
@@ -98,11 +124,15 @@ class Grounding:
         return Customer(user_id, known_of(self, user_id))
 
     def identifiable_without_email(self, customer: Customer) -> bool:
+        """Whether forgetting their email matters and leaves another way: the customer would give an email, and
+        an identity tool takes what else they know."""
+        tools = self.world.domain.tools
         try:
-            authenticate(self.world.domain.tools, customer.known, without_email=True)
+            usual = authenticate(tools, customer.known, without_email=False)
+            authenticate(tools, customer.known, without_email=True)
         except ValueError:
             return False
-        return True
+        return "email" in usual.arguments
 
 
 @dataclass(frozen=True)
@@ -112,23 +142,10 @@ class Customer:
 
 
 def known_of(ctx: Grounding, user: str) -> KnownInfo:
-    """What the customer can say about themselves: the KnownInfo fields their own customer record holds."""
-    table = ctx.ex.customer_table
-    found: dict[str, Any] = {}
+    """What the customer can say about themselves (`pipeline.explore.identity`)."""
+    from pipeline.explore.identity import known
 
-    def walk(obj: Any) -> None:
-        if isinstance(obj, dict):
-            for k, v in obj.items():
-                if k in KnownInfo.model_fields and isinstance(v, str) and k not in found:
-                    found[k] = v
-                walk(v)
-
-    if table:
-        from pipeline.world.tables import dump_record
-
-        walk(dump_record(ctx.world.table(table)[user]))
-    found.setdefault("user_id", user)
-    return KnownInfo(**found)
+    return known(ctx.ex, user)
 
 
 class Template:
@@ -224,14 +241,18 @@ class Template:
         ex, tool = ctx.ex, self.tool
         own_record = table == ex.customer_table and key == user
         about = None if own_record or table is None else key
-        said = [f"{words(a)} {say(v)}" for a, v in args.items() if a != subject and v is not None]
-        where = f" for {singular(words(table))} {key}" if about else " on my account" if own_record else ""
-        utterance = f"I'd like you to {words(tool)}{where}" + (f", with {', '.join(said)}." if said else ".")
+        said = [phrase(a, v) for a, v in args.items() if a != subject and v is not None]
+        mine = self.want != "other"
+        utterance = f"I'd like you to {action(tool, table if about else None, key, 'my' if mine else None)}"
+        utterance += " on my account" if own_record else ""
+        utterance += f", with {series(said)}." if said else "."
         details = {a: say(v) for a, v in args.items() if a != subject and v is not None}
         request = Request(intent=tool, utterance=utterance, record_id=about, details=details,
                           expect="done" if self.want == "done" else "refused")  # fmt: skip
         reads = self._reads(ctx, user, table, key)
-        goal = f"{words(tool).capitalize()}{where}" + (f" ({'; '.join(said)})" if said else "") + "."
+        goal = action(tool, table if about else None, key, "your" if mine else None)
+        goal = goal[:1].upper() + goal[1:]
+        goal += (" on your account" if own_record else "") + (f" ({'; '.join(said)})" if said else "") + "."
         name = tool + {"done": "", "refused": REFUSED, "other": OTHER}[self.want]
         record = key if about else f"{user}:{tool}" if own_record else tool_key(tool)
         if self.want == "done":

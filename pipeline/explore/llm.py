@@ -30,6 +30,7 @@ from pipeline.dataset.task import Request, Task
 from pipeline.endpoint.client import ChatClient, EndpointConfig
 from pipeline.errors import InputError
 from pipeline.explore.kit import breaks_invariants, say, words
+from pipeline.explore.speech import pieces
 from pipeline.synth.drafts import Draft, act
 from pipeline.world.replay import replay_actions
 from pipeline.world.tables import World, dump_record
@@ -217,7 +218,8 @@ def phrasing_problem(req: Request, text: str) -> str | None:
         return "too_long"
     if text == req.utterance:
         return "unchanged"
-    stated = [v for v in (req.about, *req.details.values()) if v and v in req.utterance]
+    said = [req.about, *(x for v in req.details.values() for x in pieces(v))]  # a list's items one by one
+    stated = [v for v in said if v and v in req.utterance]
     if any(v not in text for v in stated):
         return "value_lost"
     return None

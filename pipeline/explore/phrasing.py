@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from pipeline.explore.speech import speak, spoken, words
 from pipeline.users.phrasing import FORGOT, Phrasing
 from pipeline.world.tools import ToolRegistry
 
@@ -22,7 +23,7 @@ def generic_phrasing(tools: ToolRegistry) -> Phrasing:
     topics["record_id"] = re.compile(r"which one|which record|\bits id\b")
 
     def answer(episode: Any, t: str) -> Any:
-        known = episode.script.known.model_dump()
+        known = episode.script.known.stated()
         forgot = episode.script.messes.forgot_email
         asked = [a for group in identity for a in group if a.replace("_", " ") in t]
         if not asked:
@@ -36,8 +37,8 @@ def generic_phrasing(tools: ToolRegistry) -> Phrasing:
         said = [_state(a, known[a]) for a in usable]
         return episode._reply(" ".join(said) if said else "I'm sorry, I don't know that.")
 
-    return Phrasing(topics=topics, record_topic="record_id", record_answer="It's {x}.", identity=answer)
+    return Phrasing(topics=topics, record_topic="record_id", record_answer="It's {x}.", identity=answer, speak=spoken)
 
 
 def _state(arg: str, value: Any) -> str:
-    return f"My {arg.replace('_', ' ')} is {value}."
+    return f"My {words(arg)} is {speak(value)}."

@@ -16,7 +16,7 @@ from pipeline.explore.learn import Call, summarize
 from pipeline.explore.model import ArgModel, TableModel, ToolModel, WorldModel
 from pipeline.explore.repair import attempt
 from pipeline.explore.shapes import MISSING, Ground, Shaper, resolve, singulars, structured
-from pipeline.explore.values import candidates, examples, harvest
+from pipeline.explore.values import candidates, examples, harvest, shared_values
 from pipeline.world.tables import World, dump_record
 from pipeline.world.tools import execute
 
@@ -137,11 +137,15 @@ class Explorer:
                 continue
             if m.binds == "key" and m.table is not None:  # a key argument always names its table
                 own = self.owned.get(user, {}).get(m.table, [])
-                pool = [user] if m.table == self.customer_table else own or sorted(self.world.table(m.table))[:20]
+                public = [] if self.tables[m.table].private else sorted(self.world.table(m.table))[:20]
+                pool = [user] if m.table == self.customer_table else own or public  # never another's record
+                if not pool:
+                    return None
                 args[a] = rng.choice(pool)
                 continue
             annotation = spec.args_model.model_fields[a].annotation
-            values = candidates(annotation, props[a], props[a].get("description"), found.get(a, []), rng)
+            shared = shared_values(self.world, a)
+            values = candidates(annotation, props[a], props[a].get("description"), found.get(a, []), rng, shared)
             if not values:
                 if a in required:
                     return None

@@ -19,7 +19,7 @@ from pipeline.explore.kit import (
     singular,
     words,
 )
-from pipeline.explore.values import vary
+from pipeline.explore.values import shared_values
 from pipeline.synth.drafts import Draft, Want, act
 
 
@@ -78,12 +78,15 @@ class Question:
             for f, v in sorted(record.model_dump().items())
             if isinstance(v, str) and f not in changed and f != own_key and v != customer.user_id
         ]
-        if not fields:
+        for field in rng.sample(fields, len(fields)):  # a new value the domain has words for, never made up
+            current = getattr(record, field)
+            enumerated = ctx.model.tables[table].enumerated.get(field) or shared_values(ctx.world, field)
+            other = [v for v in enumerated if isinstance(v, str) and v.strip() and v != current]
+            if other:
+                break
+        else:
             return None
-        field = rng.choice(fields)
-        current = getattr(record, field)
-        other = [v for v in ctx.model.tables[table].enumerated.get(field, []) if isinstance(v, str) and v != current]
-        new = rng.choice(other) if other else vary(current, rng)  # an enumerated field: another of its values
+        new = rng.choice(other)
         thing = f"{singular(words(table))} {key}"
         request = Request(intent=f"{UNSERVABLE_INTENT}{table}.{field}", record_id=key, expect="refused",
                           utterance=f"Please change the {words(field)} of my {thing} to {new}.")  # fmt: skip

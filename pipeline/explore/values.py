@@ -2,8 +2,10 @@
 
 A key argument takes the keys of the customer's records of its table; an enumerated one the schema's values;
 others the values of the same-named field anywhere in the customer's records (lists of objects cut down to the
-fields the argument's schema has), numbers nearby, or the docstring's example varied character class by
-character class (a digit for a digit), so a new zip code looks like a zip code.
+fields the argument's schema has), numbers nearby, and for text only what a customer would say: the docstring's
+examples as written, and the values of that field that several of the world's records share — the domain's own
+words for it (a reason, a city), never one record's identifier (another customer's email). Text is never made
+up letter by letter: a random string is nothing a customer says, and an invented id names no record.
 """
 
 from __future__ import annotations
@@ -11,10 +13,15 @@ from __future__ import annotations
 import random
 import re
 import typing
-from collections import defaultdict
-from typing import Any
+from collections import Counter, defaultdict
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
+
+from pipeline.world.tables import dump_record
+
+if TYPE_CHECKING:
+    from pipeline.world.tables import World
 
 _EXAMPLE = re.compile(r"(?:such as|e\.g\.|for example)[:,]?\s*'([^']+)'")
 
@@ -83,9 +90,15 @@ def base_type(annotation: Any) -> Any:
 
 
 def candidates(
-    annotation: Any, schema: dict, description: str | None, harvested: list[Any], rng: random.Random
+    annotation: Any,
+    schema: dict,
+    description: str | None,
+    harvested: list[Any],
+    rng: random.Random,
+    shared: list[Any] | None = None,
 ) -> list[Any]:
-    """Values to try for one non-key argument, most plausible first."""
+    """Values to try for one non-key argument, most plausible first; `shared`: the field's `shared_values`."""
+    shared = shared or []
     if "enum" in schema:
         return list(schema["enum"])
     if typing.get_origin(annotation) is typing.Literal:
@@ -100,10 +113,31 @@ def candidates(
         near = [n + d for n in nums[:3] for d in (1, 2, -1)]
         return _dedupe([*nums, *near, 1, 2, 3, 50, 100, 0])
     if t is str:
-        found = examples(description)
-        varied = [vary(e, rng) for e in found for _ in range(2)] + [vary(str(v), rng) for v in shaped[:2]]
-        return _dedupe([*shaped, *varied, *found])
+        said = [v for v in [*shaped, *examples(description), *shared] if isinstance(v, str) and v.strip()]
+        return _dedupe(said)
     return shaped
+
+
+_SHARED: dict[tuple[str, str, str], list[Any]] = {}
+
+
+def shared_values(world: World, name: str) -> list[Any]:
+    """The scalar values of field `name`, or of a field named for it (`dispute_reason` for `reason`), at any depth,
+    that two or more of the world's records hold, most shared first: the domain's own words for that field."""
+    key = (world.name, world.fingerprint, name)
+    if key not in _SHARED:
+        held: Counter[Any] = Counter()
+        for t in world.table_names:
+            for record in world.query(t):
+                found = harvest([dump_record(record)])
+                held.update({v for f, vs in found.items() if f == name or f.endswith(f"_{name}") for v in vs
+                             if _scalar(v)})  # fmt: skip
+        _SHARED[key] = [v for v, n in held.most_common() if n > 1]
+    return _SHARED[key]
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, (str, int, float)) and not isinstance(value, bool) and value != ""
 
 
 def _fits(value: Any, t: Any) -> bool:

@@ -12,6 +12,7 @@ from typing import Any
 
 from pipeline.dataset.task import (
     Action,
+    KnownInfo,
     Messes,
     NoWritesCheck,
     Provenance,
@@ -77,7 +78,7 @@ def assemble(
         checks = [NoWritesCheck(), *(c for c in checks if c.kind == "communicated")]
     on = {**messes.model_dump(), "underspecified": underspecified}
     notes = " ".join(kit.notes[k] for k, v in on.items() if v)
-    goal = f"You are {known.first_name} {known.last_name}. " + " Then: ".join(d.goal for d in drafts) + " " + notes
+    goal = f"You are {_who(known, user_id)}. " + " Then: ".join(d.goal for d in drafts) + " " + notes
     dials: dict[str, int | bool | str] = {
         **on,
         "requests": len(drafts),
@@ -98,6 +99,11 @@ def assemble(
         checks=checks,
         provenance=Provenance(source="synthesized", template=template, dials=dials, **extra),
     )
+
+
+def _who(known: KnownInfo, user_id: str) -> str:
+    """Whom the customer plays: their name, else the id their record has (never a missing name)."""
+    return known.called or f"the customer with id {known.user_id or user_id}"
 
 
 def gold_problems(world: World, task: Task, drafts: list[Draft]) -> list[tuple[str, str]]:

@@ -180,7 +180,7 @@ def authenticate(tools: ToolRegistry, known: KnownInfo, without_email: bool) -> 
     """The first identity tool (in the domain's tool sequence) whose every argument the customer knows.
 
     Without their email the customer is identified by what else they know (name and zip code, say)."""
-    have = {k: v for k, v in known.model_dump().items() if v is not None and not (without_email and k == "email")}
+    have = {k: v for k, v in known.stated().items() if not (without_email and k == "email")}
     for name in [n for n, t in tools.tools.items() if t.kind == "identity"]:
         params = list(tools[name].args_model.model_fields)
         if params and all(p in have for p in params):

@@ -37,6 +37,9 @@ class Phrasing:
     names_request: Callable[[Request, str], bool] | None = None
     """(request, the agent's message in lower case) → whether a confirmation is about a request that is about no
     record (retail: it names the new zip code); None: any confirmation is."""
+    speak: Callable[[str], str] | None = None
+    """How the customer says a detail they answer with (generic: a JSON list as its items, 'BL1 and BL2'); None:
+    as the request's `details` hold it."""
     episode: Callable[[EpisodeInfo], Any] | None = None
     """A customer who plays the whole episode their own way (one who holds tools of their own, dual control):
     `f(info)` → the user episode; None: the rules above."""

@@ -171,7 +171,7 @@ class ScriptedUserEpisode:
         ph = self.phrasing
         topics = [k for k, rx in ph.topics.items() if rx.search(t)] if "?" in t else []
         if topics and req is not None:
-            answers = [req.about if k == ph.record_topic else req.details.get(k) for k in topics]
+            answers = [req.about if k == ph.record_topic else self._detail(req, k) for k in topics]
             answers = [
                 ph.record_answer.format(x=a) if k == ph.record_topic and a else a
                 for k, a in zip(topics, answers, strict=True)
@@ -182,6 +182,10 @@ class ScriptedUserEpisode:
         if _DONE.search(t) or self._refused(t):
             return self._close(t)
         return self._reply(CONFUSED.format(x=self._utterance(req)) if req else "Could you say that again?", False)
+
+    def _detail(self, req: Request, topic: str) -> str | None:
+        said, speak = req.details.get(topic), self.phrasing.speak
+        return speak(said) if said is not None and speak is not None else said
 
     def _identity(self, t: str) -> UserReply | None:
         identity = self.phrasing.identity

@@ -141,7 +141,8 @@ class Domain(ABC):
         return []
 
     def identity_fields(self) -> tuple[str, ...]:
-        """What a customer can state to be identified (KnownInfo fields, e.g. ('email', 'zip')); informational."""
+        """What a customer can state to be identified (e.g. ('email', 'zip')), beyond the arguments of the identity
+        tools, which the generic path reads off their schemas (`pipeline.explore.identity`); none by default."""
         return ()
 
     # ---- optional capabilities (None: not provided) ---------------------------------------------------------------
