@@ -7,8 +7,10 @@ value of an enumerated field of the table ('if its cabin is business'). Which br
 is decided by the record's state, which the agent must look up: the template reads the record through the
 domain's read tool in a fresh session (what the agent will be shown), evaluates the condition on it, and forms
 and runs the selected branch's call; a draft is kept only when that call succeeds and changes the world. The
-branch not taken is stated too (with its own arguments) and never written. The rng picks which branch to aim
-for, so both get asked for where the world holds records of both kinds.
+branch not taken is stated too (with its own arguments) and never written. Both branches are live: a sibling is
+paired with a condition only when exploration saw the tool succeed on a record the condition holds for and the
+sibling succeed on one it fails for (`WriteModel.ok_states`); the branch aimed for is the one drafted less so far
+for the pair (the rng breaks ties), so both appear as gold where the world holds records of both kinds.
 """
 
 from __future__ import annotations
@@ -35,6 +37,9 @@ from pipeline.explore.repair import attempt
 from pipeline.synth.drafts import Draft, Want, act
 from pipeline.world.tools import execute
 
+SETTLE = 0.25
+"""The chance a customer with no record for the branch aimed at is drafted the other way (else: next customer)."""
+
 
 def conditions(model: WorldModel, tool: str) -> list[tuple[str, list[Any]]]:
     """(field, values) a branch can turn on: the tool's preconditions on a field of its record, with the values
@@ -58,9 +63,26 @@ def siblings(model: WorldModel, tool: str) -> list[str]:
     return sorted(n for n, w in model.writes.items() if n != tool and table and w.subject_table == table)
 
 
+def live(model: WorldModel, tool: str) -> list[tuple[str, list[Any], str]]:
+    """(field, values, sibling) whose both branches can be carried out: `tool` succeeded on a record whose field had
+    one of the values, the sibling on a record whose field had none of them (`WriteModel.ok_states`)."""
+    out = []
+    for field, allowed in conditions(model, tool):
+        if not set(map(_h, model.writes[tool].ok_states.get(field, []))) & set(map(_h, allowed)):
+            continue
+        for other in siblings(model, tool):
+            if set(map(_h, model.writes[other].ok_states.get(field, []))) - set(map(_h, allowed)):
+                out.append((field, allowed, other))
+    return out
+
+
 def conditional_tools(model: WorldModel) -> list[str]:
-    """Write tools that can head a conditional request: a field precondition and a sibling write."""
-    return [t for t in sorted(model.writes) if conditions(model, t) and siblings(model, t)]
+    """Write tools that can head a conditional request: a condition with a sibling write for when it fails."""
+    return [t for t in sorted(model.writes) if live(model, t)]
+
+
+def _h(v: Any) -> Any:
+    return v if not isinstance(v, (list, dict)) else repr(v)
 
 
 def shown(ctx: Grounding, user: str, table: str, key: str) -> dict[str, Any] | None:
@@ -88,27 +110,35 @@ class Conditional:
         self, ctx: Grounding, customer: Customer, rng: random.Random, exclude: set[str], want: Want
     ) -> Draft | None:
         ex, model, user = ctx.ex, ctx.model, customer.user_id
-        conds, others = conditions(model, self.tool), siblings(model, self.tool)
-        if not conds or not others:
+        pairs = live(model, self.tool)
+        if not pairs:
             return None
-        cond, other = rng.choice(conds), rng.choice(others)
+        field, allowed, other = rng.choice(pairs)
+        cond = (field, allowed)
         _, table = ex.subject(self.tool)
         if table is None or table == ex.customer_table:  # a branch turns on one of the customer's records
             return None
-        aim = rng.random() < 0.5  # the branch aimed for first: the condition holding, or not
+        taken = {h: ctx.branches[(self.tool, other, h)] for h in (True, False)}
+        aim = rng.random() < 0.5 if taken[True] == taken[False] else taken[True] < taken[False]  # the rarer first
         own = [k for k in sorted(ex.owned.get(user, {}).get(table, [])) if k not in exclude]
         records = {k: shown(ctx, user, table, k) for k in own}
-        field, allowed = cond
         present = {k: r for k, r in records.items() if r is not None and field in r}
-        keys = list(present)
-        ranked = sorted(rng.sample(keys, len(keys)), key=lambda k: (present[k][field] in allowed) != aim)
-        for key in ranked:
+        works = {_h(v) for v in model.writes[other].ok_states.get(field, [])} - {_h(v) for v in allowed}
+
+        def rank(k: str) -> tuple[bool, bool]:  # the aimed branch first, on a state its write succeeded on
+            holds = present[k][field] in allowed
+            return holds != aim, not holds and _h(present[k][field]) not in works
+
+        for key in sorted(rng.sample(list(present), len(present)), key=rank):
             holds = present[key][field] in allowed
+            if holds != aim and rng.random() >= SETTLE:
+                return None  # this customer has no record for the branch aimed at: most often, try another
             taken, untaken = (self.tool, other) if holds else (other, self.tool)
             args = self._call(ctx, taken, user, key, rng)
             if args is None:
                 continue
             alt = ex.arguments(untaken, user, key, rng) or {}
+            ctx.branches[(self.tool, other, holds)] += 1
             return self._draft(ctx, user, table, key, cond, other, holds, args, alt)
         return None
 

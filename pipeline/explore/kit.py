@@ -93,6 +93,7 @@ class Grounding:
         self.ex = Explorer(world, seed=0)
         self.customers = list(self.ex.customers)
         self.asked: Counter[tuple[str, str]] = Counter()  # (tool, refusal group) → drafts asking for it
+        self.branches: Counter[tuple[str, str, bool]] = Counter()  # (tool, sibling, condition holds) → drafts
 
     def customer(self, user_id: str) -> Customer:
         return Customer(user_id, known_of(self, user_id))

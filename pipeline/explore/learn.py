@@ -9,6 +9,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pipeline.explore.contrast import confirmed
 from pipeline.explore.model import RECIPES, Effect, Precondition, Recipe, RefusalGroup, WriteModel
 from pipeline.explore.values import harvest
 
@@ -31,7 +32,8 @@ class Call:
     ok: bool
     error: str | None = None
     category: str | None = None
-    named: dict[str, dict] = field(default_factory=dict)  # key argument → the record it named, before the call
+    # key argument → the (key, record) pairs it named, before the call (one for a key, each for a list of keys)
+    named: dict[str, list[tuple[str, dict]]] = field(default_factory=dict)
     # (table, key, field, before, after, created) per changed field
     changes: list[tuple[str, str, str, Any, Any, bool]] = field(default_factory=list)
 
@@ -81,18 +83,24 @@ def _relation(call: Call, arg: str) -> str | None:
 
 
 def precondition(ex: Explorer, tool: str, group: list[Call], ok: list[Call]) -> Precondition | None:
+    """What explains a refusal group: another customer's record; a field of the records an argument names whose
+    refused values no successful call had, confirmed by contrast (`pipeline.explore.contrast`); an argument against
+    the record's field of that name."""
     if all(not c.own for c in group) and all(c.own for c in ok):
         return Precondition(kind="owner")
     subject, _ = ex.subject(tool)
-    keyed = [(a, m.table) for a, m in ex.tools[tool].args.items() if m.binds == "key" and m.table]
-    for arg, table in sorted(keyed, key=lambda x: x[0] != subject) if ok else []:  # the subject's record first
+    keyed = [(a, m.table) for a, m in ex.tools[tool].args.items() if m.binds in ("key", "items") and m.table]
+    for arg, table in sorted(keyed, key=lambda x: x[0] != subject) if ok else []:  # the subject's records first
+        if not all(arg in c.named for c in group):
+            continue
         for f in ex.tables[table].enumerated:
-            if not all(arg in c.named for c in group):
+            allowed = {v for c in ok for v in _values(c, arg, f)}
+            outside = [_values(c, arg, f) - allowed for c in group]
+            if not allowed or not all(outside):
                 continue
-            refused = {_h(c.named[arg].get(f)) for c in group}
-            allowed = {_h(c.named[arg].get(f)) for c in ok if arg in c.named}
-            if refused and allowed and not refused & allowed:
+            if confirmed(ex, group, arg, table, f, _sorted(allowed)):
                 on = None if arg == subject else arg
+                refused = set().union(*outside)
                 return Precondition(kind="field", field=f, on=on, values=_sorted(refused), allowed=_sorted(allowed))
     for arg in ex.tools[tool].args:
         rels = {_relation(c, arg) for c in group}
@@ -100,6 +108,11 @@ def precondition(ex: Explorer, tool: str, group: list[Call], ok: list[Call]) -> 
             continue
         return Precondition(kind="compare", field=arg, relation=rels.pop() if len(rels) == 1 else "!=")
     return None
+
+
+def _values(call: Call, arg: str, f: str) -> set:
+    """The values of field `f` of the records the call's argument `arg` names."""
+    return {_h(rec.get(f)) for _, rec in call.named.get(arg, [])}
 
 
 def _h(v: Any) -> Any:
@@ -147,6 +160,10 @@ def summarize(ex: Explorer, tool: str, calls: list[Call]) -> WriteModel:
         effects=effects(ok),
         refusals=refusals,
         allowed_when=allowed,
+        ok_states={
+            f: _sorted({v for c in ok for v in _values(c, subject, f)})
+            for f in (ex.tables[table].enumerated if table and subject else [])
+        },  # fmt: skip
     )
 
 

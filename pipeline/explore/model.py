@@ -113,6 +113,10 @@ class WriteModel(Strict):
     allowed_when: dict[str, list[Any]] = Field(
         default_factory=dict, description="Record field → values seen on successful calls (fields a refusal reads)."
     )
+    ok_states: dict[str, list[Any]] = Field(
+        default_factory=dict,
+        description="Enumerated field of the subject's table → the values its records had on successful calls.",
+    )
 
 
 class WorldModel(Strict):
