@@ -1,0 +1,113 @@
+"""What exploration believes must be what the world does: argument values spread over all records, a refusal put
+down to a record field only when contrast confirms it, a write about several records explained by their fields,
+and conditional requests whose both branches can be carried out (tests/domains/salon)."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+from pipeline.dataset.branching import branches
+from pipeline.explore.conditional import live
+from pipeline.explore.coverage import coverage
+from pipeline.explore.learn import precondition
+from pipeline.explore.probe import Explorer, explore, world_model
+from pipeline.grading.grader import grade
+from pipeline.rollout.runner import run_episode
+from pipeline.users.scripted import ScriptedUser
+from pipeline.world.registry import load_world
+from pipeline.world.replay import replay_gold
+
+SALON = "tests.domains.salon.domain:SALON"
+
+
+def _salon():
+    return load_world("salon", SALON)
+
+
+def test_argument_values_spread_over_every_record_of_a_table():
+    """Slots are listed stylist by stylist: exploring must reach all stylists' slots, not the first few keys."""
+    world = _salon()
+    ex = Explorer(world)
+    calls = ex.explore_tool("reschedule_appointment", random.Random(0), 24, 3)
+    stylists = Counter(world.table("slots")[c.arguments["slot_id"]].stylist_id for c in calls)
+    assert set(stylists) == set(world.table("stylists")) and min(stylists.values()) >= 10, stylists
+    ok = Counter(world.table("slots")[c.arguments["slot_id"]].stylist_id for c in calls if c.ok)
+    assert len(ok) == len(world.table("stylists"))  # moved to every stylist's slots
+
+
+def test_a_refusal_about_another_tables_record_is_no_precondition_on_the_subject():
+    """'The slot is with another stylist' depends on the slot and the appointment together: no field of either
+    alone explains it, so the group keeps no precondition (and heads no conditional)."""
+    model = explore(_salon(), seed=0)
+    move = model.writes["reschedule_appointment"]
+    other = next(g for g in move.refusals if "another stylist" in g.pattern)
+    assert other.precondition is None
+    assert "stylist_id" not in move.allowed_when
+    assert {f for f, _, _ in live(model, "reschedule_appointment")} == {"status"}
+
+
+def test_a_field_precondition_is_kept_only_when_contrast_confirms_it():
+    """Renewals refused on returned loans that were each renewed once, allowed on loans never renewed: 'renewals
+    is 1' fits what was seen, but a returned loan with renewals set to 0 is still refused; status set to active
+    lets it through, so status is the precondition."""
+    world = load_world("library", "tests.domains.library.domain:LIBRARY")
+    ex = Explorer(world)
+    refused = [ex.call("renew_loan", m, {"loan_id": k}) for k, m in (("L0001", "M000"), ("L0013", "M006"))]
+    ok = [ex.call("renew_loan", m, {"loan_id": k}) for k, m in (("L0000", "M000"), ("L0005", "M002"))]
+    assert not any(c.ok for c in refused) and all(c.ok for c in ok)
+    found = precondition(ex, "renew_loan", refused, ok)
+    assert found is not None and (found.kind, found.field, found.values, found.allowed) == (
+        "field",
+        "status",
+        ["returned"],
+        ["active"],
+    )
+
+
+def test_a_write_about_several_records_is_about_the_records_its_list_names():
+    """`pay_invoices(invoice_ids=[...])`: its subject is the invoices it names, its refusals are explained by
+    their status, and another customer's invoice is asked for as any other record is."""
+    model = explore(_salon(), seed=0)
+    pay = model.writes["pay_invoices"]
+    assert (pay.subject, pay.subject_table) == ("invoice_ids", "invoices")
+    assert model.tools["pay_invoices"].args["invoice_ids"].table == "invoices"
+    kinds = {g.precondition.kind: g.precondition for g in pay.refusals if g.precondition}
+    assert (kinds["field"].field, kinds["field"].allowed, set(kinds["field"].values)) == (
+        "status",
+        ["open"],
+        {"paid", "void"},
+    )
+    assert "owner" in kinds and pay.ok_states["status"] == ["open"]
+    world = _salon()
+    kit = world.domain.require("synthesis")
+    assert "pay_invoices__other_customer" in kit.taxonomy
+    tasks = world.domain.require("tasks")(world, 60, seed=0, templates=["pay_invoices__other_customer",
+                                                                         "pay_invoices__refused"])  # fmt: skip
+    assert {t.provenance.template for t in tasks} == {"pay_invoices__other_customer", "pay_invoices__refused"}
+    oracle = world.domain.require("oracle")()
+    for t in tasks[:8]:
+        assert grade(world, t, run_episode(world, t, oracle, ScriptedUser())).passed
+
+
+def test_conditionals_have_two_live_branches_and_both_are_gold():
+    """'If it is booked, cancel it; otherwise move it' never: a booked appointment is the only one that moves.
+    Every pair drafted has both branches carried out as gold across the tasks, and the oracle solves them."""
+    world = _salon()
+    model = world_model(world)
+    assert [o for f, _, o in live(model, "cancel_appointment")] == ["rate_appointment"]
+    assert "cancel_appointment" not in [o for f, _, o in live(model, "reschedule_appointment")]
+    heads = ["if__cancel_appointment", "if__rate_appointment", "if__reschedule_appointment"]
+    tasks = world.domain.require("tasks")(world, 36, seed=0, templates=heads)
+    gold: dict[tuple, set] = {}
+    for t in tasks:
+        req = t.user_script.requests[0]
+        pair = branches(req.intent)
+        assert pair is not None and pair[1] in [o for _, _, o in live(model, pair[0])]
+        gold.setdefault(pair, set()).add(t.gold_actions[-1].name)
+        assert all(e.ok for e in replay_gold(world, t).log)
+    assert gold and all(taken == set(pair) for pair, taken in gold.items()), gold
+    cov = coverage(model, tasks)["conditional"]
+    assert all(c["holds"] and c["otherwise"] for c in cov.values()), cov
+    oracle = world.domain.require("oracle")()
+    assert all(grade(world, t, run_episode(world, t, oracle, ScriptedUser())).passed for t in tasks)
