@@ -82,10 +82,12 @@ def _relation(call: Call, arg: str) -> str | None:
     return "<" if a < b else ">" if a > b else "="
 
 
-def precondition(ex: Explorer, tool: str, group: list[Call], ok: list[Call]) -> Precondition | None:
+def precondition(
+    ex: Explorer, tool: str, group: list[Call], ok: list[Call], message: str | None = None
+) -> Precondition | None:
     """What explains a refusal group: another customer's record; a field of the records an argument names whose
     refused values no successful call had, confirmed by contrast (`pipeline.explore.contrast`); an argument against
-    the record's field of that name."""
+    the record's field of that name. `message`: the group's pattern (default: its first call's)."""
     if all(not c.own for c in group) and all(c.own for c in ok):
         return Precondition(kind="owner")
     subject, _ = ex.subject(tool)
@@ -98,7 +100,7 @@ def precondition(ex: Explorer, tool: str, group: list[Call], ok: list[Call]) -> 
             outside = [_values(c, arg, f) - allowed for c in group]
             if not allowed or not all(outside):
                 continue
-            if confirmed(ex, group, arg, table, f, _sorted(allowed)):
+            if confirmed(ex, group, arg, table, f, _sorted(allowed), pattern_regex(message or pattern(group[0]))):
                 on = None if arg == subject else arg
                 refused = set().union(*outside)
                 return Precondition(kind="field", field=f, on=on, values=_sorted(refused), allowed=_sorted(allowed))
@@ -142,7 +144,7 @@ def summarize(ex: Explorer, tool: str, calls: list[Call]) -> WriteModel:
                 pattern=pat,
                 calls=len(group),
                 example=group[0].error or "",
-                precondition=precondition(ex, tool, group, ok),
+                precondition=precondition(ex, tool, group, ok, pat),
                 recipes=recipes(group),
             )
         )
