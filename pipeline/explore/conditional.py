@@ -7,7 +7,8 @@ value of an enumerated field of the table ('if its cabin is business'). Which br
 is decided by the record's state, which the agent must look up: the template reads the record through the
 domain's read tool in a fresh session (what the agent will be shown), evaluates the condition on it, and forms
 and runs the selected branch's call; a draft is kept only when that call succeeds and changes the world. The
-branch not taken is stated too (with its own arguments) and never written. Both branches are live: a sibling is
+branch not taken is stated too, never written, with arguments that carry it out on the same record with only the
+condition's field changed to a value selecting it (run in a fresh session). Both branches are live: a sibling is
 paired with a condition only when exploration saw the tool succeed on a record the condition holds for and the
 sibling succeed on one it fails for (`WriteModel.ok_states`); the branch aimed for is the one drafted less so far
 for the pair (the rng breaks ties), so both appear as gold where the world holds records of both kinds.
@@ -33,7 +34,7 @@ from pipeline.explore.kit import (
     words,
 )
 from pipeline.explore.model import WorldModel
-from pipeline.explore.repair import attempt
+from pipeline.explore.repair import attempt, repairs
 from pipeline.synth.drafts import Draft, Want, act
 from pipeline.world.tools import execute
 
@@ -129,6 +130,8 @@ class Conditional:
             holds = present[k][field] in allowed
             return holds != aim, not holds and _h(present[k][field]) not in works
 
+        states = {True: [v for v in allowed if _h(v) in {_h(x) for x in model.writes[self.tool].ok_states[field]}],
+                  False: [v for v in model.writes[other].ok_states[field] if _h(v) in works]}  # fmt: skip
         for key in sorted(rng.sample(list(present), len(present)), key=rank):
             holds = present[key][field] in allowed
             if holds != aim and rng.random() >= SETTLE:
@@ -137,7 +140,9 @@ class Conditional:
             args = self._call(ctx, taken, user, key, rng)
             if args is None:
                 continue
-            alt = ex.arguments(untaken, user, key, rng) or {}
+            alt = self._untaken(ctx, untaken, user, table, key, field, states[not holds], rng)
+            if alt is None:
+                continue
             ctx.branches[(self.tool, other, holds)] += 1
             return self._draft(ctx, user, table, key, cond, other, holds, args, alt)
         return None
@@ -151,6 +156,24 @@ class Conditional:
             for call in calls:
                 if call.ok and call.changes and not breaks_invariants(ctx.world, tool, user, call.arguments):
                     return call.arguments
+        return None
+
+    def _untaken(
+        self, ctx: Grounding, tool: str, user: str, table: str, key: str, field: str, values: list, rng: random.Random
+    ) -> dict | None:
+        """Arguments for the branch not taken that would carry it out had the record's field a value selecting it:
+        run in a fresh session with only that field changed (`Explorer.call`'s `state`)."""
+        for value in values[:3]:
+            state = {(table, key, field): value}
+            for _ in range(TRIES):
+                args = ctx.ex.arguments(tool, user, key, rng)
+                if args is None:
+                    return None
+                call = ctx.ex.call(tool, user, args, state)
+                tried = [call] + [ctx.ex.call(tool, user, a, state) for a in repairs(args, call.error or "")]
+                done = next((c for c in tried if c.ok and c.changes), None)
+                if done is not None:
+                    return done.arguments
         return None
 
     def _draft(self, ctx, user, table, key, cond, other, holds, args, alt) -> Draft:

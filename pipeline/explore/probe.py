@@ -199,6 +199,7 @@ class Explorer:
                 base = self.world.table(t)
                 for k, after in recs.items():
                     before = dump_record(base[k]) if k in base else {}
+                    before |= {f: v for (st, sk, f), v in (state or {}).items() if (st, sk) == (t, k)}  # as set
                     for f in after:
                         if before.get(f) != after[f]:
                             out.changes.append((t, k, f, before.get(f), after[f], k not in base))
