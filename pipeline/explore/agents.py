@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import random
+import typing
 from typing import Any
 
 from pipeline.agents.scripted import phrases as P
@@ -64,7 +65,8 @@ def asked_write(req: Request, tools: ToolRegistry, user_id: str | None) -> Actio
             except json.JSONDecodeError:
                 args[name] = req.details[name]
         else:
-            args[name] = req.record_id or user_id
+            key = req.record_id or user_id
+            args[name] = [key] if typing.get_origin(base_type(f.annotation)) is list else key  # a list of keys
     return Action(name=req.intent, arguments=args)
 
 
@@ -158,17 +160,27 @@ def invent(args: dict[str, Any], task: Task, i: int) -> dict[str, Any]:
     scalar = [a for a in args if isinstance(args[a], (str, int, float)) and not isinstance(args[a], bool)]
     said = [a for a in scalar if a in req.details]
     names = sorted(said or scalar, key=lambda a: not isinstance(args[a], str))  # a text value first
-    if not names:
-        return args
-    name = names[0]
     rng = random.Random(f"invent:{task.id}:{i}")
-    old = args[name]
+    if not names:  # a list of ids or values only (pay these invoices): one item made up
+        lists = [a for a in args if isinstance(args[a], list) and args[a] and all(_scalar(v) for v in args[a])]
+        if not lists:
+            return args
+        return {**args, lists[0]: [_made_up(args[lists[0]][0], task, rng), *args[lists[0]][1:]]}
+    return {**args, names[0]: _made_up(args[names[0]], task, rng)}
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, (str, int, float)) and not isinstance(value, bool)
+
+
+def _made_up(old: Any, task: Task, rng: random.Random) -> Any:
+    """A value of the same shape as `old` that the task nowhere holds."""
     new: Any = old
     for _ in range(20):
         new = vary(old, rng) if isinstance(old, str) else old + rng.randrange(3, 40)
         if new != old and str(new) not in json.dumps(task.model_dump()):
             break
-    return {**args, name: new}
+    return new
 
 
 class GenericOracle:

@@ -111,3 +111,22 @@ def test_conditionals_have_two_live_branches_and_both_are_gold():
     assert all(c["holds"] and c["otherwise"] for c in cov.values()), cov
     oracle = world.domain.require("oracle")()
     assert all(grade(world, t, run_episode(world, t, oracle, ScriptedUser())).passed for t in tasks)
+
+
+def test_the_salon_runs_the_generic_path_with_every_mode_named_on_planted_flaws():
+    """The generic oracle solves every task; the three planted modes are named, on the write about several invoices
+    too (its list of ids is what invention makes up, what a misread writes)."""
+    from pipeline.explore.agents import asked_write, invent
+    from tests.explore.test_generic import _proof
+
+    tasks, per_mode, solved = _proof(SALON, "salon", 48)
+    assert solved == len(tasks) == 48
+    for mode, s in per_mode.items():
+        assert s.planted > 0 and s.precision >= 0.9 and s.recall >= 0.9, (mode, s)
+    world = _salon()
+    tools = world.domain.tools
+    pay = next(t for t in world.domain.require("tasks")(world, 6, seed=0, templates=["pay_invoices"]))
+    write = next(a for a in pay.gold_actions if a.name == "pay_invoices")
+    made_up = invent(dict(write.arguments), pay, write.request or 0)["invoice_ids"]
+    assert len(made_up) == len(write.arguments["invoice_ids"]) and made_up != write.arguments["invoice_ids"]
+    assert asked_write(pay.user_script.requests[0], tools, pay.customer_user_id).arguments == write.arguments
