@@ -3,7 +3,8 @@
 Built by `pipeline.explore.probe.explore` from the tool schemas, kinds and docstrings, the tables (read through
 `World.query`) and calls made in fresh sessions — never from the domain's code. Per write tool it says which
 records its arguments name, what a successful call changes, and when the tool refuses and why, the refusals
-grouped into preconditions on record fields (or on an argument compared with the record's field of that name).
+grouped into preconditions on record fields (kept only when contrast confirms them, `pipeline.explore.contrast`)
+or on an argument compared with the record's field of that name.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ class ArgModel(Strict):
     binds: Literal["key", "enum", "field", "example", "free", "items", "pair", "object"] = Field(
         description="key: a key of `table`; enum: one of `values` (schema); field: values of the same-named field"
         " in the customer's records; example: the docstring's example, varied; free: nothing known; items: a list"
-        " of values of field `of` nested in the record the call is about; pair: for each value of argument `of`,"
+        " of values of field `of` nested in the record the call is about (of keys of `table` when `of` is its key);"
+        " pair: for each value of argument `of`,"
         " another value of its field from a collection holding it; object: objects (or lists of them) composed"
         " of `fields`, keyed into `table` where a field is a table's key."
     )
@@ -104,7 +106,10 @@ class RefusalGroup(Strict):
 
 
 class WriteModel(Strict):
-    subject: str | None = Field(description="The argument naming the record the call is about (a table key).")
+    subject: str | None = Field(
+        description="The argument naming the record the call is about: a table key, or a list of keys (a write"
+        " about several records)."
+    )
     subject_table: str | None = None
     calls: int
     ok: int
