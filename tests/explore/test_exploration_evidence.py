@@ -88,6 +88,10 @@ def test_a_write_about_several_records_is_about_the_records_its_list_names():
     oracle = world.domain.require("oracle")()
     for t in tasks[:8]:
         assert grade(world, t, run_episode(world, t, oracle, ScriptedUser())).passed
+    ctx = kit.ground(world)
+    for group in pay.refusals:  # each group aimed at from the explorer's own refused calls: one invoice named
+        _, draft = next(kit.aimed(ctx, f"pay_invoices:{group.name}", random.Random(0)))
+        assert [draft.request.record_id] == list(draft.records) and draft.request.record_id in world.table("invoices")
 
 
 def test_conditionals_have_two_live_branches_and_both_are_gold():
