@@ -119,8 +119,10 @@ class Conditional:
         _, table = ex.subject(self.tool)
         if table is None or table == ex.customer_table:  # a branch turns on one of the customer's records
             return None
-        taken = {h: ctx.branches[(self.tool, other, h)] for h in (True, False)}
-        aim = rng.random() < 0.5 if taken[True] == taken[False] else taken[True] < taken[False]  # the rarer first
+        # the branch drafted less often for this pair, then for this tool (the rng breaks ties)
+        per_tool = {h: sum(n for (t, _, b), n in ctx.branches.items() if t == self.tool and b == h) for h in (1, 0)}
+        taken = {h: (ctx.branches[(self.tool, other, h)], per_tool[h]) for h in (True, False)}
+        aim = rng.random() < 0.5 if taken[True] == taken[False] else taken[True] < taken[False]
         own = [k for k in sorted(ex.owned.get(user, {}).get(table, [])) if k not in exclude]
         records = {k: shown(ctx, user, table, k) for k in own}
         present = {k: r for k, r in records.items() if r is not None and field in r}
