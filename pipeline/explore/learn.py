@@ -40,7 +40,8 @@ class Call:
 
 def pattern(call: Call) -> str:
     text = call.error or ""
-    top = [*call.arguments.values(), *(call.state or {}).values()]
+    referred = [v for a, recs in call.named.items() if "." in a for _, r in recs for v in r.values()]  # a bill's meter
+    top = [*call.arguments.values(), *(call.state or {}).values(), *referred]
     nested = [v for vs in harvest([call.arguments, call.state or {}]).values() for v in vs if _named(v)]
     values = [v for v in (*top, *nested) if isinstance(v, str) and len(v) > 1]
     for v in sorted(values, key=len, reverse=True):
@@ -92,7 +93,9 @@ def precondition(
         return Precondition(kind="owner")
     subject, _ = ex.subject(tool)
     keyed = [(a, m.table) for a, m in ex.tools[tool].args.items() if m.binds in ("key", "items") and m.table]
-    for arg, table in sorted(keyed, key=lambda x: x[0] != subject) if ok else []:  # the subject's records first
+    keyed = sorted(keyed, key=lambda x: x[0] != subject)  # the subject's records first, then those they refer to
+    keyed += [(a, ex.by_key[a.partition(".")[2]]) for a in sorted({a for c in group for a in c.named if "." in a})]
+    for arg, table in keyed if ok else []:
         if not all(arg in c.named for c in group):
             continue
         for f in ex.tables[table].enumerated:
@@ -150,7 +153,7 @@ def summarize(ex: Explorer, tool: str, calls: list[Call]) -> WriteModel:
         )
     refusals = merge(refusals)
     allowed = {
-        r.precondition.field: r.precondition.allowed
+        ".".join(filter(None, (r.precondition.on, r.precondition.field))): r.precondition.allowed
         for r in refusals
         if r.precondition and r.precondition.kind == "field" and r.precondition.field
     }

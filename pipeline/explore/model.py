@@ -65,7 +65,11 @@ class Precondition(Strict):
 
     kind: Literal["field", "compare", "owner"]
     field: str | None = None
-    on: str | None = Field(default=None, description="field: the key argument naming the record (None: the subject).")
+    on: str | None = Field(
+        default=None,
+        description="field: the key argument naming the record (None: the subject); '<argument>.<field>': the"
+        " record the named one refers to by that field (another table's key: a bill's meter).",
+    )
     values: list[Any] = Field(default_factory=list, description="field: the refused record's values.")
     allowed: list[Any] = Field(default_factory=list, description="field: the values seen on successful calls.")
     relation: Literal["<", "=", ">", "!="] | None = Field(
@@ -77,7 +81,7 @@ class Precondition(Strict):
             return "the record belongs to another customer"
         if self.kind == "compare":
             return f"the new {self.field} {self.relation} the current {self.field}"
-        where = f"the {self.on.replace('_', ' ')}'s " if self.on else ""
+        where = "the " + "".join(f"{p.replace('_', ' ')}'s " for p in self.on.split(".")) if self.on else ""
         values, allowed = " or ".join(map(str, self.values)), ", ".join(map(str, self.allowed))
         return f"{where}{self.field} is {values} (allowed: {allowed})"
 
@@ -116,7 +120,9 @@ class WriteModel(Strict):
     effects: list[Effect] = Field(default_factory=list)
     refusals: list[RefusalGroup] = Field(default_factory=list)
     allowed_when: dict[str, list[Any]] = Field(
-        default_factory=dict, description="Record field → values seen on successful calls (fields a refusal reads)."
+        default_factory=dict,
+        description="Field a refusal reads → values seen on successful calls: the subject's field, or"
+        " '<on>.<field>' for another record's (`Precondition.on`).",
     )
     ok_states: dict[str, list[Any]] = Field(
         default_factory=dict,

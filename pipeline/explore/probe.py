@@ -194,6 +194,7 @@ class Explorer:
                 named = [(k, dump_record(base[k])) for k in _keys(arguments.get(a)) if k in base]
                 if named:
                     out.named[a] = named
+                    out.named.update(self._referred(a, m.table, named))
         if event.ok:
             for t, recs in session.changed().items():
                 base = self.world.table(t)
@@ -203,6 +204,16 @@ class Explorer:
                     for f in after:
                         if before.get(f) != after[f]:
                             out.changes.append((t, k, f, before.get(f), after[f], k not in base))
+        return out
+
+    def _referred(self, arg: str, table: str, named: list[tuple[str, dict]]) -> dict[str, list[tuple[str, dict]]]:
+        """The records the named records refer to by another table's key ('<arg>.<field>': a bill's meter)."""
+        out: dict[str, list[tuple[str, dict]]] = defaultdict(list)
+        for _, rec in named:
+            for f, v in rec.items():
+                other = self.by_key.get(f)
+                if other is not None and other != table and isinstance(v, str) and v in self.world.table(other):
+                    out[f"{arg}.{f}"].append((v, dump_record(self.world.table(other)[v])))
         return out
 
     def explore_tool(self, tool: str, rng: random.Random, n_customers: int, per_record: int) -> list[Call]:

@@ -134,3 +134,20 @@ def test_the_salon_runs_the_generic_path_with_every_mode_named_on_planted_flaws(
     made_up = invent(dict(write.arguments), pay, write.request or 0)["invoice_ids"]
     assert len(made_up) == len(write.arguments["invoice_ids"]) and made_up != write.arguments["invoice_ids"]
     assert asked_write(pay.user_script.requests[0], tools, pay.customer_user_id).arguments == write.arguments
+
+
+def test_a_refusal_is_explained_by_a_field_of_the_record_the_named_one_refers_to():
+    """'Invoice I is for an appointment that is cancelled': the invoice's own fields do not explain it, its
+    appointment's status does (confirmed by contrast), and a refused request of that group is drafted."""
+    world = _salon()
+    model = explore(world, seed=0)
+    dispute = model.writes["dispute_invoice"]
+    group = next(g for g in dispute.refusals if "appointment" in g.pattern)
+    p = group.precondition
+    assert p is not None and (p.on, p.field, p.allowed) == ("invoice_id.appointment_id", "status", ["completed"])
+    assert set(p.values) == {"booked", "cancelled"} and "appointment id's status" in p.describe()
+    assert dispute.allowed_when["invoice_id.appointment_id.status"] == ["completed"]
+    kit = world.domain.require("synthesis")
+    _, draft = next(kit.aimed(kit.ground(world), f"dispute_invoice:{group.name}", random.Random(0)))
+    appointment = world.table("appointments")[world.table("invoices")[draft.request.record_id].appointment_id]
+    assert draft.forbidden is not None and appointment.status != "completed"

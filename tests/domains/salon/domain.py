@@ -1,9 +1,10 @@
 """The salon: clients, stylists, slots, appointments and invoices; identity by email; a seeded world built in code.
 
-A test domain for exploration: slots of several stylists (listed stylist by stylist), a refusal that depends on a
-field of another table than the record a call is about (the slot's stylist), two writes on appointments whose
-preconditions are complementary (cancel a booked one, rate a completed one) and a write about several records
-(`pay_invoices` takes a list of invoice ids)."""
+A test domain for exploration: slots of several stylists (listed stylist by stylist), a refusal that depends on
+two records together (the slot's stylist against the appointment's), a refusal that depends on a field of the
+record the named one refers to (an invoice's appointment), two writes on appointments whose preconditions are
+complementary (cancel a booked one, rate a completed one) and a write about several records (`pay_invoices`
+takes a list of invoice ids)."""
 
 from __future__ import annotations
 
@@ -54,8 +55,9 @@ class Appointment(Record):
 class Invoice(Record):
     invoice_id: str
     client_id: str
+    appointment_id: str
     amount: int
-    status: Literal["open", "paid", "void"]
+    status: Literal["open", "paid", "void", "disputed"]
 
 
 TABLES = {"clients": Client, "stylists": Stylist, "slots": Slot, "appointments": Appointment, "invoices": Invoice}
@@ -202,6 +204,24 @@ def pay_invoices(s: Session, invoice_ids: list[str]) -> str:
     return json.dumps({"paid": invoice_ids})
 
 
+@TOOLS.register("write", private=True)
+def dispute_invoice(s: Session, invoice_id: str) -> str:
+    """Dispute an open invoice for an appointment that took place.
+
+    Args:
+        invoice_id: The invoice id, such as 'I0042'.
+    """
+    inv = _get(s, "invoices", invoice_id, "invoice")
+    assert isinstance(inv, Invoice)
+    if inv.status != "open":
+        raise ToolError(f"invoice {invoice_id} is {inv.status}; only open invoices can be disputed")
+    appt = s.get("appointments", inv.appointment_id)
+    if appt.status != "completed":
+        raise ToolError(f"invoice {invoice_id} is for an appointment that is {appt.status}, not completed")
+    s.edit("invoices", invoice_id).status = "disputed"
+    return json.dumps(dump_record(s.get("invoices", invoice_id)))
+
+
 @TOOLS.register("transfer")
 def transfer_to_human_agents(s: Session, summary: str) -> str:
     """Hand the conversation to the salon manager.
@@ -237,7 +257,9 @@ def build(seed: int = 0, clients: int = 32, stylists: int = 4, slots_each: int =
                                                       stylist_id=tables["slots"][slot].stylist_id)  # fmt: skip
         for _ in range(rng.choice([2, 3])):
             iid = f"I{len(tables['invoices']):04d}"
-            tables["invoices"][iid] = Invoice(invoice_id=iid, client_id=cid, amount=rng.randrange(20, 120),
+            appt = f"A{len(tables['appointments']) - 1 - rng.randrange(3):04d}"  # one of the client's
+            tables["invoices"][iid] = Invoice(invoice_id=iid, client_id=cid, appointment_id=appt,
+                                              amount=rng.randrange(20, 120),
                                               status=rng.choice(["open", "open", "paid", "void"]))  # fmt: skip
     return tables
 
