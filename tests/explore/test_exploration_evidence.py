@@ -151,3 +151,14 @@ def test_a_refusal_is_explained_by_a_field_of_the_record_the_named_one_refers_to
     _, draft = next(kit.aimed(kit.ground(world), f"dispute_invoice:{group.name}", random.Random(0)))
     appointment = world.table("appointments")[world.table("invoices")[draft.request.record_id].appointment_id]
     assert draft.forbidden is not None and appointment.status != "completed"
+
+
+def test_a_list_of_keys_nobodys_records_hold_is_drawn_over_the_whole_table():
+    from pipeline.explore.shapes import Ground
+
+    world = _salon()
+    ex = Explorer(world)
+    schema = {"type": "array", "items": {"type": "string"}}
+    drawn = [ex.shaper.value("slot_ids", schema, {}, Ground(None, []), {}, random.Random(i)) for i in range(60)]
+    assert all(len(v) == 1 and v[0] in world.table("slots") for v in drawn)
+    assert {world.table("slots")[v[0]].stylist_id for v in drawn} == set(world.table("stylists"))
