@@ -120,7 +120,8 @@ class Conditional:
         if table is None or table == ex.customer_table:  # a branch turns on one of the customer's records
             return None
         # the branch drafted less often for this pair, then for this tool (the rng breaks ties)
-        per_tool = {h: sum(n for (t, _, b), n in ctx.branches.items() if t == self.tool and b == h) for h in (1, 0)}
+        per_tool = {h: sum(n for (t, _, b), n in ctx.branches.items() if t == self.tool and b == h)
+                    for h in (True, False)}  # fmt: skip
         taken = {h: (ctx.branches[(self.tool, other, h)], per_tool[h]) for h in (True, False)}
         aim = rng.random() < 0.5 if taken[True] == taken[False] else taken[True] < taken[False]
         own = [k for k in sorted(ex.owned.get(user, {}).get(table, [])) if k not in exclude]
@@ -132,8 +133,9 @@ class Conditional:
             holds = present[k][field] in allowed
             return holds != aim, not holds and _h(present[k][field]) not in works
 
-        states = {True: [v for v in allowed if _h(v) in {_h(x) for x in model.writes[self.tool].ok_states[field]}],
-                  False: [v for v in model.writes[other].ok_states[field] if _h(v) in works]}  # fmt: skip
+        heads = {_h(x) for x in model.writes[self.tool].ok_states.get(field, [])}
+        states = {True: [v for v in allowed if _h(v) in heads],  # values selecting each branch, where it succeeded
+                  False: [v for v in model.writes[other].ok_states.get(field, []) if _h(v) in works]}  # fmt: skip
         for key in sorted(rng.sample(list(present), len(present)), key=rank):
             holds = present[key][field] in allowed
             if holds != aim and rng.random() >= SETTLE:

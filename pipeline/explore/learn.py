@@ -168,7 +168,7 @@ def summarize(ex: Explorer, tool: str, calls: list[Call]) -> WriteModel:
         ok_states={
             f: _sorted({v for c in ok for v in _values(c, subject, f)})
             for f in (ex.tables[table].enumerated if table and subject else [])
-        },  # fmt: skip
+        },
     )
 
 
