@@ -160,27 +160,18 @@ def invent(args: dict[str, Any], task: Task, i: int) -> dict[str, Any]:
     scalar = [a for a in args if isinstance(args[a], (str, int, float)) and not isinstance(args[a], bool)]
     said = [a for a in scalar if a in req.details]
     names = sorted(said or scalar, key=lambda a: not isinstance(args[a], str))  # a text value first
+    listed = [a for a in args if isinstance(args[a], list) and args[a] and isinstance(args[a][0], str)]
+    if not names and not listed:
+        return args
+    name = names[0] if names else listed[0]  # else the first item of a list of ids
     rng = random.Random(f"invent:{task.id}:{i}")
-    if not names:  # a list of ids or values only (pay these invoices): one item made up
-        lists = [a for a in args if isinstance(args[a], list) and args[a] and all(_scalar(v) for v in args[a])]
-        if not lists:
-            return args
-        return {**args, lists[0]: [_made_up(args[lists[0]][0], task, rng), *args[lists[0]][1:]]}
-    return {**args, names[0]: _made_up(args[names[0]], task, rng)}
-
-
-def _scalar(value: Any) -> bool:
-    return isinstance(value, (str, int, float)) and not isinstance(value, bool)
-
-
-def _made_up(old: Any, task: Task, rng: random.Random) -> Any:
-    """A value of the same shape as `old` that the task nowhere holds."""
+    old = args[name] if names else args[name][0]
     new: Any = old
     for _ in range(20):
         new = vary(old, rng) if isinstance(old, str) else old + rng.randrange(3, 40)
         if new != old and str(new) not in json.dumps(task.model_dump()):
             break
-    return new
+    return {**args, name: new if names else [new, *args[name][1:]]}
 
 
 class GenericOracle:

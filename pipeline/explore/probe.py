@@ -145,7 +145,10 @@ class Explorer:
                 continue
             if m.binds == "key" and m.table is not None:  # a key argument always names its table
                 own = self.owned.get(user, {}).get(m.table, [])
-                pool = [user] if m.table == self.customer_table else own or self.spread(m.table, ground.subject, rng)
+                public = [] if self.tables[m.table].private else self.spread(m.table, ground.subject, rng)
+                pool = [user] if m.table == self.customer_table else own or public  # never another's record
+                if not pool:
+                    return None
                 args[a] = rng.choice(pool)
                 continue
             annotation = spec.args_model.model_fields[a].annotation
