@@ -206,8 +206,9 @@ class Template:
         ex = ctx.ex
         if table is None:
             return [None] if tool_key(self.tool) not in exclude else []
-        if self.want == "other":
-            others = [k for u in rng.sample(ex.customers, min(6, len(ex.customers))) if u != user
+        if self.want == "other":  # another customer of the grounding's own (a partition's: its side's)
+            mates = list(ctx.customers)
+            others = [k for u in rng.sample(mates, min(6, len(mates))) if u != user
                       for k in sorted(ex.owned.get(u, {}).get(table, []))]  # fmt: skip
             return rng.sample(others, min(3, len(others)))
         if table == ex.customer_table:

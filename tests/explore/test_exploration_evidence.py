@@ -162,3 +162,22 @@ def test_a_list_of_keys_nobodys_records_hold_is_drawn_over_the_whole_table():
     drawn = [ex.shaper.value("slot_ids", schema, {}, Ground(None, []), {}, random.Random(i)) for i in range(60)]
     assert all(len(v) == 1 and v[0] in world.table("slots") for v in drawn)
     assert {world.table("slots")[v[0]].stylist_id for v in drawn} == set(world.table("stylists"))
+
+
+def test_a_recorded_refusal_naming_another_partitions_record_is_not_replayed():
+    """Top-up replays the explorer's refused calls; on one partition's side, one naming a record of a customer of
+    the other partition (another customer's appointment) is never drafted."""
+    from pipeline.synth.partition import Partitioned, partition
+
+    world = _salon()
+    kit = world.domain.require("synthesis")
+    part = partition(world)
+    for side, allowed in (("train", part.train), ("eval", part.eval)):
+        ctx = Partitioned(kit.ground(world), part, side)
+        for tool in ("cancel_appointment", "pay_invoices"):
+            group = next(g for g in ctx.model.writes[tool].refusals if g.category == "unauthorized")
+            drafts = list(kit.aimed(ctx, f"{tool}:{group.name}", random.Random(0)))
+            assert drafts
+            for user, draft in drafts:
+                table = "appointments" if tool == "cancel_appointment" else "invoices"
+                assert user in allowed and world.table(table)[draft.request.record_id].client_id in allowed
