@@ -179,31 +179,30 @@ class Explorer:
         return [dump_record(rec)] if rec is not None else []
 
     def call(self, tool: str, user: str, arguments: dict, state: dict[tuple[str, str, str], Any] | None = None) -> Call:
-        """Run the call as the customer in a fresh session; `state` first sets record fields ((table, key, field) →
-        value) in that session, so a contrast can ask what the call does with one field changed."""
+        """Run the call as the customer in a fresh session; with `state` ((table, key, field) → value), in the world
+        with those fields set otherwise (`World.altered`), so a contrast can ask what the call does had a record been
+        in another state."""
+        world = self.world.altered(state) if state else self.world
         subject, table = self.subject(tool)
         keys = _keys(arguments.get(subject)) if subject else []
-        recs = [r for k in keys if table and (r := self.world.table(table).get(k)) is not None]
+        recs = [r for k in keys if table and (r := world.table(table).get(k)) is not None]
         own = table is None or all(self.domain.owner(table, r) in (None, user) for r in recs)
-        session = self.world.session(authenticated_user_id=user)
-        for (t, k, f), v in (state or {}).items():
-            setattr(session.edit(t, k), f, v)
+        session = world.session(authenticated_user_id=user)
         event = execute(session, tool, arguments)
         out = Call(tool, user, arguments, keys[0] if keys else None, own, dump_record(recs[0]) if recs else None,
                    event.ok, event.error, event.error_category)  # fmt: skip
         for a, m in self.tools[tool].args.items():
             if m.binds in ("key", "items") and m.table is not None:
-                base = self.world.table(m.table)
+                base = world.table(m.table)
                 named = [(k, dump_record(base[k])) for k in _keys(arguments.get(a)) if k in base]
                 if named:
                     out.named[a] = named
                     out.named.update(self._referred(a, m.table, named))
         if event.ok:
             for t, recs in session.changed().items():
-                base = self.world.table(t)
+                base = world.table(t)
                 for k, after in recs.items():
                     before = dump_record(base[k]) if k in base else {}
-                    before |= {f: v for (st, sk, f), v in (state or {}).items() if (st, sk) == (t, k)}  # as set
                     for f in after:
                         if before.get(f) != after[f]:
                             out.changes.append((t, k, f, before.get(f), after[f], k not in base))

@@ -181,3 +181,23 @@ def test_a_recorded_refusal_naming_another_partitions_record_is_not_replayed():
             for user, draft in drafts:
                 table = "appointments" if tool == "cancel_appointment" else "invoices"
                 assert user in allowed and world.table(table)[draft.request.record_id].client_id in allowed
+
+
+def test_a_counterfactual_world_is_judged_by_the_domains_rules_against_its_own_state():
+    """`World.altered`: a delivered retail order set to pending may be cancelled there (the status rule reads the
+    altered state), the base world is untouched, and a value the field cannot take is refused."""
+    import pytest
+    from pydantic import ValidationError
+
+    world = load_world("gen-0", "retail+generic")
+    key, order = next((k, o) for k, o in world.table("orders").items() if o.status == "delivered")
+    ex = Explorer(world)
+    args = {"order_id": key, "reason": "no longer needed"}
+    assert not ex.call("cancel_pending_order", order.user_id, args).ok
+    call = ex.call("cancel_pending_order", order.user_id, args, {("orders", key, "status"): "pending"})
+    assert call.ok and ("orders", key, "status", "pending", "cancelled", False) in call.changes
+    altered = world.altered({("orders", key, "status"): "pending"})
+    assert world.table("orders")[key].status == "delivered" and altered.table("orders")[key].status == "pending"
+    assert altered.fingerprint != world.fingerprint and altered.table("users") is world.table("users")
+    with pytest.raises(ValidationError):
+        world.altered({("orders", key, "status"): 42})
