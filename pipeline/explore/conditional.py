@@ -8,7 +8,7 @@ is decided by the record's state, which the agent must look up: the template rea
 domain's read tool in a fresh session (what the agent will be shown), evaluates the condition on it, and forms
 and runs the selected branch's call; a draft is kept only when that call succeeds and changes the world. The
 branch not taken is stated too, never written, with arguments that carry it out on the same record with only the
-condition's field changed to a value selecting it (run in a fresh session). Both branches are live: a sibling is
+condition's field changed to a value selecting it (run in that altered world, `World.altered`). Both branches are live: a sibling is
 paired with a condition only when exploration saw the tool succeed on a record the condition holds for and the
 sibling succeed on one it fails for (`WriteModel.ok_states`); the branch aimed for is the one drafted less so far
 for the pair (the rng breaks ties), so both appear as gold where the world holds records of both kinds.
@@ -166,7 +166,7 @@ class Conditional:
         self, ctx: Grounding, tool: str, user: str, table: str, key: str, field: str, values: list, rng: random.Random
     ) -> dict | None:
         """Arguments for the branch not taken that would carry it out had the record's field a value selecting it:
-        run in a fresh session with only that field changed (`Explorer.call`'s `state`)."""
+        run in the world with only that field changed (`Explorer.call`'s `state`)."""
         for value in values[:3]:
             state = {(table, key, field): value}
             for _ in range(TRIES):

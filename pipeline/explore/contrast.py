@@ -2,8 +2,9 @@
 
 What refused calls have in common may be chance (a narrow sample of records, a value that goes with the real
 cause). A field precondition found by comparing refused and successful calls is kept only when it is confirmed:
-one of the group's refused calls, made again by the same customer with the same arguments in a fresh session
-where only that field of the records it names is set to a value seen on successful calls, succeeds — or is refused
+one of the group's refused calls, made again by the same customer with the same arguments in a world where only
+that field of the records it names is set to a value seen on successful calls (`World.altered`: the domain's
+rules judge the call against that state), succeeds — or is refused
 for another reason (a message the group's pattern does not match): the field alone lifted this refusal, and the
 call's other arguments stop it further on.
 """
