@@ -11,7 +11,7 @@ branch not taken is stated too, never written, with arguments that carry it out 
 condition's field changed to a value selecting it (run in that altered world, `World.altered`). Both branches are live: a sibling is
 paired with a condition only when exploration saw the tool succeed on a record the condition holds for and the
 sibling succeed on one it fails for (`WriteModel.ok_states`); the branch aimed for is the one drafted less so far
-for the pair (the rng breaks ties), so both appear as gold where the world holds records of both kinds.
+for the pair, then for the tool (the rng breaks ties), so both appear as gold where the world holds records of both kinds.
 """
 
 from __future__ import annotations

@@ -4,10 +4,12 @@ and conditional requests whose both branches can be carried out (tests/domains/s
 
 from __future__ import annotations
 
+import json
 import random
 from collections import Counter
 
 from pipeline.dataset.branching import branches
+from pipeline.explore.agents import untaken
 from pipeline.explore.conditional import live
 from pipeline.explore.coverage import coverage
 from pipeline.explore.learn import precondition
@@ -104,12 +106,21 @@ def test_conditionals_have_two_live_branches_and_both_are_gold():
     heads = ["if__cancel_appointment", "if__rate_appointment", "if__reschedule_appointment"]
     tasks = world.domain.require("tasks")(world, 36, seed=0, templates=heads)
     gold: dict[tuple, set] = {}
+    ex = Explorer(world)
     for t in tasks:
         req = t.user_script.requests[0]
         pair = branches(req.intent)
         assert pair is not None and pair[1] in [o for _, _, o in live(model, pair[0])]
-        gold.setdefault(pair, set()).add(t.gold_actions[-1].name)
+        write = t.gold_actions[-1]
+        gold.setdefault(pair, set()).add(write.name)
         assert all(e.ok for e in replay_gold(world, t).log)
+        # the branch not taken, as stated, is carried out had the appointment the status that selects it
+        other = untaken(req, write, world.domain.tools)
+        assert other is not None
+        selecting = [v for v in model.writes[other.name].ok_states["status"]
+                     if (v in json.loads(req.details["if:status"])) == (other.name == pair[0])]  # fmt: skip
+        assert any(ex.call(other.name, t.customer_user_id, other.arguments,
+                           {("appointments", req.record_id, "status"): v}).ok for v in selecting)  # fmt: skip
     assert gold and all(taken == set(pair) for pair, taken in gold.items()), gold
     cov = coverage(model, tasks)["conditional"]
     assert all(c["holds"] and c["otherwise"] for c in cov.values()), cov
