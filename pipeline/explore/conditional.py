@@ -6,12 +6,13 @@ of a record field the tool was seen to accept (where a precondition on the field
 value of an enumerated field of the table ('if its cabin is business'). Which branch is right
 is decided by the record's state, which the agent must look up: the template reads the record through the
 domain's read tool in a fresh session (what the agent will be shown), evaluates the condition on it, and forms
-and runs the selected branch's call; a draft is kept only when that call succeeds and changes the world. The
-branch not taken is stated too, never written, with arguments that carry it out on the same record with only the
-condition's field changed to a value selecting it (run in that altered world, `World.altered`). Both branches are live: a sibling is
-paired with a condition only when exploration saw the tool succeed on a record the condition holds for and the
-sibling succeed on one it fails for (`WriteModel.ok_states`); the branch aimed for is the one drafted less so far
-for the pair, then for the tool (the rng breaks ties), so both appear as gold where the world holds records of both kinds.
+and runs the selected branch's call; a draft is kept only when that call succeeds and changes the world. The branch
+not taken is stated too, never written, with arguments that carry it out on the same record with only the
+condition's field changed to a value selecting it (run in that altered world, `World.altered`). Both branches are
+live: a sibling is paired with a condition only when exploration saw the tool succeed on a record the condition
+holds for and the sibling succeed on one it fails for (`WriteModel.ok_states`); the branch aimed for is the one
+drafted less so far for the pair, then for the tool (the rng breaks ties), so both appear as gold where the world
+holds records of both kinds.
 """
 
 from __future__ import annotations
