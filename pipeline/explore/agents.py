@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import random
+import typing
 from typing import Any
 
 from pipeline.agents.scripted import phrases as P
@@ -66,7 +67,8 @@ def asked_write(req: Request, tools: ToolRegistry, user_id: str | None) -> Actio
             except json.JSONDecodeError:
                 args[name] = req.details[name]
         else:
-            args[name] = req.record_id or user_id
+            key = req.record_id or user_id
+            args[name] = [key] if typing.get_origin(base_type(f.annotation)) is list else key  # a list of keys
     return Action(name=req.intent, arguments=args)
 
 

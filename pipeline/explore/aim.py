@@ -2,8 +2,9 @@
 
 The gaps are the world model's cells no task reaches: a write tool never carried out, a refusal group
 (`pipeline.explore.coverage.ASKED`) never asked for. A refusal group is aimed at first with the explorer's own
-refused calls (`RefusalGroup.recipes`): each made by a customer the draw may use is run again in a fresh session
-and drafted if the tool still refuses it with the group's message (another customer's record asked for as
+refused calls (`RefusalGroup.recipes`): each made by a customer the draw may use, naming no record of a customer
+it may not, is run again in a fresh session and drafted if the tool still refuses it with the group's message
+(another customer's record asked for as
 `<tool>__other_customer` asks, without looking it up); then by an aimed search — the customer's
 calls formed as exploring forms them, keeping only one the group's pattern matches — over a bounded sample of
 customers.
@@ -49,12 +50,26 @@ def aimed(templates: dict, ctx: Any, aim: str, rng: random.Random) -> Iterator[t
     for recipe in g.recipes:
         if recipe.user in allowed:
             call = ctx.ex.call(tool, recipe.user, recipe.arguments)
-            if not call.ok and rx.match(call.error or ""):
+            if not call.ok and rx.match(call.error or "") and owners(ctx, call) <= allowed:
                 yield recipe.user, template.draft_of(ctx, recipe.user, recipe.arguments, call.error)
     for user in rng.sample(ctx.customers, min(SEARCH_CUSTOMERS, len(ctx.customers))):
         draft = template.search(ctx, user, rng, set(), rx, fallback_ok=False)
         if draft is not None:
             yield user, draft
+
+
+def owners(ctx: Any, call: Any) -> set[str]:
+    """The customers owning a record the call names (another customer's record too: a draw of one partition may
+    name only its own customers' records)."""
+    ex, out = ctx.ex, set()
+    for arg, named in call.named.items():
+        base, _, hop = arg.partition(".")
+        table = ex.by_key[hop] if hop else ex.tools[call.tool].args[base].table
+        for key, _ in named:
+            who = ex.domain.owner(table, ex.world.table(table)[key])
+            if who is not None:
+                out.add(who)
+    return out
 
 
 def why_not(ctx: Any, aim: str) -> str:
@@ -63,11 +78,14 @@ def why_not(ctx: Any, aim: str) -> str:
     if not group:
         return f"no successful call of {tool} changed anything; {searched}"
     g = next(r for r in ctx.model.writes[tool].refusals if r.name == group)
-    usable = sum(r.user in set(ctx.customers) for r in g.recipes)
+    allowed = set(ctx.customers)
+    usable = sum(r.user in allowed and owners(ctx, ctx.ex.call(tool, r.user, r.arguments)) <= allowed
+                 for r in g.recipes)  # fmt: skip
     if not g.recipes:
         recorded = "no refused call of it was recorded (a world model read from an older file)"
     elif not usable:
-        recorded = f"its {len(g.recipes)} recorded refused call(s) were made by customers this draw may not use"
+        recorded = (f"its {len(g.recipes)} recorded refused call(s) were made by, or name records of, customers this"
+                    " draw may not use")  # fmt: skip
     else:
         recorded = f"{usable} recorded refused call(s) of usable customers are no longer refused that way"
     return f"{recorded}; {searched}"

@@ -6,9 +6,13 @@ of a record field the tool was seen to accept (where a precondition on the field
 value of an enumerated field of the table ('if its cabin is business'). Which branch is right
 is decided by the record's state, which the agent must look up: the template reads the record through the
 domain's read tool in a fresh session (what the agent will be shown), evaluates the condition on it, and forms
-and runs the selected branch's call; a draft is kept only when that call succeeds and changes the world. The
-branch not taken is stated too (with its own arguments) and never written. The rng picks which branch to aim
-for, so both get asked for where the world holds records of both kinds.
+and runs the selected branch's call; a draft is kept only when that call succeeds and changes the world. The branch
+not taken is stated too, never written, with arguments that carry it out on the same record with only the
+condition's field changed to a value selecting it (run in that altered world, `World.altered`). Both branches are
+live: a sibling is paired with a condition only when exploration saw the tool succeed on a record the condition
+holds for and the sibling succeed on one it fails for (`WriteModel.ok_states`); the branch aimed for is the one
+drafted less so far for the pair, then for the tool (the rng breaks ties), so both appear as gold where the world
+holds records of both kinds.
 """
 
 from __future__ import annotations
@@ -31,10 +35,13 @@ from pipeline.explore.kit import (
     words,
 )
 from pipeline.explore.model import WorldModel
-from pipeline.explore.repair import attempt
+from pipeline.explore.repair import attempt, repairs
 from pipeline.explore.speech import phrase
 from pipeline.synth.drafts import Draft, Want, act
 from pipeline.world.tools import execute
+
+SETTLE = 0.25
+"""The chance a customer with no record for the branch aimed at is drafted the other way (else: next customer)."""
 
 
 def conditions(model: WorldModel, tool: str) -> list[tuple[str, list[Any]]]:
@@ -59,9 +66,26 @@ def siblings(model: WorldModel, tool: str) -> list[str]:
     return sorted(n for n, w in model.writes.items() if n != tool and table and w.subject_table == table)
 
 
+def live(model: WorldModel, tool: str) -> list[tuple[str, list[Any], str]]:
+    """(field, values, sibling) whose both branches can be carried out: `tool` succeeded on a record whose field had
+    one of the values, the sibling on a record whose field had none of them (`WriteModel.ok_states`)."""
+    out = []
+    for field, allowed in conditions(model, tool):
+        if not set(map(_h, model.writes[tool].ok_states.get(field, []))) & set(map(_h, allowed)):
+            continue
+        for other in siblings(model, tool):
+            if set(map(_h, model.writes[other].ok_states.get(field, []))) - set(map(_h, allowed)):
+                out.append((field, allowed, other))
+    return out
+
+
 def conditional_tools(model: WorldModel) -> list[str]:
-    """Write tools that can head a conditional request: a field precondition and a sibling write."""
-    return [t for t in sorted(model.writes) if conditions(model, t) and siblings(model, t)]
+    """Write tools that can head a conditional request: a condition with a sibling write for when it fails."""
+    return [t for t in sorted(model.writes) if live(model, t)]
+
+
+def _h(v: Any) -> Any:
+    return v if not isinstance(v, (list, dict)) else repr(v)
 
 
 def shown(ctx: Grounding, user: str, table: str, key: str) -> dict[str, Any] | None:
@@ -89,27 +113,43 @@ class Conditional:
         self, ctx: Grounding, customer: Customer, rng: random.Random, exclude: set[str], want: Want
     ) -> Draft | None:
         ex, model, user = ctx.ex, ctx.model, customer.user_id
-        conds, others = conditions(model, self.tool), siblings(model, self.tool)
-        if not conds or not others:
+        pairs = live(model, self.tool)
+        if not pairs:
             return None
-        cond, other = rng.choice(conds), rng.choice(others)
+        field, allowed, other = rng.choice(pairs)
+        cond = (field, allowed)
         _, table = ex.subject(self.tool)
         if table is None or table == ex.customer_table:  # a branch turns on one of the customer's records
             return None
-        aim = rng.random() < 0.5  # the branch aimed for first: the condition holding, or not
+        # the branch drafted less often for this pair, then for this tool (the rng breaks ties)
+        per_tool = {h: sum(n for (t, _, b), n in ctx.branches.items() if t == self.tool and b == h)
+                    for h in (True, False)}  # fmt: skip
+        taken = {h: (ctx.branches[(self.tool, other, h)], per_tool[h]) for h in (True, False)}
+        aim = rng.random() < 0.5 if taken[True] == taken[False] else taken[True] < taken[False]
         own = [k for k in sorted(ex.owned.get(user, {}).get(table, [])) if k not in exclude]
         records = {k: shown(ctx, user, table, k) for k in own}
-        field, allowed = cond
         present = {k: r for k, r in records.items() if r is not None and field in r}
-        keys = list(present)
-        ranked = sorted(rng.sample(keys, len(keys)), key=lambda k: (present[k][field] in allowed) != aim)
-        for key in ranked:
+        works = {_h(v) for v in model.writes[other].ok_states.get(field, [])} - {_h(v) for v in allowed}
+
+        def rank(k: str) -> tuple[bool, bool]:  # the aimed branch first, on a state its write succeeded on
+            holds = present[k][field] in allowed
+            return holds != aim, not holds and _h(present[k][field]) not in works
+
+        heads = {_h(x) for x in model.writes[self.tool].ok_states.get(field, [])}
+        states = {True: [v for v in allowed if _h(v) in heads],  # values selecting each branch, where it succeeded
+                  False: [v for v in model.writes[other].ok_states.get(field, []) if _h(v) in works]}  # fmt: skip
+        for key in sorted(rng.sample(list(present), len(present)), key=rank):
             holds = present[key][field] in allowed
+            if holds != aim and rng.random() >= SETTLE:
+                return None  # this customer has no record for the branch aimed at: most often, try another
             taken, untaken = (self.tool, other) if holds else (other, self.tool)
             args = self._call(ctx, taken, user, key, rng)
             if args is None:
                 continue
-            alt = ex.arguments(untaken, user, key, rng) or {}
+            alt = self._untaken(ctx, untaken, user, table, key, field, states[not holds], rng)
+            if alt is None:
+                continue
+            ctx.branches[(self.tool, other, holds)] += 1
             return self._draft(ctx, user, table, key, cond, other, holds, args, alt)
         return None
 
@@ -122,6 +162,24 @@ class Conditional:
             for call in calls:
                 if call.ok and call.changes and not breaks_invariants(ctx.world, tool, user, call.arguments):
                     return call.arguments
+        return None
+
+    def _untaken(
+        self, ctx: Grounding, tool: str, user: str, table: str, key: str, field: str, values: list, rng: random.Random
+    ) -> dict | None:
+        """Arguments for the branch not taken that would carry it out had the record's field a value selecting it:
+        run in the world with only that field changed (`Explorer.call`'s `state`)."""
+        for value in values[:3]:
+            state = {(table, key, field): value}
+            for _ in range(TRIES):
+                args = ctx.ex.arguments(tool, user, key, rng)
+                if args is None:
+                    return None
+                call = ctx.ex.call(tool, user, args, state)
+                tried = [call] + [ctx.ex.call(tool, user, a, state) for a in repairs(args, call.error or "")]
+                done = next((c for c in tried if c.ok and c.changes), None)
+                if done is not None:
+                    return done.arguments
         return None
 
     def _draft(self, ctx, user, table, key, cond, other, holds, args, alt) -> Draft:

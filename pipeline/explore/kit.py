@@ -119,6 +119,7 @@ class Grounding:
         self.ex = Explorer(world, seed=0)
         self.customers = list(self.ex.customers)
         self.asked: Counter[tuple[str, str]] = Counter()  # (tool, refusal group) → drafts asking for it
+        self.branches: Counter[tuple[str, str, bool]] = Counter()  # (tool, sibling, condition holds) → drafts
 
     def customer(self, user_id: str) -> Customer:
         return Customer(user_id, known_of(self, user_id))
@@ -195,7 +196,9 @@ class Template:
     def draft_of(self, ctx: Grounding, user: str, args: dict, error: str | None) -> Draft:
         """The draft of a call already made (and checked) as `user`."""
         subject, table = ctx.ex.subject(self.tool)
-        return self._draft(ctx, user, subject, table, args.get(subject) if subject else None, args, error)
+        key = args.get(subject) if subject else None
+        key = key[0] if isinstance(key, list) and key else key  # a write about several records: the one it names
+        return self._draft(ctx, user, subject, table, key, args, error)
 
     def _asked(self, ctx: Grounding, error: str | None) -> int:
         group = next((n for n, rx in self._groups(ctx) if rx.match(error or "")), None)

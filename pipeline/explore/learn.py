@@ -9,6 +9,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pipeline.explore.contrast import confirmed
 from pipeline.explore.model import RECIPES, Effect, Precondition, Recipe, RefusalGroup, WriteModel
 from pipeline.explore.values import harvest
 
@@ -31,14 +32,16 @@ class Call:
     ok: bool
     error: str | None = None
     category: str | None = None
-    named: dict[str, dict] = field(default_factory=dict)  # key argument → the record it named, before the call
+    # key argument → the (key, record) pairs it named, before the call (one for a key, each for a list of keys)
+    named: dict[str, list[tuple[str, dict]]] = field(default_factory=dict)
     # (table, key, field, before, after, created) per changed field
     changes: list[tuple[str, str, str, Any, Any, bool]] = field(default_factory=list)
 
 
 def pattern(call: Call) -> str:
     text = call.error or ""
-    top = [*call.arguments.values(), *(call.state or {}).values()]
+    referred = [v for a, recs in call.named.items() if "." in a for _, r in recs for v in r.values()]  # a bill's meter
+    top = [*call.arguments.values(), *(call.state or {}).values(), *referred]
     nested = [v for vs in harvest([call.arguments, call.state or {}]).values() for v in vs if _named(v)]
     values = [v for v in (*top, *nested) if isinstance(v, str) and len(v) > 1]
     for v in sorted(values, key=len, reverse=True):
@@ -80,19 +83,29 @@ def _relation(call: Call, arg: str) -> str | None:
     return "<" if a < b else ">" if a > b else "="
 
 
-def precondition(ex: Explorer, tool: str, group: list[Call], ok: list[Call]) -> Precondition | None:
+def precondition(
+    ex: Explorer, tool: str, group: list[Call], ok: list[Call], message: str | None = None
+) -> Precondition | None:
+    """What explains a refusal group: another customer's record; a field of the records an argument names whose
+    refused values no successful call had, confirmed by contrast (`pipeline.explore.contrast`); an argument against
+    the record's field of that name. `message`: the group's pattern (default: its first call's)."""
     if all(not c.own for c in group) and all(c.own for c in ok):
         return Precondition(kind="owner")
     subject, _ = ex.subject(tool)
-    keyed = [(a, m.table) for a, m in ex.tools[tool].args.items() if m.binds == "key" and m.table]
-    for arg, table in sorted(keyed, key=lambda x: x[0] != subject) if ok else []:  # the subject's record first
+    keyed = [(a, m.table) for a, m in ex.tools[tool].args.items() if m.binds in ("key", "items") and m.table]
+    keyed = sorted(keyed, key=lambda x: x[0] != subject)  # the subject's records first, then those they refer to
+    keyed += [(a, ex.by_key[a.partition(".")[2]]) for a in sorted({a for c in group for a in c.named if "." in a})]
+    for arg, table in keyed if ok else []:
+        if not all(arg in c.named for c in group):
+            continue
         for f in ex.tables[table].enumerated:
-            if not all(arg in c.named for c in group):
+            allowed = {v for c in ok for v in _values(c, arg, f)}
+            outside = [_values(c, arg, f) - allowed for c in group]
+            if not allowed or not all(outside):
                 continue
-            refused = {_h(c.named[arg].get(f)) for c in group}
-            allowed = {_h(c.named[arg].get(f)) for c in ok if arg in c.named}
-            if refused and allowed and not refused & allowed:
+            if confirmed(ex, group, arg, table, f, _sorted(allowed), pattern_regex(message or pattern(group[0]))):
                 on = None if arg == subject else arg
+                refused = set().union(*outside)
                 return Precondition(kind="field", field=f, on=on, values=_sorted(refused), allowed=_sorted(allowed))
     for arg in ex.tools[tool].args:
         rels = {_relation(c, arg) for c in group}
@@ -100,6 +113,11 @@ def precondition(ex: Explorer, tool: str, group: list[Call], ok: list[Call]) -> 
             continue
         return Precondition(kind="compare", field=arg, relation=rels.pop() if len(rels) == 1 else "!=")
     return None
+
+
+def _values(call: Call, arg: str, f: str) -> set:
+    """The values of field `f` of the records the call's argument `arg` names."""
+    return {_h(rec.get(f)) for _, rec in call.named.get(arg, [])}
 
 
 def _h(v: Any) -> Any:
@@ -129,13 +147,13 @@ def summarize(ex: Explorer, tool: str, calls: list[Call]) -> WriteModel:
                 pattern=pat,
                 calls=len(group),
                 example=group[0].error or "",
-                precondition=precondition(ex, tool, group, ok),
+                precondition=precondition(ex, tool, group, ok, pat),
                 recipes=recipes(group),
             )
         )
     refusals = merge(refusals)
     allowed = {
-        r.precondition.field: r.precondition.allowed
+        ".".join(filter(None, (r.precondition.on, r.precondition.field))): r.precondition.allowed
         for r in refusals
         if r.precondition and r.precondition.kind == "field" and r.precondition.field
     }
@@ -147,6 +165,10 @@ def summarize(ex: Explorer, tool: str, calls: list[Call]) -> WriteModel:
         effects=effects(ok),
         refusals=refusals,
         allowed_when=allowed,
+        ok_states={
+            f: _sorted({v for c in ok for v in _values(c, subject, f)})
+            for f in (ex.tables[table].enumerated if table and subject else [])
+        },
     )
 
 

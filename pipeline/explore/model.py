@@ -3,7 +3,8 @@
 Built by `pipeline.explore.probe.explore` from the tool schemas, kinds and docstrings, the tables (read through
 `World.query`) and calls made in fresh sessions — never from the domain's code. Per write tool it says which
 records its arguments name, what a successful call changes, and when the tool refuses and why, the refusals
-grouped into preconditions on record fields (or on an argument compared with the record's field of that name).
+grouped into preconditions on record fields (kept only when contrast confirms them, `pipeline.explore.contrast`)
+or on an argument compared with the record's field of that name.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ class ArgModel(Strict):
     binds: Literal["key", "enum", "field", "example", "free", "items", "pair", "object"] = Field(
         description="key: a key of `table`; enum: one of `values` (schema); field: values of the same-named field"
         " in the customer's records; example: the docstring's example, varied; free: nothing known; items: a list"
-        " of values of field `of` nested in the record the call is about; pair: for each value of argument `of`,"
+        " of values of field `of` nested in the record the call is about (of keys of `table` when `of` is its key);"
+        " pair: for each value of argument `of`,"
         " another value of its field from a collection holding it; object: objects (or lists of them) composed"
         " of `fields`, keyed into `table` where a field is a table's key."
     )
@@ -63,7 +65,11 @@ class Precondition(Strict):
 
     kind: Literal["field", "compare", "owner"]
     field: str | None = None
-    on: str | None = Field(default=None, description="field: the key argument naming the record (None: the subject).")
+    on: str | None = Field(
+        default=None,
+        description="field: the key argument naming the record (None: the subject); '<argument>.<field>': the"
+        " record the named one refers to by that field (another table's key: a bill's meter).",
+    )
     values: list[Any] = Field(default_factory=list, description="field: the refused record's values.")
     allowed: list[Any] = Field(default_factory=list, description="field: the values seen on successful calls.")
     relation: Literal["<", "=", ">", "!="] | None = Field(
@@ -75,7 +81,7 @@ class Precondition(Strict):
             return "the record belongs to another customer"
         if self.kind == "compare":
             return f"the new {self.field} {self.relation} the current {self.field}"
-        where = f"the {self.on.replace('_', ' ')}'s " if self.on else ""
+        where = "the " + "".join(f"{p.replace('_', ' ')}'s " for p in self.on.split(".")) if self.on else ""
         values, allowed = " or ".join(map(str, self.values)), ", ".join(map(str, self.allowed))
         return f"{where}{self.field} is {values} (allowed: {allowed})"
 
@@ -104,14 +110,23 @@ class RefusalGroup(Strict):
 
 
 class WriteModel(Strict):
-    subject: str | None = Field(description="The argument naming the record the call is about (a table key).")
+    subject: str | None = Field(
+        description="The argument naming the record the call is about: a table key, or a list of keys (a write"
+        " about several records)."
+    )
     subject_table: str | None = None
     calls: int
     ok: int
     effects: list[Effect] = Field(default_factory=list)
     refusals: list[RefusalGroup] = Field(default_factory=list)
     allowed_when: dict[str, list[Any]] = Field(
-        default_factory=dict, description="Record field → values seen on successful calls (fields a refusal reads)."
+        default_factory=dict,
+        description="Field a refusal reads → values seen on successful calls: the subject's field, or"
+        " '<on>.<field>' for another record's (`Precondition.on`).",
+    )
+    ok_states: dict[str, list[Any]] = Field(
+        default_factory=dict,
+        description="Enumerated field of the subject's table → the values its records had on successful calls.",
     )
 
 

@@ -101,14 +101,22 @@ class Explorer:
             fields = list(items.get("properties", {}))
             return ArgModel(binds="object", fields=fields, table=next((self.by_key[f] for f in fields
                                                                       if f in self.by_key), None))  # fmt: skip
-        return ArgModel(binds="items", of=singulars(name)[0])
+        single = next((s for s in singulars(name) if s in self.by_key), singulars(name)[0])
+        return ArgModel(binds="items", of=single, table=self.by_key.get(single))
 
     def subject(self, tool: str) -> tuple[str | None, str | None]:
-        """The argument naming the record a write is about: a key of a private table, the customer's last."""
-        keyed = [(a, m.table) for a, m in self.tools[tool].args.items() if m.binds == "key" and m.table is not None]
+        """The argument naming the record a write is about: a key of a private table (or a list of such keys, the
+        records a write about several names), the customer's last, a list after a single key."""
+        args = self.tools[tool].args
+        keyed = [(a, m.table) for a, m in args.items() if m.binds in ("key", "items") and m.table is not None]
         private = [x for x in keyed if self.tables[x[1]].private]
-        ranked = sorted(private, key=lambda x: x[1] == self.customer_table)
+        ranked = sorted(private, key=lambda x: (x[1] == self.customer_table, args[x[0]].binds == "items"))
         return ranked[0] if ranked else (None, None)
+
+    def many(self, tool: str) -> bool:
+        """Whether the write's subject is a list of keys (a write about several records)."""
+        subject, _ = self.subject(tool)
+        return subject is not None and self.tools[tool].args[subject].binds == "items"
 
     def records_of(self, user: str) -> list[dict]:
         return [dump_record(self.world.table(t)[k]) for t, keys in self.owned.get(user, {}).items() for k in keys]
@@ -126,7 +134,7 @@ class Explorer:
         args: dict[str, Any] = {}
         for a, m in self.tools[tool].args.items():
             if a == subject:
-                args[a] = subject_key
+                args[a] = [subject_key] if m.binds == "items" else subject_key
                 continue
             if m.binds in ("items", "pair", "object"):
                 value = self.shaper.value(a, props[a], defs, ground, args, rng)
@@ -137,7 +145,7 @@ class Explorer:
                 continue
             if m.binds == "key" and m.table is not None:  # a key argument always names its table
                 own = self.owned.get(user, {}).get(m.table, [])
-                public = [] if self.tables[m.table].private else sorted(self.world.table(m.table))[:20]
+                public = [] if self.tables[m.table].private else self.spread(m.table, ground.subject, rng)
                 pool = [user] if m.table == self.customer_table else own or public  # never another's record
                 if not pool:
                     return None
@@ -153,6 +161,17 @@ class Explorer:
             args[a] = rng.choice(values[:6])
         return args
 
+    def spread(self, table: str, about: dict | None, rng: random.Random) -> list[str]:
+        """Keys of a table no customer owns to draw from, over all its records (never its first few): half the
+        time those sharing a value with the record the call is about (a slot of the appointment's stylist)."""
+        keys = sorted(self.world.table(table))
+        if about and rng.random() < 0.5:
+            shared = {(f, v) for f, v in about.items() if not isinstance(v, (dict, list, bool)) and f in
+                      self.tables[table].enumerated}  # fmt: skip
+            related = [k for k in keys if shared & set(dump_record(self.world.table(table)[k]).items())]
+            return related or keys
+        return keys
+
     def _referenced(self, key: str | None, tool: str) -> list[dict]:
         _, table = self.subject(tool)
         if key is None or table is None:
@@ -160,30 +179,44 @@ class Explorer:
         rec = self.world.table(table).get(key)
         return [dump_record(rec)] if rec is not None else []
 
-    def call(self, tool: str, user: str, arguments: dict) -> Call:
+    def call(self, tool: str, user: str, arguments: dict, state: dict[tuple[str, str, str], Any] | None = None) -> Call:
+        """Run the call as the customer in a fresh session; with `state` ((table, key, field) → value), in the world
+        with those fields set otherwise (`World.altered`), so a contrast can ask what the call does had a record been
+        in another state."""
+        world = self.world.altered(state) if state else self.world
         subject, table = self.subject(tool)
-        key = arguments.get(subject) if subject else None
-        rec = self.world.table(table).get(key) if table and key is not None else None
-        own = rec is None or table is None or self.domain.owner(table, rec) in (None, user)
-        session = self.world.session(authenticated_user_id=user)
+        keys = _keys(arguments.get(subject)) if subject else []
+        recs = [r for k in keys if table and (r := world.table(table).get(k)) is not None]
+        own = table is None or all(self.domain.owner(table, r) in (None, user) for r in recs)
+        session = world.session(authenticated_user_id=user)
         event = execute(session, tool, arguments)
-        out = Call(tool, user, arguments, key, own, dump_record(rec) if rec is not None else None, event.ok,
-                   event.error, event.error_category)  # fmt: skip
+        out = Call(tool, user, arguments, keys[0] if keys else None, own, dump_record(recs[0]) if recs else None,
+                   event.ok, event.error, event.error_category)  # fmt: skip
         for a, m in self.tools[tool].args.items():
-            key_of = arguments.get(a)
-            named = None
-            if m.binds == "key" and m.table is not None and key_of is not None:
-                named = self.world.table(m.table).get(key_of)
-            if named is not None:
-                out.named[a] = dump_record(named)
+            if m.binds in ("key", "items") and m.table is not None:
+                base = world.table(m.table)
+                named = [(k, dump_record(base[k])) for k in _keys(arguments.get(a)) if k in base]
+                if named:
+                    out.named[a] = named
+                    out.named.update(self._referred(a, m.table, named))
         if event.ok:
             for t, recs in session.changed().items():
-                base = self.world.table(t)
+                base = world.table(t)
                 for k, after in recs.items():
                     before = dump_record(base[k]) if k in base else {}
                     for f in after:
                         if before.get(f) != after[f]:
                             out.changes.append((t, k, f, before.get(f), after[f], k not in base))
+        return out
+
+    def _referred(self, arg: str, table: str, named: list[tuple[str, dict]]) -> dict[str, list[tuple[str, dict]]]:
+        """The records the named records refer to by another table's key ('<arg>.<field>': a bill's meter)."""
+        out: dict[str, list[tuple[str, dict]]] = defaultdict(list)
+        for _, rec in named:
+            for f, v in rec.items():
+                other = self.by_key.get(f)
+                if other is not None and other != table and isinstance(v, str) and v in self.world.table(other):
+                    out[f"{arg}.{f}"].append((v, dump_record(self.world.table(other)[v])))
         return out
 
     def explore_tool(self, tool: str, rng: random.Random, n_customers: int, per_record: int) -> list[Call]:
@@ -208,6 +241,13 @@ class Explorer:
                     if args is not None:
                         calls.append(self.call(tool, user, args))
         return calls
+
+
+def _keys(value: Any) -> list[str]:
+    """The keys an argument names: one for a key, each for a list of keys."""
+    if isinstance(value, list):
+        return [v for v in value if isinstance(v, str)]
+    return [value] if isinstance(value, str) else []
 
 
 def explore(world: World, seed: int = 0, customers: int = 24, per_record: int = 3) -> WorldModel:

@@ -68,7 +68,8 @@ class Question:
         own_key = ctx.model.tables[table].key_field
         own = [k for k in sorted(ctx.ex.owned.get(customer.user_id, {}).get(table, [])) if k not in exclude]
         untried = [t for t in ctx.model.unexplored  # a write never run that names such a record may serve it
-                   if any(a.binds == "key" and a.table == table for a in ctx.model.tools[t].args.values())]  # fmt: skip
+                   if any(a.binds in ("key", "items") and a.table == table
+                          for a in ctx.model.tools[t].args.values())]  # fmt: skip
         if not own or untried:
             return None
         key = rng.choice(own)

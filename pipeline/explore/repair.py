@@ -3,7 +3,8 @@
 A tool that refuses "payments add up to 350, but the total price is 1200" says what it wants. When a refusal
 quotes the value of a numeric argument (or the sum of same-named numbers in a list of objects, as payment
 amounts) together with another number, the call is tried again with the numbers set to add up to that other
-number — once as they are (the first adjusted), once cut down to a single element. At most `ROUNDS` rounds, and
+number, or to one more or one less than it (a refusal naming a bound: 'below the last reading 49669') — once as
+they are (the first adjusted), once cut down to a single element. At most `ROUNDS` rounds, and
 every call made is kept, so exploration sees the refusals as well as the call that succeeded.
 """
 
@@ -83,16 +84,17 @@ def repairs(args: dict, message: str) -> list[dict]:
                 continue
             first = paths[0]
             rest = total - values[0]
-            if n - rest > 0:
-                fixed = copy.deepcopy(args)
-                _set(fixed, first, _as(values[0], n - rest))
-                out.append(fixed)
+            for target in (n, n + 1, n - 1):  # the number itself, then just past it either way ('below 49669')
+                if target - rest > 0:
+                    fixed = copy.deepcopy(args)
+                    _set(fixed, first, _as(values[0], target - rest))
+                    out.append(fixed)
             if len(paths) > 1 and len(first) == 3 and isinstance(first[1], int):  # a list of objects: one left
                 single = copy.deepcopy(args)
                 single[first[0]] = [single[first[0]][first[1]]]
                 _set(single, (first[0], 0, first[2]), _as(values[0], n))
                 out.append(single)
-    return [a for i, a in enumerate(out) if a not in out[:i]][:4]
+    return [a for i, a in enumerate(out) if a not in out[:i]][:6]
 
 
 def attempt(ex: Explorer, tool: str, user: str, key: str | None, rng: random.Random) -> list[Call] | None:

@@ -3,7 +3,8 @@
 An argument that is an array or an object is formed part by part, each part grounded in the world:
 
 - a list of scalars named for a field (`item_ids` → `item_id`, `flights` → `flight`): one or two values of that
-  field found nested in the record the call is about (an order's items), else in the customer's own records;
+  field found nested in the record the call is about (an order's items), else in the customer's own records, else
+  (a list of a table's keys, `slot_ids`) one key drawn over all that table's records;
 - `new_<arg>` beside `<arg>` (position by position): for each old value, another value of the same field in a
   collection that holds the old one, in a record other than the one the call is about (a product's variants);
 - a list of objects: the same-named list found in the customer's records, cut down to the schema's fields, or
@@ -115,7 +116,12 @@ class Shaper:
             if pool:
                 return rng.sample(pool, rng.choice([1, 1, 2]) if len(pool) > 1 else 1)
         lists = [v for v in g.found.get(name, []) if isinstance(v, list) and v]
-        return rng.choice(lists) if lists else MISSING
+        if lists:
+            return rng.choice(lists)
+        table = next((self.ex.by_key[s] for s in singulars(name) if s in self.ex.by_key), None)
+        if table is not None:  # keys of a table nobody's records list: drawn over all its records
+            return [rng.choice(self.ex.spread(table, g.subject, rng))]
+        return MISSING
 
     def paired(self, names: list[str], old: list, g: Ground, rng: random.Random) -> Any:
         """A replacement for each old value: another value of its field in a collection that holds it."""

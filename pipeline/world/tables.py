@@ -8,6 +8,7 @@ tables, their record types and the tools come from the `Domain` the world belong
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from collections.abc import Callable, Mapping
@@ -114,6 +115,20 @@ class World:
         if self._fingerprint is None:
             self._fingerprint = sha256_json(self.to_dict())
         return self._fingerprint
+
+    def altered(self, fields: Mapping[tuple[str, str, str], Any]) -> World:
+        """This world with some records' fields set otherwise ((table, key, field) → value, validated as an
+        assignment is): a counterfactual, to ask what a call does had a record been in another state, judged by
+        the domain's rules against that state. Everything else is shared with this world."""
+        out = copy.copy(self)
+        out._tables, out._fingerprint = dict(self._tables), None
+        for (table, key, name), value in fields.items():
+            if out._tables[table] is self._tables[table]:
+                out._tables[table] = dict(self._tables[table])
+            record = out._tables[table][key].model_copy()
+            setattr(record, name, value)
+            out._tables[table][key] = record
+        return out
 
     def table(self, name: str) -> dict[str, BaseModel]:
         if name not in self._tables:
