@@ -287,7 +287,7 @@ class Utility(Domain):
             tables = {t: {k: TABLES[t].model_validate(r) for k, r in raw[t].items()} for t in TABLES}
         except (AttributeError, ValueError) as exc:
             raise WorldLoadError(f"{path}: {exc}") from None
-        return World(tables, policy=self.policy(), name="utility", domain=self)
+        return World(tables, policy=self.policy(), name=ref, domain=self)
 
     def policy(self) -> str:
         return (HERE / "policy.md").read_text(encoding="utf-8")
