@@ -130,11 +130,13 @@ def test_every_customer_is_addressed_by_their_own_name(world, loop, drawn):
 
 def test_requests_say_what_a_customer_would(world, loop, drawn):
     """Lists spoken as items, free text in words the domain gave (a docstring's example, a record's, the policy),
-    and a record id of the customer's own unless the request is about another customer's record on purpose."""
+    a record id of the customer's own unless the request is about another customer's record on purpose, and
+    nothing the customer does not have (these accounts have no email)."""
     own_words = world.policy + json.dumps({t: [r.model_dump() for r in world.table(t).values()]
                                            for t in world.table_names})  # fmt: skip
     own_words += json.dumps(world.domain.tools.schemas())
     for task in [*_held_out(loop), *drawn, *_synthesized(loop)]:
+        assert "email" not in task.user_script.goal, (task.id, task.user_script.goal)  # the accounts have none
         for req in task.user_script.requests:
             assert not re.search(r"[\[\]{}\"]", req.utterance), (task.id, req.utterance)
             reason = req.details.get("reason")
