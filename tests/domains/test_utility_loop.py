@@ -24,7 +24,7 @@ from pipeline.rollout.runner import run_episode
 from pipeline.synth.partition import partition
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
-from pipeline.world.tables import World
+from pipeline.world.tables import World, WorldLoadError
 
 SPEC = "tests.domains.utility.domain:UTILITY"
 HERE = Path(__file__).parent / "utility"
@@ -165,6 +165,15 @@ def test_task_ids_carry_the_worlds_name_not_its_folder(tmp_path):
     world = load_world(str(folder), SPEC)
     tasks = world.domain.require("tasks")(world, 4, seed=0)
     assert tasks and not [t.id for t in tasks if str(tmp_path) in t.id or "/" in t.id]
+
+
+def test_a_bad_record_is_named_by_file_table_key_and_field(tmp_path):
+    raw = json.loads((HERE / "db.json").read_text())
+    raw["meters"][next(iter(raw["meters"]))]["status"] = "broken"
+    (tmp_path / "db.json").write_text(json.dumps(raw))
+    with pytest.raises(WorldLoadError, match=r"db\.json: meters\.MT-\d+\.status: Input should be") as err:
+        load_world(str(tmp_path), SPEC)
+    assert "\n" not in str(err.value)
 
 
 def _owner(world: World, key: str) -> str | None:

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from pipeline.world.domain import Domain
 from pipeline.world.tables import Record, Session, World, WorldLoadError, dump_record
@@ -280,13 +280,21 @@ class Utility(Domain):
         path = HERE / "db.json" if ref == "utility" else Path(ref) / "db.json" if Path(ref).is_dir() else None
         if path is None or not path.exists():
             return None
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise WorldLoadError(f"{path}: not JSON ({exc})") from None
         if not isinstance(raw, dict) or set(raw) != set(TABLES):
             raise WorldLoadError(f"{path}: expected the tables {sorted(TABLES)}")
-        try:
-            tables = {t: {k: TABLES[t].model_validate(r) for k, r in raw[t].items()} for t in TABLES}
-        except (AttributeError, ValueError) as exc:
-            raise WorldLoadError(f"{path}: {exc}") from None
+        tables: dict[str, dict[str, Record]] = {t: {} for t in TABLES}
+        for t, records in raw.items():
+            for k, r in records.items():
+                try:
+                    tables[t][k] = TABLES[t].model_validate(r)
+                except ValidationError as exc:
+                    first = exc.errors()[0]
+                    field = ".".join(str(x) for x in first["loc"])
+                    raise WorldLoadError(f"{path}: {t}.{k}.{field}: {first['msg']}") from None
         return World(tables, policy=self.policy(), name=ref, domain=self)
 
     def policy(self) -> str:
