@@ -148,7 +148,7 @@ def test_requests_say_what_a_customer_would(world, loop, drawn):
 def test_no_evaluation_customer_in_any_training_input(world, loop):
     """Synthesized tasks and their trajectories, the anchors and the curated set (the SFT data; the tasks GRPO
     reads) name no evaluation customer of the world: not as the customer, not by a record of theirs."""
-    held = partition(world).eval
+    held = _evaluation_side(world, _held_out(loop))
     assert {t.customer_user_id for t in _held_out(loop)} <= held
     inputs = [loop / "data" / "synth" / f for f in ("tasks.jsonl", "trajectories.jsonl", "anchors.jsonl")]
     inputs.append(loop / "data" / "curated" / "selected.jsonl")
@@ -174,6 +174,13 @@ def test_a_bad_record_is_named_by_file_table_key_and_field(tmp_path):
     with pytest.raises(WorldLoadError, match=r"db\.json: meters\.MT-\d+\.status: Input should be") as err:
         load_world(str(tmp_path), SPEC)
     assert "\n" not in str(err.value)
+
+
+def _evaluation_side(world: World, held_out: list[Task]) -> frozenset[str]:
+    """The evaluation partition the held-out tasks record (`provenance.dials['partition']`, 'eval:<seed>')."""
+    tags = {t.provenance.dials.get("partition") for t in held_out}
+    assert len(tags) == 1 and str(next(iter(tags))).startswith("eval:"), tags
+    return partition(world, int(str(tags.pop()).split(":")[1])).eval
 
 
 def _owner(world: World, key: str) -> str | None:
@@ -222,7 +229,8 @@ def test_exp_run_runs_the_loop_on_it_without_an_evaluation_customer_in_training(
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     for stage in LOOP_STAGES:
         assert f"Running stage '{stage}'" in run.stdout, stage
-    held = partition(world).eval
+    held = _evaluation_side(world, [Task.model_validate_json(line) for line in
+                                    (repo / "data" / "eval" / "tasks.jsonl").read_text().splitlines()])  # fmt: skip
     for f in ("synth/tasks.jsonl", "synth/trajectories.jsonl", "synth/anchors.jsonl", "curated/selected.jsonl"):
         leaked = _evaluation_customers(world, held, (repo / "data" / f).read_text())
         assert not leaked, f"{f} names evaluation customers {sorted(leaked)}"
