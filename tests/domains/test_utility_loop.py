@@ -137,11 +137,13 @@ def test_requests_say_what_a_customer_would(world, loop, drawn):
     own_words += json.dumps(world.domain.tools.schemas())
     for task in [*_held_out(loop), *drawn, *_synthesized(loop)]:
         assert "email" not in task.user_script.goal, (task.id, task.user_script.goal)  # the accounts have none
+        parts = task.provenance.dials.get("parts", "")  # the templates of a task of several requests
         for req in task.user_script.requests:
             assert not re.search(r"[\[\]{}\"]", req.utterance), (task.id, req.utterance)
             reason = req.details.get("reason")
             assert reason is None or reason in own_words, (task.id, reason)
-            if req.record_id and "other_customer" not in (task.provenance.template or ""):
+            on_purpose = req.expect == "refused" and "other_customer" in f"{task.provenance.template}{parts}"
+            if req.record_id and not on_purpose:
                 assert _owner(world, req.record_id) in (None, task.customer_user_id), (task.id, req.record_id)
 
 
