@@ -25,6 +25,7 @@ from pipeline.synth.partition import partition
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
 from pipeline.world.tables import World, WorldLoadError
+from pipeline.world.tools import execute
 
 SPEC = "tests.domains.utility.domain:UTILITY"
 HERE = Path(__file__).parent / "utility"
@@ -158,6 +159,37 @@ def test_no_evaluation_customer_in_any_training_input(world, loop):
     for f in inputs:
         leaked = _evaluation_customers(world, held, f.read_text())
         assert not leaked, f"{f.name} names evaluation customers {sorted(leaked)}"
+
+
+def test_every_precondition_exploration_keeps_is_lifted_by_its_field_alone(world):
+    """A refusal pinned on a field of the record the call names is lifted by that field alone: the explorer's own
+    refused call, that field set to a value it allows, succeeds or is refused for a reason not about that field.
+    So a refusal decided by another table's record (a bill's meter, a meter's bills) never stands as a false
+    precondition on the record named."""
+    from pipeline.explore.learn import pattern_regex
+    from pipeline.explore.probe import world_model
+
+    model, checked = world_model(world), 0
+    for tool, write in model.writes.items():
+        for group in write.refusals:
+            pre = group.precondition
+            if pre is None or pre.kind != "field":
+                continue
+            arg = pre.on or write.subject
+            table = model.tools[tool].args[arg].table or write.subject_table
+            about_field = [pattern_regex(g.pattern) for g in write.refusals
+                           if g.precondition and g.precondition.field == pre.field]  # fmt: skip
+            lifted = False
+            for recipe, value in ((r, v) for r in group.recipes for v in pre.allowed):
+                named = recipe.arguments[arg]
+                session = world.session(authenticated_user_id=recipe.user)
+                for key in named if isinstance(named, list) else [named]:
+                    setattr(session.edit(table, key), pre.field, value)
+                event = execute(session, tool, recipe.arguments)
+                lifted = lifted or event.ok or not any(rx.match(event.error or "") for rx in about_field)
+            assert lifted, (tool, group.example, pre)
+            checked += 1
+    assert checked >= 5
 
 
 def test_task_ids_carry_the_worlds_name_not_its_folder(tmp_path):
