@@ -95,7 +95,7 @@ def _passes(world: World, task: Task, agent) -> bool:
 def test_held_out_tasks_are_grounded_in_evaluation_customers_and_carry_out_every_write(world, loop, drawn):
     """Every write of the utility succeeds for some customer's record, so some held-out task carries it out."""
     held = _held_out(loop)
-    assert len(held) == 16 and {t.customer_user_id for t in [*held, *drawn]} <= partition(world).eval
+    assert len(held) == 16 and {t.customer_user_id for t in [*held, *drawn]} <= _evaluation_side(world, held)
     assert len(drawn) == 40 and world.domain.tools.of_kind("write") <= {a.name for t in drawn for a in t.gold_actions}
 
 
@@ -199,6 +199,7 @@ def test_task_ids_carry_the_worlds_name_not_its_folder(tmp_path):
     world = load_world(str(folder), SPEC)
     tasks = world.domain.require("tasks")(world, 4, seed=0)
     assert tasks and not [t.id for t in tasks if str(tmp_path) in t.id or "/" in t.id]
+    assert all(t.id.startswith(f"{t.world}-") and t.world == "utility-copy" for t in tasks), [t.id for t in tasks]
 
 
 def test_a_bad_record_is_named_by_file_table_key_and_field(tmp_path):
