@@ -161,6 +161,21 @@ def test_no_evaluation_customer_in_any_training_input(world, loop):
         assert not leaked, f"{f.name} names evaluation customers {sorted(leaked)}"
 
 
+def test_sft_reads_the_loops_training_data_in_the_utilitys_own_words(world, loop):
+    """What the train stage would give SFT (curated set, synthesized trajectories, anchors): every trajectory of a
+    synthesized task re-grades as passing in its own domain, and the prompt is the utility's policy and tools."""
+    from pipeline.train.sft_config import SFTConfig
+    from pipeline.train.sft_data import load_data, world_prompt
+
+    synth = loop / "data" / "synth"
+    params = SFTConfig(data=[loop / "data" / "curated" / "selected.jsonl", synth / "trajectories.jsonl"],
+                       anchors=[synth / "anchors.jsonl"], tasks=[synth / "tasks.jsonl"])  # fmt: skip
+    examples, manifest = load_data(params)
+    counts = manifest["data_counts"]
+    assert counts["verified"] > 0 and counts["failed_verification"] == 0 and manifest["anchor_examples"] > 0
+    assert all(world_prompt(t) == (world.policy, world.tools.schemas()) for t in examples[:3])
+
+
 def test_every_precondition_exploration_keeps_is_lifted_by_its_field_alone(world):
     """A refusal pinned on a field of the record the call names is lifted by that field alone: the explorer's own
     refused call, that field set to a value it allows, succeeds or is refused for a reason not about that field.
