@@ -177,10 +177,10 @@ def test_sft_reads_the_loops_training_data_in_the_utilitys_own_words(world, loop
 
 
 def test_every_precondition_exploration_keeps_is_lifted_by_its_field_alone(world):
-    """A refusal pinned on a field of the record the call names is lifted by that field alone: the explorer's own
-    refused call, that field set to a value it allows, succeeds or is refused for a reason not about that field.
-    So a refusal decided by another table's record (a bill's meter, a meter's bills) never stands as a false
-    precondition on the record named."""
+    """A refusal pinned on a field of a record is lifted by that field alone: the explorer's own refused call, that
+    field set to a value it allows, succeeds or is refused for a reason not about that field. The record is the one
+    the call names, or one it refers to (`on` 'bill_id.meter_id': the bill's meter), so a refusal decided by another
+    table's record never stands as a false precondition on the record named."""
     from pipeline.explore.learn import pattern_regex
     from pipeline.explore.probe import world_model
 
@@ -190,16 +190,20 @@ def test_every_precondition_exploration_keeps_is_lifted_by_its_field_alone(world
             pre = group.precondition
             if pre is None or pre.kind != "field":
                 continue
-            arg = pre.on or write.subject
+            arg, _, via = (pre.on or write.subject).partition(".")  # via: the named record's field naming another
             table = model.tools[tool].args[arg].table or write.subject_table
             about_field = [pattern_regex(g.pattern) for g in write.refusals
                            if g.precondition and g.precondition.field == pre.field]  # fmt: skip
             lifted = False
             for recipe, value in ((r, v) for r in group.recipes for v in pre.allowed):
                 named = recipe.arguments[arg]
+                keys, where = named if isinstance(named, list) else [named], table
+                if via:  # the record the named one refers to (a bill's meter)
+                    keys = [getattr(world.table(table)[k], via) for k in keys]
+                    where = next(t for t, m in model.tables.items() if m.key_field == via)
                 session = world.session(authenticated_user_id=recipe.user)
-                for key in named if isinstance(named, list) else [named]:
-                    setattr(session.edit(table, key), pre.field, value)
+                for key in keys:
+                    setattr(session.edit(where, key), pre.field, value)
                 event = execute(session, tool, recipe.arguments)
                 lifted = lifted or event.ok or not any(rx.match(event.error or "") for rx in about_field)
             assert lifted, (tool, group.example, pre)
