@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
+from collections.abc import Sequence
 
 from pipeline.dataset.branching import branches
+from pipeline.dataset.task import Request
 from pipeline.explore.agents import untaken
 from pipeline.explore.conditional import live
 from pipeline.explore.coverage import coverage
@@ -212,3 +214,32 @@ def test_a_counterfactual_world_is_judged_by_the_domains_rules_against_its_own_s
     assert altered.fingerprint != world.fingerprint and altered.table("users") is world.table("users")
     with pytest.raises(ValidationError):
         world.altered({("orders", key, "status"): 42})
+
+
+def test_a_list_argument_is_rebuilt_as_a_list_however_it_was_said():
+    """A write taking a list of ids (optional or not, `list` or `Sequence`), asked for with the ids said as items or
+    as one id, is rebuilt with a list: a misread's forbidden write is then the call asked for, not an invalid one."""
+    from pipeline.explore.agents import asked_write
+    from pipeline.world.tools import ToolRegistry
+
+    tools = ToolRegistry()
+
+    @tools.register("write")
+    def pay(session, bill_ids: list[str] | None = None, note: str | None = None) -> str:
+        """Pay bills."""
+        return ""
+
+    @tools.register("write")
+    def merge(session, account_ids: Sequence[str], count: list[int]) -> str:
+        """Merge accounts."""
+        return ""
+
+    def asked(intent: str, details: dict, record: str | None = None) -> dict:
+        req = Request(intent=intent, utterance="", record_id=record, details=details)
+        return asked_write(req, tools, "U1").arguments
+
+    assert asked("pay", {"note": "soon"}, "BL1") == {"bill_ids": ["BL1"], "note": "soon"}
+    assert asked("pay", {"bill_ids": "BL1, BL2 and BL3", "note": "x"})["bill_ids"] == ["BL1", "BL2", "BL3"]
+    assert asked("pay", {"bill_ids": "BL1", "note": "x"})["bill_ids"] == ["BL1"]
+    assert asked("pay", {"bill_ids": '["BL1", "BL2"]', "note": "x"})["bill_ids"] == ["BL1", "BL2"]
+    assert asked("merge", {"count": "3"}, "A1") == {"account_ids": ["A1"], "count": [3]}
