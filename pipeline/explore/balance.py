@@ -114,7 +114,7 @@ def why_not(ctx: Any, aim: str) -> str:
     branch = "the condition holds" if holds else "it does not"
     if not users:
         fields = ", ".join(sorted({words(p[0]) for p in pairs}))
-        return (f"no customer this draw may use owns a {words(table or '')} whose {fields} selects the branch "
+        return (f"no customer this draw may use owns a record of {table} whose {fields} selects the branch "
                 f"where {branch}")  # fmt: skip
     tried = min(SEARCH_CUSTOMERS, len(users))
     return f"an aimed search over {tried} of the {len(users)} customers owning one found no call carrying it out"

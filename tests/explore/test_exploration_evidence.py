@@ -243,3 +243,31 @@ def test_a_list_argument_is_rebuilt_as_a_list_however_it_was_said():
     assert asked("pay", {"bill_ids": "BL1", "note": "x"})["bill_ids"] == ["BL1"]
     assert asked("pay", {"bill_ids": '["BL1", "BL2"]', "note": "x"})["bill_ids"] == ["BL1", "BL2"]
     assert asked("merge", {"count": "3"}, "A1") == {"account_ids": ["A1"], "count": [3]}
+
+
+def test_a_branch_no_customer_of_the_draw_can_take_is_said_not_drafted_one_sided():
+    """Customers of a draw who own no completed appointment cannot have 'otherwise, rate it' as gold: the pair is
+    drafted on its other branch only, and the gap says why; with every customer, a search aimed at the missing
+    branch drafts it on a customer who owns one."""
+    from pipeline.explore import balance
+    from pipeline.explore.conditional import Conditional
+    from pipeline.synth.drafts import Want
+
+    world = _salon()
+    kit = world.domain.require("synthesis")
+    ctx = kit.ground(world)
+    pair = next(p for p in live(ctx.model, "cancel_appointment") if p[2] == "rate_appointment")
+    rating = set(balance.holders(ctx, "cancel_appointment", pair, False))
+    assert rating and balance.reachable(ctx, "cancel_appointment", pair, False)
+    aim = "if__cancel_appointment|rate_appointment:otherwise"
+    _, draft = next(kit.aimed(ctx, aim, random.Random(0)))
+    assert draft.write.name == "rate_appointment"
+
+    narrow = kit.ground(world)
+    narrow.customers = [u for u in narrow.customers if u not in rating]
+    assert not balance.reachable(narrow, "cancel_appointment", pair, False)
+    template, rng = Conditional("cancel_appointment"), random.Random(0)
+    drafts = [template(narrow, narrow.customer(u), rng, set(), Want()) for u in narrow.customers]
+    assert {d.write.name for d in drafts if d is not None} == {"cancel_appointment"}
+    assert next(kit.aimed(narrow, aim, rng), None) is None
+    assert kit.why_not(narrow, aim).startswith("no customer this draw may use owns a record of appointments whose status")
