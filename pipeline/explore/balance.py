@@ -21,8 +21,9 @@ from pipeline.synth.drafts import Draft
 
 MISSES = 12
 """Customers owning a record in the branch's state on whom drafting may fail before the branch is given up."""
-SEARCH_CUSTOMERS = 12
-"""Customers an aimed search for a pair's missing branch tries."""
+SEARCH_TRIES = 12
+"""Drafts an aimed search for a pair's missing branch tries, over the customers owning a record selecting it in
+turn (arguments are formed at random, so a customer may serve on a second try)."""
 Pair = tuple[str, list[Any], str]  # (field, values under which the heading write holds, sibling)
 
 
@@ -100,8 +101,8 @@ def aimed(templates: dict, ctx: Any, aim: str, rng: random.Random) -> Iterator[t
     tool, pairs, holds = _parse(ctx, aim)
     template = templates[CONDITIONAL + tool]
     for pair in pairs:
-        users = holders(ctx, tool, pair, holds)
-        for user in rng.sample(users, min(SEARCH_CUSTOMERS, len(users))):
+        users = rng.sample(holders(ctx, tool, pair, holds), len(holders(ctx, tool, pair, holds)))
+        for user in (users * SEARCH_TRIES)[:SEARCH_TRIES]:
             draft = template.draft(ctx, user, rng, set(), pair, holds)
             if draft is not None:
                 yield user, draft
@@ -116,5 +117,4 @@ def why_not(ctx: Any, aim: str) -> str:
         fields = ", ".join(sorted({words(p[0]) for p in pairs}))
         return (f"no customer this draw may use owns a record of {table} whose {fields} selects the branch "
                 f"where {branch}")  # fmt: skip
-    tried = min(SEARCH_CUSTOMERS, len(users))
-    return f"an aimed search over {tried} of the {len(users)} customers owning one found no call carrying it out"
+    return f"{SEARCH_TRIES} aimed drafts over the {len(users)} customers owning one found no call carrying it out"
