@@ -32,7 +32,7 @@ def gaps(ctx: Any, tasks: list[Task]) -> list[str]:
     cov = coverage(ctx.model, tasks)
     out = [w for w, c in cov["writes"].items() if c["done"] == 0 and w not in ctx.model.unexplored]
     out += [f"{w}:{g}" for w, c in cov["writes"].items() for g, n in c["refusals"].items() if n == 0]
-    return out + balance.gaps(ctx, tasks)
+    return out + balance.gaps(cov["conditional"])
 
 
 def aimed(templates: dict, ctx: Any, aim: str, rng: random.Random) -> Iterator[tuple[str, Draft]]:

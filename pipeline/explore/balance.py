@@ -15,7 +15,6 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
-from pipeline.explore.coverage import coverage
 from pipeline.explore.kit import CONDITIONAL, Grounding, words
 from pipeline.synth.drafts import Draft
 
@@ -81,9 +80,9 @@ def missed(ctx: Grounding, tool: str, pair: Pair, holds: bool, user: str) -> Non
         ctx.missed[(tool, pair[2], holds)] += 1
 
 
-def gaps(ctx: Any, tasks: list) -> list[str]:
-    """'if__<tool>|<sibling>:holds' (or ':otherwise') for a pair the tasks carry out one branch of only."""
-    cov = coverage(ctx.model, tasks)["conditional"]
+def gaps(cov: dict[str, dict[str, int]]) -> list[str]:
+    """'if__<tool>|<sibling>:holds' (or ':otherwise') for a pair a task set's coverage (`coverage`'s
+    'conditional') has carried out one branch of only."""
     return [f"{CONDITIONAL}{p}:{'otherwise' if c['holds'] else 'holds'}" for p, c in cov.items()
             if bool(c["holds"]) != bool(c["otherwise"])]  # fmt: skip
 
