@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import typing
+from collections import abc
 from typing import Any
 
 from pipeline.agents.scripted import phrases as P
@@ -31,6 +33,8 @@ from pipeline.rollout.protocols import EpisodeInfo
 from pipeline.world.tools import ToolRegistry
 
 ASK_RECORD = "Which one is this about? Please tell me its id."
+SEQUENCES = (list, tuple, set, frozenset, abc.Sequence, abc.Set)
+"""What a list-taking argument's annotation may say (`list[str]`, `Sequence[str]`, ...)."""
 
 
 def _said(value: Any, text: str) -> bool:
@@ -59,6 +63,7 @@ def asked_write(req: Request, tools: ToolRegistry, user_id: str | None) -> Actio
         return None
     args: dict[str, Any] = {}
     for name, f in tools[req.intent].args_model.model_fields.items():
+        many = typing.get_origin(base_type(f.annotation)) in SEQUENCES
         if name in req.details and base_type(f.annotation) is str:
             args[name] = req.details[name]
         elif name in req.details:
@@ -66,10 +71,17 @@ def asked_write(req: Request, tools: ToolRegistry, user_id: str | None) -> Actio
                 args[name] = json.loads(req.details[name])
             except json.JSONDecodeError:
                 args[name] = req.details[name]
+            if many and not isinstance(args[name], list):  # a list said as its items: kept a list
+                args[name] = items(args[name]) if isinstance(args[name], str) else [args[name]]
         else:
             key = req.record_id or user_id
-            args[name] = [key] if typing.get_origin(base_type(f.annotation)) is list else key  # a list of keys
+            args[name] = [key] if many else key  # a list of keys: the one record the request is about
     return Action(name=req.intent, arguments=args)
+
+
+def items(said: str) -> list[str]:
+    """A list as the customer says it ('BL1, BL2 and BL3', or one id) back as its items."""
+    return [p for p in re.split(r",\s*|\s+and\s+", said.strip()) if p]
 
 
 class GenericEpisode(ScriptedEpisode):

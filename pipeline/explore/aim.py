@@ -1,7 +1,8 @@
 """Generic tasks aimed at what a draw left uncovered (`pipeline.synth.topup` asks; `GenericKit` answers).
 
 The gaps are the world model's cells no task reaches: a write tool never carried out, a refusal group
-(`pipeline.explore.coverage.ASKED`) never asked for. A refusal group is aimed at first with the explorer's own
+(`pipeline.explore.coverage.ASKED`) never asked for, a conditional pair carried out on one branch only
+(`pipeline.explore.balance`). A refusal group is aimed at first with the explorer's own
 refused calls (`RefusalGroup.recipes`): each made by a customer the draw may use, naming no record of a customer
 it may not, is run again in a fresh session and drafted if the tool still refuses it with the group's message
 (another customer's record asked for as
@@ -17,8 +18,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from pipeline.dataset.task import Task
+from pipeline.explore import balance
 from pipeline.explore.coverage import coverage
-from pipeline.explore.kit import OTHER, REFUSED, pattern_regex
+from pipeline.explore.kit import CONDITIONAL, OTHER, REFUSED, pattern_regex
 from pipeline.synth.drafts import Draft
 
 SEARCH_CUSTOMERS = 12
@@ -29,10 +31,14 @@ def gaps(ctx: Any, tasks: list[Task]) -> list[str]:
     """'<tool>' for a write tool no task carries out, '<tool>:<group>' for a refusal group no task asks for."""
     cov = coverage(ctx.model, tasks)
     out = [w for w, c in cov["writes"].items() if c["done"] == 0 and w not in ctx.model.unexplored]
-    return out + [f"{w}:{g}" for w, c in cov["writes"].items() for g, n in c["refusals"].items() if n == 0]
+    out += [f"{w}:{g}" for w, c in cov["writes"].items() for g, n in c["refusals"].items() if n == 0]
+    return out + balance.gaps(cov["conditional"])
 
 
 def aimed(templates: dict, ctx: Any, aim: str, rng: random.Random) -> Iterator[tuple[str, Draft]]:
+    if aim.startswith(CONDITIONAL):
+        yield from balance.aimed(templates, ctx, aim, rng)
+        return
     tool, _, group = aim.partition(":")
     if not group:
         for user in rng.sample(ctx.customers, min(SEARCH_CUSTOMERS, len(ctx.customers))):
@@ -73,6 +79,8 @@ def owners(ctx: Any, call: Any) -> set[str]:
 
 
 def why_not(ctx: Any, aim: str) -> str:
+    if aim.startswith(CONDITIONAL):
+        return balance.why_not(ctx, aim)
     tool, _, group = aim.partition(":")
     searched = f"an aimed search over {min(SEARCH_CUSTOMERS, len(ctx.customers))} customers found no such call"
     if not group:

@@ -10,9 +10,8 @@ and runs the selected branch's call; a draft is kept only when that call succeed
 not taken is stated too, never written, with arguments that carry it out on the same record with only the
 condition's field changed to a value selecting it (run in that altered world, `World.altered`). Both branches are
 live: a sibling is paired with a condition only when exploration saw the tool succeed on a record the condition
-holds for and the sibling succeed on one it fails for (`WriteModel.ok_states`); the branch aimed for is the one
-drafted less so far for the pair, then for the tool (the rng breaks ties), so both appear as gold where the world
-holds records of both kinds.
+holds for and the sibling succeed on one it fails for (`WriteModel.ok_states`). Which pair and branch come next is
+`pipeline.explore.balance`'s: a pair drafted with one branch is completed with the other, so both appear as gold.
 """
 
 from __future__ import annotations
@@ -23,6 +22,7 @@ from typing import Any
 
 from pipeline.dataset.branching import CONDITIONAL_INTENT, IF, UNTAKEN
 from pipeline.dataset.task import Request
+from pipeline.explore import balance
 from pipeline.explore.kit import (
     CONDITIONAL,
     TRIES,
@@ -39,9 +39,6 @@ from pipeline.explore.repair import attempt, repairs
 from pipeline.explore.speech import phrase
 from pipeline.synth.drafts import Draft, Want, act
 from pipeline.world.tools import execute
-
-SETTLE = 0.25
-"""The chance a customer with no record for the branch aimed at is drafted the other way (else: next customer)."""
 
 
 def conditions(model: WorldModel, tool: str) -> list[tuple[str, list[Any]]]:
@@ -71,10 +68,10 @@ def live(model: WorldModel, tool: str) -> list[tuple[str, list[Any], str]]:
     one of the values, the sibling on a record whose field had none of them (`WriteModel.ok_states`)."""
     out = []
     for field, allowed in conditions(model, tool):
-        if not set(map(_h, model.writes[tool].ok_states.get(field, []))) & set(map(_h, allowed)):
+        if not set(map(balance.key, model.writes[tool].ok_states.get(field, []))) & set(map(balance.key, allowed)):
             continue
         for other in siblings(model, tool):
-            if set(map(_h, model.writes[other].ok_states.get(field, []))) - set(map(_h, allowed)):
+            if set(map(balance.key, model.writes[other].ok_states.get(field, []))) - set(map(balance.key, allowed)):
                 out.append((field, allowed, other))
     return out
 
@@ -82,10 +79,6 @@ def live(model: WorldModel, tool: str) -> list[tuple[str, list[Any], str]]:
 def conditional_tools(model: WorldModel) -> list[str]:
     """Write tools that can head a conditional request: a condition with a sibling write for when it fails."""
     return [t for t in sorted(model.writes) if live(model, t)]
-
-
-def _h(v: Any) -> Any:
-    return v if not isinstance(v, (list, dict)) else repr(v)
 
 
 def shown(ctx: Grounding, user: str, table: str, key: str) -> dict[str, Any] | None:
@@ -112,45 +105,45 @@ class Conditional:
     def __call__(
         self, ctx: Grounding, customer: Customer, rng: random.Random, exclude: set[str], want: Want
     ) -> Draft | None:
-        ex, model, user = ctx.ex, ctx.model, customer.user_id
-        pairs = live(model, self.tool)
-        if not pairs:
+        _, table = ctx.ex.subject(self.tool)
+        pairs = live(ctx.model, self.tool)
+        if not pairs or table is None or table == ctx.ex.customer_table:  # a branch turns on one of their records
             return None
-        field, allowed, other = rng.choice(pairs)
-        cond = (field, allowed)
+        chosen = balance.choose(ctx, self.tool, pairs, rng)
+        if chosen is None:
+            return None
+        pair, aim = chosen
+        draft = self.draft(ctx, customer.user_id, rng, exclude, pair, aim)
+        if draft is None:
+            balance.missed(ctx, self.tool, pair, aim, customer.user_id)
+        return draft
+
+    def draft(
+        self, ctx: Grounding, user: str, rng: random.Random, exclude: set[str], pair: balance.Pair, aim: bool
+    ) -> Draft | None:
+        """The request on one of the customer's records whose state, as the read shows it, selects the branch
+        `aim` (the condition holds, or not); None when they own no such record or no call carries it out."""
+        if user not in balance.holders(ctx, self.tool, pair, aim):
+            return None
+        ex, (field, allowed, other) = ctx.ex, pair
         _, table = ex.subject(self.tool)
-        if table is None or table == ex.customer_table:  # a branch turns on one of the customer's records
-            return None
-        # the branch drafted less often for this pair, then for this tool (the rng breaks ties)
-        per_tool = {h: sum(n for (t, _, b), n in ctx.branches.items() if t == self.tool and b == h)
-                    for h in (True, False)}  # fmt: skip
-        taken = {h: (ctx.branches[(self.tool, other, h)], per_tool[h]) for h in (True, False)}
-        aim = rng.random() < 0.5 if taken[True] == taken[False] else taken[True] < taken[False]
+        states = {h: [v for v in (allowed if h else ctx.model.writes[other].ok_states.get(field, []))
+                      if balance.key(v) in balance.selecting(ctx, self.tool, pair, h)]
+                  for h in (True, False)}  # fmt: skip
         own = [k for k in sorted(ex.owned.get(user, {}).get(table, [])) if k not in exclude]
-        records = {k: shown(ctx, user, table, k) for k in own}
-        present = {k: r for k, r in records.items() if r is not None and field in r}
-        works = {_h(v) for v in model.writes[other].ok_states.get(field, [])} - {_h(v) for v in allowed}
-
-        def rank(k: str) -> tuple[bool, bool]:  # the aimed branch first, on a state its write succeeded on
-            holds = present[k][field] in allowed
-            return holds != aim, not holds and _h(present[k][field]) not in works
-
-        heads = {_h(x) for x in model.writes[self.tool].ok_states.get(field, [])}
-        states = {True: [v for v in allowed if _h(v) in heads],  # values selecting each branch, where it succeeded
-                  False: [v for v in model.writes[other].ok_states.get(field, []) if _h(v) in works]}  # fmt: skip
-        for key in sorted(rng.sample(list(present), len(present)), key=rank):
-            holds = present[key][field] in allowed
-            if holds != aim and rng.random() >= SETTLE:
-                return None  # this customer has no record for the branch aimed at: most often, try another
-            taken, untaken = (self.tool, other) if holds else (other, self.tool)
+        for key in rng.sample(own, len(own)):
+            record = shown(ctx, user, table, key)
+            if record is None or balance.key(record.get(field)) not in {balance.key(v) for v in states[aim]}:
+                continue
+            taken, untaken = (self.tool, other) if aim else (other, self.tool)
             args = self._call(ctx, taken, user, key, rng)
             if args is None:
                 continue
-            alt = self._untaken(ctx, untaken, user, table, key, field, states[not holds], rng)
+            alt = self._untaken(ctx, untaken, user, table, key, field, states[not aim], rng)
             if alt is None:
                 continue
-            ctx.branches[(self.tool, other, holds)] += 1
-            return self._draft(ctx, user, table, key, cond, other, holds, args, alt)
+            ctx.branches[(self.tool, other, aim)] += 1
+            return self._draft(ctx, user, table, key, (field, allowed), other, aim, args, alt)
         return None
 
     def _call(self, ctx: Grounding, tool: str, user: str, key: str, rng: random.Random) -> dict | None:

@@ -1,6 +1,6 @@
 """Coverage of a world model by a task set: every write tool carried out, every refusal group asked for; the
-questions, requests no tool serves, conditional requests (per heading tool, the branch taken) and tasks whose
-record is left unsaid (the agent must ask first).
+questions, requests no tool serves, conditional requests (per pair of heading write and sibling, '<tool>|<other>',
+the branch taken: 'holds' or 'otherwise') and tasks whose record is left unsaid (the agent must ask first).
 
 A generic task records each refused request's reason, the tool's own words (`pipeline.explore.kit.REFUSE_NOTE`),
 so a refusal is matched to its group by the group's message pattern.
@@ -40,7 +40,7 @@ def coverage(model: WorldModel, tasks: Iterable[Task], unreproduced: dict[str, s
             if pair is None:
                 continue
             taken = next((a.name for a in task.gold_actions if a.request == i and a.name in pair), None)
-            cell = conditional.setdefault(pair[0], {"holds": 0, "otherwise": 0})
+            cell = conditional.setdefault("|".join(pair), {"holds": 0, "otherwise": 0})
             cell["holds" if taken == pair[0] else "otherwise"] += 1
         for action in task.gold_actions:
             if action.name in done:

@@ -120,6 +120,8 @@ class Grounding:
         self.customers = list(self.ex.customers)
         self.asked: Counter[tuple[str, str]] = Counter()  # (tool, refusal group) → drafts asking for it
         self.branches: Counter[tuple[str, str, bool]] = Counter()  # (tool, sibling, condition holds) → drafts
+        self.missed: Counter[tuple[str, str, bool]] = Counter()  # the same → customers on whom drafting failed
+        self.states: dict[tuple[str, str], dict[str, set]] = {}  # (table, field) → customer → its values
 
     def customer(self, user_id: str) -> Customer:
         return Customer(user_id, known_of(self, user_id))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 import re
+import types
 import typing
 from collections import Counter, defaultdict
 from typing import TYPE_CHECKING, Any
@@ -85,8 +86,10 @@ def project(value: Any, fields: set[str] | None) -> Any:
 
 
 def base_type(annotation: Any) -> Any:
+    """The type an optional argument takes when given: `Optional[X]` and `X | None` alike are X."""
     args = [a for a in typing.get_args(annotation) if a is not type(None)]
-    return base_type(args[0]) if typing.get_origin(annotation) is typing.Union and args else annotation
+    union = typing.get_origin(annotation) in (typing.Union, types.UnionType)
+    return base_type(args[0]) if union and args else annotation
 
 
 def candidates(

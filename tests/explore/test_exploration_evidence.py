@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
+from collections.abc import Sequence
 
 from pipeline.dataset.branching import branches
+from pipeline.dataset.task import Request
 from pipeline.explore.agents import untaken
 from pipeline.explore.conditional import live
 from pipeline.explore.coverage import coverage
@@ -212,3 +214,60 @@ def test_a_counterfactual_world_is_judged_by_the_domains_rules_against_its_own_s
     assert altered.fingerprint != world.fingerprint and altered.table("users") is world.table("users")
     with pytest.raises(ValidationError):
         world.altered({("orders", key, "status"): 42})
+
+
+def test_a_list_argument_is_rebuilt_as_a_list_however_it_was_said():
+    """A write taking a list of ids (optional or not, `list` or `Sequence`), asked for with the ids said as items or
+    as one id, is rebuilt with a list: a misread's forbidden write is then the call asked for, not an invalid one."""
+    from pipeline.explore.agents import asked_write
+    from pipeline.world.tools import ToolRegistry
+
+    tools = ToolRegistry()
+
+    @tools.register("write")
+    def pay(session, bill_ids: list[str] | None = None, note: str | None = None) -> str:
+        """Pay bills."""
+        return ""
+
+    @tools.register("write")
+    def merge(session, account_ids: Sequence[str], count: list[int]) -> str:
+        """Merge accounts."""
+        return ""
+
+    def asked(intent: str, details: dict, record: str | None = None) -> dict:
+        req = Request(intent=intent, utterance="", record_id=record, details=details)
+        return asked_write(req, tools, "U1").arguments
+
+    assert asked("pay", {"note": "soon"}, "BL1") == {"bill_ids": ["BL1"], "note": "soon"}
+    assert asked("pay", {"bill_ids": "BL1, BL2 and BL3", "note": "x"})["bill_ids"] == ["BL1", "BL2", "BL3"]
+    assert asked("pay", {"bill_ids": "BL1", "note": "x"})["bill_ids"] == ["BL1"]
+    assert asked("pay", {"bill_ids": '["BL1", "BL2"]', "note": "x"})["bill_ids"] == ["BL1", "BL2"]
+    assert asked("merge", {"count": "3"}, "A1") == {"account_ids": ["A1"], "count": [3]}
+
+
+def test_a_branch_no_customer_of_the_draw_can_take_is_said_not_drafted_one_sided():
+    """Customers of a draw who own no completed appointment cannot have 'otherwise, rate it' as gold: the pair is
+    drafted on its other branch only, and the gap says why; with every customer, a search aimed at the missing
+    branch drafts it on a customer who owns one."""
+    from pipeline.explore import balance
+    from pipeline.explore.conditional import Conditional
+    from pipeline.synth.drafts import Want
+
+    world = _salon()
+    kit = world.domain.require("synthesis")
+    ctx = kit.ground(world)
+    pair = next(p for p in live(ctx.model, "cancel_appointment") if p[2] == "rate_appointment")
+    rating = set(balance.holders(ctx, "cancel_appointment", pair, False))
+    assert rating and balance.reachable(ctx, "cancel_appointment", pair, False)
+    aim = "if__cancel_appointment|rate_appointment:otherwise"
+    _, draft = next(kit.aimed(ctx, aim, random.Random(0)))
+    assert draft.write.name == "rate_appointment"
+
+    narrow = kit.ground(world)
+    narrow.customers = [u for u in narrow.customers if u not in rating]
+    assert not balance.reachable(narrow, "cancel_appointment", pair, False)
+    template, rng = Conditional("cancel_appointment"), random.Random(0)
+    drafts = [template(narrow, narrow.customer(u), rng, set(), Want()) for u in narrow.customers]
+    assert {d.write.name for d in drafts if d is not None} == {"cancel_appointment"}
+    assert next(kit.aimed(narrow, aim, rng), None) is None
+    assert kit.why_not(narrow, aim).startswith("no customer this draw may use owns a record of appointments whose")
