@@ -88,7 +88,7 @@ def known(ex: Explorer, user: str) -> KnownInfo:
 def whole_name(record: dict[str, Any]) -> str | None:
     """The name a record keeps in parts ('given_name' and 'surname'), joined in the record's field order; None
     unless it has two parts or more (one part alone is half a name)."""
-    parts = [v.strip() for f, v in record.items() if NAME_PART.match(f) and isinstance(v, str) and v.strip()]
+    parts = [v.strip() for f, v in record.items() if NAME_PART.match(f.lower()) and isinstance(v, str) and v.strip()]
     return " ".join(parts) if len(parts) > 1 else None
 
 
