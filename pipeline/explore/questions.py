@@ -19,7 +19,7 @@ from pipeline.explore.kit import (
     singular,
     words,
 )
-from pipeline.explore.references import identifying
+from pipeline.explore.references import about_customer, identifying
 from pipeline.explore.values import shared_values
 from pipeline.synth.drafts import Draft, Want, act
 
@@ -34,7 +34,7 @@ def asked_field(request: Request) -> tuple[str, str] | None:
 
 class Question:
     """A question about one of the customer's own records, answered from what the read tool shows: a field the
-    world model found enumerated (a status, a count) that describes the record rather than names one."""
+    world model found enumerated (a status, a count), never the field naming the customer themselves."""
 
     def __init__(self, tool: str, unservable: bool = False) -> None:
         self.tool, self.unservable = tool, unservable
@@ -47,7 +47,7 @@ class Question:
             return None
         if self.unservable:
             return self._unservable(ctx, customer, rng, exclude, table)
-        fields = sorted(set(ctx.model.tables[table].enumerated) - identifying(ctx.ex)[table])  # never 'its holder id'
+        fields = sorted(set(ctx.model.tables[table].enumerated) - about_customer(ctx.ex)[table])  # not 'its holder id'
         own = [k for k in sorted(ctx.ex.owned.get(customer.user_id, {}).get(table, [])) if k not in exclude]
         if not fields or not own:
             return None
