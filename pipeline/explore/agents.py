@@ -25,9 +25,9 @@ from pipeline.agents.scripted.flaws import MODES, FlawConfig, PlantingAgent, uni
 from pipeline.agents.scripted.script import YES, ScriptedEpisode, Steps
 from pipeline.dataset.branching import UNTAKEN, branches, condition
 from pipeline.dataset.task import Action, Request, Task
-from pipeline.explore.kit import refusal_of, say, words
+from pipeline.explore.kit import refusal_of, words
 from pipeline.explore.questions import asked_field
-from pipeline.explore.speech import phrase
+from pipeline.explore.speech import phrase, speak
 from pipeline.explore.values import base_type, vary
 from pipeline.rollout.protocols import EpisodeInfo
 from pipeline.world.tools import ToolRegistry
@@ -122,7 +122,7 @@ class GenericEpisode(ScriptedEpisode):
                         break
         if shown is None:
             return f"I'm sorry, I could not find that. {P.ANYTHING_ELSE}"
-        return f"I've looked it up: the {words(asked[1])} of {req.record_id} is {say(shown)}. {P.ANYTHING_ELSE}"
+        return f"I've looked it up: the {words(asked[1])} of {req.record_id} is {speak(shown)}. {P.ANYTHING_ELSE}"
 
     def _handle(self, i: int, req: Request) -> Steps:
         actions = self._actions(i)

@@ -36,7 +36,7 @@ from pipeline.explore.kit import (
 )
 from pipeline.explore.model import WorldModel
 from pipeline.explore.repair import attempt, repairs
-from pipeline.explore.speech import phrase
+from pipeline.explore.speech import phrase, speak
 from pipeline.synth.drafts import Draft, Want, act
 from pipeline.world.tools import execute
 
@@ -187,7 +187,7 @@ class Conditional:
         first = clause(self.tool, args if holds else alt)
         second = clause(other, alt if holds else args)
         field, allowed = cond
-        values = " or ".join(say(v) for v in allowed)
+        values = " or ".join(speak(v) for v in allowed)
         thing = f"{singular(words(table))} {key}"
         utterance = (f"Please look at my {thing}: if its {words(field)} is {values}, {first}; "
                      f"otherwise, {second}.")  # fmt: skip

@@ -12,8 +12,9 @@ from pipeline.dataset.task import CommunicatedCheck, KnownInfo, Request, Task, T
 from pipeline.explore import aim as aiming
 from pipeline.explore import questions
 from pipeline.explore.conditional import Conditional
-from pipeline.explore.kit import CONDITIONAL, OTHER, Customer, Grounding, Template, say, taxonomy_of, unspecified
+from pipeline.explore.kit import CONDITIONAL, OTHER, Customer, Grounding, Template, taxonomy_of, unspecified
 from pipeline.explore.questions import asked_field
+from pipeline.explore.speech import speak
 from pipeline.synth.drafts import Draft
 from pipeline.synth.kit import SynthesisKit
 from pipeline.world.tables import World
@@ -63,7 +64,7 @@ class GenericKit(SynthesisKit):
             asked = asked_field(d.request)
             if asked is not None and d.request.record_id:
                 record = session.get(asked[0], d.request.record_id)
-                out.append(CommunicatedCheck(values=[say(getattr(record, asked[1]))]))
+                out.append(CommunicatedCheck(values=[speak(getattr(record, asked[1]))]))  # 1046.0 told as 1046
         return out
 
     def gaps(self, ground: Any, tasks: list[Task]) -> list[str]:

@@ -4,12 +4,14 @@ A customer knows what their own record holds: each argument an identity tool tak
 JSON schema, and each field the domain's `identity_fields` adds) whose value their record, or a record they own,
 holds — an email, a date of birth, a member number, a PIN; the customer-info fields a task's `KnownInfo` names
 (email, first and last name, zip, phone); their user id; and their name as the record keeps it (one `name` or
-`full_name` field, or first and last name). So a domain that identifies by date of birth and email, or by member
-number and PIN, has customers who can identify themselves, and every customer can be spoken to by their own name.
+`full_name` field, first and last name, or a name's parts in record order: given name and surname). So a domain
+that identifies by date of birth and email, or by member number and PIN, has customers who can identify
+themselves, and every customer can be spoken to by their own, whole name.
 """
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from pipeline.dataset.task import KnownInfo
@@ -22,6 +24,8 @@ if TYPE_CHECKING:
 NAMED = ("name", "full_name")
 """Fields that keep a person's whole name, in the order they are looked for."""
 NOT_A_NAME = ("first_name", "last_name", "user_name", "username", "screen_name", "display_name")
+NAME_PART = re.compile(r"^(first|given|fore|christian|middle|second|last|family|sur)_?names?$")
+"""A field that keeps one part of a person's name ('given_name', 'surname', 'family_name')."""
 _FIXED = tuple(f for f in KnownInfo.model_fields if f != "facts")
 
 
@@ -42,7 +46,8 @@ def identity_arguments(ex: Explorer) -> list[str]:
 def known(ex: Explorer, user: str) -> KnownInfo:
     """What `user` can say about themselves in `ex`'s world."""
     table = ex.customer_table
-    own = harvest([dump_record(ex.world.table(table)[user])]) if table else {}
+    record = dump_record(ex.world.table(table)[user]) if table else {}
+    own = harvest([record]) if table else {}
     owned = harvest(ex.records_of(user))
     found: dict[str, Any] = {}
     for f in _FIXED:  # the customer-info fields of their own record, as before: text only
@@ -51,7 +56,7 @@ def known(ex: Explorer, user: str) -> KnownInfo:
             found[f] = value
     found.setdefault("user_id", user)
     if "name" not in found and not (found.get("first_name") and found.get("last_name")):
-        spoken = _scalar([v for f in NAMED for v in own.get(f, []) if isinstance(v, str)])
+        spoken = _scalar([v for f in NAMED for v in own.get(f, []) if isinstance(v, str)]) or whole_name(record)
         spoken = spoken or _scalar([v for f, vs in own.items() if f.endswith("_name") and f not in NOT_A_NAME
                                     for v in vs if isinstance(v, str)])  # fmt: skip
         if spoken:
@@ -69,8 +74,8 @@ def known(ex: Explorer, user: str) -> KnownInfo:
             value = _scalar(owned.get(a, []))
         if value is None:  # a field named for the argument in other words ('patient_email', 'dob')
             value = _scalar([v for f, vs in own.items() if named_for(a, f) for v in vs])
-        if value is None and a in NAMED and found.get("first_name") and found.get("last_name"):
-            value = f"{found['first_name']} {found['last_name']}"
+        if value is None and a in NAMED:
+            value = KnownInfo(**found).called
         if value is None:
             continue
         if a in _FIXED:
@@ -78,6 +83,13 @@ def known(ex: Explorer, user: str) -> KnownInfo:
         else:
             facts[a] = _as(types.get(a), value)
     return KnownInfo(**found, facts=facts)
+
+
+def whole_name(record: dict[str, Any]) -> str | None:
+    """The name a record keeps in parts ('given_name' and 'surname'), joined in the record's field order; None
+    unless it has two parts or more (one part alone is half a name)."""
+    parts = [v.strip() for f, v in record.items() if NAME_PART.match(f.lower()) and isinstance(v, str) and v.strip()]
+    return " ".join(parts) if len(parts) > 1 else None
 
 
 def named_for(argument: str, field: str) -> bool:

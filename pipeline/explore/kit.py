@@ -44,8 +44,23 @@ SKIPPED = ("invalid_arguments", "not_found", "unauthorized", "internal")
 _REFUSE = re.compile(re.escape(REFUSE_NOTE) + r"“(.*?)”")
 
 
+_SIBILANT = ("ss", "x", "ch", "sh", "zz")
+"""Endings that take -es in the plural ('addresses', 'boxes', 'branches', 'dishes', 'buzzes'; 'sizes' is 'size')."""
+_UNCHANGED = ("ss", "us", "is")
+"""Endings of a word that is already one ('address', 'status', 'analysis')."""
+
+
 def singular(table: str) -> str:
-    return table[:-1] if table.endswith("s") else table
+    """One record of a table, by the regular rules: 'policies' → 'policy', 'addresses' → 'address', 'branches' →
+    'branch', 'statuses' → 'status', 'bills' → 'bill'; a word already singular, or not a regular plural
+    ('people'), stays as it is."""
+    if table.endswith(_UNCHANGED) or not table.endswith("s") or table.endswith(("series", "species")):
+        return table
+    if table.endswith("ies") and len(table) > 4 and table[-4] not in "aeiou":
+        return table[:-3] + "y"
+    if table.endswith(tuple(f"{e}es" for e in _SIBILANT)) or (table.endswith("uses") and table[-5:-4] != "o"):
+        return table[:-2]  # 'statuses', 'bonuses' too ('warehouses' is 'warehouse')
+    return table[:-1]
 
 
 def say(value: Any) -> str:
@@ -78,7 +93,14 @@ def unspecified(utterance: str, record_id: str) -> str | None:
 
 
 def plural(thing: str) -> str:
-    return thing if thing.endswith("s") else thing[:-1] + "ies" if thing.endswith("y") else f"{thing}s"
+    """The inverse of `singular`: 'policy' → 'policies', 'address' → 'addresses', 'bill' → 'bills'."""
+    if thing.endswith(_SIBILANT) or (thing.endswith("us") and len(thing) > 2):
+        return f"{thing}es"
+    if thing.endswith("s"):
+        return thing
+    if thing.endswith("y") and len(thing) > 1 and thing[-2] not in "aeiou":
+        return thing[:-1] + "ies"
+    return f"{thing}s"
 
 
 def refuse_note(reason: str | None) -> str:

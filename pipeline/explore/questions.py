@@ -19,6 +19,7 @@ from pipeline.explore.kit import (
     singular,
     words,
 )
+from pipeline.explore.references import about_customer, identifying
 from pipeline.explore.values import shared_values
 from pipeline.synth.drafts import Draft, Want, act
 
@@ -33,7 +34,7 @@ def asked_field(request: Request) -> tuple[str, str] | None:
 
 class Question:
     """A question about one of the customer's own records, answered from what the read tool shows: a field the
-    world model found enumerated (a status, a count)."""
+    world model found enumerated (a status, a count), never the field naming the customer themselves."""
 
     def __init__(self, tool: str, unservable: bool = False) -> None:
         self.tool, self.unservable = tool, unservable
@@ -46,7 +47,7 @@ class Question:
             return None
         if self.unservable:
             return self._unservable(ctx, customer, rng, exclude, table)
-        fields = sorted(ctx.model.tables[table].enumerated)
+        fields = sorted(set(ctx.model.tables[table].enumerated) - about_customer(ctx.ex)[table])  # not 'its holder id'
         own = [k for k in sorted(ctx.ex.owned.get(customer.user_id, {}).get(table, [])) if k not in exclude]
         if not fields or not own:
             return None
@@ -63,9 +64,10 @@ class Question:
         return Draft(QUESTION + self.tool, request, goal, reads, None, None, (key,), 1)
 
     def _unservable(self, ctx: Grounding, customer: Customer, rng, exclude: set[str], table: str) -> Draft | None:
-        """A change to a field of the customer's record that no write tool ever changed (nor could be seen to)."""
+        """A change to a field of the customer's record that no write tool ever changed (nor could be seen to), and
+        that describes the record rather than names one (`pipeline.explore.references`)."""
         changed = {e.field for w in ctx.model.writes.values() for e in w.effects if e.table == table and not e.created}
-        own_key = ctx.model.tables[table].key_field
+        named = identifying(ctx.ex)[table] | {ctx.model.tables[table].key_field}
         own = [k for k in sorted(ctx.ex.owned.get(customer.user_id, {}).get(table, [])) if k not in exclude]
         untried = [t for t in ctx.model.unexplored  # a write never run that names such a record may serve it
                    if any(a.binds in ("key", "items") and a.table == table
@@ -77,7 +79,7 @@ class Question:
         fields = [
             f
             for f, v in sorted(record.model_dump().items())
-            if isinstance(v, str) and f not in changed and f != own_key and v != customer.user_id
+            if isinstance(v, str) and f not in changed and f not in named and v not in (customer.user_id, key)
         ]
         for field in rng.sample(fields, len(fields)):  # a new value the domain has words for, never made up
             current = getattr(record, field)

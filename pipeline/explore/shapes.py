@@ -136,7 +136,7 @@ class Shaper:
 
     def objects(self, name: str, items: dict, defs: dict, g: Ground, rng: random.Random) -> Any:
         fields = set(items.get("properties", {}))
-        seen = [[{k: x[k] for k in fields if k in x} for x in v if isinstance(x, dict)]
+        seen = [[{k: x[k] for k in x if k in fields} for x in v if isinstance(x, dict)]  # the record's order
                 for v in g.found.get(name, []) if isinstance(v, list) and v]  # fmt: skip
         seen = [v for v in seen if all(set(x) == fields for x in v)]
         if seen and rng.random() < 0.5:

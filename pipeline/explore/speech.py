@@ -22,8 +22,19 @@ def series(items: list[str], joiner: str = ", ") -> str:
     return f"{joiner.join(items[:-1])} and {items[-1]}"
 
 
+def number(value: float) -> str:
+    """A number as a person says it: a whole one without its point ('1046.0' → '1046'), else as short as it is
+    exact ('12.5')."""
+    if value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return repr(value)
+
+
 def speak(value: Any) -> str:
-    """A value as the customer says it (a boolean or number as its JSON, which is what a tool's output shows)."""
+    """A value as the customer says it (a boolean as its JSON, which is what a tool's output shows, a number as a
+    person says it)."""
+    if isinstance(value, float):
+        return number(value)
     if isinstance(value, str):
         return value
     if isinstance(value, dict):
