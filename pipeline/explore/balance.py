@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from pipeline.explore.kit import CONDITIONAL, Grounding, words
+from pipeline.explore.pairs import Pair, key, live
 from pipeline.synth.drafts import Draft
 
 MISSES = 12
@@ -23,12 +24,6 @@ MISSES = 12
 SEARCH_TRIES = 12
 """Drafts an aimed search for a pair's missing branch tries, over the customers owning a record selecting it in
 turn (arguments are formed at random, so a customer may serve on a second try)."""
-Pair = tuple[str, list[Any], str]  # (field, values under which the heading write holds, sibling)
-
-
-def key(v: Any) -> Any:
-    """A field value as a set member (lists and objects by their repr)."""
-    return v if not isinstance(v, (list, dict)) else repr(v)
 
 
 def selecting(ctx: Grounding, tool: str, pair: Pair, holds: bool) -> set[Any]:
@@ -90,8 +85,6 @@ def gaps(cov: dict[str, dict[str, int]]) -> list[str]:
 def _parse(ctx: Any, aim: str) -> tuple[str, list[Pair], bool]:
     name, _, branch = aim.rpartition(":")
     tool, _, other = name.removeprefix(CONDITIONAL).partition("|")
-    from pipeline.explore.conditional import live
-
     return tool, [p for p in live(ctx.model, tool) if p[2] == other], branch == "holds"
 
 

@@ -35,45 +35,12 @@ from pipeline.explore.kit import (
     words,
 )
 from pipeline.explore.model import WorldModel
+from pipeline.explore.pairs import Pair, live
+from pipeline.explore.pairs import key as value_key
 from pipeline.explore.repair import attempt, repairs
 from pipeline.explore.speech import phrase, speak
 from pipeline.synth.drafts import Draft, Want, act
 from pipeline.world.tools import execute
-
-
-def conditions(model: WorldModel, tool: str) -> list[tuple[str, list[Any]]]:
-    """(field, values) a branch can turn on: the tool's preconditions on a field of its record, with the values
-    it was seen to accept; failing those, each value of an enumerated field of the record's table."""
-    w = model.writes[tool]
-    found = [(g.precondition.field, g.precondition.allowed) for g in w.refusals
-             if g.precondition is not None and g.precondition.kind == "field" and g.precondition.on is None
-             and g.precondition.field and g.precondition.allowed]  # fmt: skip
-    if found or w.subject_table is None:
-        return found
-    enumerated = model.tables[w.subject_table].enumerated
-    return [(f, [v]) for f, vs in sorted(enumerated.items()) if len(vs) > 1 for v in vs if v is not None]
-
-
-def siblings(model: WorldModel, tool: str) -> list[str]:
-    """The other write tools about a record of the same table (the 'otherwise' branch); none on the customer's
-    own record (a branch turns on one of the customer's records, not on who they are)."""
-    table = model.writes[tool].subject_table
-    if table == model.customer_table:
-        return []
-    return sorted(n for n, w in model.writes.items() if n != tool and table and w.subject_table == table)
-
-
-def live(model: WorldModel, tool: str) -> list[tuple[str, list[Any], str]]:
-    """(field, values, sibling) whose both branches can be carried out: `tool` succeeded on a record whose field had
-    one of the values, the sibling on a record whose field had none of them (`WriteModel.ok_states`)."""
-    out = []
-    for field, allowed in conditions(model, tool):
-        if not set(map(balance.key, model.writes[tool].ok_states.get(field, []))) & set(map(balance.key, allowed)):
-            continue
-        for other in siblings(model, tool):
-            if set(map(balance.key, model.writes[other].ok_states.get(field, []))) - set(map(balance.key, allowed)):
-                out.append((field, allowed, other))
-    return out
 
 
 def conditional_tools(model: WorldModel) -> list[str]:
@@ -119,7 +86,7 @@ class Conditional:
         return draft
 
     def draft(
-        self, ctx: Grounding, user: str, rng: random.Random, exclude: set[str], pair: balance.Pair, aim: bool
+        self, ctx: Grounding, user: str, rng: random.Random, exclude: set[str], pair: Pair, aim: bool
     ) -> Draft | None:
         """The request on one of the customer's records whose state, as the read shows it, selects the branch
         `aim` (the condition holds, or not); None when they own no such record or no call carries it out."""
@@ -128,12 +95,12 @@ class Conditional:
         ex, (field, allowed, other) = ctx.ex, pair
         _, table = ex.subject(self.tool)
         states = {h: [v for v in (allowed if h else ctx.model.writes[other].ok_states.get(field, []))
-                      if balance.key(v) in balance.selecting(ctx, self.tool, pair, h)]
+                      if value_key(v) in balance.selecting(ctx, self.tool, pair, h)]
                   for h in (True, False)}  # fmt: skip
         own = [k for k in sorted(ex.owned.get(user, {}).get(table, [])) if k not in exclude]
         for key in rng.sample(own, len(own)):
             record = shown(ctx, user, table, key)
-            if record is None or balance.key(record.get(field)) not in {balance.key(v) for v in states[aim]}:
+            if record is None or value_key(record.get(field)) not in {value_key(v) for v in states[aim]}:
                 continue
             taken, untaken = (self.tool, other) if aim else (other, self.tool)
             args = self._call(ctx, taken, user, key, rng)

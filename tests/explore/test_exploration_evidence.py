@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from pipeline.dataset.branching import branches
 from pipeline.dataset.task import Request
 from pipeline.explore.agents import untaken
-from pipeline.explore.conditional import live
 from pipeline.explore.coverage import coverage
 from pipeline.explore.learn import precondition
+from pipeline.explore.pairs import live
 from pipeline.explore.probe import Explorer, explore, world_model
 from pipeline.grading.grader import grade
 from pipeline.rollout.runner import run_episode
