@@ -37,6 +37,8 @@ def selecting(ctx: Grounding, tool: str, pair: Pair, holds: bool) -> set[Any]:
 def holders(ctx: Grounding, tool: str, pair: Pair, holds: bool) -> list[str]:
     """The customers the draw may use who own a record of the tool's table in a state selecting the branch."""
     table, field = ctx.ex.subject(tool)[1], pair[0]
+    if table is None:  # a write about no record of a table has no state to select a branch
+        return []
     by_user = ctx.states.get((table, field))
     if by_user is None:  # per customer, the values the field has on their records of the table
         rows = ctx.world.table(table)

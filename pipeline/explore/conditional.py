@@ -94,6 +94,8 @@ class Conditional:
             return None
         ex, (field, allowed, other) = ctx.ex, pair
         _, table = ex.subject(self.tool)
+        if table is None:
+            return None
         states = {h: [v for v in (allowed if h else ctx.model.writes[other].ok_states.get(field, []))
                       if value_key(v) in balance.selecting(ctx, self.tool, pair, h)]
                   for h in (True, False)}  # fmt: skip

@@ -115,6 +115,13 @@ def precondition(
     return None
 
 
+def _ok_states(ex: Explorer, ok: list[Call], subject: str | None, table: str | None) -> dict[str, list]:
+    """Per enumerated field of the subject's table, the values it had on the records the write succeeded on."""
+    if not (table and subject):
+        return {}
+    return {f: _sorted({v for c in ok for v in _values(c, subject, f)}) for f in ex.tables[table].enumerated}
+
+
 def _values(call: Call, arg: str, f: str) -> set:
     """The values of field `f` of the records the call's argument `arg` names."""
     return {_h(rec.get(f)) for _, rec in call.named.get(arg, [])}
@@ -165,10 +172,7 @@ def summarize(ex: Explorer, tool: str, calls: list[Call]) -> WriteModel:
         effects=effects(ok),
         refusals=refusals,
         allowed_when=allowed,
-        ok_states={
-            f: _sorted({v for c in ok for v in _values(c, subject, f)})
-            for f in (ex.tables[table].enumerated if table and subject else [])
-        },
+        ok_states=_ok_states(ex, ok, subject, table),
     )
 
 

@@ -200,9 +200,9 @@ class Explorer:
                     out.named[a] = named
                     out.named.update(self._referred(a, m.table, named))
         if event.ok:
-            for t, recs in session.changed().items():
+            for t, changed in session.changed().items():
                 base = world.table(t)
-                for k, after in recs.items():
+                for k, after in changed.items():
                     before = dump_record(base[k]) if k in base else {}
                     for f in after:
                         if before.get(f) != after[f]:

@@ -70,7 +70,7 @@ def scenario_text(script: UserScript) -> str:
     if known.email and not script.messes.forgot_email:
         facts["email"] = known.email
     facts.update({"name": known.name, "phone": known.phone})
-    facts.update({k.replace("_", " "): v for k, v in known.facts.items()})  # what else an identity tool takes
+    facts.update({k.replace("_", " "): str(v) for k, v in known.facts.items()})  # what else an identity tool takes
     said = [f"{k}: {v}" for k, v in facts.items() if v]
     if said:
         lines.append("What you know about yourself: " + "; ".join(said) + ".")
