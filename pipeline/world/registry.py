@@ -56,12 +56,17 @@ def resolve_domain(spec: str) -> Domain:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise UnknownDomainError(f"domain {spec!r}: cannot import module {module_name!r}: {exc}") from None
+    except (Exception, SystemExit) as exc:  # the plug-in's own code failed (a Domain missing a part, sys.exit)
+        raise UnknownDomainError(f"domain {spec!r}: importing module {module_name!r} failed: {_said(exc)}") from None
     try:
         obj = getattr(module, attr)
     except AttributeError:
         raise UnknownDomainError(f"domain {spec!r}: module {module_name!r} has no attribute {attr!r}") from None
     if not isinstance(obj, Domain) and callable(obj):
-        obj = obj()
+        try:
+            obj = obj()
+        except (Exception, SystemExit) as exc:
+            raise UnknownDomainError(f"domain {spec!r}: calling {target} failed: {_said(exc)}") from None
     if not isinstance(obj, Domain):
         raise UnknownDomainError(
             f"domain {spec!r}: {target} is a {type(obj).__name__}, not a pipeline.world.domain.Domain"
@@ -70,6 +75,11 @@ def resolve_domain(spec: str) -> Domain:
         _RESOLVED.setdefault(obj.name, target)
     copyreg.pickle(type(obj), _reduce_domain)
     return obj
+
+
+def _said(exc: BaseException) -> str:
+    """An exception as one line: its type and message (an abstract method left out names the method)."""
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
 
 
 def _reduce_domain(domain: Domain) -> tuple:
