@@ -29,7 +29,8 @@ def _measure(spec: str, task_file, out) -> object:
 def test_measure_sft_with_lora_measure_on_a_tiny_qwen2(tmp_path, monkeypatch):
     base = build_checkpoint(FAMILIES["qwen2"], tmp_path / "qwen2", corpus())
     monkeypatch.chdir(tmp_path)
-    eval_tasks = tmp_path / "eval.jsonl"
+    eval_tasks = paths.EVAL_TASKS  # the loop's held-out tasks: the train stage checks its data against them
+    eval_tasks.parent.mkdir(parents=True)
     write_tasks(eval_tasks, list(tasks()[8:10]))
     spec = f"hf:{base},max_new_tokens=12,temperature=1.0"
     before = _measure(spec, eval_tasks, tmp_path / "runs" / "baseline")
@@ -38,7 +39,7 @@ def test_measure_sft_with_lora_measure_on_a_tiny_qwen2(tmp_path, monkeypatch):
     write_agent_ref(paths.BASELINE_MODEL, spec, source=f"agent:{spec}")
     paths.SYNTH_DIR.mkdir(parents=True)
     write_jsonl(paths.SYNTH_DIR / "trajectories.jsonl", gold()[:4])
-    write_tasks(paths.SYNTH_DIR / "tasks.jsonl", list(tasks()))
+    write_tasks(paths.SYNTH_DIR / "tasks.jsonl", list(tasks()[:8]))  # never a held-out task
     p = Params.model_validate(
         {"train": {"epochs": 1.0, "learning_rate": 5.0e-2, "batch_size": 2, "max_length": 8192,
                    "use_curated": False, "lora": {"rank": 4, "alpha": 8}}}
