@@ -13,6 +13,7 @@ from pipeline.cli import app
 from pipeline.dataset.io import read_tasks
 from pipeline.synth.partition import partition
 from pipeline.world.registry import load_world
+from tests.domains.one_world import exp_run_one_world
 
 SPEC = "tests.domains.library.domain:LIBRARY"
 BASELINE = "flawed:invention=0.4,misread=0.4,plan_adherence=0.3"
@@ -59,38 +60,10 @@ def test_the_loop_runs_on_a_domain_with_nothing_but_its_environment(tmp_path):
     assert decision["outcome"] == "promote"
 
 
-LOOP_STAGES = ("eval_tasks", "baseline", "measure", "target", "synthesize", "curate", "train", "remeasure", "gate",
-               "report", "promote")  # fmt: skip
-
-
 @pytest.mark.slow
 def test_exp_run_runs_the_loop_on_it(tmp_path):
     """`dvc exp run` in a copy of the repository, every stage of the loop, with the library named in params."""
-    from tests.loop.loop_helpers import copy_repo, dvc
-
-    sets = {
-        "world.domain": SPEC,
-        "world.eval_world": "library",
-        "world.train_world": "library",
-        "world.eval_tasks": "16",
-        "baseline.source": f'"agent:{BASELINE}"',
-        "train.method": "agent:oracle",
-        "measure.trials": "2",
-        "measure.executor": "serial",
-        "measure.resamples": "200",
-        "target.budget": "12",
-        "synthesize.anchors": "8",
-        "curate.probes": "1",
-        "curate.executor": "serial",
-        "gate.k": "2",
-        "gate.resamples": "300",
-    }
-    repo = copy_repo(tmp_path)
-    overrides = [a for k, v in sets.items() for a in ("-S", f"{k}={v}")]
-    run = dvc(repo, "exp", "run", "--single-item", *overrides, *LOOP_STAGES, check=False)
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    for stage in LOOP_STAGES:
-        assert f"Running stage '{stage}'" in run.stdout, stage
+    repo = exp_run_one_world(tmp_path, SPEC, "library", BASELINE)
     synth = [json.loads(line) for line in (repo / "data" / "synth" / "tasks.jsonl").read_text().splitlines()]
     held = [json.loads(line) for line in (repo / "data" / "eval" / "tasks.jsonl").read_text().splitlines()]
     assert synth and not {t["customer_user_id"] for t in synth} & {t["customer_user_id"] for t in held}

@@ -26,6 +26,7 @@ from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
 from pipeline.world.tables import World, WorldLoadError
 from pipeline.world.tools import execute
+from tests.domains.one_world import exp_run_one_world
 
 SPEC = "tests.domains.utility.domain:UTILITY"
 HERE = Path(__file__).parent / "utility"
@@ -278,38 +279,10 @@ def _evaluation_customers(world: World, held: frozenset[str], text: str) -> set[
     return {owned[tok] for tok in set(TOKEN.findall(text)) if owned.get(tok) in held}
 
 
-LOOP_STAGES = ("eval_tasks", "baseline", "measure", "target", "synthesize", "curate", "train", "remeasure", "gate",
-               "report", "promote")  # fmt: skip
-
-
 @pytest.mark.slow
 def test_exp_run_runs_the_loop_on_it_without_an_evaluation_customer_in_training(tmp_path, world):
     """`dvc exp run` in a copy of the repository, every stage of the loop, with the utility named in params."""
-    from tests.loop.loop_helpers import copy_repo, dvc
-
-    sets = {
-        "world.domain": SPEC,
-        "world.eval_world": "utility",
-        "world.train_world": "utility",
-        "world.eval_tasks": "16",
-        "baseline.source": f'"agent:{BASELINE}"',
-        "train.method": "agent:oracle",
-        "measure.trials": "2",
-        "measure.executor": "serial",
-        "measure.resamples": "200",
-        "target.budget": "12",
-        "synthesize.anchors": "8",
-        "curate.probes": "1",
-        "curate.executor": "serial",
-        "gate.k": "2",
-        "gate.resamples": "300",
-    }
-    repo = copy_repo(tmp_path)
-    overrides = [a for k, v in sets.items() for a in ("-S", f"{k}={v}")]
-    run = dvc(repo, "exp", "run", "--single-item", *overrides, *LOOP_STAGES, check=False)
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    for stage in LOOP_STAGES:
-        assert f"Running stage '{stage}'" in run.stdout, stage
+    repo = exp_run_one_world(tmp_path, SPEC, "utility", BASELINE)
     held = _evaluation_side(world, [Task.model_validate_json(line) for line in
                                     (repo / "data" / "eval" / "tasks.jsonl").read_text().splitlines()])  # fmt: skip
     for f in ("synth/tasks.jsonl", "synth/trajectories.jsonl", "synth/anchors.jsonl", "curated/selected.jsonl"):
