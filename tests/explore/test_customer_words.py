@@ -14,12 +14,12 @@ from pipeline.explore.generic_kit import GenericKit
 from pipeline.explore.kit import Grounding
 from pipeline.explore.speech import phrase, speak, spoken
 from pipeline.explore.values import examples, harvest
-from pipeline.grading.failure_modes import FAILURE_MODES
 from pipeline.grading.grader import grade
 from pipeline.rollout.runner import run_episode
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
 from pipeline.world.tables import dump_record
+from tests.explore.flaw_check import assert_planted_flaws_fail
 
 PIN = "tests.domains.waterboard.domain:WATERBOARD"
 DOB = "tests.domains.waterboard.domain:WATERBOARD_DOB"
@@ -67,15 +67,7 @@ def test_a_domain_identifying_by_what_no_list_names_generates_tasks_the_oracle_s
 
 def test_the_flawed_agent_fails_what_it_plants_on_the_waterboard():
     world = load_world("waterboard", PIN)
-    tasks = world.domain.require("tasks")(world, 12, seed=1)
-    flawed = world.domain.require("flaws")(dict.fromkeys(FAILURE_MODES, 0.5), seed=0)
-    planted = failed = 0
-    for t in tasks:
-        traj = run_episode(world, t, flawed, ScriptedUser())
-        if flawed.planted(t, 0):
-            planted += 1
-            failed += not grade(world, t, traj).passed
-    assert planted and failed == planted
+    assert_planted_flaws_fail(world)
 
 
 def test_what_a_customer_knows_comes_from_the_identity_tool_and_their_record():

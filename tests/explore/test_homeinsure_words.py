@@ -15,11 +15,11 @@ from pipeline.explore.kit import Grounding, plural, singular
 from pipeline.explore.questions import Question
 from pipeline.explore.references import identifying
 from pipeline.explore.speech import phrase, speak
-from pipeline.grading.failure_modes import FAILURE_MODES
 from pipeline.grading.grader import grade
 from pipeline.rollout.runner import run_episode
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
+from tests.explore.flaw_check import assert_planted_flaws_fail
 
 SPEC = "tests.domains.homeinsure.domain:HOMEINSURE"
 _POINT_ZERO = re.compile(r"\b\d+\.0\b")
@@ -74,15 +74,7 @@ def test_numbers_are_said_as_a_person_says_them(world, tasks):
 
 
 def test_the_flawed_agent_fails_what_it_plants_on_the_insurer(world):
-    tasks = world.domain.require("tasks")(world, 12, seed=1)
-    flawed = world.domain.require("flaws")(dict.fromkeys(FAILURE_MODES, 0.5), seed=0)
-    planted = failed = 0
-    for t in tasks:
-        traj = run_episode(world, t, flawed, ScriptedUser())
-        if flawed.planted(t, 0):
-            planted += 1
-            failed += not grade(world, t, traj).passed
-    assert planted and failed == planted
+    assert_planted_flaws_fail(world)
 
 
 def test_fields_that_name_a_record_are_found(world):
