@@ -123,7 +123,7 @@ def world():
 
 
 def tasks(n: int = 6):
-    from pipeline.synth.templates import generate_tasks
+    from pipeline.authoring.templates import generate_tasks
 
     return generate_tasks(world(), n, seed=2)
 
@@ -684,7 +684,7 @@ def _(tmp: Path) -> Outcome:
 
 @case(45, "class 7: progress past the announced total")
 def _(tmp: Path) -> Outcome:
-    from pipeline.loop.progress import Tracker
+    from pipeline.progress import Tracker
 
     tracker = Tracker("synthesize", 6, "tasks", None)
     for _ in range(14):
@@ -1082,9 +1082,9 @@ SMALL = "gen-3-4x10x20"
 def _small_run(tmp: Path) -> Path:
     """Two tasks of SMALL and an oracle run on them, made once."""
     if "small" not in _cache:
+        from pipeline.authoring.templates import generate_tasks
         from pipeline.dataset.io import write_tasks
         from pipeline.measure import MeasureConfig, measure
-        from pipeline.synth.templates import generate_tasks
         from pipeline.world.registry import load_world
 
         root = Path(str(_cache["shared"])) / "small"
@@ -1137,7 +1137,7 @@ def _(tmp: Path) -> Outcome:
 
 
 def _one_task_with_id(tmp: Path, task_id: str) -> Path:
-    from pipeline.synth.templates import generate_tasks
+    from pipeline.authoring.templates import generate_tasks
     from pipeline.world.registry import load_world
 
     line = json.loads(generate_tasks(load_world(SMALL), 1, seed=1)[0].model_dump_json())

@@ -31,13 +31,13 @@ import shutil
 import time
 from pathlib import Path
 
+from pipeline.authoring.templates import generate_tasks
 from pipeline.curate.curate import CurateConfig, curate
 from pipeline.dataset.io import write_tasks
 from pipeline.domains.retail.oracle import OracleAgent
 from pipeline.embedded.corpus import run_corpus
 from pipeline.loop.params import load_params
 from pipeline.measure import MeasureConfig, measure
-from pipeline.synth.templates import generate_tasks
 from pipeline.train.sft import run_sft
 from pipeline.train.sft_config import SFTConfig
 from pipeline.world.registry import load_world

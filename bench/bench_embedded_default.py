@@ -35,6 +35,7 @@ from pathlib import Path
 import torch
 from machine import torch_machine, write_results
 
+from pipeline.authoring.templates import generate_tasks
 from pipeline.dataset.io import write_tasks
 from pipeline.domains.retail.oracle import OracleAgent
 from pipeline.embedded.build import EmbeddedConfig, build_baseline
@@ -42,7 +43,6 @@ from pipeline.embedded.corpus import run_corpus
 from pipeline.loop.params import load_params
 from pipeline.measure import MeasureConfig, measure
 from pipeline.synth.synthesize import synthesize
-from pipeline.synth.templates import generate_tasks
 from pipeline.target import Targets, make_targets, split_budget
 from pipeline.train.sft import run_sft
 from pipeline.train.sft_config import SFTConfig

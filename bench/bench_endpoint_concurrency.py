@@ -26,8 +26,8 @@ from pathlib import Path
 from machine import torch_machine
 
 from pipeline.agents.registry import make_agent
-from pipeline.rollout.executor import SerialExecutor
-from pipeline.synth.templates import generate_tasks
+from pipeline.authoring.templates import generate_tasks
+from pipeline.trials.executor import SerialExecutor
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
 

@@ -19,13 +19,13 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from pipeline.authoring import generate
 from pipeline.domains.retail.flawed import FlawConfig, FlawedAgent
 from pipeline.domains.retail.generator import GeneratorConfig
 from pipeline.domains.retail.oracle import OracleAgent
 from pipeline.domains.retail.worlds import generate_world
 from pipeline.grading.grader import clear_expected_cache, grade
 from pipeline.rollout.runner import run_episode
-from pipeline.synth import generate
 from pipeline.users.scripted import ScriptedUser
 
 ROOT = Path(__file__).resolve().parents[1]

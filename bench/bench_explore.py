@@ -16,9 +16,9 @@ import json
 import time
 from pathlib import Path
 
+from pipeline.authoring.templates import generate, generate_tasks
 from pipeline.explore.coverage import coverage
 from pipeline.explore.probe import explore
-from pipeline.synth.templates import generate, generate_tasks
 from pipeline.tau2.data import tau2_data_dir
 from pipeline.world.registry import load_world
 

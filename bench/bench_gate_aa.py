@@ -173,10 +173,10 @@ def _row(source: str, rows: list[dict], extra: dict) -> dict:
 
 def real_pairs(pairs: int) -> dict:
     """Measure the flawed agent 2 × pairs times (seeds 0, 1, …) and A/A-check consecutive seeds."""
+    from pipeline.authoring.templates import generate_tasks
     from pipeline.dataset.io import write_tasks
     from pipeline.gate.aa import aa_check
     from pipeline.measure import MeasureConfig, measure
-    from pipeline.synth.templates import generate_tasks
     from pipeline.world.registry import load_world
 
     world = load_world(REAL_WORLD)

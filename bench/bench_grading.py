@@ -32,14 +32,14 @@ from pathlib import Path
 
 from machine import host_machine, write_results
 
+from pipeline.dataset.replay import replay_actions
+from pipeline.dataset.setup import start_session
 from pipeline.dataset.task import Action, Task
 from pipeline.grading.grader import clear_expected_cache, grade, verdict_summary
 from pipeline.rollout.runner import run_tool_call
 from pipeline.rollout.trajectory import CustomerCall, Message, ToolCall, Trajectory
 from pipeline.tau2.data import tau2_data_dir
 from pipeline.world.registry import domain_of_directory
-from pipeline.world.replay import replay_actions
-from pipeline.world.setup import start_session
 from pipeline.world.tables import World, sha256_json
 
 ROOT = Path(__file__).resolve().parents[1]

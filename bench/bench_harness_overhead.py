@@ -26,13 +26,13 @@ from pathlib import Path
 import torch
 
 from pipeline.agents.backends.hf import HFAgent, sample
-from pipeline.agents.formats.codec import encode_conversation, format_assistant
+from pipeline.authoring.templates import generate_tasks
 from pipeline.domains.retail.oracle import OracleAgent
+from pipeline.formats.codec import encode_conversation, format_assistant
 from pipeline.grading.grader import clear_expected_cache, grade
 from pipeline.rollout.protocols import EpisodeInfo
 from pipeline.rollout.runner import run_episode
 from pipeline.rollout.trajectory import Message, Usage
-from pipeline.synth.templates import generate_tasks
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
 

@@ -29,10 +29,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pipeline.agents.backends.hf import HFAgent  # noqa: E402
 from pipeline.agents.backends.hf_padded import PaddedDecoder  # noqa: E402
-from pipeline.rollout.executor import SerialExecutor  # noqa: E402
+from pipeline.authoring.templates import generate_tasks  # noqa: E402
 from pipeline.rollout.runner import Limits  # noqa: E402
 from pipeline.rollout.trajectory import Trajectory  # noqa: E402
-from pipeline.synth.templates import generate_tasks  # noqa: E402
+from pipeline.trials.executor import SerialExecutor  # noqa: E402
 from pipeline.users.scripted import ScriptedUser  # noqa: E402
 from pipeline.world.registry import load_world  # noqa: E402
 

@@ -29,15 +29,15 @@ from pathlib import Path
 import httpx
 
 from pipeline.agents.backends.openai import OpenAIAgent, SamplingConfig
-from pipeline.agents.formats.codec import CodecConfig
+from pipeline.authoring.templates import generate_tasks
 from pipeline.domains.retail.oracle import OracleAgent
 from pipeline.domains.retail.policy import POLICY_SUMMARY
 from pipeline.domains.retail.tools import TOOLS
 from pipeline.endpoint.client import ChatClient, EndpointConfig
+from pipeline.formats.codec import CodecConfig
 from pipeline.rollout.protocols import EpisodeInfo, InfrastructureError
 from pipeline.rollout.runner import run_episode
 from pipeline.rollout.trajectory import Message
-from pipeline.synth.templates import generate_tasks
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
 
@@ -47,7 +47,8 @@ WORLD = "gen-0-20x100x200"
 
 def build_default_shape_checkpoint(directory: Path, world) -> Path:
     """A random model of the embedded default's shape (ModelConfig defaults), compact codec, trained tokenizer."""
-    from pipeline.embedded.model import CheckpointMeta, ModelConfig, build_model, save_checkpoint
+    from pipeline.agents.checkpoint import CheckpointMeta, ModelConfig, save_checkpoint
+    from pipeline.embedded.model import build_model
     from pipeline.embedded.tokenizer import build_corpus, train_tokenizer
 
     tokenizer = train_tokenizer(build_corpus(world, 50))

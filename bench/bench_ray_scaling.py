@@ -17,13 +17,13 @@ import platform
 import time
 from pathlib import Path
 
+from pipeline.authoring.templates import generate_tasks
 from pipeline.domains.retail.generator import GeneratorConfig
 from pipeline.domains.retail.oracle import OracleAgent
 from pipeline.domains.retail.worlds import generate_world
 from pipeline.grading.grader import clear_expected_cache
-from pipeline.rollout.executor import SerialExecutor
-from pipeline.rollout.ray_executor import RayExecutor
-from pipeline.synth.templates import generate_tasks
+from pipeline.trials.executor import SerialExecutor
+from pipeline.trials.ray_executor import RayExecutor
 from pipeline.users.scripted import ScriptedUser
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -30,8 +30,8 @@ from machine import torch_machine
 
 from pipeline.agents.backends.hf import HFAgent
 from pipeline.dataset.io import read_tasks
-from pipeline.rollout.executor import SerialExecutor
 from pipeline.rollout.runner import Limits
+from pipeline.trials.executor import SerialExecutor
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
 

@@ -37,9 +37,9 @@ BUSY = "while True:\n    pass\n"
 def arm(checkpoint: Path, steps: int, threads: int, examples: int) -> dict:
     """One SFT run in this process (the policy came in through the environment); its speed and losses."""
     sys.path.insert(0, str(ROOT))
+    from pipeline.authoring.templates import generate_tasks
     from pipeline.domains.retail.oracle import OracleAgent
     from pipeline.embedded.corpus import run_corpus
-    from pipeline.synth.templates import generate_tasks
     from pipeline.train.sft import run_sft
     from pipeline.train.sft_config import SFTConfig
     from pipeline.world.registry import load_world

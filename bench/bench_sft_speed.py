@@ -43,9 +43,9 @@ def training_data(checkpoint: Path, examples: int):
         anchors = [ROOT / paths.ANCHORS] if (ROOT / paths.ANCHORS).exists() else []
         params = SFTConfig(base=checkpoint, data=loop_data, anchors=anchors, anchor_share=0.3)
         return load_data(params)[0], "loop"
+    from pipeline.authoring.templates import generate_tasks
     from pipeline.domains.retail.oracle import OracleAgent
     from pipeline.embedded.corpus import run_corpus
-    from pipeline.synth.templates import generate_tasks
     from pipeline.world.registry import load_world
 
     world = load_world("gen-7")

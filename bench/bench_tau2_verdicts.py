@@ -19,7 +19,7 @@ from collections import Counter
 from pathlib import Path
 
 from pipeline.grading.grader import grade
-from pipeline.tau2.criteria import apply_criteria
+from pipeline.grading.tau2_criteria import apply_criteria
 from pipeline.tau2.data import tau2_data_dir
 from pipeline.tau2.gold import PERTURBATIONS, gold_conversation, perturb
 from pipeline.tau2.import_run import import_run

@@ -17,9 +17,9 @@ from pathlib import Path
 
 from machine import host_machine, write_results
 
+from pipeline.dataset.replay import replay_task
 from pipeline.tau2.data import tau2_data_dir
 from pipeline.world.registry import domain_of_directory
-from pipeline.world.replay import replay_task
 
 ROOT = Path(__file__).resolve().parents[1]
 SETS = (("base", "tasks.json"), ("small", "tasks_small.json"), ("full", "tasks_full.json"))

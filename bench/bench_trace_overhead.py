@@ -26,9 +26,9 @@ from machine import write_results
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from pipeline.authoring.templates import generate_tasks  # noqa: E402
 from pipeline.dataset.io import write_tasks  # noqa: E402
 from pipeline.measure import MeasureConfig, measure  # noqa: E402
-from pipeline.synth.templates import generate_tasks  # noqa: E402
 from pipeline.tracking import TrackingConfig  # noqa: E402
 from pipeline.tracking.traces import log_trial_traces  # noqa: E402
 from pipeline.world.registry import load_world  # noqa: E402

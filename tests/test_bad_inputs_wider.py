@@ -16,11 +16,11 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from pipeline.authoring.templates import generate_tasks
 from pipeline.cli import app
 from pipeline.dataset.io import write_tasks
 from pipeline.loop.params import ParamsError, load_params
 from pipeline.loop.resolve import resolve_params
-from pipeline.synth.templates import generate_tasks
 from pipeline.world.registry import load_world
 
 WORLD = "gen-3-4x10x20"

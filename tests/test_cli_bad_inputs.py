@@ -8,9 +8,9 @@ import click
 import pytest
 from typer.testing import CliRunner
 
+from pipeline.authoring.templates import generate_tasks
 from pipeline.cli import app
 from pipeline.dataset.io import write_tasks
-from pipeline.synth.templates import generate_tasks
 from pipeline.world.registry import load_world
 
 WORLD = "gen-1-10x40x80"

@@ -73,3 +73,46 @@ def test_the_check_sees_function_level_relative_and_plain_imports():
         (4, "pipeline.domains"),
         (4, "pipeline.domains.airline"),
     ]
+
+
+EMBEDDED_USERS = ("cli", "loop")  # they build and measure the embedded default
+
+
+def _reached(graph, module: str, forbidden) -> str | None:
+    import networkx as nx
+
+    hits = sorted(d for d in nx.descendants(graph, module) if forbidden(d))
+    return f"{module} -> {' -> '.join(nx.shortest_path(graph, module, hits[0])[1:])}" if hits else None
+
+
+def test_no_generic_module_reaches_a_domain_indirectly():
+    """Following imports through every module (package `__init__`s included): no generic module reaches a domain
+    or the embedded default (a retail model by design), but the commands and the loop, which reach the embedded
+    default and through it only."""
+    from tests.test_import_graph import imports, modules
+
+    graph, _ = imports(modules())
+    without_embedded = graph.subgraph(n for n in graph if not n.startswith("pipeline.embedded"))
+    reached = []
+    for module in graph:
+        package = module.split(".")[1] if module.count(".") else ""
+        if package in EMBEDDED_USERS:
+            reached.append(_reached(without_embedded, module, _domain))
+        elif package in GENERIC:
+            reached.append(_reached(graph, module, lambda m: _domain(m) or m.startswith("pipeline.embedded")))
+    assert [r for r in reached if r] == []
+
+
+def test_loading_a_checkpoint_imports_no_domain():
+    """What runs: importing the checkpoint format and the model backends leaves every domain unloaded."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import pipeline.agents.checkpoint, pipeline.agents.backends.loading, pipeline.agents.backends.gguf\n"
+        "import pipeline.agents.backends.hf, pipeline.train.sft_base\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('pipeline.domains', 'pipeline.embedded'))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.strip() == "[]"

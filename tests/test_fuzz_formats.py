@@ -9,9 +9,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pipeline.authoring.templates import generate_tasks
 from pipeline.dataset.io import TaskFileError, read_tasks
 from pipeline.loop.params import Params, ParamsError, load_params
-from pipeline.synth.templates import generate_tasks
 from pipeline.world.registry import load_world
 
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -1,8 +1,9 @@
-"""The package's import graph: no cycle between modules, no private name imported from another module.
+"""The package's import graph: packages in layers, no cycle between modules, no private name imported across.
 
 Every `import` of a `pipeline` module counts, at module level or inside a function (a lazy import is still a
 dependency); imports under `if TYPE_CHECKING:` do not (they never run). `from pipeline.a import b` is an edge to
-`pipeline.a.b` when that is a module, else to `pipeline.a`.
+`pipeline.a.b` when that is a module, else to `pipeline.a`. Importing `pipeline.a.b` from outside `pipeline.a`
+first runs `pipeline/a/__init__.py`: that is an edge too.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def imports(mods: dict[str, Path]) -> tuple[nx.DiGraph, list[str]]:
     for name, path in mods.items():
         tree = ast.parse(path.read_text(encoding="utf-8"))
         skip = _type_checking_only(tree)
-        where = path.relative_to(ROOT)
+        where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
         for node in ast.walk(tree):
             if id(node) in skip:
                 continue
@@ -66,7 +67,16 @@ def imports(mods: dict[str, Path]) -> tuple[nx.DiGraph, list[str]]:
                 owner = _owner(target, mods)
                 if owner and owner != name:
                     graph.add_edge(name, owner, at=f"{where}:{node.lineno}")
+                for package in _packages_entered(name, owner or "", mods):
+                    graph.add_edge(name, package, at=f"{where}:{node.lineno} (runs {package}'s __init__)")
     return graph, private
+
+
+def _packages_entered(importer: str, target: str, mods: dict[str, Path]) -> list[str]:
+    """The packages whose `__init__` importing `target` runs first: each one above it that `importer` is not in."""
+    parts = target.split(".")
+    above = [".".join(parts[:i]) for i in range(2, len(parts))]
+    return [p for p in above if p in mods and p != importer and not importer.startswith(p + ".")]
 
 
 def test_the_graph_sees_every_module_and_lazy_imports():
@@ -74,8 +84,10 @@ def test_the_graph_sees_every_module_and_lazy_imports():
     mods = modules()
     graph, _ = imports(mods)
     assert len(mods) > 100 and "pipeline.world.domain" in graph
-    # Domain.capability falls back to the generic capabilities through an import inside the method
-    assert graph.has_edge("pipeline.world.domain", "pipeline.explore.generic")
+    # `agentloop rollout` imports the runner inside the command
+    assert graph.has_edge("pipeline.cli.rollout", "pipeline.rollout.runner")
+    # importing pipeline.grading.grader from outside grading first runs grading's __init__
+    assert graph.has_edge("pipeline.trials.trial", "pipeline.grading")
     # pipeline.world.tables names Domain only for the type checker
     assert not graph.has_edge("pipeline.world.tables", "pipeline.world.domain")
 
@@ -93,3 +105,73 @@ def test_no_import_cycle():
 def test_no_private_name_imported_across_modules():
     _, private = imports(modules())
     assert not private, "private names imported from another module:\n" + "\n".join(private)
+
+
+LAYERS: list[tuple[str, ...]] = [
+    ("errors", "progress"),  # the package's own bottom modules
+    ("world", "outputs"),  # the stateful world and its tools; outputs written atomically
+    ("dataset",),  # tasks (and their set-up and gold replay in a world)
+    ("rollout",),  # an episode: the trajectory, the participants' protocols, the runner
+    ("formats",),  # how a conversation is rendered for a model and read back
+    ("endpoint",),  # an OpenAI-compatible endpoint's client
+    ("agents", "users"),  # the participants: agents (scripted, models, checkpoints) and simulated customers
+    ("grading", "serve"),  # the verdict from the state an episode leaves; serving a checkpoint
+    ("authoring", "environment", "metrics", "trials"),  # writing tasks; an environment; metrics; graded trials
+    ("curate", "explore", "gate", "measure", "target", "tracking", "train"),
+    ("report", "synth", "tau2"),
+    ("domains",),  # the built-in domains: plug-ins, loaded by name
+    ("embedded",),  # the embedded default: a retail model built by the loop
+    ("loop",),
+    ("cli",),
+]
+"""Each package imports only packages of lower layers (bottom first); `pipeline/__init__.py` imports none."""
+
+
+def _package(module: str) -> str:
+    return module.split(".")[1] if module.count(".") else module
+
+
+def test_every_package_has_a_layer():
+    placed = {p for layer in LAYERS for p in layer}
+    packages = {_package(m) for m in modules() if m != "pipeline"}
+    assert packages - placed == set(), "place each new package in a layer of LAYERS"
+    assert placed - packages == set(), "LAYERS names a package that does not exist"
+
+
+def upward(graph: nx.DiGraph) -> list[str]:
+    """Every import of a package in the same or a higher layer, with where it is."""
+    level = {p: i for i, layer in enumerate(LAYERS) for p in layer}
+    wrong = []
+    for u, v, data in graph.edges(data=True):
+        a, b = _package(u), _package(v)
+        if a != b and b != "pipeline" and level.get(a, -1) <= level.get(b, -1):
+            wrong.append(f"{a} (layer {level.get(a)}) -> {b} (layer {level.get(b)}): {data['at']}")
+    return sorted(wrong)
+
+
+def test_packages_import_only_lower_layers():
+    graph, _ = imports(modules())
+    wrong = upward(graph)
+    assert not wrong, "imports of a package in the same or a higher layer:\n" + "\n".join(wrong)
+
+
+def test_no_package_cycle():
+    graph, _ = imports(modules())
+    packages: nx.DiGraph = nx.DiGraph()
+    packages.add_edges_from((_package(u), _package(v)) for u, v in graph.edges if _package(u) != _package(v))
+    assert list(nx.simple_cycles(packages)) == []
+
+
+def test_the_layer_check_sees_an_upward_import(tmp_path):
+    """A world module importing grading inside a function is caught, with its file and line."""
+    mods = modules()
+    fake = tmp_path / "tools.py"
+    fake.write_text("def f():\n    from pipeline.grading.static_checks import call_key\n", encoding="utf-8")
+    mods["pipeline.world.fake"] = fake
+    graph, _ = imports(mods)
+    assert graph.has_edge("pipeline.world.fake", "pipeline.grading.static_checks")
+    assert graph.has_edge("pipeline.world.fake", "pipeline.grading")  # grading's __init__ runs first
+    assert upward(graph) == [
+        f"world (layer 1) -> grading (layer 7): {fake}:2",
+        f"world (layer 1) -> grading (layer 7): {fake}:2 (runs pipeline.grading's __init__)",
+    ]

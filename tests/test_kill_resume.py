@@ -108,10 +108,11 @@ def test_curate(synthesized, tmp_path, kill_at):
 
 @pytest.fixture(scope="module")
 def tiny_base(tmp_path_factory):
-    from pipeline.agents.formats.codec import CodecConfig
+    from pipeline.agents.checkpoint import CheckpointMeta, ModelConfig, save_checkpoint
     from pipeline.domains.retail.policy import POLICY_SUMMARY
-    from pipeline.embedded.model import CheckpointMeta, ModelConfig, build_model, save_checkpoint
+    from pipeline.embedded.model import build_model
     from pipeline.embedded.tokenizer import TokenizerConfig, build_corpus, train_tokenizer
+    from pipeline.formats.codec import CodecConfig
     from pipeline.world.registry import load_world
 
     tiny = ModelConfig(hidden_size=32, intermediate_size=64, num_layers=1, num_heads=2, max_position_embeddings=1024)

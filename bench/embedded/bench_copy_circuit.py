@@ -23,8 +23,9 @@ import torch
 from machine import torch_machine, write_results
 from transformers import AutoTokenizer
 
+from pipeline.agents.checkpoint import ModelConfig
 from pipeline.embedded.copy_circuit import COPY_ROPE, plant_copy_circuit
-from pipeline.embedded.model import ModelConfig, build_model
+from pipeline.embedded.model import build_model
 from pipeline.world.registry import load_world
 
 ROOT = Path(__file__).resolve().parents[2]

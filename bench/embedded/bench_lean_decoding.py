@@ -21,9 +21,9 @@ from pathlib import Path
 from machine import torch_machine, write_results
 
 from pipeline.agents.backends.hf import HFAgent
+from pipeline.authoring.templates import generate_tasks
 from pipeline.dataset.io import read_tasks
 from pipeline.rollout.runner import run_episode
-from pipeline.synth.templates import generate_tasks
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
 

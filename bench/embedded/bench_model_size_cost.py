@@ -34,8 +34,8 @@ from machine import torch_machine, write_results
 from transformers import LlamaForCausalLM
 
 from pipeline.agents.backends.hf import HFAgent
+from pipeline.agents.checkpoint import load_checkpoint, read_meta, save_checkpoint
 from pipeline.dataset.io import read_tasks
-from pipeline.embedded.model import load_checkpoint, read_meta, save_checkpoint
 from pipeline.rollout.runner import run_episode
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world

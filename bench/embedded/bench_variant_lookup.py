@@ -26,7 +26,7 @@ import torch
 from machine import torch_machine, write_results
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from pipeline.agents.formats.codec import compact_tool_result
+from pipeline.formats.codec import compact_tool_result
 from pipeline.world.registry import load_world
 
 ROOT = Path(__file__).resolve().parents[2]

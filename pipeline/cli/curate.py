@@ -9,7 +9,7 @@ from rich.table import Table
 
 from pipeline.cli.console import console, stdout
 from pipeline.cli.errors import fail, failing
-from pipeline.loop.progress import track
+from pipeline.progress import track
 
 
 def curate_cmd(

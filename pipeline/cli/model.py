@@ -75,6 +75,6 @@ def read_template(path: Path) -> str:
 @app.command("formats")
 def formats_cmd() -> None:
     """The chat formats a checkpoint can be read in."""
-    import pipeline.agents.formats as formats
+    import pipeline.formats as formats
 
     typer.echo(formats.__doc__.split("\n\n", 1)[1].rstrip())

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from pipeline.cli.console import console, stdout
 from pipeline.cli.errors import fail
-from pipeline.loop.progress import track
+from pipeline.progress import track
 
 
 def rollout(
@@ -26,8 +26,8 @@ def rollout(
     """Run scripted episodes (agent ↔ scripted user ↔ tools), grade each, and write trajectories + verdicts."""
     from pipeline.dataset.io import read_tasks
     from pipeline.dataset.provenance import check_provenance
-    from pipeline.dataset.validate import check_tasks
     from pipeline.grading.grader import grade
+    from pipeline.grading.validate import check_tasks
     from pipeline.outputs import check_output
     from pipeline.rollout.runner import run_episode
     from pipeline.users.scripted import ScriptedUser

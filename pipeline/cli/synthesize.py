@@ -9,7 +9,7 @@ from rich.table import Table
 
 from pipeline.cli.console import console, load_mapping, stdout
 from pipeline.cli.errors import failing
-from pipeline.loop.progress import track
+from pipeline.progress import track
 
 
 def synthesize_cmd(

@@ -61,7 +61,7 @@ def tasks_validate(
     domain: str = typer.Option(None, help="Domain: retail, airline or module:attribute (default: from the world)."),
 ) -> None:
     """Check a task file against the schema and the world it runs in; errors name the line or task and the field."""
-    from pipeline.dataset.validate import validate_file
+    from pipeline.grading.validate import validate_file
 
     with failing(ValueError, LookupError):
         console.print(escape(validate_file(path, world, domain)), soft_wrap=True)

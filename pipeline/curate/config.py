@@ -44,7 +44,7 @@ class CurateConfig(BaseModel):
     held_out: Path | None = Field(
         default=None,
         description="Held-out tasks.jsonl: no pooled task or trajectory may be about one of its customers, or about"
-        " an evaluation customer of a world whose customers are split (`pipeline.dataset.heldout`).",
+        " an evaluation customer of a world whose customers are split (`pipeline.authoring.heldout`).",
     )
     agent: str | None = Field(default=None, description="The current agent (spec) to probe.")
     probes: int = Field(

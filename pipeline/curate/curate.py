@@ -15,16 +15,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pipeline.agents.registry import make_agent
+from pipeline.authoring.heldout import held_out
 from pipeline.curate.config import CurateConfig
 from pipeline.curate.pool import Rejection, read_pool
 from pipeline.curate.select import Probed, mix, task_key, trajectory_key
 from pipeline.curate.verify import Verified, replay_verify
-from pipeline.dataset.heldout import held_out
 from pipeline.dataset.io import read_tasks
 from pipeline.dataset.provenance import check_provenance
 from pipeline.outputs import staged_folder
-from pipeline.rollout.executor import SerialExecutor
-from pipeline.rollout.trial import TrialResult
+from pipeline.trials.executor import SerialExecutor
+from pipeline.trials.trial import TrialResult
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
 
@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 def _executor(config: CurateConfig):
     """Probes run like measured trials (same seeds, retries of infrastructure errors, verdicts)."""
     if config.executor == "ray":
-        from pipeline.rollout.ray_executor import RayExecutor
+        from pipeline.trials.ray_executor import RayExecutor
 
         return RayExecutor(address=config.ray_address, workers=config.workers, batch=config.concurrency)
     return SerialExecutor(batch=config.concurrency)
@@ -54,7 +54,7 @@ def curate(
     world = load_world(world_ref, config.domain)
     for entry in config.pool:  # a pool made in another domain or world (or its tables since changed): refused
         check_provenance(entry, world)
-    guard = held_out([config.held_out], world)  # no evaluation customer trains (`pipeline.dataset.heldout`)
+    guard = held_out([config.held_out], world)  # no evaluation customer trains (`pipeline.authoring.heldout`)
     read = read_tasks(tasks_file)
     guard.check_tasks(read, str(tasks_file), config.domain)
     tasks = {t.id: t for t in read}

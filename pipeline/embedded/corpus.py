@@ -25,7 +25,6 @@ from typing import Annotated, Literal, cast, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pipeline.agents.formats.codec import CodecConfig, encode_conversation
 from pipeline.agents.scripted import phrases as P
 from pipeline.dataset.task import Action, Request, Task
 from pipeline.domains.retail import phrases as R
@@ -35,11 +34,12 @@ from pipeline.domains.retail.schema import CANCEL_REASONS, Order
 from pipeline.domains.retail.state import RetailWorld
 from pipeline.domains.retail.tools import TOOLS, WRITE_TOOLS
 from pipeline.embedded.train_loop import Example
+from pipeline.formats.codec import CodecConfig, encode_conversation
 from pipeline.grading.grader import grade
 from pipeline.rollout.protocols import Agent, EpisodeInfo
 from pipeline.rollout.runner import Limits, run_episode
 from pipeline.rollout.trajectory import Trajectory
-from pipeline.rollout.trial import trial_seed
+from pipeline.trials.trial import trial_seed
 from pipeline.users.scripted import ScriptedUser
 
 log = logging.getLogger(__name__)

@@ -11,14 +11,18 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
-from pipeline.agents.formats.codec import (
+from pipeline.agents.scripted import phrases
+from pipeline.domains.retail import phrases as R
+from pipeline.domains.retail.policy import POLICY_SUMMARY
+from pipeline.domains.retail.state import RetailWorld
+from pipeline.domains.retail.tools import TOOLS, execute
+from pipeline.formats.codec import (
     ADDED_TOKENS,
     ENDOFTEXT,
     IM_END,
@@ -27,11 +31,6 @@ from pipeline.agents.formats.codec import (
     check_tokenizer,
     render_conversation,
 )
-from pipeline.agents.scripted import phrases
-from pipeline.domains.retail import phrases as R
-from pipeline.domains.retail.policy import POLICY_SUMMARY
-from pipeline.domains.retail.state import RetailWorld
-from pipeline.domains.retail.tools import TOOLS, execute
 from pipeline.rollout.trajectory import Message, ToolCall
 
 log = logging.getLogger(__name__)
@@ -92,16 +91,6 @@ def wrap(tok: Tokenizer, model_max_length: int = 2048) -> PreTrainedTokenizerFas
         model_max_length=model_max_length,
         clean_up_tokenization_spaces=False,
     )
-
-
-def save_tokenizer(tokenizer: PreTrainedTokenizerFast, directory: str | Path) -> None:
-    tokenizer.save_pretrained(str(directory))
-
-
-def load_tokenizer(directory: str | Path) -> PreTrainedTokenizerFast:
-    tokenizer = PreTrainedTokenizerFast.from_pretrained(str(directory), local_files_only=True)
-    check_tokenizer(tokenizer)
-    return tokenizer
 
 
 # ---- the corpus ---------------------------------------------------------------------------------------------

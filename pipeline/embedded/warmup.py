@@ -18,8 +18,8 @@ import string
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pipeline.agents.formats.codec import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
 from pipeline.embedded.train_loop import Example
+from pipeline.formats.codec import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
 
 _WORDS = [
     "blue",

@@ -12,7 +12,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from pipeline.agents.formats.codec import TOOL_CALL_OPEN, parse_assistant
+from pipeline.formats.codec import TOOL_CALL_OPEN, parse_assistant
 from pipeline.rollout.trajectory import Message, ToolCall
 
 

@@ -1,4 +1,4 @@
-"""Generic tasks aimed at what a draw left uncovered (`pipeline.synth.topup` asks; `GenericKit` answers).
+"""Generic tasks aimed at what a draw left uncovered (`pipeline.authoring.topup` asks; `GenericKit` answers).
 
 The gaps are the world model's cells no task reaches: a write tool never carried out, a refusal group
 (`pipeline.explore.coverage.ASKED`) never asked for, a conditional pair carried out on one branch only
@@ -17,11 +17,11 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
+from pipeline.authoring.drafts import Draft
 from pipeline.dataset.task import Task
 from pipeline.explore import balance
 from pipeline.explore.coverage import coverage
 from pipeline.explore.kit import CONDITIONAL, OTHER, REFUSED, pattern_regex
-from pipeline.synth.drafts import Draft
 
 SEARCH_CUSTOMERS = 12
 """Customers an aimed search tries per gap."""

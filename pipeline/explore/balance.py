@@ -15,9 +15,9 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
+from pipeline.authoring.drafts import Draft
 from pipeline.explore.kit import CONDITIONAL, Grounding, words
 from pipeline.explore.pairs import Pair, key, live
-from pipeline.synth.drafts import Draft
 
 MISSES = 12
 """Customers owning a record in the branch's state on whom drafting may fail before the branch is given up."""

@@ -20,6 +20,7 @@ import json
 import random
 from typing import Any
 
+from pipeline.authoring.drafts import Draft, Want, act
 from pipeline.dataset.branching import CONDITIONAL_INTENT, IF, UNTAKEN
 from pipeline.dataset.task import Request
 from pipeline.explore import balance
@@ -39,7 +40,6 @@ from pipeline.explore.pairs import Pair, live
 from pipeline.explore.pairs import key as value_key
 from pipeline.explore.repair import attempt, repairs
 from pipeline.explore.speech import phrase, speak
-from pipeline.synth.drafts import Draft, Want, act
 from pipeline.world.tools import execute
 
 

@@ -22,7 +22,7 @@ ASKED = ("precondition", "unauthorized")
 def coverage(model: WorldModel, tasks: Iterable[Task], unreproduced: dict[str, str] | None = None) -> dict:
     """Per write tool: tasks carrying it out, and per refusal group the tasks asking for it; the totals; the tasks
     a top-up aimed at a gap ('top_up': gap → task id) and the gaps it could not fill, with why (`unreproduced`,
-    from `pipeline.synth.templates.GenerationResult`)."""
+    from `pipeline.authoring.templates.GenerationResult`)."""
     done: dict[str, int] = dict.fromkeys(model.writes, 0)
     refused = {w: {g.name: 0 for g in m.refusals if g.category in ASKED} for w, m in model.writes.items()}
     regexes = {w: [(g.name, pattern_regex(g.pattern)) for g in m.refusals if g.category in ASKED]

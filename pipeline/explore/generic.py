@@ -23,7 +23,7 @@ def generic_capability(domain: Domain, name: str) -> Any:
     if name not in GENERIC or not domain.tools.of_kind("identity") or not domain.tools.of_kind("write"):
         return None
     if name == "tasks":
-        from pipeline.synth.templates import generate_tasks
+        from pipeline.authoring.templates import generate_tasks
 
         return generate_tasks
     if name == "synthesis":

@@ -20,14 +20,14 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from pipeline.authoring.drafts import Draft, Want, act
+from pipeline.authoring.kit import authenticate
+from pipeline.authoring.taxonomy import Taxonomy, TemplateSpec
 from pipeline.dataset.task import KnownInfo, Request
 from pipeline.explore.learn import pattern_regex
 from pipeline.explore.probe import Explorer, world_model
 from pipeline.explore.repair import attempt
 from pipeline.explore.speech import phrase, series, words
-from pipeline.synth.drafts import Draft, Want, act
-from pipeline.synth.kit import authenticate
-from pipeline.synth.taxonomy import Taxonomy, TemplateSpec
 from pipeline.world.tables import World
 from pipeline.world.tools import ToolRegistry, execute
 

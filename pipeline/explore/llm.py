@@ -26,13 +26,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline.authoring.drafts import Draft, act
+from pipeline.dataset.replay import replay_actions
 from pipeline.dataset.task import Request, Task
 from pipeline.endpoint.client import ChatClient, EndpointConfig
 from pipeline.errors import InputError
 from pipeline.explore.kit import breaks_invariants, say, words
 from pipeline.explore.speech import pieces
-from pipeline.synth.drafts import Draft, act
-from pipeline.world.replay import replay_actions
 from pipeline.world.tables import World, dump_record
 
 log = logging.getLogger(__name__)

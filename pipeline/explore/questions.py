@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 
+from pipeline.authoring.drafts import Draft, Want, act
 from pipeline.dataset.task import Request
 from pipeline.explore.kit import (
     QUESTION,
@@ -21,7 +22,6 @@ from pipeline.explore.kit import (
 )
 from pipeline.explore.references import about_customer, identifying
 from pipeline.explore.values import shared_values
-from pipeline.synth.drafts import Draft, Want, act
 
 
 def asked_field(request: Request) -> tuple[str, str] | None:

@@ -14,6 +14,9 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline.dataset.assertions import check_assertions
+from pipeline.dataset.replay import replay_gold
+from pipeline.dataset.setup import start_session
 from pipeline.dataset.task import Task
 from pipeline.grading.judge import Judge, is_enabled
 from pipeline.grading.state_diff import count_by_kind, diff_states, summarize_diffs
@@ -24,9 +27,6 @@ from pipeline.grading.verdict import ComponentResult, Verdict
 from pipeline.rollout.protocols import InfrastructureError
 from pipeline.rollout.runner import NOT_RUN, Limits, not_run_message, run_tool_call
 from pipeline.rollout.trajectory import Message, Trajectory
-from pipeline.world.assertions import check_assertions
-from pipeline.world.replay import replay_gold
-from pipeline.world.setup import start_session
 from pipeline.world.tables import Session, World, sha256_json
 
 log = logging.getLogger(__name__)

@@ -9,28 +9,13 @@ the grader prefixes 'static.'.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.grading.confirmation import affirms as affirms  # re-exported: the rules and tests read it here
 from pipeline.grading.confirmation import asks_yes_no, read_reply
 from pipeline.grading.verdict import ComponentResult
-from pipeline.rollout.trajectory import Message
+from pipeline.world.domain import StaticInput as StaticInput  # re-exported: the checks' input
 from pipeline.world.tables import World, canonical_json
-
-
-@dataclass(frozen=True)
-class StaticInput:
-    """What the static checks look at; `log` must hold one event per tool call, in call order."""
-
-    world: World
-    log: list[dict[str, Any]]
-    final_changed: Mapping[str, Mapping[str, dict]]
-    messages: list[Message] = field(default_factory=list)
-    max_tool_calls: int | None = None
-    excused_writes: frozenset[str] = frozenset()  # call_key()s of writes the gold actions attempt and get refused
-    # settles a reply the confirmation reading finds unclear: (question, reply) -> confirmed; None: not confirmed
-    resolve_unclear: Callable[[str, str], bool] | None = None
 
 
 def call_key(name: str, arguments: Mapping[str, Any] | None) -> str:

@@ -58,7 +58,7 @@ def _worlds_differ(params: Params) -> None:
     held_out = load_world(params.world.eval_world, params.world.domain)
     if train.fingerprint == held_out.fingerprint and held_out.domain.provides("generator"):
         # A domain without a generator serves both from one world, its customers split in two disjoint
-        # partitions (pipeline.synth.partition); one with a generator must train in a generated world.
+        # partitions (pipeline.authoring.partition); one with a generator must train in a generated world.
         raise ValueError(
             f"train_world {params.world.train_world!r} is the evaluation world {params.world.eval_world!r}: training"
             " data must come from another world"

@@ -24,8 +24,8 @@ from pipeline.loop.agentref import (
 )
 from pipeline.loop.metrics_files import gate_metrics, measure_metrics, write_metrics
 from pipeline.loop.params import Params
-from pipeline.loop.progress import track
 from pipeline.measure.config import sampled
+from pipeline.progress import track
 
 log = logging.getLogger(__name__)
 
@@ -202,12 +202,12 @@ def write_anchors(
     """Gold trajectories of plain generated tasks (the default template mix) on the training side of the world
     (its training partition where its customers are split), verified by the grader; for a domain whose synthesis
     selects from a pool, of pool tasks drawn with `seed` and verified like selected ones. None may hold an
-    evaluation customer or a held-out task of `held_out` (`pipeline.dataset.heldout`)."""
-    from pipeline.dataset.heldout import held_out as held
+    evaluation customer or a held-out task of `held_out` (`pipeline.authoring.heldout`)."""
+    from pipeline.authoring.heldout import held_out as held
+    from pipeline.authoring.selection_kit import SelectionKit
+    from pipeline.authoring.templates import generate_tasks
     from pipeline.embedded.corpus import run_corpus
     from pipeline.synth.select import anchor_trajectories
-    from pipeline.synth.selection_kit import SelectionKit
-    from pipeline.synth.templates import generate_tasks
     from pipeline.synth.verify import VerifyConfig
 
     kit = world.domain.capability("synthesis")

@@ -11,7 +11,7 @@ Outputs in the run directory:
     timings.jsonl        the wall-clock figures of each trial (timings, agent compute seconds, message latencies)
                          and the Ray node that ran it (node id and IP; null with the serial executor)
     journal.jsonl        every finished trial, fsynced as it finishes: a killed run started again with the same
-                         settings and directory resumes where it stopped (see pipeline.rollout.resume)
+                         settings and directory resumes where it stopped (see pipeline.trials.resume)
 
 Every file but the last two is byte-identical for the same seeds and participants: wall-clock figures live only
 in `timings.jsonl` (and the journal), so a rerun that acts the same changes nothing DVC hashes downstream. A run
@@ -31,9 +31,9 @@ from pathlib import Path
 from pipeline.agents.registry import make_agent
 from pipeline.dataset.io import read_tasks
 from pipeline.dataset.provenance import PROVENANCE_FILE, Provenance, provenance_text
-from pipeline.dataset.validate import check_tasks
 from pipeline.grading.failure_modes import analyze
 from pipeline.grading.tau2_reward import VerdictName
+from pipeline.grading.validate import check_tasks
 from pipeline.measure.config import MeasureConfig
 from pipeline.metrics.buckets import bucket_of
 from pipeline.metrics.cost import PriceTable
@@ -41,10 +41,10 @@ from pipeline.metrics.errors import MetricsInputError
 from pipeline.metrics.passk import pass_hat_k
 from pipeline.metrics.summary import MeasureSummary, TrialRecord, summarize
 from pipeline.outputs import folder_lock
-from pipeline.rollout.executor import SerialExecutor
-from pipeline.rollout.resume import TrialJournal, atomic_write
 from pipeline.rollout.trajectory import Usage
-from pipeline.rollout.trial import TrialResult
+from pipeline.trials.executor import SerialExecutor
+from pipeline.trials.resume import TrialJournal, atomic_write
+from pipeline.trials.trial import TrialResult
 from pipeline.users.registry import make_user
 from pipeline.world.registry import load_world
 
@@ -81,7 +81,7 @@ def trial_record(result: TrialResult, cost: float, verdict: VerdictName = "stric
 
 def make_executor(config: MeasureConfig, judge=None):
     if config.executor == "ray":
-        from pipeline.rollout.ray_executor import RayExecutor
+        from pipeline.trials.ray_executor import RayExecutor
 
         return RayExecutor(
             address=config.ray_address,

@@ -80,7 +80,7 @@ class TurnDecoder(Protocol):
     """The agent steps of many episodes in flight: submit each episode's request, `step` until replies come.
 
     An agent that can serve several episodes at once (one forward pass for many, concurrent requests) offers
-    one through `Agent.decoder()`; `pipeline.rollout.batch` falls back to one `act` at a time otherwise.
+    one through `Agent.decoder()`; `pipeline.trials.batch` falls back to one `act` at a time otherwise.
     """
 
     def submit(self, key: Any, episode: AgentEpisode, messages: list[Message]) -> None: ...

@@ -10,7 +10,9 @@ from dataclasses import dataclass
 
 from pydantic import Field
 
+from pipeline.dataset.setup import start_session
 from pipeline.dataset.task import Task
+from pipeline.rollout.persona import persona_for
 from pipeline.rollout.protocols import Agent, AgentEpisode, EpisodeInfo, InfrastructureError, User
 from pipeline.rollout.trajectory import (
     CustomerCall,
@@ -23,9 +25,7 @@ from pipeline.rollout.trajectory import (
     Usage,
     customer_view,
 )
-from pipeline.users.persona import persona_for
 from pipeline.world.registry import domain_spec
-from pipeline.world.setup import start_session
 from pipeline.world.tables import Session, ToolEvent, World
 from pipeline.world.tools import execute
 
@@ -92,7 +92,7 @@ def episode_steps(
     (or thrown the InfrastructureError that prevented it); it returns the trajectory.
 
     Driving many of these at once is how a worker keeps episodes in flight and batches their agent steps
-    (`pipeline.rollout.batch`); `run_episode` drives one.
+    (`pipeline.trials.batch`); `run_episode` drives one.
     """
     limits = limits or Limits()
     session = session or start_session(world, task)

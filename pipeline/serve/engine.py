@@ -3,7 +3,7 @@
 Every checkpoint goes through the `hf` backend itself, so a served model and a measured one build the same
 prompt ids, sample the same way and parse with the same chat format: the codec for an agentloop checkpoint,
 the model's own chat template and its family's tool-call parser for any other causal LM
-(`pipeline.agents.formats`).
+(`pipeline.formats`).
 """
 
 from __future__ import annotations

@@ -13,9 +13,9 @@ import random
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from pipeline.authoring.taxonomy import MESS_DIALS, Taxonomy
 from pipeline.dataset.task import Task
 from pipeline.synth.candidate import Spec
-from pipeline.synth.taxonomy import MESS_DIALS, Taxonomy
 
 
 @dataclass

@@ -8,9 +8,9 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from pipeline.authoring.taxonomy import DIALS
 from pipeline.dataset.task import Task
 from pipeline.synth.rework import Outcome
-from pipeline.synth.taxonomy import DIALS
 from pipeline.target.split import Targets
 
 

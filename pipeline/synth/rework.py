@@ -14,8 +14,8 @@ import logging
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
+from pipeline.authoring.kit import Grounding, SynthesisKit
 from pipeline.synth.candidate import Candidate, build
-from pipeline.synth.kit import Grounding, SynthesisKit
 from pipeline.synth.verify import Verification, Verifier
 
 log = logging.getLogger(__name__)

@@ -19,13 +19,13 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from pipeline.authoring.selection_kit import SelectionKit
+from pipeline.dataset.assertions import check_assertions
+from pipeline.dataset.replay import replay_gold
 from pipeline.dataset.task import Task
 from pipeline.grading.grader import grade
 from pipeline.rollout.runner import run_episode
 from pipeline.synth.result import SynthesisResult
-from pipeline.synth.selection_kit import SelectionKit
-from pipeline.world.assertions import check_assertions
-from pipeline.world.replay import replay_gold
 
 if TYPE_CHECKING:
     from pipeline.rollout.trajectory import Trajectory

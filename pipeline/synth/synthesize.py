@@ -22,7 +22,13 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from pipeline.dataset.heldout import held_out as held
+from pipeline.authoring.coverage import CoverageTracker
+from pipeline.authoring.heldout import held_out as held
+from pipeline.authoring.kit import kit_of, template_kit_of
+from pipeline.authoring.partition import EvalWorldError as EvalWorldError  # raised by `synthesize`, imported from here
+from pipeline.authoring.partition import Partitioned, ensure_generated, needs_partition, partition
+from pipeline.authoring.selection_kit import SelectionKit
+from pipeline.authoring.taxonomy import DIALS, PLAIN, TemplateSpec
 from pipeline.dataset.io import write_tasks
 from pipeline.dataset.provenance import (
     PROVENANCE_FILE,
@@ -36,18 +42,12 @@ from pipeline.dataset.task import Task
 from pipeline.grading.modes import FAILURE_MODES
 from pipeline.outputs import staged_folder
 from pipeline.synth.candidate import Spec, build
-from pipeline.synth.coverage import CoverageTracker
 from pipeline.synth.evolve import Lineage, apply_dial, descendant, parents_for
 from pipeline.synth.judge import JudgeCascade, JudgeConfig
-from pipeline.synth.kit import kit_of, template_kit_of
 from pipeline.synth.manifest import synthesis_manifest
-from pipeline.synth.partition import EvalWorldError as EvalWorldError  # raised by `synthesize`, imported from here
-from pipeline.synth.partition import Partitioned, ensure_generated, needs_partition, partition
 from pipeline.synth.result import SynthesisResult
 from pipeline.synth.rework import Outcome, Reworker
 from pipeline.synth.select import select
-from pipeline.synth.selection_kit import SelectionKit
-from pipeline.synth.taxonomy import DIALS, PLAIN, TemplateSpec
 from pipeline.synth.verify import Verifier, VerifyConfig
 from pipeline.target.split import Targets
 from pipeline.world.registry import domain_spec
@@ -278,7 +278,7 @@ def synthesize(
     it was). `targets_file`: the file `targets` were read from (named in messages; its digest recorded). Targets of
     another domain are refused (`check_targets`). `refine` runs on the result before it is written
     (`pipeline.synth.llm_roles.refine`: a model's verified output). No task may hold an evaluation customer: the
-    world's evaluation partition, or the customers of the held-out tasks `held_out` (`pipeline.dataset.heldout`)."""
+    world's evaluation partition, or the customers of the held-out tasks `held_out` (`pipeline.authoring.heldout`)."""
     kit = kit_of(world.domain, needed_for="synthesize")
     check_targets(world, targets, kit, str(targets_file or "targets"))
     if isinstance(kit, SelectionKit):  # tasks drawn from the domain's training pool, not grown from templates

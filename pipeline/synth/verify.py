@@ -18,7 +18,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pipeline.authoring.assemble import gold_problems
 from pipeline.curate.select import task_key
+from pipeline.dataset.replay import replay_actions
 from pipeline.dataset.task import Task
 from pipeline.grading.grader import grade
 from pipeline.grading.static_checks import (
@@ -30,11 +32,9 @@ from pipeline.grading.static_checks import (
 from pipeline.rollout.protocols import InfrastructureError
 from pipeline.rollout.runner import Limits, run_episode
 from pipeline.rollout.trajectory import Trajectory
-from pipeline.synth.assemble import gold_problems
 from pipeline.synth.candidate import Candidate
 from pipeline.synth.judge import JudgeCascade
 from pipeline.users.scripted import ScriptedUser
-from pipeline.world.replay import replay_actions
 from pipeline.world.tables import World
 
 log = logging.getLogger(__name__)

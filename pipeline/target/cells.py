@@ -1,7 +1,7 @@
 """Where the measured failures happened: each mode's failed trials spread over the coverage cells of their tasks.
 
 A mode's rate says how much to synthesize for it; its cells say what to synthesize. A cell is a template,
-a dial and an outcome (`pipeline.synth.coverage`, in the taxonomy of the domain's synthesis kit), so the
+a dial and an outcome (`pipeline.authoring.coverage`, in the taxonomy of the domain's synthesis kit), so the
 synthesizer can aim new tasks, on its own generated world, at the shapes the agent failed in: a plain write it
 keeps getting wrong, a forgotten email, a refusal after pushback. Only shapes cross over, never the held-out
 tasks' entities. A domain without a synthesis kit has no cells.
@@ -17,12 +17,12 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
+from pipeline.authoring.coverage import task_cells
+from pipeline.authoring.kit import SynthesisKit, kit_of
+from pipeline.authoring.selection_kit import SelectionKit, cells_by_mode
 from pipeline.dataset.io import read_tasks
 from pipeline.dataset.task import Task
 from pipeline.errors import InputError
-from pipeline.synth.coverage import task_cells
-from pipeline.synth.kit import SynthesisKit, kit_of
-from pipeline.synth.selection_kit import SelectionKit, cells_by_mode
 from pipeline.world.domain import Domain
 from pipeline.world.registry import resolve_domain
 

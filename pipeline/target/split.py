@@ -16,10 +16,10 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from pipeline.authoring.taxonomy import DIALS
 from pipeline.dataset.provenance import Provenance, ProvenanceError, check_provenance, file_sha256
 from pipeline.errors import InputError
 from pipeline.grading.modes import FAILURE_MODES
-from pipeline.synth.taxonomy import DIALS
 
 DEFAULT_DIALS: dict[str, dict[str, float]] = {
     "invention": {"forgot_email": 0.6, "vague_item": 0.6, "underspecified": 0.4, "multi_item": 0.3},

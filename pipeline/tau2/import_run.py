@@ -22,18 +22,18 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from pipeline.dataset.assertions import known_assertions
 from pipeline.dataset.io import write_tasks
+from pipeline.dataset.setup import start_session
 from pipeline.dataset.task import Task
 from pipeline.errors import InputError
 from pipeline.grading.grader import grade
+from pipeline.grading.tau2_criteria import Tau2CriteriaError, apply_criteria
 from pipeline.grading.tau2_reward import Tau2Config, VerdictName
-from pipeline.rollout.resume import atomic_write
 from pipeline.rollout.runner import run_tool_call
 from pipeline.rollout.trajectory import CustomerCall, Message, ToolCall, Trajectory
-from pipeline.rollout.trial import TrialResult
-from pipeline.tau2.criteria import Tau2CriteriaError, apply_criteria
-from pipeline.world.assertions import known_assertions
-from pipeline.world.setup import start_session
+from pipeline.trials.resume import atomic_write
+from pipeline.trials.trial import TrialResult
 from pipeline.world.tables import World
 
 log = logging.getLogger(__name__)

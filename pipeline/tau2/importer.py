@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline.dataset.io import write_tasks
+from pipeline.dataset.replay import replay_gold
 from pipeline.dataset.task import Task
-from pipeline.dataset.validate import check_tasks
-from pipeline.world.replay import replay_gold
+from pipeline.grading.validate import check_tasks
 from pipeline.world.tables import World, WorldLoadError
 
 log = logging.getLogger(__name__)

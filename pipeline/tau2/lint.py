@@ -25,8 +25,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from pipeline.dataset.replay import replay_gold
 from pipeline.dataset.task import Action, Task
-from pipeline.world.replay import replay_gold
 from pipeline.world.tables import World
 
 CLASSES = ("gold_fails", "passes_empty", "policy_tool", "underspecified_count")

@@ -31,14 +31,14 @@ from typing import Any
 
 import torch
 
-from pipeline.agents.formats import CodecFormat
-from pipeline.agents.formats.codec import CodecConfig
-from pipeline.dataset.heldout import held_out
+from pipeline.authoring.heldout import held_out
 from pipeline.dataset.io import read_tasks
 from pipeline.dataset.provenance import check_provenance
 from pipeline.dataset.task import Task
-from pipeline.dataset.validate import check_tasks
-from pipeline.loop.progress import track
+from pipeline.formats import CodecFormat
+from pipeline.formats.codec import CodecConfig
+from pipeline.grading.validate import check_tasks
+from pipeline.progress import track
 from pipeline.train.finite import FiniteCallback, NonFiniteTrainingError, first_non_finite
 from pipeline.train.grpo_config import GRPOConfig
 from pipeline.train.grpo_rollouts import (

@@ -28,7 +28,7 @@ class GRPOConfig(BaseModel):
         default_factory=list,
         exclude=True,  # a check on the inputs, not how the run trains: the checkpoint's record leaves it out
         description="Held-out tasks.jsonl files: no task of the pool may be about one of their customers, or about an"
-        " evaluation customer of a world whose customers are split (`pipeline.dataset.heldout`).",
+        " evaluation customer of a world whose customers are split (`pipeline.authoring.heldout`).",
     )
     steps: int = Field(default=3, ge=1, description="Optimizer steps (the most; see max_minutes).")
     max_minutes: float | None = Field(

@@ -13,10 +13,10 @@ from typing import Any, Protocol
 import torch
 
 from pipeline.agents.backends.hf import episode_seed, sample
-from pipeline.agents.formats import ChatFormat, CodecFormat
-from pipeline.agents.formats.base import single_token_id
-from pipeline.agents.formats.codec import IM_END, CodecConfig
 from pipeline.errors import InfrastructureError
+from pipeline.formats import ChatFormat, CodecFormat
+from pipeline.formats.base import single_token_id
+from pipeline.formats.codec import IM_END, CodecConfig
 from pipeline.rollout.protocols import EpisodeInfo
 from pipeline.rollout.trajectory import Message, Usage
 from pipeline.train.grpo_transcript import Transcript
@@ -166,7 +166,7 @@ class PolicyAgent:
 
     def decoder(self) -> Any:
         """With `generate_batch`, the turns of all episodes in flight go to the engine together."""
-        from pipeline.rollout.batch import OneByOne
+        from pipeline.rollout.decoders import OneByOne
 
         return PolicyDecoder(self) if self.generate_batch is not None else OneByOne(self)
 

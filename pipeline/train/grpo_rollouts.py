@@ -32,11 +32,9 @@ from typing import Any
 from pipeline.dataset.task import Task
 from pipeline.errors import PromptTooLongError
 from pipeline.grading.grader import grade
-from pipeline.rollout.batch import run_batched
 from pipeline.rollout.protocols import EpisodeInfo, InfrastructureError, User
 from pipeline.rollout.runner import Limits, run_episode
 from pipeline.rollout.trajectory import Trajectory
-from pipeline.rollout.trial import trial_seed
 from pipeline.train.grpo_policy import (  # noqa: F401  (re-exported: the rollouts' public names)
     Generate,
     PolicyAgent,
@@ -48,6 +46,8 @@ from pipeline.train.grpo_policy import (  # noqa: F401  (re-exported: the rollou
     vllm_generate_batch,
 )
 from pipeline.train.grpo_transcript import Transcript
+from pipeline.trials.batch import run_batched
+from pipeline.trials.trial import trial_seed
 from pipeline.world.tables import World
 
 log = logging.getLogger(__name__)

@@ -22,7 +22,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pipeline.agents.formats import ChatFormat, ChatFormatError
+from pipeline.formats import ChatFormat, ChatFormatError
 from pipeline.rollout.trajectory import Message
 
 MARK = "<<agentloop:turn>>"  # appended to a turn's content to find it in a re-rendered conversation

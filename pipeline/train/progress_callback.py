@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from transformers import TrainerCallback
 
-from pipeline.loop.progress import Tracker
+from pipeline.progress import Tracker
 
 
 class TrackerCallback(TrainerCallback):

@@ -34,7 +34,7 @@ from typing import Any
 import torch
 
 from pipeline.agents.backends.denormals import flushed_denormals
-from pipeline.loop.progress import track
+from pipeline.progress import track
 from pipeline.rollout.trajectory import Trajectory
 from pipeline.train.finite import FiniteCallback, NonFiniteTrainingError, first_non_finite
 from pipeline.train.lora import peft_config

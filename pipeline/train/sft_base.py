@@ -2,7 +2,7 @@
 
 Two kinds of base: an agentloop checkpoint (the embedded default and what the loop trains from it) renders with
 the codec and is loaded and saved exactly as it always was (fp32); any other transformers directory renders with
-its chat format (`pipeline.agents.formats`, its own template) and is saved in its own architecture and dtype
+its chat format (`pipeline.formats`, its own template) and is saved in its own architecture and dtype
 with `agentloop.json` recording the format, so `hf:OUT` loads it as it loaded the base.
 """
 
@@ -17,9 +17,9 @@ from typing import Any, cast
 import torch
 from transformers import PreTrainedModel
 
-from pipeline.agents.formats import CODEC, ChatFormat
-from pipeline.agents.formats.codec import CodecConfig, encode_conversation
-from pipeline.embedded.model import META_FILE, CheckpointMeta, load_checkpoint, read_meta, save_checkpoint
+from pipeline.agents.checkpoint import META_FILE, CheckpointMeta, load_checkpoint, read_meta, save_checkpoint
+from pipeline.formats import CODEC, ChatFormat
+from pipeline.formats.codec import CodecConfig, encode_conversation
 from pipeline.outputs import staged_folder
 from pipeline.rollout.trajectory import Trajectory
 from pipeline.train.sft_config import Overlong

@@ -48,7 +48,7 @@ class SFTConfig(BaseModel):
         default_factory=list,
         exclude=True,  # a check on the inputs, not how the run trains: the checkpoint's record leaves it out
         description="Held-out tasks.jsonl files: no data, anchor or task may be about one of their customers, or"
-        " about an evaluation customer of a world whose customers are split (`pipeline.dataset.heldout`).",
+        " about an evaluation customer of a world whose customers are split (`pipeline.authoring.heldout`).",
     )
     epochs: float = Field(default=8.0, gt=0)
     max_steps: int = Field(default=-1, description="Stop after this many optimizer steps (-1: epochs decide).")

@@ -10,7 +10,7 @@ import random
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pipeline.dataset.heldout import HeldOut
+from pipeline.authoring.heldout import HeldOut
 from pipeline.dataset.io import read_tasks
 from pipeline.dataset.task import Task
 from pipeline.grading.grader import grade
@@ -96,7 +96,7 @@ def load_data(params: SFTConfig) -> tuple[list[Trajectory], dict[str, Any]]:
     tasks = {t.id: t for read in by_file.values() for t in read}
     data_files = {path: read_trajectories(path) for path in params.data}
     anchor_files = {path: read_trajectories(path) for path in params.anchors}
-    # no evaluation customer trains (`pipeline.dataset.heldout`): the tasks (in the trajectories' domain, which
+    # no evaluation customer trains (`pipeline.authoring.heldout`): the tasks (in the trajectories' domain, which
     # loads their world), then each trajectory through its task and whom it authenticated
     guard = HeldOut.read(params.held_out)
     domains = {t.domain for read in (*data_files.values(), *anchor_files.values()) for t in read}

@@ -17,7 +17,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pipeline.agents.formats import ChatFormat, ChatFormatError
+from pipeline.formats import ChatFormat, ChatFormatError
 from pipeline.rollout.trajectory import Message, Trajectory
 from pipeline.train.sft_data import world_prompt
 

@@ -13,9 +13,9 @@ import random
 import re
 
 from pipeline.dataset.task import Request, Task
+from pipeline.rollout.persona import persona_for
 from pipeline.rollout.protocols import EpisodeInfo, UserReply
 from pipeline.rollout.trajectory import STOP_TOKEN, Message
-from pipeline.users.persona import persona_for
 from pipeline.users.phrasing import Phrasing
 
 # Persona wrappers; "{x}" is the persona-neutral content. Non-confirming replies avoid words a grader reads

@@ -10,9 +10,11 @@ naming the domain and the capability.
 
 from __future__ import annotations
 
+import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel
@@ -22,10 +24,11 @@ from pipeline.errors import WorldError
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from pipeline.authoring.kit import SynthesisKit
     from pipeline.dataset.task import Task
     from pipeline.grading.verdict import ComponentResult
     from pipeline.rollout.protocols import Agent
-    from pipeline.synth.kit import SynthesisKit
+    from pipeline.rollout.trajectory import Message
     from pipeline.users.scripted import Phrasing
     from pipeline.world.tables import Session, World
     from pipeline.world.tools import ToolRegistry
@@ -44,6 +47,18 @@ CAPABILITIES: dict[str, str] = {
 }
 
 
+GENERIC_CAPABILITIES = "pipeline.explore.generic:generic_capability"
+"""The plug-in that grows what a domain does not provide from its tools and worlds by execution: `f(domain, name)`
+returns the generic capability or None. Loaded by name when first asked for, as the built-in domains are
+(`pipeline.world.registry.BUILTIN_DOMAINS`): the world is the bottom layer and imports nothing above it."""
+
+
+@lru_cache(maxsize=1)
+def generic_capabilities() -> Callable[[Domain, str], Any]:
+    module, _, attribute = GENERIC_CAPABILITIES.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
 class DomainCapabilityError(WorldError, LookupError):
     """A domain asked for something it does not provide; the message names the domain and the capability."""
 
@@ -58,7 +73,7 @@ class DomainCapabilityError(WorldError, LookupError):
 class Invariant:
     """A rule every episode of the domain must keep, whatever the task (a static check named 'static.<name>').
 
-    `check` receives the grader's `StaticInput` (world, world log, final state delta, messages) and returns a
+    `check` receives a `StaticInput` (world, world log, final state delta, messages) and returns a
     `ComponentResult`.
     """
 
@@ -67,6 +82,21 @@ class Invariant:
     enforced: bool = True
     """Kept by the tools too: `execute` refuses and undoes a write that would break it. False: graded only (a rule
     the domain's reference data itself does not keep)."""
+
+
+@dataclass(frozen=True)
+class StaticInput:
+    """What an invariant and the static checks look at (the grader builds it; the tools build one for the records
+    a call touched); `log` must hold one event per tool call, in call order."""
+
+    world: World
+    log: list[dict[str, Any]]
+    final_changed: Mapping[str, Mapping[str, dict]]
+    messages: list[Message] = field(default_factory=list)
+    max_tool_calls: int | None = None
+    excused_writes: frozenset[str] = frozenset()  # call_key()s of writes the gold actions attempt and get refused
+    # settles a reply the confirmation reading finds unclear: (question, reply) -> confirmed; None: not confirmed
+    resolve_unclear: Callable[[str, str], bool] | None = None
 
 
 class Tau2Importer(Protocol):
@@ -163,7 +193,7 @@ class Domain(ABC):
         return None
 
     def synthesis(self) -> SynthesisKit | None:
-        """The synthesis kit (`pipeline.synth.kit.SynthesisKit`): atomic templates with their preconditions and
+        """The synthesis kit (`pipeline.authoring.kit.SynthesisKit`): atomic templates with their preconditions and
         refusals, their taxonomy, and the customer's wording, from which synthesis grows tasks."""
         return None
 
@@ -193,15 +223,13 @@ class Domain(ABC):
 
     def capability(self, capability: str) -> Any | None:
         """The domain's own capability, else the generic one grown from its tools and worlds by execution
-        (`pipeline.explore.generic`: tasks, synthesis, oracle, flaws, user phrasing, for a domain with an identity
-        tool and a write tool), else None."""
+        (the `GENERIC_CAPABILITIES` plug-in: tasks, synthesis, oracle, flaws, user phrasing, for a domain with an
+        identity tool and a write tool), else None."""
         if capability not in CAPABILITIES:
             raise KeyError(f"unknown capability {capability!r}; capabilities are {sorted(CAPABILITIES)}")
         value = getattr(self, capability)()
         if value is None:
-            from pipeline.explore.generic import generic_capability
-
-            value = generic_capability(self, capability)
+            value = generic_capabilities()(self, capability)
         return value
 
     def require(self, capability: str, needed_for: str | None = None) -> Any:

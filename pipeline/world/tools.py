@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from pipeline.errors import WorldError
+from pipeline.world.domain import StaticInput
 from pipeline.world.tables import ToolEvent
 
 if TYPE_CHECKING:
@@ -154,8 +155,6 @@ def keep_invariants(s: Session, name: str) -> None:
     before, after = s.call_changes()
     if not any(after.values()):
         return
-    from pipeline.grading.static_checks import StaticInput  # the invariants' input; imported late (no cycle)
-
     for inv in s.world.domain.invariants():
         if not inv.enforced:
             continue

@@ -22,7 +22,7 @@ def small_world() -> RetailWorld:
 
 @lru_cache(maxsize=1)
 def small_tasks() -> tuple[Task, ...]:
-    from pipeline.synth import generate_tasks
+    from pipeline.authoring import generate_tasks
 
     return tuple(generate_tasks(small_world(), N_TASKS, seed=0))
 

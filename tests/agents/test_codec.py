@@ -8,7 +8,12 @@ from collections.abc import Iterable
 
 import pytest
 
-from pipeline.agents.formats.codec import (
+from pipeline.dataset.task import Provenance, Task, UserScript
+from pipeline.domains.retail.policy import POLICY_SUMMARY
+from pipeline.domains.retail.tools import TOOLS, execute
+from pipeline.domains.retail.worlds import generate_world
+from pipeline.embedded.tokenizer import TokenizerConfig, build_corpus, train_tokenizer
+from pipeline.formats.codec import (
     IM_END,
     CodecConfig,
     SegmentIds,
@@ -22,11 +27,6 @@ from pipeline.agents.formats.codec import (
     render_prompt,
     render_system,
 )
-from pipeline.dataset.task import Provenance, Task, UserScript
-from pipeline.domains.retail.policy import POLICY_SUMMARY
-from pipeline.domains.retail.tools import TOOLS, execute
-from pipeline.domains.retail.worlds import generate_world
-from pipeline.embedded.tokenizer import TokenizerConfig, build_corpus, train_tokenizer
 from pipeline.rollout.protocols import EpisodeInfo, UserReply
 from pipeline.rollout.runner import Limits, run_episode
 from pipeline.rollout.trajectory import Message, Trajectory

@@ -13,10 +13,10 @@ from fastapi.testclient import TestClient
 
 from pipeline.agents.backends.hf import HFAgent, HFAgentEpisode
 from pipeline.agents.backends.loading import import_model
-from pipeline.agents.formats import get_format
-from pipeline.agents.formats.compact_template import format_call, parse_call
 from pipeline.domains.retail.tools import TOOLS
 from pipeline.endpoint.wire import to_openai_messages
+from pipeline.formats import get_format
+from pipeline.formats.compact_template import format_call, parse_call
 from pipeline.rollout.protocols import EpisodeInfo
 from pipeline.rollout.trajectory import ToolCall
 from pipeline.serve.app import create_app
@@ -173,8 +173,8 @@ def test_the_compact_prompt_is_under_a_third_of_the_generic_one(compact_checkpoi
 
 
 def test_a_summary_stands_only_for_the_exact_policy_it_was_written_for(tmp_path):
-    from pipeline.agents.formats.compact_template import render_system
-    from pipeline.agents.formats.summaries import digest, summaries
+    from pipeline.formats.compact_template import render_system
+    from pipeline.formats.summaries import digest, summaries
 
     policy = world().policy
     short = render_system(policy, [])
@@ -192,7 +192,7 @@ def test_a_summary_stands_only_for_the_exact_policy_it_was_written_for(tmp_path)
 def test_a_template_of_user_and_model_turns_only_gets_tool_results_as_user_turns(tmp_path):
     """Gemma's template raises unless user and model alternate: compact gives it each tool result as a user turn
     (SFT locates every assistant turn in it); a template with a tool role (ChatML) keeps its tool turns."""
-    from pipeline.agents.formats.compact_template import takes_tool_turns
+    from pipeline.formats.compact_template import takes_tool_turns
     from pipeline.train.sft_template import assistant_spans
 
     traj = next(t for t in gold() if sum(1 for m in t.messages if m.tool_calls) >= 2)

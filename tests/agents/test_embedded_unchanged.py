@@ -10,15 +10,15 @@ import pytest
 import torch
 
 from pipeline.agents.backends.hf import PrefixCache, episode_seed, sample
-from pipeline.agents.formats import CodecFormat
-from pipeline.agents.formats.codec import ENDOFTEXT, IM_END, decode_assistant, encode_conversation, parse_assistant
+from pipeline.agents.checkpoint import load_checkpoint
 from pipeline.agents.registry import make_agent
-from pipeline.embedded.model import load_checkpoint
+from pipeline.authoring.templates import generate_tasks
+from pipeline.formats import CodecFormat
+from pipeline.formats.codec import ENDOFTEXT, IM_END, decode_assistant, encode_conversation, parse_assistant
 from pipeline.grading.grader import grade
 from pipeline.rollout.protocols import EpisodeInfo
 from pipeline.rollout.runner import run_episode
 from pipeline.rollout.trajectory import Message, Usage
-from pipeline.synth.templates import generate_tasks
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
 

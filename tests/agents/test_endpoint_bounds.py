@@ -9,10 +9,10 @@ import time
 
 from pipeline.agents.backends.openai import SamplingConfig
 from pipeline.agents.registry import make_agent
+from pipeline.authoring.templates import generate_tasks
 from pipeline.dataset.io import write_tasks
 from pipeline.measure import MeasureConfig, measure
 from pipeline.rollout.runner import Limits
-from pipeline.synth.templates import generate_tasks
 from pipeline.world.registry import load_world
 from tests.agents.fake_openai import FakeOpenAI, Reply, completion
 

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from pipeline.agents.formats import FORMATS, ChatFormatError, CodecFormat, detect_format, get_format
-from pipeline.agents.formats.parsers import parse_hermes, parse_llama3, parse_mistral, parse_qwen3_coder
 from pipeline.domains.retail.tools import TOOLS
+from pipeline.formats import FORMATS, ChatFormatError, CodecFormat, detect_format, get_format
+from pipeline.formats.parsers import parse_hermes, parse_llama3, parse_mistral, parse_qwen3_coder
 from pipeline.rollout.trajectory import Message, ToolCall
 from tests.agents.tiny_families import FAMILIES, build_tokenizer, corpus, template
 

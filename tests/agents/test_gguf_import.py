@@ -12,8 +12,8 @@ from gguf import GGUFWriter
 from typer.testing import CliRunner
 
 from pipeline.agents.backends.gguf import GGUFImportError, check_gguf, find_gguf, import_gguf
+from pipeline.agents.checkpoint import META_FILE
 from pipeline.cli import app
-from pipeline.embedded.model import META_FILE
 from tests.agents.smollm2 import need_smollm2
 
 

@@ -8,19 +8,20 @@ import json
 import pytest
 
 from pipeline.agents.backends.hf import HFAgent
-from pipeline.agents.formats.codec import (
+from pipeline.agents.checkpoint import META_FILE, CheckpointMeta, ModelConfig, save_checkpoint
+from pipeline.dataset.task import Provenance, Task, UserScript
+from pipeline.domains.retail.policy import POLICY_SUMMARY
+from pipeline.domains.retail.tools import TOOLS
+from pipeline.domains.retail.worlds import generate_world
+from pipeline.embedded.model import build_model
+from pipeline.embedded.tokenizer import TokenizerConfig, build_corpus, train_tokenizer
+from pipeline.formats.codec import (
     CodecConfig,
     CodecMismatchError,
     encode_conversation,
     format_assistant,
     parse_assistant,
 )
-from pipeline.dataset.task import Provenance, Task, UserScript
-from pipeline.domains.retail.policy import POLICY_SUMMARY
-from pipeline.domains.retail.tools import TOOLS
-from pipeline.domains.retail.worlds import generate_world
-from pipeline.embedded.model import META_FILE, CheckpointMeta, ModelConfig, build_model, save_checkpoint
-from pipeline.embedded.tokenizer import TokenizerConfig, build_corpus, train_tokenizer
 from pipeline.rollout.protocols import Agent, EpisodeInfo, UserReply
 from pipeline.rollout.runner import Limits, run_episode
 from pipeline.rollout.trajectory import Message, Trajectory
@@ -130,7 +131,7 @@ def test_a_checkpoint_that_learned_a_call_makes_it_through_the_runner(world, che
     stops at the end-of-turn token, and the runner executes it: rendering for training and for acting agree."""
     import torch
 
-    from pipeline.embedded.model import load_checkpoint
+    from pipeline.agents.checkpoint import load_checkpoint
 
     ckpt = load_checkpoint(checkpoint)
     model, tokenizer = ckpt.model, ckpt.tokenizer

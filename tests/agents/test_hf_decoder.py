@@ -11,9 +11,9 @@ import torch
 from pipeline.agents.backends.drafts import SeenText
 from pipeline.agents.backends.hf_batch import HFDecoder
 from pipeline.agents.registry import make_agent
+from pipeline.authoring.templates import generate_tasks
 from pipeline.rollout.protocols import EpisodeInfo
 from pipeline.rollout.trajectory import Message
-from pipeline.synth.templates import generate_tasks
 from pipeline.world.registry import load_world
 
 EMBEDDED = Path(__file__).resolve().parents[2] / "models" / "embedded"

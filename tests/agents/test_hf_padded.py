@@ -14,9 +14,9 @@ import pipeline.agents.backends.hf as hf
 import pipeline.agents.backends.hf_padded as hf_padded
 from pipeline.agents.backends.hf import HFAgent
 from pipeline.agents.backends.hf_padded import PaddedDecoder
-from pipeline.rollout.batch import OneByOne
+from pipeline.authoring.templates import generate_tasks
+from pipeline.rollout.decoders import OneByOne
 from pipeline.rollout.protocols import EpisodeInfo
-from pipeline.synth.templates import generate_tasks
 from pipeline.world.registry import load_world
 from tests.agents.test_hf_decoder import alone, assert_as_alone, conversation, in_flight, user_turns
 from tests.agents.tiny_families import FAMILIES, build_checkpoint, corpus

@@ -8,8 +8,8 @@ import json
 from transformers import AutoTokenizer
 from typer.testing import CliRunner
 
+from pipeline.agents.checkpoint import META_FILE
 from pipeline.cli import app
-from pipeline.embedded.model import META_FILE
 from tests.agents.tiny_families import FAMILIES, build_checkpoint, corpus, template
 
 

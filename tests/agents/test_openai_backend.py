@@ -12,16 +12,16 @@ import pytest
 
 from pipeline.agents.backends.openai import OpenAIAgent, SamplingConfig
 from pipeline.agents.registry import UnknownAgentError, make_agent
+from pipeline.authoring.templates import generate_tasks
 from pipeline.domains.retail.tools import TOOLS
 from pipeline.domains.retail.worlds import generate_world
 from pipeline.endpoint.client import ChatClient, EndpointConfig, ReplyTimeoutError
 from pipeline.endpoint.wire import message_from_openai, message_to_openai, to_openai_messages
 from pipeline.grading.grader import grade
-from pipeline.rollout.executor import SerialExecutor
 from pipeline.rollout.protocols import EpisodeInfo, InfrastructureError
 from pipeline.rollout.runner import Limits, run_episode
 from pipeline.rollout.trajectory import Message, ToolCall
-from pipeline.synth.templates import generate_tasks
+from pipeline.trials.executor import SerialExecutor
 from pipeline.users.scripted import ScriptedUser
 from tests.agents.fake_openai import FakeOpenAI, Reply, completion, tool_call
 

@@ -12,15 +12,15 @@ import pytest
 
 from pipeline.agents.backends.openai import OpenAIAgent
 from pipeline.agents.registry import make_agent
+from pipeline.authoring.templates import generate_tasks
 from pipeline.endpoint.client import ChatClient, EndpointConfig
 from pipeline.endpoint.errors import ContextLengthError, UnsupportedSettingError, retry_after
 from pipeline.grading.grader import grade
 from pipeline.metrics.cost import Price, PriceTable
-from pipeline.rollout.executor import SerialExecutor
 from pipeline.rollout.protocols import EpisodeInfo, InfrastructureError
 from pipeline.rollout.runner import Limits, run_episode
 from pipeline.rollout.trajectory import Usage
-from pipeline.synth.templates import generate_tasks
+from pipeline.trials.executor import SerialExecutor
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
 from tests.agents.fake_openai import FakeOpenAI, Reply, completion

@@ -7,11 +7,11 @@ import re
 
 import pytest
 
-from pipeline.agents.formats.codec import compact_tool_result
 from pipeline.agents.scripted import phrases as P
 from pipeline.domains.retail import phrases as R
 from pipeline.domains.retail.oracle import OracleAgent, appears_in
 from pipeline.domains.retail.tools import TOOLS, WRITE_TOOLS
+from pipeline.formats.codec import compact_tool_result
 from pipeline.grading.static_checks import affirms
 from pipeline.rollout.protocols import EpisodeInfo, UserReply
 from pipeline.rollout.runner import run_episode

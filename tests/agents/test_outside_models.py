@@ -12,15 +12,15 @@ import transformers
 from typer.testing import CliRunner
 
 from pipeline.agents.backends.hf import HFAgent, PrefixCache
-from pipeline.agents.formats import ChatFormatError
+from pipeline.agents.checkpoint import META_FILE
 from pipeline.agents.registry import make_agent
+from pipeline.authoring.templates import generate_tasks
 from pipeline.dataset.io import write_tasks
 from pipeline.domains.retail.tools import TOOLS
-from pipeline.embedded.model import META_FILE
+from pipeline.formats import ChatFormatError
 from pipeline.measure import MeasureConfig, measure
 from pipeline.rollout.runner import Limits
 from pipeline.rollout.trajectory import Message
-from pipeline.synth.templates import generate_tasks
 from pipeline.world.registry import load_world
 from tests.agents.tiny_families import EMAIL_CALL, FAMILIES, build_checkpoint, corpus
 

@@ -11,12 +11,12 @@ import time
 
 import pytest
 
+from pipeline.authoring.templates import generate_tasks
 from pipeline.dataset.io import write_tasks
 from pipeline.endpoint.client import ChatClient, EndpointConfig, ReplyTooLargeError
 from pipeline.measure import MeasureConfig, measure
 from pipeline.metrics.errors import MetricsInputError
 from pipeline.rollout.runner import Limits
-from pipeline.synth.templates import generate_tasks
 from pipeline.world.registry import load_world
 from tests.agents.fake_openai import FakeOpenAI, completion
 

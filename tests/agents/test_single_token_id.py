@@ -6,7 +6,7 @@ vocabulary dict each time cost SmolLM2's SFT minutes before its first step.
 
 from __future__ import annotations
 
-from pipeline.agents.formats import single_token_id
+from pipeline.formats import single_token_id
 from tests.agents.tiny_families import FAMILIES, build_tokenizer, corpus
 
 

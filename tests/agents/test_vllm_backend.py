@@ -31,9 +31,10 @@ def test_vllm_matches_the_hf_backend_greedy(tmp_path):
     _need_vllm_and_a_gpu()
     from pipeline.agents.backends.hf import HFAgent
     from pipeline.agents.backends.vllm import VLLMAgent, VLLMConfig
+    from pipeline.agents.checkpoint import CheckpointMeta, save_checkpoint
     from pipeline.domains.retail.tools import TOOLS
     from pipeline.domains.retail.worlds import generate_world
-    from pipeline.embedded.model import CheckpointMeta, build_model, save_checkpoint
+    from pipeline.embedded.model import build_model
     from pipeline.embedded.tokenizer import TokenizerConfig, build_corpus, train_tokenizer
     from pipeline.rollout.protocols import EpisodeInfo
     from pipeline.rollout.trajectory import Message
@@ -54,8 +55,8 @@ def test_vllm_matches_the_hf_backend_greedy(tmp_path):
 def test_vllm_batches_episodes_in_flight_and_refuses_an_over_long_prompt_per_trial(tmp_path):
     _need_vllm_and_a_gpu()
     from pipeline.agents.backends.vllm import VLLMAgent, VLLMConfig
-    from pipeline.rollout.batch import run_batched
     from pipeline.rollout.runner import Limits
+    from pipeline.trials.batch import run_batched
     from pipeline.users.scripted import ScriptedUser
     from tests.train.helpers import tasks, tiny_checkpoint, world
 

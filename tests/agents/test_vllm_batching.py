@@ -12,12 +12,12 @@ from dataclasses import dataclass
 
 import pytest
 
-from pipeline.agents.formats.codec import IM_END, format_assistant
 from pipeline.agents.scripted import phrases
-from pipeline.rollout.batch import run_batched
+from pipeline.formats.codec import IM_END, format_assistant
 from pipeline.rollout.runner import Limits
 from pipeline.rollout.trajectory import Message
-from pipeline.rollout.trial import run_trial
+from pipeline.trials.batch import run_batched
+from pipeline.trials.trial import run_trial
 from pipeline.users.scripted import ScriptedUser
 from tests.train.helpers import tasks, tiny_checkpoint, tokenizer, world
 

@@ -7,11 +7,11 @@ import json
 
 import pytest
 
+from pipeline.authoring.templates import generate_tasks
 from pipeline.dataset.io import read_tasks, write_tasks
 from pipeline.dataset.provenance import PROVENANCE_FILE, ProvenanceError, check_provenance, file_sha256
 from pipeline.gate import GateConfig, GateInputError, decide
 from pipeline.measure import MeasureConfig, measure
-from pipeline.synth.templates import generate_tasks
 from pipeline.world.registry import load_world
 
 WORLD = "gen-5-8x10x20"

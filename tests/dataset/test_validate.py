@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
+from pipeline.authoring.templates import generate_tasks
 from pipeline.cli import app
 from pipeline.dataset.io import write_tasks
 from pipeline.dataset.task import Action, OrderStatusCheck, ToolNotCalledCheck
-from pipeline.dataset.validate import TaskValidationError, check_tasks, task_problems
-from pipeline.synth.templates import generate_tasks
+from pipeline.grading.validate import TaskValidationError, check_tasks, task_problems
 from pipeline.world.registry import load_world
 
 WORLD = "gen-3-8x20x40"
@@ -108,7 +108,7 @@ def test_the_cli_names_a_world_that_does_not_load(tmp_path, tasks):
 
 def test_a_domain_from_outside_is_what_a_file_of_its_tasks_needs(tmp_path):
     """A world only its domain reads (the library): without --domain the message asks for it; with it, valid."""
-    from pipeline.synth.templates import generate_tasks
+    from pipeline.authoring.templates import generate_tasks
     from pipeline.world.registry import load_world
 
     spec = "tests.domains.library.domain:LIBRARY"

@@ -9,6 +9,7 @@ from collections import Counter
 import pytest
 
 from pipeline.agents.registry import make_agent
+from pipeline.dataset.replay import replay_gold
 from pipeline.dataset.task import NoWritesCheck, Request
 from pipeline.domains.airline.vocabulary import WRITE_INTENTS
 from pipeline.grading.failure_modes import FAILURE_MODES, analyze
@@ -18,7 +19,6 @@ from pipeline.rollout.runner import run_episode
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.domain import CAPABILITIES, Domain, DomainCapabilityError
 from pipeline.world.registry import load_world, resolve_domain
-from pipeline.world.replay import replay_gold
 from pipeline.world.tools import ToolRegistry
 
 AIRLINE = resolve_domain("airline")

@@ -10,17 +10,17 @@ import json
 import pytest
 from typer.testing import CliRunner
 
+from pipeline.authoring.kit import check_kit, kit_of
 from pipeline.cli import app
 from pipeline.dataset.io import read_tasks
+from pipeline.dataset.replay import replay_actions
 from pipeline.domains.airline.synthesis import AIRLINE_KIT, TAXONOMY
 from pipeline.domains.airline.templates import TEMPLATES
 from pipeline.synth.candidate import Spec, build
-from pipeline.synth.kit import check_kit, kit_of
 from pipeline.synth.synthesize import EvalWorldError, Synthesizer
 from pipeline.synth.verify import Verifier
 from pipeline.target import Targets, split_budget
 from pipeline.world.registry import load_world, resolve_domain
-from pipeline.world.replay import replay_actions
 from pipeline.world.tools import execute
 
 AIRLINE = resolve_domain("airline")

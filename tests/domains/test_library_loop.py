@@ -9,9 +9,9 @@ import json
 import pytest
 from typer.testing import CliRunner
 
+from pipeline.authoring.partition import partition
 from pipeline.cli import app
 from pipeline.dataset.io import read_tasks
-from pipeline.synth.partition import partition
 from pipeline.world.registry import load_world
 from tests.domains.one_world import exp_run_one_world
 

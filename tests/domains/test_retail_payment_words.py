@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from pipeline.agents.formats.codec import compact_tool_result
 from pipeline.domains.retail.phrases import name_payment
+from pipeline.formats.codec import compact_tool_result
 from pipeline.world.registry import load_world
 
 

@@ -112,8 +112,8 @@ def test_import_tau2_keeps_set_up_assertions_and_each_action_s_side(telecom_dir,
 
 def test_task_validation_knows_each_side_s_tools(telecom_dir):
     from pipeline.dataset.task import Action
-    from pipeline.dataset.validate import task_problems
     from pipeline.domains.telecom.domain import TELECOM
+    from pipeline.grading.validate import task_problems
 
     world, tasks = TELECOM.tau2_importer().load(telecom_dir)
     assert task_problems(world, tasks) == []

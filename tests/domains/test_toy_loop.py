@@ -10,9 +10,9 @@ import time
 import pytest
 from typer.testing import CliRunner
 
+from pipeline.authoring.kit import SynthesisKitError, check_kit
 from pipeline.cli import app
 from pipeline.dataset.io import read_tasks
-from pipeline.synth.kit import SynthesisKitError, check_kit
 from pipeline.synth.synthesize import SynthConfig, Synthesizer
 from pipeline.target import Targets, split_budget
 from pipeline.world.domain import DomainCapabilityError
@@ -148,7 +148,7 @@ def test_the_dvc_stages_run_on_it_named_in_params(tmp_path, monkeypatch):
 def test_templates_are_called_with_five_arguments_by_every_path():
     """A kit whose templates take `want` without a default (as documented) runs in plain generation, pairs
     included, and in synthesis."""
-    from pipeline.synth.templates import generate_tasks
+    from pipeline.authoring.templates import generate_tasks
 
     calls: list[int] = []
 

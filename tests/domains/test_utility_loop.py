@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.authoring.partition import partition
 from pipeline.dataset.io import read_tasks
 from pipeline.dataset.task import Task
 from pipeline.grading.failure_modes import analyze
@@ -21,7 +22,6 @@ from pipeline.grading.grader import grade
 from pipeline.grading.mode_recovery import score
 from pipeline.grading.modes import FAILURE_MODES
 from pipeline.rollout.runner import run_episode
-from pipeline.synth.partition import partition
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
 from pipeline.world.tables import World, WorldLoadError

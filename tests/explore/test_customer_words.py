@@ -107,7 +107,7 @@ def test_known_info_keeps_the_json_of_a_customer_with_first_and_last_name():
     known = KnownInfo(email="a@b.c", first_name="Ada", last_name="Lovelace", zip="12345", user_id="ada_1")
     assert set(json.loads(known.model_dump_json())) == {"email", "first_name", "last_name", "zip", "user_id"}
     assert known.called == "Ada Lovelace" and KnownInfo(user_id="u1").called is None
-    from pipeline.synth.assemble import _who
+    from pipeline.authoring.assemble import _who
 
     assert _who(KnownInfo(user_id="u1"), "u1") == "the customer with id u1"  # never 'None None'
     assert _who(KnownInfo(first_name="Ada"), "u1") == "Ada"

@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from pipeline.dataset.branching import branches
+from pipeline.dataset.replay import replay_gold
 from pipeline.dataset.task import Request
 from pipeline.explore.agents import untaken
 from pipeline.explore.coverage import coverage
@@ -20,7 +21,6 @@ from pipeline.grading.grader import grade
 from pipeline.rollout.runner import run_episode
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
-from pipeline.world.replay import replay_gold
 
 SALON = "tests.domains.salon.domain:SALON"
 
@@ -180,7 +180,7 @@ def test_a_list_of_keys_nobodys_records_hold_is_drawn_over_the_whole_table():
 def test_a_recorded_refusal_naming_another_partitions_record_is_not_replayed():
     """Top-up replays the explorer's refused calls; on one partition's side, one naming a record of a customer of
     the other partition (another customer's appointment) is never drafted."""
-    from pipeline.synth.partition import Partitioned, partition
+    from pipeline.authoring.partition import Partitioned, partition
 
     world = _salon()
     kit = world.domain.require("synthesis")
@@ -249,9 +249,9 @@ def test_a_branch_no_customer_of_the_draw_can_take_is_said_not_drafted_one_sided
     """Customers of a draw who own no completed appointment cannot have 'otherwise, rate it' as gold: the pair is
     drafted on its other branch only, and the gap says why; with every customer, a search aimed at the missing
     branch drafts it on a customer who owns one."""
+    from pipeline.authoring.drafts import Want
     from pipeline.explore import balance
     from pipeline.explore.conditional import Conditional
-    from pipeline.synth.drafts import Want
 
     world = _salon()
     kit = world.domain.require("synthesis")

@@ -9,6 +9,8 @@ import pickle
 
 import pytest
 
+from pipeline.authoring.kit import check_kit
+from pipeline.dataset.replay import replay_gold
 from pipeline.explore.coverage import coverage
 from pipeline.explore.generic_kit import GenericKit
 from pipeline.explore.probe import world_model
@@ -16,12 +18,10 @@ from pipeline.grading.failure_modes import FAILURE_MODES, analyze
 from pipeline.grading.grader import grade
 from pipeline.grading.mode_recovery import score
 from pipeline.rollout.runner import run_episode
-from pipeline.synth.kit import check_kit
 from pipeline.synth.synthesize import SynthConfig, Synthesizer
 from pipeline.target import Targets, split_budget
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import domain_spec, load_world, resolve_domain
-from pipeline.world.replay import replay_gold
 from pipeline.world.without_kit import WithoutKit
 from tests.domains.toy.synthesis import KIT
 
@@ -133,8 +133,8 @@ def test_a_conditional_request_follows_the_branch_the_record_selects():
     """'If its status is active, renew it; otherwise return it': the gold is the branch the loan's state (as the
     read tool shows it) selects, it replays, the oracle solves it, and taking the other branch fails the task."""
     from pipeline.dataset.branching import branches
+    from pipeline.dataset.replay import replay_actions
     from pipeline.explore.conditional import shown
-    from pipeline.world.replay import replay_actions
 
     world = load_world("library", "tests.domains.library.domain:LIBRARY")
     kit = world.domain.require("synthesis")

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+from pipeline.authoring.templates import generate_tasks
+from pipeline.dataset.replay import replay_gold
 from pipeline.explore.probe import world_model
 from pipeline.explore.repair import numbers, repairs
 from pipeline.explore.shapes import singulars
 from pipeline.grading.grader import grade
 from pipeline.rollout.runner import run_episode
-from pipeline.synth.templates import generate_tasks
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
-from pipeline.world.replay import replay_gold
 
 ITEMS = ("exchange_delivered_order_items", "modify_pending_order_items")
 

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import pytest
 
+from pipeline.authoring.kit import template_kit_of
+from pipeline.authoring.templates import generate
+from pipeline.authoring.topup import TOP_UP
+from pipeline.dataset.replay import replay_gold
 from pipeline.explore.coverage import coverage
 from pipeline.explore.kit import pattern_regex
 from pipeline.explore.model import RefusalGroup
 from pipeline.explore.probe import Explorer, world_model
-from pipeline.synth.kit import template_kit_of
-from pipeline.synth.templates import generate
-from pipeline.synth.topup import TOP_UP
 from pipeline.world.registry import load_world
-from pipeline.world.replay import replay_gold
 
 LIBRARY = "tests.domains.library.domain:LIBRARY"
 STUDIO = "tests.domains.toy.domain:TOY+generic"

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.authoring.templates import generate_tasks
 from pipeline.dataset.io import write_tasks
 from pipeline.domains.retail.state import RetailWorld
 from pipeline.measure import MeasureConfig, measure
-from pipeline.synth.templates import generate_tasks
 from pipeline.world.registry import load_world
 
 WORLD = "gen-3-12x40x100"

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from pipeline.authoring.templates import generate_tasks
 from pipeline.domains.retail.oracle import OracleAgent
 from pipeline.endpoint.client import ChatClient, EndpointConfig
 from pipeline.grading.grader import grade
@@ -21,7 +22,6 @@ from pipeline.grading.llm_judge import (
 )
 from pipeline.rollout.runner import run_episode
 from pipeline.rollout.trajectory import Usage
-from pipeline.synth.templates import generate_tasks
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
 from tests.agents.fake_openai import FakeOpenAI, Reply, completion

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.dataset.heldout import HeldOut, HeldOutCustomerError
+from pipeline.authoring.heldout import HeldOut, HeldOutCustomerError
+from pipeline.authoring.partition import evaluation_customers, partition
 from pipeline.dataset.io import read_tasks, write_tasks
 from pipeline.rollout.trajectory import Trajectory
-from pipeline.synth.partition import evaluation_customers, partition
 from pipeline.world.registry import load_world
 from tests.needs import need_tau2
 
@@ -221,8 +221,8 @@ def test_a_held_out_task_is_refused_by_its_id_and_its_customer(library_run, tmp_
 def test_held_out_generation_and_synthesis_share_one_split():
     """The evaluation side is the world's: held-out tasks ground in it, the anchors' side and synthesis in the
     rest, with no seed to set apart."""
+    from pipeline.authoring.templates import generate_tasks
     from pipeline.synth.synthesize import SynthConfig
-    from pipeline.synth.templates import generate_tasks
 
     world = load_world("library", LIBRARY)
     part = partition(world)

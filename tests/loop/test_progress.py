@@ -7,7 +7,7 @@ import sys
 
 from rich.console import Console
 
-from pipeline.loop.progress import track
+from pipeline.progress import track
 
 
 def test_off_a_terminal_it_logs_each_tenth_with_passes_rate_and_time_left(caplog):

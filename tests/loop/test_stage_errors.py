@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from pipeline.authoring.kit import SynthesisKitError
 from pipeline.loop.entry import run_stage
-from pipeline.synth.kit import SynthesisKitError
 from tests.needs import need_tau2
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 
+from pipeline.authoring.templates import generate_tasks
 from pipeline.dataset.io import write_tasks
 from pipeline.measure import MeasureConfig, measure
 from pipeline.measure import run as measure_run
 from pipeline.metrics.summary import TrialRecord, summarize
 from pipeline.rollout.protocols import InfrastructureError
-from pipeline.synth.templates import generate_tasks
 from pipeline.world.registry import load_world
 
 WORLD = "gen-1-10x40x80"

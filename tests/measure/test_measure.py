@@ -6,11 +6,11 @@ import pytest
 from typer.testing import CliRunner
 
 from pipeline.agents.registry import UnknownAgentError, make_agent
+from pipeline.authoring.templates import generate_tasks
 from pipeline.cli import app
 from pipeline.dataset.io import write_tasks
 from pipeline.measure import MeasureConfig, measure
 from pipeline.metrics.errors import MetricsInputError
-from pipeline.synth.templates import generate_tasks
 from pipeline.world.registry import load_world
 
 WORLD = "gen-11-12x40x80"

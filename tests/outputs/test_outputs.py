@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from pipeline.authoring.templates import generate_tasks
 from pipeline.cli import app
 from pipeline.dataset.io import write_tasks
 from pipeline.outputs import FolderBusyError, OutputError, check_output, folder_lock, staged_folder
-from pipeline.synth.templates import generate_tasks
 from pipeline.world.registry import load_world
 from tests.test_cli_bad_inputs import WORLD, clear_error
 

@@ -21,10 +21,10 @@ class Runs:
 
 @pytest.fixture(scope="session")
 def runs(tmp_path_factory) -> Runs:
+    from pipeline.authoring.templates import generate_tasks
     from pipeline.dataset.io import write_tasks
     from pipeline.gate import GateConfig, decide, write_gate
     from pipeline.measure import MeasureConfig, measure
-    from pipeline.synth.templates import generate_tasks
     from pipeline.world.registry import load_world
 
     root = tmp_path_factory.mktemp("report_runs")

@@ -8,11 +8,12 @@ import time
 import pytest
 import torch
 
+from pipeline.authoring.templates import generate_tasks
 from pipeline.domains.retail.flawed import FlawConfig, FlawedAgent
 from pipeline.domains.retail.oracle import OracleAgent
-from pipeline.rollout.batch import Concurrent, SharedFlight, run_batched
-from pipeline.rollout.executor import SerialExecutor
-from pipeline.synth.templates import generate_tasks
+from pipeline.rollout.decoders import Concurrent
+from pipeline.trials.batch import SharedFlight, run_batched
+from pipeline.trials.executor import SerialExecutor
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
 from tests.rollout.ray_helpers import FlakyAgent

@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from pipeline.rollout.ray_cluster import RayExecutorError, check_reachable, node_counts, plan_workers, resolve_address
+from pipeline.trials.ray_cluster import RayExecutorError, check_reachable, node_counts, plan_workers, resolve_address
 
 
 def test_the_address_given_then_ray_address_then_local(monkeypatch):

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.authoring.templates import generate_tasks
 from pipeline.dataset.io import write_tasks
 from pipeline.measure import MeasureConfig, measure
-from pipeline.synth.templates import generate_tasks
 from pipeline.world.registry import load_world
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]

@@ -13,10 +13,10 @@ import time
 
 import pytest
 
+from pipeline.authoring.templates import generate_tasks
 from pipeline.domains.retail.oracle import OracleAgent
-from pipeline.rollout.executor import SerialExecutor
-from pipeline.rollout.ray_executor import RayExecutor, RayExecutorError
-from pipeline.synth.templates import generate_tasks
+from pipeline.trials.executor import SerialExecutor
+from pipeline.trials.ray_executor import RayExecutor, RayExecutorError
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
 from tests.rollout.ray_helpers import Blocker, SleepyAgent
@@ -37,7 +37,7 @@ def tasks(world):
 
 @pytest.mark.timeout(300)
 def test_more_workers_than_cpus_share_them_and_finish(ray_cluster, world, tasks, caplog):
-    caplog.set_level(logging.WARNING, logger="pipeline.rollout.ray_executor")
+    caplog.set_level(logging.WARNING, logger="pipeline.trials.ray_executor")
     executor = RayExecutor(workers=5, start_timeout_s=120)
     results = list(executor.run(world, tasks, OracleAgent(), ScriptedUser(), trials=2))
     serial = list(SerialExecutor().run(world, tasks, OracleAgent(), ScriptedUser(), trials=2))
@@ -74,8 +74,8 @@ def test_a_trial_that_never_finishes_hits_the_stall_deadline(ray_cluster, world,
 SCRIPT = textwrap.dedent(
     """
     import os
-    from pipeline.rollout.ray_executor import RayExecutor
-    from pipeline.synth.templates import generate_tasks
+    from pipeline.trials.ray_executor import RayExecutor
+    from pipeline.authoring.templates import generate_tasks
     from pipeline.users.scripted import ScriptedUser
     from pipeline.world.registry import load_world
     from tests.rollout.ray_helpers import SleepyAgent

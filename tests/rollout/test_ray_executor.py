@@ -7,13 +7,13 @@ import json
 
 import pytest
 
+from pipeline.authoring.templates import generate_tasks
 from pipeline.dataset.io import write_tasks
 from pipeline.domains.retail.flawed import FlawConfig, FlawedAgent
 from pipeline.domains.retail.oracle import OracleAgent
 from pipeline.measure import MeasureConfig, measure
-from pipeline.rollout.executor import SerialExecutor
-from pipeline.rollout.ray_executor import RayExecutor
-from pipeline.synth.templates import generate_tasks
+from pipeline.trials.executor import SerialExecutor
+from pipeline.trials.ray_executor import RayExecutor
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
 from tests.rollout.ray_helpers import BuggyAgent, FlakyAgent, KillWorkerAgent

@@ -13,14 +13,14 @@ import time
 
 import pytest
 
+from pipeline.authoring.templates import generate_tasks
 from pipeline.dataset.io import write_tasks
 from pipeline.domains.retail.oracle import OracleAgent
 from pipeline.domains.retail.policy import POLICY_SUMMARY
 from pipeline.measure import MeasureConfig, measure
-from pipeline.rollout.executor import SerialExecutor
-from pipeline.rollout.ray_executor import lost_result
-from pipeline.rollout.resume import ResumeMismatchError, TrialJournal
-from pipeline.synth.templates import generate_tasks
+from pipeline.trials.executor import SerialExecutor
+from pipeline.trials.ray_executor import lost_result
+from pipeline.trials.resume import ResumeMismatchError, TrialJournal
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
 
@@ -153,9 +153,10 @@ def test_measure_killed_with_sigkill_resumes_to_the_same_metrics(world, tmp_path
 
 def test_a_checkpoint_retrained_in_place_is_another_run(tasks, tmp_path):
     """The spec names a path; a journal measured with the old weights there must not be resumed with the new."""
-    from pipeline.agents.formats.codec import CodecConfig
-    from pipeline.embedded.model import CheckpointMeta, ModelConfig, build_model, save_checkpoint
+    from pipeline.agents.checkpoint import CheckpointMeta, ModelConfig, save_checkpoint
+    from pipeline.embedded.model import build_model
     from pipeline.embedded.tokenizer import TokenizerConfig, build_corpus, train_tokenizer
+    from pipeline.formats.codec import CodecConfig
 
     tiny = ModelConfig(hidden_size=32, intermediate_size=64, num_layers=1, num_heads=2, max_position_embeddings=512)
     codec = CodecConfig(system="compact", tool_results="compact", policy_summary=POLICY_SUMMARY)

@@ -9,6 +9,7 @@ import pytest
 
 from pipeline.dataset.task import Provenance, Task, UserScript
 from pipeline.domains.retail.tools import TOOLS, execute
+from pipeline.rollout.persona import choose_persona
 from pipeline.rollout.protocols import (
     Agent,
     AgentEpisode,
@@ -20,7 +21,6 @@ from pipeline.rollout.protocols import (
 )
 from pipeline.rollout.runner import Limits, run_episode
 from pipeline.rollout.trajectory import Message, ToolCall, Trajectory, Usage
-from pipeline.users.persona import choose_persona
 
 SOFIA, SOFIA_EMAIL, SOFIA_ORDER = "sofia_rossi_8776", "sofia.rossi2645@example.com", "#W5918442"
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections import Counter
 
+from pipeline.authoring import generate_tasks
+from pipeline.dataset.replay import replay_gold
 from pipeline.domains.retail.oracle import OracleAgent
 from pipeline.grading import grade
 from pipeline.rollout.runner import Limits, run_episode
-from pipeline.synth import generate_tasks
 from pipeline.users.scripted import ScriptedUser
-from pipeline.world.replay import replay_gold
 from tests.agents.scripted_helpers import N_TASKS, small_tasks, small_world, strip_timings
 
 

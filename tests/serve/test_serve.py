@@ -17,19 +17,20 @@ import pytest
 
 from pipeline.agents.backends.hf import HFAgent
 from pipeline.agents.backends.openai import OpenAIAgent, SamplingConfig
-from pipeline.agents.formats.codec import CodecConfig, encode_conversation, parse_assistant
+from pipeline.agents.checkpoint import META_FILE, CheckpointMeta, ModelConfig, save_checkpoint
+from pipeline.authoring.templates import generate_tasks
 from pipeline.dataset.io import write_tasks
 from pipeline.dataset.task import Provenance, Task, UserScript
 from pipeline.domains.retail.policy import POLICY_SUMMARY
 from pipeline.domains.retail.tools import TOOLS
-from pipeline.embedded.model import META_FILE, CheckpointMeta, ModelConfig, build_model, save_checkpoint
+from pipeline.embedded.model import build_model
 from pipeline.embedded.tokenizer import TokenizerConfig, build_corpus, train_tokenizer
 from pipeline.endpoint.client import ChatClient, EndpointConfig
+from pipeline.formats.codec import CodecConfig, encode_conversation, parse_assistant
 from pipeline.measure import MeasureConfig, measure
 from pipeline.rollout.protocols import EpisodeInfo, InfrastructureError, UserReply
 from pipeline.rollout.runner import Limits, run_episode
 from pipeline.rollout.trajectory import Message
-from pipeline.synth.templates import generate_tasks
 from pipeline.world.registry import load_world
 from tests.server_process import wait_until_up
 
@@ -205,7 +206,7 @@ def test_any_transformers_checkpoint_is_served_through_the_codec(checkpoint, tmp
     format, and that is recorded on first use."""
     from fastapi.testclient import TestClient
 
-    from pipeline.agents.formats import CodecFormat
+    from pipeline.formats import CodecFormat
     from pipeline.serve import CheckpointEngine, create_app, load_engine
 
     plain = tmp_path / "plain"

@@ -13,10 +13,11 @@ import sys
 
 import pytest
 
-from pipeline.agents.formats.codec import encode_conversation
+from pipeline.agents.checkpoint import CheckpointMeta, ModelConfig, save_checkpoint
 from pipeline.domains.retail.tools import TOOLS
-from pipeline.embedded.model import CheckpointMeta, ModelConfig, build_model, save_checkpoint
+from pipeline.embedded.model import build_model
 from pipeline.embedded.tokenizer import TokenizerConfig, build_corpus, train_tokenizer
+from pipeline.formats.codec import encode_conversation
 from pipeline.rollout.trajectory import Message, ToolCall
 from pipeline.world.registry import load_world
 from pipeline.world.tools import execute

@@ -8,11 +8,11 @@ import json
 
 from typer.testing import CliRunner
 
+from pipeline.authoring.partition import partition
 from pipeline.cli import app
 from pipeline.dataset.io import read_tasks
 from pipeline.explore.llm import oracle_solves
 from pipeline.rollout.trajectory import Trajectory
-from pipeline.synth.partition import partition
 from pipeline.target import Targets, split_budget
 from pipeline.world.registry import load_world
 from tests.agents.fake_openai import FakeOpenAI, completion

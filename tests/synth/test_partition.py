@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.synth.partition import EvalCustomerError, Partitioned, partition
+from pipeline.authoring.partition import EvalCustomerError, Partitioned, partition
+from pipeline.authoring.templates import generate_tasks
 from pipeline.synth.synthesize import SynthConfig, Synthesizer
-from pipeline.synth.templates import generate_tasks
 from pipeline.target import Targets, split_budget
 from pipeline.world.registry import load_world
 from pipeline.world.tables import World

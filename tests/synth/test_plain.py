@@ -6,9 +6,9 @@ import json
 
 from typer.testing import CliRunner
 
+from pipeline.authoring.templates import generate_tasks
 from pipeline.cli import app
 from pipeline.synth.plain import generate_selected, is_plain
-from pipeline.synth.templates import generate_tasks
 from pipeline.world.registry import load_world
 
 WORLD = "gen-5-8x30x60"

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from pipeline.dataset.replay import replay_actions
 from pipeline.domains.retail.synthesis import RETAIL_KIT, Ctx
 from pipeline.domains.retail.tools import WRITE_TOOLS
 from pipeline.rollout.runner import Limits
 from pipeline.synth.candidate import Spec, build
 from pipeline.synth.rework import Reworker
 from pipeline.synth.verify import Verifier, VerifyConfig
-from pipeline.world.replay import replay_actions
 from tests.agents.scripted_helpers import small_world
 
 

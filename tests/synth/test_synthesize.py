@@ -6,7 +6,9 @@ import json
 
 import pytest
 
+from pipeline.authoring.coverage import task_cells
 from pipeline.dataset.io import read_tasks
+from pipeline.dataset.replay import replay_gold
 from pipeline.domains.retail.flawed import FlawConfig, FlawedAgent
 from pipeline.domains.retail.oracle import OracleAgent
 from pipeline.domains.retail.phrases import ASK_ORDER
@@ -14,11 +16,9 @@ from pipeline.domains.retail.synthesis import RETAIL_KIT, TAXONOMY
 from pipeline.grading.grader import grade
 from pipeline.rollout.runner import run_episode
 from pipeline.rollout.trajectory import Trajectory
-from pipeline.synth.coverage import task_cells
 from pipeline.synth.synthesize import EvalWorldError, SynthConfig, Synthesizer, synthesize
 from pipeline.target import Targets, split_budget
 from pipeline.users.scripted import ScriptedUser
-from pipeline.world.replay import replay_gold
 from tests.agents.scripted_helpers import small_world, unsupported_write_values
 from tests.synth.synth_helpers import BUDGET, synthesized, targets
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import random
 
+from pipeline.authoring.coverage import CoverageTracker, task_cells
+from pipeline.authoring.taxonomy import PLAIN
 from pipeline.domains.retail.synthesis import RETAIL_KIT, TAXONOMY
 from pipeline.domains.retail.tools import WRITE_TOOLS
 from pipeline.grading.failure_modes import FAILURE_MODES
 from pipeline.synth.candidate import Spec
-from pipeline.synth.coverage import CoverageTracker, task_cells
 from pipeline.synth.evolve import apply_dial, descendant
-from pipeline.synth.taxonomy import PLAIN
 from tests.synth.synth_helpers import synthesized
 
 

@@ -6,13 +6,13 @@ import json
 
 import pytest
 
+from pipeline.authoring import generate, generate_tasks
 from pipeline.dataset.io import read_tasks, write_tasks
+from pipeline.dataset.replay import replay_actions, replay_gold
 from pipeline.dataset.task import NoWritesCheck, OrderStatusCheck
 from pipeline.domains.retail.schema import CANCEL_REASONS
 from pipeline.domains.retail.synthesis import ALL_TEMPLATES
 from pipeline.domains.retail.tools import WRITE_TOOLS, execute
-from pipeline.synth import generate, generate_tasks
-from pipeline.world.replay import replay_actions, replay_gold
 from tests.agents.scripted_helpers import N_TASKS, small_tasks, small_world
 
 

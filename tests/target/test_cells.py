@@ -7,9 +7,9 @@ import json
 import pytest
 from typer.testing import CliRunner
 
+from pipeline.authoring.templates import generate_tasks
 from pipeline.cli import app
 from pipeline.dataset.io import write_tasks
-from pipeline.synth.templates import generate_tasks
 from pipeline.target import Targets, VerdictsReadError, failure_cells, make_targets
 from tests.agents.scripted_helpers import small_world
 from tests.target.test_split import _metrics

@@ -8,10 +8,10 @@ import pytest
 
 from pipeline.dataset.task import Action, Evaluation
 from pipeline.grading.grader import grade
+from pipeline.grading.tau2_criteria import apply_criteria
 from pipeline.grading.tau2_reward import Tau2Config, action_matches, communicated, tau2_reward
 from pipeline.grading.verdict import ComponentResult
 from pipeline.rollout.trajectory import Message, Trajectory
-from pipeline.tau2.criteria import apply_criteria
 from pipeline.tau2.gold import PERTURBATIONS, gold_actions, gold_conversation, perturb
 from pipeline.world.registry import resolve_domain
 
@@ -188,7 +188,7 @@ def test_extra_write_has_an_airline_form(airline):
 
 
 def test_criteria_must_fit_the_tasks_actions(domain):
-    from pipeline.tau2.criteria import Tau2CriteriaError, with_criteria
+    from pipeline.grading.tau2_criteria import Tau2CriteriaError, with_criteria
 
     task = domain.task("69")
     with pytest.raises(Tau2CriteriaError, match="task 69: evaluation_criteria.actions: 0 actions"):

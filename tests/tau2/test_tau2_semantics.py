@@ -8,9 +8,9 @@ import json
 import pytest
 
 from pipeline.dataset.task import Evaluation
+from pipeline.grading.tau2_criteria import Tau2CriteriaError, apply_criteria, with_criteria
 from pipeline.grading.tau2_reward import action_matches, tau2_reward
 from pipeline.rollout.trajectory import USER_ENDED
-from pipeline.tau2.criteria import Tau2CriteriaError, apply_criteria, with_criteria
 from pipeline.tau2.gold import gold_actions, gold_conversation, perturb
 from pipeline.tau2.results_file import simulation_of
 from pipeline.world.registry import resolve_domain

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from pipeline.authoring.templates import generate_tasks
 from pipeline.dataset.io import write_tasks
-from pipeline.synth.templates import generate_tasks
 from pipeline.tracking import IterationTracker, register_checkpoint
 from pipeline.tracking.datasets import (
     DatasetFileError,

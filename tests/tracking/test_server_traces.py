@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
+from pipeline.authoring.templates import generate_tasks
 from pipeline.dataset.io import write_tasks
 from pipeline.loop.params import Params
 from pipeline.loop.track import _traces
 from pipeline.loop.track_inputs import LoopData
 from pipeline.measure import MeasureConfig, measure
-from pipeline.synth.templates import generate_tasks
 from pipeline.tracking import IterationTracker, TrackingConfig
 from pipeline.tracking.traces import read_trials
 from pipeline.world.registry import load_world

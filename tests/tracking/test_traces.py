@@ -10,9 +10,9 @@ import sqlite3
 import mlflow
 import pytest
 
+from pipeline.authoring.templates import generate_tasks
 from pipeline.dataset.io import read_tasks, write_tasks
 from pipeline.measure import MeasureConfig, measure
-from pipeline.synth.templates import generate_tasks
 from pipeline.tracking.trace_spans import trial_spans
 from pipeline.tracking.traces import TraceInputError, batch_trace_ids, log_trial_traces, read_trials
 from pipeline.world.registry import load_world

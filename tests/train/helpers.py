@@ -5,13 +5,14 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from pipeline.agents.formats.codec import CodecConfig
+from pipeline.agents.checkpoint import CheckpointMeta, ModelConfig, save_checkpoint
+from pipeline.authoring.templates import generate_tasks
 from pipeline.domains.retail.oracle import OracleAgent
 from pipeline.domains.retail.policy import POLICY_SUMMARY
 from pipeline.embedded.corpus import run_corpus
-from pipeline.embedded.model import CheckpointMeta, ModelConfig, build_model, save_checkpoint
+from pipeline.embedded.model import build_model
 from pipeline.embedded.tokenizer import TokenizerConfig, build_corpus, train_tokenizer
-from pipeline.synth.templates import generate_tasks
+from pipeline.formats.codec import CodecConfig
 from pipeline.world.registry import load_world
 
 COMPACT = CodecConfig(system="compact", tool_results="compact", policy_summary=POLICY_SUMMARY)

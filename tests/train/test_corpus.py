@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from pipeline.authoring.templates import generate_tasks
 from pipeline.domains.retail.oracle import OracleAgent
 from pipeline.embedded.corpus import (
     SITUATION_MODE,
@@ -19,7 +20,6 @@ from pipeline.embedded.corpus import (
 from pipeline.grading.failure_modes import analyze
 from pipeline.grading.grader import grade
 from pipeline.rollout.runner import run_episode
-from pipeline.synth.templates import generate_tasks
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
 from tests.train.helpers import COMPACT, tokenizer

@@ -11,9 +11,9 @@ import itertools
 import pytest
 import torch
 
-from pipeline.agents.formats.codec import format_assistant
+from pipeline.agents.checkpoint import read_meta
 from pipeline.domains.retail.oracle import OracleAgent
-from pipeline.embedded.model import read_meta
+from pipeline.formats.codec import format_assistant
 from pipeline.train.grpo import build_trainer, run_grpo
 from pipeline.train.grpo_config import GRPOConfig
 from pipeline.train.grpo_rollouts import PolicyAgent, PolicyEpisode, score

@@ -205,7 +205,7 @@ class _Forgetful:
 
 
 def test_a_turn_the_new_rendering_has_lost_is_a_clear_error(qwen3):
-    from pipeline.agents.formats import ChatFormatError
+    from pipeline.formats import ChatFormatError
     from pipeline.train.grpo_transcript import Transcript
 
     tok, fmt = qwen3.tokenizer, qwen3.format

@@ -7,9 +7,10 @@ import random
 import pytest
 import torch
 
+from pipeline.agents.checkpoint import ModelConfig
 from pipeline.embedded.build import EmbeddedConfig
 from pipeline.embedded.copy_circuit import COPY_ROPE, offset_attention, plant_copy_circuit
-from pipeline.embedded.model import ModelConfig, build_model
+from pipeline.embedded.model import build_model
 from pipeline.embedded.train_loop import IGNORE, Example, LoopConfig, batches, collate, masked_loss, train_loop
 from pipeline.embedded.warmup import WarmupConfig, warmup_examples
 from tests.train.helpers import TINY, tokenizer

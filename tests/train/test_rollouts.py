@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.agents.formats.codec import IM_END, format_assistant
 from pipeline.agents.scripted import phrases
 from pipeline.domains.retail.oracle import OracleAgent
+from pipeline.formats.codec import IM_END, format_assistant
 from pipeline.rollout.protocols import InfrastructureError
 from pipeline.rollout.trajectory import Message
 from pipeline.train.grpo_rollouts import EpisodeRollouts, PolicyAgent, PolicyEpisode, grouped, to_trl

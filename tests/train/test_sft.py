@@ -8,9 +8,9 @@ import json
 import pytest
 
 from pipeline.agents.backends.hf import HFAgent
-from pipeline.agents.formats.codec import codec_hash, encode_conversation
+from pipeline.agents.checkpoint import META_FILE, read_meta
 from pipeline.domains.retail.tools import TOOLS
-from pipeline.embedded.model import META_FILE, read_meta
+from pipeline.formats.codec import codec_hash, encode_conversation
 from pipeline.rollout.runner import Limits, run_episode
 from pipeline.train.sft import encode_for_sft, mix_anchors, run_sft, verify
 from pipeline.train.sft_config import SFTConfig
@@ -100,7 +100,7 @@ def test_labelled_loss_equals_trls_loss_and_micro_batches_take_the_same_steps(tm
     from trl import SFTConfig as TRLSFTConfig
     from trl import SFTTrainer
 
-    from pipeline.embedded.model import load_checkpoint
+    from pipeline.agents.checkpoint import load_checkpoint
     from pipeline.train.labelled_loss import LabelledLossSFTTrainer
 
     ckpt = load_checkpoint(tiny_checkpoint(tmp_path / "base"))
@@ -129,7 +129,7 @@ def test_labelled_loss_equals_trls_loss_and_micro_batches_take_the_same_steps(tm
 def test_lora_sft_trains_the_adapter_and_saves_merged_plain_weights(tmp_path):
     import torch
 
-    from pipeline.embedded.model import load_checkpoint
+    from pipeline.agents.checkpoint import load_checkpoint
     from pipeline.train.lora import LoraSpec
 
     base = tiny_checkpoint(tmp_path / "base")

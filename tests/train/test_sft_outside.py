@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from pipeline.agents.backends.loading import resolve_format
+from pipeline.agents.checkpoint import META_FILE
 from pipeline.agents.registry import make_agent
 from pipeline.domains.retail.tools import TOOLS
-from pipeline.embedded.model import META_FILE
 from pipeline.train.lora import LoraSpec
 from pipeline.train.sft import run_sft
 from pipeline.train.sft_base import fit_length, load_base

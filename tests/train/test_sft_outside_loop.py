@@ -7,8 +7,8 @@ import json
 
 import pytest
 
+from pipeline.agents.checkpoint import META_FILE
 from pipeline.dataset.io import write_tasks
-from pipeline.embedded.model import META_FILE
 from pipeline.loop import paths
 from pipeline.loop.agentref import read_agent_spec, write_agent_ref
 from pipeline.loop.params import Params

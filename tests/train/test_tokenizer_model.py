@@ -9,7 +9,20 @@ import re
 import pytest
 import torch
 
-from pipeline.agents.formats.codec import (
+from pipeline.agents.checkpoint import (
+    META_FILE,
+    CheckpointMeta,
+    ModelConfig,
+    load_checkpoint,
+    load_tokenizer,
+    save_checkpoint,
+    save_tokenizer,
+)
+from pipeline.domains.retail.policy import POLICY_SUMMARY
+from pipeline.domains.retail.worlds import generate_world
+from pipeline.embedded.model import build_model, count_parameters
+from pipeline.embedded.tokenizer import TokenizerConfig, build_corpus, train_tokenizer
+from pipeline.formats.codec import (
     ADDED_TOKENS,
     IM_END,
     SPECIAL_TOKENS,
@@ -18,18 +31,6 @@ from pipeline.agents.formats.codec import (
     codec_hash,
     compact_tool_result,
 )
-from pipeline.domains.retail.policy import POLICY_SUMMARY
-from pipeline.domains.retail.worlds import generate_world
-from pipeline.embedded.model import (
-    META_FILE,
-    CheckpointMeta,
-    ModelConfig,
-    build_model,
-    count_parameters,
-    load_checkpoint,
-    save_checkpoint,
-)
-from pipeline.embedded.tokenizer import TokenizerConfig, build_corpus, load_tokenizer, save_tokenizer, train_tokenizer
 
 COMPACT = CodecConfig(system="compact", tool_results="compact", policy_summary=POLICY_SUMMARY)
 

@@ -81,8 +81,8 @@ def test_grpo_cli_max_resamples_bounds_the_replacements_of_a_zero_variance_group
     """A random model fails every task: each group is replaced `--max-resamples` times, then kept out of the loss."""
     import json
 
+    from pipeline.agents.checkpoint import META_FILE
     from pipeline.dataset.io import write_tasks
-    from pipeline.embedded.model import META_FILE
     from tests.train.helpers import tasks
 
     base = tiny_checkpoint(tmp_path / "base")

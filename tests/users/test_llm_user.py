@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 
 from pipeline.agents.backends.openai import OpenAIAgent
+from pipeline.authoring.templates import generate_tasks
 from pipeline.endpoint.client import ChatClient, EndpointConfig
 from pipeline.grading.grader import grade
 from pipeline.rollout.runner import run_episode
 from pipeline.rollout.trajectory import STOP_TOKEN, Message, ToolCall
-from pipeline.synth.templates import generate_tasks
 from pipeline.users.llm import OPENING, PERSONA_STYLE, LLMUser, scenario_text, simulator_messages
 from pipeline.users.registry import UnknownUserError, make_user
 from pipeline.world.registry import load_world

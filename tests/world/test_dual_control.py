@@ -8,14 +8,14 @@ import json
 
 import pytest
 
+from pipeline.dataset.replay import replay_gold
+from pipeline.dataset.setup import start_session
 from pipeline.dataset.task import Action
 from pipeline.grading.grader import grade
 from pipeline.grading.tau2_reward import tau2_reward
 from pipeline.rollout.protocols import EpisodeInfo, UserReply
 from pipeline.rollout.runner import run_episode
 from pipeline.rollout.trajectory import Message, ToolCall, Trajectory
-from pipeline.world.replay import replay_gold
-from pipeline.world.setup import start_session
 from pipeline.world.tools import execute
 
 REFUEL_TASK = "[mobile_data_issue]data_mode_off|data_usage_exceeded[PERSONA:None]"
@@ -287,8 +287,8 @@ def test_a_fix_claimed_and_never_verified_is_plan_adherence(loaded):
 
 
 def test_a_set_up_switch_already_in_place_is_toggled_twice_with_its_searches(loaded):
+    from pipeline.dataset.setup import run_setup_action
     from pipeline.dataset.task import Action
-    from pipeline.world.setup import run_setup_action
 
     world, _ = loaded
     session = world.session()

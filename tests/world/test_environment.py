@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from pipeline.dataset.task import Task
+from pipeline.environment.memory import Environment, EnvironmentUsageError
 from pipeline.rollout.runner import Limits
-from pipeline.world.environment import Environment, EnvironmentUsageError
 from pipeline.world.registry import resolve_domain
 from tests.test_domain_boundary import ROOT, _domain_imports
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.synth.templates import generate_tasks
+from pipeline.authoring.templates import generate_tasks
 from pipeline.world.registry import load_world
 from pipeline.world.tables import World, world_name
 from tests.domains.library.domain import HERE, Library

@@ -23,7 +23,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from pipeline.embedded.model import META_FILE, CheckpointMeta
+from pipeline.agents.checkpoint import META_FILE, CheckpointMeta
 from pipeline.errors import InputError
 
 log = logging.getLogger(__name__)

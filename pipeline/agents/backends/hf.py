@@ -1,7 +1,7 @@
 """The `hf` agent backend: a local transformers checkpoint, on CPU or the device asked for.
 
 It renders the conversation with the checkpoint's chat format (the codec it was trained with, or the model's own
-chat template: `pipeline.agents.formats`), samples until an end-of-turn token, and parses the text with the same
+chat template: `pipeline.formats`), samples until an end-of-turn token, and parses the text with the same
 format. Sampling uses a private random stream seeded from the agent's
 seed and the episode's seed, so the same episode seed always gives the same output, whatever ran before.
 """
@@ -21,8 +21,8 @@ from pipeline.agents.backends.denormals import flushed_denormals
 from pipeline.agents.backends.draws import pick
 from pipeline.agents.backends.lean import LeanCache, LeanLlama
 from pipeline.agents.backends.loading import cache_argument, load_model
-from pipeline.agents.formats import CodecFormat
-from pipeline.agents.formats.codec import CodecConfig
+from pipeline.formats import CodecFormat
+from pipeline.formats.codec import CodecConfig
 from pipeline.rollout.protocols import EpisodeInfo
 from pipeline.rollout.trajectory import Message, Usage
 
@@ -187,7 +187,7 @@ class HFAgent:
         else through the model's own forward (`hf_padded`) where its cache allows; otherwise one at a time."""
         from pipeline.agents.backends.hf_batch import HFDecoder
         from pipeline.agents.backends.hf_padded import PaddedDecoder
-        from pipeline.rollout.batch import OneByOne
+        from pipeline.rollout.decoders import OneByOne
 
         if self.lean and LeanLlama.wrap(self.model) is not None:
             return HFDecoder(self)

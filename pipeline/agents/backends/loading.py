@@ -2,7 +2,7 @@
 
 An agentloop checkpoint (the embedded model and what the loop trains from it, `agentloop.json` in the codec
 format) loads exactly as it always has. Any other directory with a transformers model and tokenizer loads with
-the Auto classes; its chat format is read from its chat template (`pipeline.agents.formats.detect_format`) and
+the Auto classes; its chat format is read from its chat template (`pipeline.formats.detect_format`) and
 recorded in `agentloop.json` the first time it is used, or by `agentloop model import PATH`, so later runs (and
 the run journal's checkpoint digest) see the same format.
 """
@@ -17,10 +17,9 @@ from typing import Any, Literal
 
 import torch
 
-from pipeline.agents.formats import CODEC, ChatFormat, ChatFormatError, CodecFormat, detect_format, get_format
-from pipeline.agents.formats.codec import CodecConfig
-from pipeline.embedded.model import META_FILE, CheckpointMeta, read_meta, verify_codec
-from pipeline.embedded.tokenizer import load_tokenizer
+from pipeline.agents.checkpoint import META_FILE, CheckpointMeta, load_tokenizer, read_meta, verify_codec
+from pipeline.formats import CODEC, ChatFormat, ChatFormatError, CodecFormat, detect_format, get_format
+from pipeline.formats.codec import CodecConfig
 
 log = logging.getLogger(__name__)
 DType = Literal["auto", "float32", "bfloat16", "float16"]

@@ -79,7 +79,7 @@ class OpenAIAgent:
 
     def decoder(self):
         """Many episodes' requests in flight at once (as many as the runner keeps episodes in flight)."""
-        from pipeline.rollout.batch import Concurrent
+        from pipeline.rollout.decoders import Concurrent
 
         return Concurrent()
 

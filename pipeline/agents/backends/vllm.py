@@ -4,7 +4,7 @@ The prompt is built as token ids by the checkpoint's chat format (the codec, seg
 agentloop checkpoint; the model's own chat template otherwise), exactly as for the `hf` backend, and the
 completion is parsed by the same format, so a checkpoint reads the same under both engines.
 
-Many episodes in flight (`pipeline.rollout.batch`) share one engine through `VLLMDecoder`: each `step` sends
+Many episodes in flight (`pipeline.trials.batch`) share one engine through `VLLMDecoder`: each `step` sends
 every waiting prompt in one `LLM.generate` call, each with its own sampling seed, so vLLM batches them. A prompt
 that leaves no room in the engine's context (`max_model_len`) is answered with a `PromptTooLongError` for its
 own trial and never reaches the engine, whose whole `generate` call would otherwise fail for it.

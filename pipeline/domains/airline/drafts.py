@@ -2,7 +2,7 @@
 
 Every value a template uses comes from the world's records (read once here through `World.query`), so a template
 never invents a reservation, a flight, a price or a payment method. `Ctx` is the airline grounding of the
-synthesis kit (`pipeline.synth.kit.Grounding`) and of the plain task generator alike. The policy's figures (free
+synthesis kit (`pipeline.authoring.kit.Grounding`) and of the plain task generator alike. The policy's figures (free
 bags, bag fee, compensation per passenger) are here once, for the templates and the oracle alike.
 """
 
@@ -12,10 +12,10 @@ import random
 from datetime import datetime, timedelta
 from typing import cast
 
+from pipeline.authoring.drafts import Draft, act
 from pipeline.dataset.task import Request
 from pipeline.domains.airline.schema import Flight, PaymentMethod, Reservation, User
 from pipeline.domains.airline.tools import BAG_FEE, FLOWN, NOW
-from pipeline.synth.drafts import Draft, act
 from pipeline.world.tables import World
 
 # free checked bags per passenger: membership → cabin → bags (the policy's table)
@@ -69,7 +69,7 @@ class Ctx:
         self.flights: dict[str, Flight] = {f.flight_number: f for f in cast("list[Flight]", world.query("flights"))}
         self.uids = sorted(self.users)
 
-    # ---- the generic grounding (pipeline.synth.kit.Grounding) ----------------------------------------------
+    # ---- the generic grounding (pipeline.authoring.kit.Grounding) ----------------------------------------------
     @property
     def customers(self) -> list[str]:
         return self.uids

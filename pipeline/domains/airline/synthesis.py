@@ -10,13 +10,13 @@ A template's failure-mode tags are the modes the airline flawed agent can plant 
 
 from __future__ import annotations
 
+from pipeline.authoring.kit import SynthesisKit
+from pipeline.authoring.taxonomy import Taxonomy, TemplateSpec
+from pipeline.authoring.templates import expand_cycle
 from pipeline.dataset.task import KnownInfo, Request
 from pipeline.domains.airline.drafts import Ctx
 from pipeline.domains.airline.schema import User
 from pipeline.domains.airline.templates import TEMPLATES
-from pipeline.synth.kit import SynthesisKit
-from pipeline.synth.taxonomy import Taxonomy, TemplateSpec
-from pipeline.synth.templates import expand_cycle
 from pipeline.world.tables import World
 
 ALL = ("plan_adherence", "invention", "misread")

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from pipeline.dataset.task import Action, Evaluation, KnownInfo, Provenance, Scenario, Task, UserScript
-from pipeline.tau2.criteria import unsupported_criteria
+from pipeline.grading.tau2_criteria import unsupported_criteria
 from pipeline.world.tables import World, WorldLoadError
 
 if TYPE_CHECKING:

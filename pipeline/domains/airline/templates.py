@@ -12,6 +12,7 @@ import random
 from collections.abc import Callable
 from typing import cast
 
+from pipeline.authoring.drafts import Want, act
 from pipeline.dataset.task import Request
 from pipeline.domains.airline.drafts import (
     CANCELLED_FLIGHT_CERTIFICATE,
@@ -24,7 +25,6 @@ from pipeline.domains.airline.drafts import (
 )
 from pipeline.domains.airline.schema import Cabin, Money, User
 from pipeline.domains.airline.tools import BAG_FEE, INSURANCE_PER_PASSENGER
-from pipeline.synth.drafts import Want, act
 
 # (ctx, customer, rng, reservation ids already used, what a harder variant wants) → a draft, or None if nothing fits
 Template = Callable[..., Draft | None]

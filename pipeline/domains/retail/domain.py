@@ -105,7 +105,7 @@ class RetailDomain(Domain):
         return generate
 
     def tasks(self):
-        from pipeline.synth.templates import generate_tasks
+        from pipeline.authoring.templates import generate_tasks
 
         return generate_tasks
 

@@ -114,7 +114,7 @@ def name_payment(method: Any, methods: Mapping[str, Any]) -> str:
 
     The customer's own words come first and the id right after them, so an agent that repeats what the
     customer said continues with that method's id (see `name_item`). The compact codec renders a payment
-    method with the same words (`pipeline.agents.formats.codec`; a test keeps the two alike)."""
+    method with the same words (`pipeline.formats.codec`; a test keeps the two alike)."""
     said = describe_payment(method, methods)
     pid = _field(method, "id")
     return said if said.endswith(str(pid)) else f"{said} {pid}"

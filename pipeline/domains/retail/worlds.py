@@ -7,11 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pipeline.dataset.replay import write_lines
 from pipeline.domains.retail.domain import RETAIL
 from pipeline.domains.retail.generator import GeneratorConfig, build_world
 from pipeline.domains.retail.state import RetailWorld
 from pipeline.domains.retail.tau2 import Tau2Domain, read_tau2_domain, replay_task
-from pipeline.world.replay import write_lines
 
 
 def generate_world(config: GeneratorConfig | None = None, **overrides: Any) -> RetailWorld:

@@ -12,9 +12,9 @@ tasks that hold those faults under that issue.
 
 from __future__ import annotations
 
+from pipeline.authoring.selection_kit import SelectionKit
 from pipeline.dataset.task import Task
 from pipeline.domains.telecom.tasks import parse_id, training_pool
-from pipeline.synth.selection_kit import SelectionKit
 from pipeline.world.tables import World
 
 

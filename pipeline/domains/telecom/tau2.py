@@ -13,9 +13,9 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pipeline.dataset.assertions import known_assertions
 from pipeline.dataset.task import Action, Evaluation, KnownInfo, Provenance, Scenario, Task, UserScript
-from pipeline.tau2.criteria import env_assertions, unsupported_criteria
-from pipeline.world.assertions import known_assertions
+from pipeline.grading.tau2_criteria import env_assertions, unsupported_criteria
 from pipeline.world.tables import World, WorldLoadError
 
 if TYPE_CHECKING:

@@ -71,7 +71,7 @@ class StudioDomain(Domain):
         return lambda seed, sizes, name=None: generate(seed, sizes.get("members", 24), name)
 
     def tasks(self):
-        from pipeline.synth.templates import generate_tasks
+        from pipeline.authoring.templates import generate_tasks
 
         return generate_tasks
 

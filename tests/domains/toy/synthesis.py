@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import random
 
+from pipeline.authoring.drafts import Draft, Want, act
+from pipeline.authoring.kit import SynthesisKit
+from pipeline.authoring.taxonomy import Taxonomy, TemplateSpec
 from pipeline.dataset.task import KnownInfo, Request
-from pipeline.synth.drafts import Draft, Want, act
-from pipeline.synth.kit import SynthesisKit
-from pipeline.synth.taxonomy import Taxonomy, TemplateSpec
 from pipeline.world.tables import World
 from tests.domains.toy.schema import Booking, Member
 

@@ -10,10 +10,10 @@ import random
 from collections import Counter
 from typing import cast
 
+from pipeline.authoring.drafts import Draft
 from pipeline.dataset.task import Action, Request
 from pipeline.domains.retail.schema import Address, Order, Product, User
 from pipeline.domains.retail.state import RetailWorld
-from pipeline.synth.drafts import Draft
 
 BAD_REASONS = ("I found a better price somewhere else.", "It is taking too long to ship.", "I changed my mind.")
 NOT_PENDING = ("processed", "delivered", "cancelled", "return requested", "exchange requested")
@@ -52,7 +52,7 @@ class Ctx:
         self.users = sorted(self.user_records)
         self._name_zip = Counter(self.name_zip(u) for u in self.user_records.values())
 
-    # ---- the generic grounding (pipeline.synth.kit.Grounding) ----------------------------------------------
+    # ---- the generic grounding (pipeline.authoring.kit.Grounding) ----------------------------------------------
     @property
     def customers(self) -> list[str]:
         return self.users

@@ -8,8 +8,8 @@ invented, a confirmed write can be skipped.
 
 from __future__ import annotations
 
+from pipeline.authoring.taxonomy import Taxonomy, TemplateSpec
 from pipeline.grading.modes import FAILURE_MODES
-from pipeline.synth.taxonomy import Taxonomy, TemplateSpec
 
 ALL = tuple(FAILURE_MODES)
 _WRITES = ("plan_adherence", "invention")

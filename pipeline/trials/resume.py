@@ -21,7 +21,7 @@ from pipeline.dataset.task import Task
 from pipeline.errors import InputError
 from pipeline.grading.verdict import Verdict
 from pipeline.rollout.trajectory import Trajectory
-from pipeline.rollout.trial import TrialResult
+from pipeline.trials.trial import TrialResult
 
 log = logging.getLogger(__name__)
 JOURNAL_VERSION = 1

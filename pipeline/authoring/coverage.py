@@ -11,9 +11,9 @@ import random
 from collections import Counter
 from collections.abc import Collection, Mapping
 
+from pipeline.authoring.kit import SynthesisKit
+from pipeline.authoring.taxonomy import PLAIN
 from pipeline.dataset.task import Task
-from pipeline.synth.kit import SynthesisKit
-from pipeline.synth.taxonomy import PLAIN
 
 Cell = tuple[str, str, str]
 

@@ -1,7 +1,7 @@
 """Train and evaluation apart, checked where training reads its inputs: no evaluation customer in any of them.
 
 An evaluation customer is a (world name, customer id) pair: a customer of the evaluation partition of a world whose
-customers are split between evaluation and training (`pipeline.synth.partition.evaluation_customers`), or the
+customers are split between evaluation and training (`pipeline.authoring.partition.evaluation_customers`), or the
 customer of a held-out task. Synthesis' output, the anchors, curation's pool and selection, SFT's data and GRPO's
 tasks are checked as they are read; a task is checked by its customer, a trajectory by its task's customer and by
 every customer its world log shows authenticated (the anchors have no task file). Where a world's customers are
@@ -56,7 +56,7 @@ class HeldOut:
 
     def add_world(self, world: World) -> HeldOut:
         """Add the world's evaluation partition (where its customers are split)."""
-        from pipeline.synth.partition import evaluation_customers
+        from pipeline.authoring.partition import evaluation_customers
 
         if world.name not in self._added:
             self._added.add(world.name)
@@ -148,7 +148,7 @@ def _strings(value: object) -> list[str]:
 
 def _selects(domain) -> bool:
     """A domain whose synthesis selects from a pool split by task (telecom's scenarios), not by customer."""
-    from pipeline.synth.selection_kit import SelectionKit
+    from pipeline.authoring.selection_kit import SelectionKit
 
     return isinstance(domain.capability("synthesis"), SelectionKit)
 

@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.agents.formats.base import ChatFormatError, single_token_id
-from pipeline.agents.formats.parsers import PARSERS, split_thinking
+from pipeline.formats.base import ChatFormatError, single_token_id
+from pipeline.formats.parsers import PARSERS, split_thinking
 from pipeline.rollout.trajectory import Message
 
 
@@ -44,7 +44,7 @@ class TemplateFormat:
         self, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]], policy: str | None
     ) -> list[dict[str, Any]]:
         """Our messages as the dicts chat templates read (content never None, arguments as objects)."""
-        from pipeline.agents.formats.codec import CodecConfig, format_tool_call, render_system
+        from pipeline.formats.codec import CodecConfig, format_tool_call, render_system
 
         system = render_system(policy, tools, CodecConfig()) if self.tools_in_system else policy
         out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []

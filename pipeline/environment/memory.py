@@ -22,6 +22,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pipeline.dataset.replay import user_state
+from pipeline.dataset.setup import start_session
 from pipeline.dataset.task import Task
 from pipeline.errors import InputError
 from pipeline.grading.grader import grade
@@ -32,8 +34,6 @@ from pipeline.rollout.runner import Limits, not_run_message, run_tool_call
 from pipeline.rollout.trajectory import CustomerCall, Message, ToolCall, Trajectory
 from pipeline.world.domain import Domain
 from pipeline.world.registry import domain_spec, load_world, resolve_domain
-from pipeline.world.replay import user_state
-from pipeline.world.setup import start_session
 from pipeline.world.tables import Session, World, dump_record
 
 Side = Literal["assistant", "user"]

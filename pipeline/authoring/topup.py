@@ -1,6 +1,6 @@
 """Topping up a plain draw: the cells its tasks leave uncovered, each asked for by a task aimed at it.
 
-After the main draw of `pipeline.synth.templates.generate`, the kit names its gaps (`SynthesisKit.gaps`: cells of
+After the main draw of `pipeline.authoring.templates.generate`, the kit names its gaps (`SynthesisKit.gaps`: cells of
 its coverage no task reaches, e.g. a refusal the tools implement that no task asks for) and offers drafts aimed at
 each (`SynthesisKit.aimed`). A drafted task is kept only if its gold replays in a fresh session, as every task is;
 it then *replaces* a task of the draw — one with as many writes and refusals first, then of the template the draw
@@ -17,12 +17,12 @@ import random
 from collections import Counter
 from typing import TYPE_CHECKING
 
+from pipeline.authoring.assemble import assemble, gold_problems, random_messes
+from pipeline.authoring.kit import Grounding, SynthesisKit
 from pipeline.dataset.task import Task
-from pipeline.synth.assemble import assemble, gold_problems, random_messes
-from pipeline.synth.kit import Grounding, SynthesisKit
 
 if TYPE_CHECKING:
-    from pipeline.synth.templates import GenerationResult
+    from pipeline.authoring.templates import GenerationResult
 
 log = logging.getLogger(__name__)
 

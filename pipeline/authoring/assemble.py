@@ -10,6 +10,9 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from pipeline.authoring.drafts import Draft
+from pipeline.authoring.kit import Grounding, SynthesisKit, authenticate
+from pipeline.dataset.replay import replay_actions
 from pipeline.dataset.task import (
     Action,
     KnownInfo,
@@ -21,9 +24,6 @@ from pipeline.dataset.task import (
     TaskCheck,
     UserScript,
 )
-from pipeline.synth.drafts import Draft
-from pipeline.synth.kit import Grounding, SynthesisKit, authenticate
-from pipeline.world.replay import replay_actions
 from pipeline.world.tables import World
 from pipeline.world.tools import execute
 

@@ -1,6 +1,6 @@
 """What a chat format is: render a conversation with tools into a prompt, and read the model's output back.
 
-One object per format (`pipeline.agents.formats.FORMATS`); evaluation (`hf`), `serve` and `vllm` go through it,
+One object per format (`pipeline.formats.FORMATS`); evaluation (`hf`), `serve` and `vllm` go through it,
 so a model is prompted and read the same way wherever it runs.
 """
 

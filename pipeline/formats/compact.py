@@ -1,6 +1,6 @@
 """The project's own format (`agentloop`): the codec the embedded model is trained with, as a chat format.
 
-Every call goes straight to `pipeline.agents.formats.codec`, so a checkpoint in this format is prompted, stopped and
+Every call goes straight to `pipeline.formats.codec`, so a checkpoint in this format is prompted, stopped and
 read exactly as before formats existed (segment-wise token ids, so turn t's prompt extends turn t-1's).
 """
 
@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.agents.formats import codec
-from pipeline.agents.formats.base import ChatFormatError
+from pipeline.formats import codec
+from pipeline.formats.base import ChatFormatError
 from pipeline.rollout.trajectory import Message
 
 

@@ -8,7 +8,7 @@ every use (`PARTITION_SEED`): no setting can move a customer from one side to th
 generation and synthesis. It is recorded with every task (`provenance.dials['partition']`, e.g. 'eval:0' — the
 side and the seed), and grounding a training task in an evaluation customer is refused; synthesis from a domain
 with a generator is refused any world but a generated one (`ensure_generated`). A domain whose synthesis selects
-from a pool (`pipeline.synth.selection_kit`) splits tasks, not customers (`splits_customers`).
+from a pool (`pipeline.authoring.selection_kit`) splits tasks, not customers (`splits_customers`).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class EvalWorldError(InputError, ValueError):
 
 def ensure_generated(world: World) -> None:
     """A domain with a generator trains only on generated worlds; one without splits its world's customers
-    (`pipeline.synth.partition`) and synthesis grounds in the training partition."""
+    (`pipeline.authoring.partition`) and synthesis grounds in the training partition."""
     if needs_partition(world):
         return
     if not GENERATED.match(world.name) or "tau2" in world.name.lower():
@@ -98,7 +98,7 @@ def needs_partition(world: World) -> bool:
 def splits_customers(world: World) -> bool:
     """Whether the world's customers are split between evaluation and training: one world serving both, grown
     into tasks from templates (a selection kit's pool is split by task, `SelectionKit.pool`)."""
-    from pipeline.synth.selection_kit import SelectionKit
+    from pipeline.authoring.selection_kit import SelectionKit
 
     return needs_partition(world) and not isinstance(world.domain.capability("synthesis"), SelectionKit)
 
@@ -112,7 +112,7 @@ def evaluation_customers(world: World) -> frozenset[str]:
 
 
 class Partitioned:
-    """A grounding (`pipeline.synth.kit.Grounding`) restricted to one partition's customers; asking for a customer
+    """A grounding (`pipeline.authoring.kit.Grounding`) restricted to one partition's customers; asking for a customer
     of the other partition is refused."""
 
     def __init__(self, inner: Any, part: Partition, side: str) -> None:

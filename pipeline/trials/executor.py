@@ -9,10 +9,10 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 
 from pipeline.dataset.task import Task
 from pipeline.grading.judge import Judge
-from pipeline.rollout.batch import run_batched
 from pipeline.rollout.protocols import Agent, User
 from pipeline.rollout.runner import Limits
-from pipeline.rollout.trial import TrialResult, run_trial
+from pipeline.trials.batch import run_batched
+from pipeline.trials.trial import TrialResult, run_trial
 from pipeline.world.tables import World
 
 
@@ -20,7 +20,7 @@ class SerialExecutor:
     """Runs every (task, trial) in this process; `skip` holds (task id, trial) pairs already done.
 
     With `batch` > 1, that many episodes are in flight at once and their agent steps go to the agent as one
-    batch (`pipeline.rollout.batch`); results then come back as trials finish, not in (task, trial) order.
+    batch (`pipeline.trials.batch`); results then come back as trials finish, not in (task, trial) order.
     """
 
     def __init__(self, retries: int = 2, judge: Judge | None = None, batch: int = 1) -> None:

@@ -1,7 +1,7 @@
 """`compact`: the model's own chat template, a short system turn, and tool calls written as Python calls.
 
 For small instruct models (SmolLM2-135M, Gemma 3 270M) whose templates know no tools. The policy becomes its
-summary where one is bound to its exact text (`pipeline.agents.formats.summaries`); the JSON schemas of every
+summary where one is bound to its exact text (`pipeline.formats.summaries`); the JSON schemas of every
 tool (two thirds of a `generic` prompt) become one line per tool, `name(arg, list_arg[], optional?) - what it
 does`; tool results are flattened to `key: value` lines (`codec.compact_tool_result`); and a call is
 
@@ -26,10 +26,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from pipeline.agents.formats.base import ChatFormatError
-from pipeline.agents.formats.codec import compact_tool_result
-from pipeline.agents.formats.parsers import call_from_text
-from pipeline.agents.formats.template import TemplateFormat
+from pipeline.formats.base import ChatFormatError
+from pipeline.formats.codec import compact_tool_result
+from pipeline.formats.parsers import call_from_text
+from pipeline.formats.template import TemplateFormat
 from pipeline.rollout.trajectory import Message, ToolCall
 
 CALL_OPEN, CALL_CLOSE = "<tool_call>", "</tool_call>"
@@ -51,7 +51,7 @@ def _first_sentence(text: str) -> str:
 
 def tool_line(schema: Mapping[str, Any]) -> str:
     """`name(arg, list_arg[], optional_arg?) - first sentence of the description`."""
-    from pipeline.agents.formats.codec import tool_signature
+    from pipeline.formats.codec import tool_signature
 
     fn = schema.get("function", schema)
     about = _first_sentence(fn.get("description") or "")
@@ -60,7 +60,7 @@ def tool_line(schema: Mapping[str, Any]) -> str:
 
 def render_system(policy: str | None, tools: Sequence[Mapping[str, Any]]) -> str:
     """The policy's summary where one is bound to its text (`formats.summaries`), else the policy; the tools."""
-    from pipeline.agents.formats.summaries import summary_of
+    from pipeline.formats.summaries import summary_of
 
     parts = [summary_of(policy).strip()] if policy and policy.strip() else []
     if tools:

@@ -12,9 +12,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from pipeline.dataset.assertions import check_assertions
+from pipeline.dataset.setup import start_session
 from pipeline.dataset.task import Action, Task
-from pipeline.world.assertions import check_assertions
-from pipeline.world.setup import start_session
 from pipeline.world.tables import Session, World, dump_full
 from pipeline.world.tools import execute
 

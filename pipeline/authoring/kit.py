@@ -14,14 +14,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+from pipeline.authoring.drafts import Draft, Want
+from pipeline.authoring.taxonomy import MESS_DIALS, Taxonomy
 from pipeline.dataset.task import Action, KnownInfo, Request, Task, TaskCheck
 from pipeline.errors import InputError
 from pipeline.grading.modes import FAILURE_MODES
-from pipeline.synth.drafts import Draft, Want
-from pipeline.synth.taxonomy import MESS_DIALS, Taxonomy
 
 if TYPE_CHECKING:
-    from pipeline.synth.selection_kit import SelectionKit
+    from pipeline.authoring.selection_kit import SelectionKit
     from pipeline.world.domain import Domain
     from pipeline.world.tables import Session, World
     from pipeline.world.tools import ToolRegistry
@@ -141,13 +141,13 @@ def template_kit_of(domain: Domain, needed_for: str) -> SynthesisKit:
 def check_kit(domain: Domain, kit: Any) -> None:
     """Raise SynthesisKitError naming the domain for each way the kit does not fit the domain (a selection kit,
     `pipeline.synth.select`, draws tasks from a pool and has no templates to check)."""
-    from pipeline.synth.selection_kit import SelectionKit
+    from pipeline.authoring.selection_kit import SelectionKit
 
     where = f"domain {domain.name!r} synthesis kit"
     if isinstance(kit, SelectionKit):
         return
     if not isinstance(kit, SynthesisKit):
-        raise SynthesisKitError(f"{where}: is a {type(kit).__name__}, not a pipeline.synth.kit.SynthesisKit")
+        raise SynthesisKitError(f"{where}: is a {type(kit).__name__}, not a pipeline.authoring.kit.SynthesisKit")
     tax, writes = kit.taxonomy, domain.tools.of_kind("write")
     problems = []
     if set(tax) != set(kit.templates):

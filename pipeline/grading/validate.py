@@ -14,9 +14,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from pipeline.dataset.io import TaskFileError
+from pipeline.dataset.replay import replay_gold
+from pipeline.dataset.setup import TaskSetupError
 from pipeline.dataset.task import OrderStatusCheck, Task, ToolNotCalledCheck
-from pipeline.world.replay import replay_gold
-from pipeline.world.setup import TaskSetupError
 from pipeline.world.tables import World, WorldLoadError
 
 # refusals of a gold call that mean the task is wrong, not the agent (a write on a missing record, or after the

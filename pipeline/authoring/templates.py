@@ -14,12 +14,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Literal
 
+from pipeline.authoring.assemble import assemble, gold_problems, random_messes
+from pipeline.authoring.drafts import Draft, Want
+from pipeline.authoring.kit import Grounding, SynthesisKit, template_kit_of
+from pipeline.authoring.partition import Partitioned, needs_partition, partition
+from pipeline.authoring.topup import top_up
 from pipeline.dataset.task import Task
-from pipeline.synth.assemble import assemble, gold_problems, random_messes
-from pipeline.synth.drafts import Draft, Want
-from pipeline.synth.kit import Grounding, SynthesisKit, template_kit_of
-from pipeline.synth.partition import Partitioned, needs_partition, partition
-from pipeline.synth.topup import top_up
 from pipeline.world.tables import World
 
 log = logging.getLogger(__name__)
@@ -71,12 +71,12 @@ def generate_tasks(
 ) -> list[Task]:
     """`n` tasks cycling over `templates` (default `DEFAULT_CYCLE`); same world and seed, same tasks.
 
-    `side`: in a world whose customers are split (`pipeline.synth.partition`), the partition the tasks ground in —
+    `side`: in a world whose customers are split (`pipeline.authoring.partition`), the partition the tasks ground in —
     held-out tasks the evaluation one, the loop's anchors (training data) the training one.
 
     A template that fits no customer, or a candidate whose gold replay fails, is skipped and counted
     (see `generate`), so fewer than `n` tasks come back only when the world cannot supply them. With the default
-    cycle, tasks aimed at the kit's gaps then replace tasks of the draw (`pipeline.synth.topup`).
+    cycle, tasks aimed at the kit's gaps then replace tasks of the draw (`pipeline.authoring.topup`).
     """
     return generate(world, n, seed, templates, side).tasks
 

@@ -16,7 +16,7 @@ fail within `start_timeout_s` with an error naming the resources, and a run wher
 for a fraction of a CPU) instead of waiting forever for cores that do not exist. Ctrl-C stops the actors and,
 when this executor started the local Ray instance, shuts it down, so no Ray process outlives the run.
 
-On an existing cluster (`address`, or Ray's $RAY_ADDRESS; see `pipeline.rollout.ray_cluster`) every node needs
+On an existing cluster (`address`, or Ray's $RAY_ADDRESS; see `pipeline.trials.ray_cluster`) every node needs
 agentloop importable (the same version as the driver); the run only connects, and never stops that cluster.
 Each result names the node that ran it, and the run's log counts the trials per node.
 """
@@ -37,7 +37,9 @@ from pipeline.dataset.task import Task
 from pipeline.grading.grader import grade
 from pipeline.grading.judge import Judge
 from pipeline.rollout.protocols import Agent, User
-from pipeline.rollout.ray_cluster import (
+from pipeline.rollout.runner import Limits
+from pipeline.rollout.trajectory import Trajectory
+from pipeline.trials.ray_cluster import (
     RayExecutorError,
     connect,
     here,
@@ -46,9 +48,7 @@ from pipeline.rollout.ray_cluster import (
     plan_workers,
     wait_started,
 )
-from pipeline.rollout.runner import Limits
-from pipeline.rollout.trajectory import Trajectory
-from pipeline.rollout.trial import TrialResult, run_trial, trial_seed
+from pipeline.trials.trial import TrialResult, run_trial, trial_seed
 from pipeline.world.tables import World
 
 log = logging.getLogger(__name__)
@@ -81,7 +81,7 @@ class TrialWorker:
 
         Concurrent calls (the actor takes as many as the executor keeps outstanding) share one set of episodes
         in flight, so a call's episodes join while the previous call's last ones still run."""
-        from pipeline.rollout.batch import SharedFlight
+        from pipeline.trials.batch import SharedFlight
 
         with self.flight_lock:
             if self.flight is None or self.flight.width != width:

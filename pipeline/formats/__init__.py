@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.agents.formats.base import ChatFormat, ChatFormatError, single_token_id
-from pipeline.agents.formats.compact import CodecFormat
-from pipeline.agents.formats.compact_template import CompactFormat
-from pipeline.agents.formats.template import TemplateFormat
+from pipeline.formats.base import ChatFormat, ChatFormatError, single_token_id
+from pipeline.formats.compact import CodecFormat
+from pipeline.formats.compact_template import CompactFormat
+from pipeline.formats.template import TemplateFormat
 
 CHATML_STOPS = ("<|im_end|>", "<|endoftext|>")
 FORMATS: dict[str, TemplateFormat] = {

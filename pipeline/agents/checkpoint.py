@@ -1,0 +1,158 @@
+"""The checkpoint format every agentloop-trained model is kept in: the weights and tokenizer as transformers writes
+them, and `agentloop.json` beside them (the codec or chat format it renders with, its shape, how it was trained).
+Loading a checkpoint reads this module and the formats only; no domain."""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from transformers import AutoModelForCausalLM, LlamaForCausalLM, PreTrainedModel, PreTrainedTokenizerFast
+
+from pipeline.formats.codec import CodecConfig, CodecMismatchError, check_tokenizer, codec_hash
+
+log = logging.getLogger(__name__)
+META_FILE = "agentloop.json"
+
+
+class ModelConfig(BaseModel):
+    """Shape of the causal LM (the defaults give ~0.78M parameters with a 2k vocabulary)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    hidden_size: int = Field(default=128, ge=8, description="Width of the residual stream.")
+    intermediate_size: int = Field(default=512, ge=8, description="Width of the MLP.")
+    num_layers: int = Field(default=2, ge=1, description="Decoder layers.")
+    num_heads: int = Field(default=4, ge=1, description="Attention heads (hidden_size must divide by it).")
+    num_kv_heads: int | None = Field(default=None, description="Key/value heads (grouped attention); None = heads.")
+    max_position_embeddings: int = Field(default=2048, ge=16, description="Longest sequence (context length).")
+    rope_theta: float = Field(default=10000.0, gt=0, description="RoPE base.")
+    rope_scaling: dict[str, int | float | str] | None = Field(
+        default=None,
+        description="transformers rope_parameters beyond the base (e.g. rope_type 'llama3' with its factors);"
+        " None = plain RoPE.",
+    )
+    tie_word_embeddings: bool = Field(default=True, description="Share input and output embeddings.")
+    vocab_size: int | None = Field(default=None, description="Vocabulary; None = the tokenizer's length.")
+    seed: int = Field(default=0, description="Seed of the random initialisation.")
+
+
+class CheckpointMeta(BaseModel):
+    """What `agentloop.json` records next to the weights."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format: int = Field(default=1, description="Version of this file's layout.")
+    codec_hash: str | None = Field(
+        default=None, description="codec_hash(codec_config) when the checkpoint was written (format agentloop)."
+    )
+    codec_config: CodecConfig | None = Field(
+        default=None, description="The codec configuration the model was trained with (format agentloop)."
+    )
+    model: ModelConfig | None = Field(
+        default_factory=ModelConfig, description="The model's shape (the embedded family; None for another)."
+    )
+    training: dict[str, Any] = Field(default_factory=dict, description="Training configuration (stage params).")
+    data_manifest: dict[str, Any] = Field(
+        default_factory=dict, description="Training data: files and their hashes, counts, sources."
+    )
+    parent: str | None = Field(default=None, description="Checkpoint this one was trained from, if any.")
+    chat_format: str = Field(
+        default="agentloop",
+        exclude_if=lambda v: v == "agentloop",
+        description="How prompts are rendered and outputs read (pipeline.formats): 'agentloop' = the codec"
+        " above; any other name = the model's own chat template with that family's tool-call parser.",
+    )
+    template_hash: str | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="For a chat-template format: hash of the format and the tokenizer's template when recorded.",
+    )
+    architecture: str | None = Field(
+        default=None, exclude_if=lambda v: v is None, description="transformers class (e.g. Qwen2ForCausalLM)."
+    )
+    dtype: str | None = Field(default=None, exclude_if=lambda v: v is None, description="Weights' dtype on disk.")
+
+    @model_validator(mode="after")
+    def _codec_recorded(self) -> CheckpointMeta:
+        if self.chat_format == "agentloop" and (self.codec_hash is None or self.codec_config is None):
+            raise ValueError("a checkpoint in the agentloop format records codec_hash and codec_config")
+        return self
+
+    @classmethod
+    def for_codec(cls, codec_config: CodecConfig, **fields: Any) -> CheckpointMeta:
+        return cls(codec_hash=codec_hash(codec_config), codec_config=codec_config, **fields)
+
+
+@dataclass
+class Checkpoint:
+    model: LlamaForCausalLM
+    tokenizer: PreTrainedTokenizerFast
+    meta: CheckpointMeta
+    path: Path
+
+
+def save_checkpoint(
+    directory: str | Path, model: PreTrainedModel, tokenizer: PreTrainedTokenizerFast, meta: CheckpointMeta
+) -> Path:
+    """Write model (safetensors), tokenizer and agentloop.json into `directory`."""
+    path = Path(directory)
+    path.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(str(path), safe_serialization=True)
+    tokenizer.save_pretrained(str(path))
+    (path / META_FILE).write_text(meta.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def read_meta(directory: str | Path) -> CheckpointMeta:
+    meta_path = Path(directory) / META_FILE
+    if not meta_path.exists():
+        raise FileNotFoundError(f"{meta_path}: not an agentloop checkpoint (no {META_FILE})")
+    try:
+        return CheckpointMeta.model_validate(json.loads(meta_path.read_text(encoding="utf-8")))
+    except (json.JSONDecodeError, ValidationError) as exc:
+        raise ValueError(f"{meta_path}: not a valid {META_FILE}: {exc}") from None
+
+
+def verify_codec(directory: str | Path, meta: CheckpointMeta, codec_config: CodecConfig | None = None) -> CodecConfig:
+    """The codec configuration to use with this checkpoint; raises when the current codec differs from its own."""
+    config = codec_config or meta.codec_config
+    current = codec_hash(config)
+    if current != meta.codec_hash:
+        raise CodecMismatchError(
+            f"{Path(directory) / META_FILE}: checkpoint was trained with codec {meta.codec_hash}, but the current"
+            f" codec is {current}; retrain or render with the codec it was trained with"
+        )
+    # every caller passes a meta that records its codec_config (the agentloop format requires one) or a codec_config
+    return cast("CodecConfig", config)
+
+
+def load_checkpoint(directory: str | Path, codec_config: CodecConfig | None = None) -> Checkpoint:
+    """Load model, tokenizer and meta; refuses a checkpoint whose codec hash differs from the current codec."""
+    path = Path(directory)
+    meta = read_meta(path)
+    if meta.chat_format != "agentloop":
+        raise CodecMismatchError(
+            f"{path / META_FILE}: the model renders with its own chat template ({meta.chat_format!r}), not the"
+            " codec; training it is not supported yet (it measures and serves through hf:PATH)"
+        )
+    verify_codec(path, meta, codec_config)
+    tokenizer = load_tokenizer(path)
+    # an agentloop checkpoint is the embedded family: a LlamaForCausalLM
+    model = cast("LlamaForCausalLM", AutoModelForCausalLM.from_pretrained(str(path), local_files_only=True))
+    model.eval()
+    return Checkpoint(model=model, tokenizer=tokenizer, meta=meta, path=path)
+
+
+def save_tokenizer(tokenizer: PreTrainedTokenizerFast, directory: str | Path) -> None:
+    tokenizer.save_pretrained(str(directory))
+
+
+def load_tokenizer(directory: str | Path) -> PreTrainedTokenizerFast:
+    tokenizer = PreTrainedTokenizerFast.from_pretrained(str(directory), local_files_only=True)
+    check_tokenizer(tokenizer)
+    return tokenizer
