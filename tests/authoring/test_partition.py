@@ -30,7 +30,7 @@ class OneWorldStudio(StudioDomain):
 
 
 ONE_WORLD = OneWorldStudio()
-SPEC = "tests.synth.test_partition:ONE_WORLD"
+SPEC = "tests.authoring.test_partition:ONE_WORLD"
 
 
 def _world() -> World:

@@ -16,7 +16,7 @@ from pipeline.trials.executor import SerialExecutor
 from pipeline.trials.ray_executor import RayExecutor
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
-from tests.rollout.ray_helpers import BuggyAgent, FlakyAgent, KillWorkerAgent
+from tests.trials.ray_helpers import BuggyAgent, FlakyAgent, KillWorkerAgent
 
 pytestmark = pytest.mark.slow  # a Ray instance takes ~10 s to start
 WORLD = "gen-9-10x40x80"

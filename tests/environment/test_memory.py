@@ -199,4 +199,4 @@ def test_the_tool_budget_is_measures(loaded):
 
 
 def test_the_facade_names_no_domain():
-    assert _domain_imports([ROOT / "pipeline" / "world" / "environment.py"]) == []
+    assert _domain_imports([ROOT / "pipeline" / "environment" / "memory.py"]) == []

@@ -19,7 +19,7 @@ from pipeline.trials.executor import SerialExecutor
 from pipeline.trials.ray_executor import RayExecutor, RayExecutorError
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
-from tests.rollout.ray_helpers import Blocker, SleepyAgent
+from tests.trials.ray_helpers import Blocker, SleepyAgent
 
 pytestmark = pytest.mark.slow
 WORLD = "gen-9-10x40x80"
@@ -78,7 +78,7 @@ SCRIPT = textwrap.dedent(
     from pipeline.authoring.templates import generate_tasks
     from pipeline.users.scripted import ScriptedUser
     from pipeline.world.registry import load_world
-    from tests.rollout.ray_helpers import SleepyAgent
+    from tests.trials.ray_helpers import SleepyAgent
 
     world = load_world("gen-9-10x40x80")
     tasks = generate_tasks(world, 6, seed=3)

@@ -16,7 +16,7 @@ from pipeline.trials.batch import SharedFlight, run_batched
 from pipeline.trials.executor import SerialExecutor
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
-from tests.rollout.ray_helpers import FlakyAgent
+from tests.trials.ray_helpers import FlakyAgent
 
 WORLD = "gen-4-12x60x120"
 
