@@ -1,2 +1,2 @@
-"""Domain packages beyond the reference retail world (pipeline.domains.retail); each sits behind
-pipeline.world.domain.Domain and is named in `world.domain`."""
+"""The built-in domains (retail, airline, telecom): plug-ins the world's registry loads by name, each behind
+`pipeline.world.domain.Domain`."""

@@ -1,1 +1,2 @@
-"""Training: the embedded default model (tokenizer, model, checkpoints), SFT and GRPO through TRL."""
+"""Training through TRL: SFT and GRPO of any checkpoint (the embedded default or an outside model), each trainer
+beside its config; LoRA's one type."""
