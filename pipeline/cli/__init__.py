@@ -28,6 +28,7 @@ from pipeline.cli import (
     world,
 )
 from pipeline.cli.errors import AgentloopGroup
+from pipeline.cli.options import ConfigCommand
 
 app = typer.Typer(
     cls=AgentloopGroup,
@@ -48,13 +49,13 @@ app.add_typer(world.app, name="world")
 app.add_typer(tasks.app, name="tasks")
 app.command("gate-aa")(gate_aa.gate_aa_cmd)
 app.command("rollout")(rollout.rollout)
-app.command("measure")(measure.measure_cmd)
+app.command("measure", cls=ConfigCommand)(measure.measure_cmd)
 app.command("serve")(serve.serve_cmd)
 app.command("report")(report.report_cmd)
-app.command("gate")(gate.gate_cmd)
+app.command("gate", cls=ConfigCommand)(gate.gate_cmd)
 app.command("target")(target.target_cmd)
-app.command("synthesize")(synthesize.synthesize_cmd)
-app.command("curate")(curate.curate_cmd)
+app.command("synthesize", cls=ConfigCommand)(synthesize.synthesize_cmd)
+app.command("curate", cls=ConfigCommand)(curate.curate_cmd)
 app.add_typer(train.app, name="train")
 app.add_typer(tau2.import_app, name="import")
 app.add_typer(tau2.export_app, name="export")
