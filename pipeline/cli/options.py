@@ -147,7 +147,7 @@ class ConfigCommand(TyperCommand):
         self.function: Callable[..., Any] = function
         self.sources: tuple[Source, ...] = getattr(function, SOURCES)
 
-    @property  # type: ignore[override]
+    @property
     def params(self) -> list[Any]:
         if self._generated is None and "sources" in self.__dict__:
             self._params = self._merge()
@@ -159,19 +159,21 @@ class ConfigCommand(TyperCommand):
 
     def _merge(self) -> list[Any]:
         """The hand-written options and the generated ones, in the order of the function's parameters."""
-        self._generated = []
+        generated: list[Generated] = []
         made: dict[str, list[Any]] = {}
         for source in self.sources:
-            generated = generate(source)
-            self._generated += generated
-            made[source.into] = _typer_options([g.parameter for g in generated])
+            options = generate(source)
+            generated += options
+            made[source.into] = _typer_options([g.parameter for g in options])
         by_name = {p.name: p for p in self._params}
-        clash = sorted(by_name.keys() & {g.parameter.name for g in self._generated})
-        if clash:
-            raise TypeError(f"{self.name}: options {clash} are written by hand and generated")
+        names = [g.parameter.name for g in generated] + list(by_name)
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise TypeError(f"{self.name}: options {twice} are declared twice (by hand or by two config classes)")
         out: list[Any] = []
         for name in getattr(self.function, ORDER):
             out += made.get(name) or ([by_name.pop(name)] if name in by_name else [])
+        self._generated = generated
         return out + list(by_name.values())
 
     def fields(self) -> dict[str, tuple[str, tuple[str, ...]]]:
@@ -259,9 +261,9 @@ def _bounds(info: Any) -> dict[str, Any]:
         elif isinstance(bound, at.Le):
             out["max"] = bound.le
         elif isinstance(bound, at.Gt) and whole:
-            out["min"] = bound.gt + 1
+            out["min"] = int(bound.gt) + 1  # type: ignore[call-overload]
         elif isinstance(bound, at.Lt) and whole:
-            out["max"] = bound.lt - 1
+            out["max"] = int(bound.lt) - 1  # type: ignore[call-overload]
     return out
 
 
