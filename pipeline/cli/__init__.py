@@ -1,8 +1,10 @@
 """`agentloop`: one subcommand per job of the loop, one module per command group.
 
-Each module defines its commands with their options; this one builds the app from them. Heavy libraries (torch,
-transformers, TRL, Ray, MLflow) and the jobs themselves are imported inside the commands, so `agentloop --help`
-stays fast. Errors become one line and exit code 2 in one place (`pipeline.cli.errors`).
+Each module defines its commands with their options; this one builds the app from them. Options that set a field
+of a job's config class are generated from the class (`pipeline.cli.options`) when the command runs or shows its
+--help. Heavy libraries (torch, transformers, TRL, Ray, MLflow) and the jobs themselves are imported inside the
+commands, so `agentloop --help` stays fast. Errors become one line and exit code 2 in one place
+(`pipeline.cli.errors`).
 """
 
 from __future__ import annotations
