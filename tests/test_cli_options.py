@@ -3,7 +3,6 @@ and help, and every converted command's options against its config classes."""
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import Any, Literal
 
@@ -168,8 +167,7 @@ def test_every_field_a_command_exposes_is_an_option_with_the_configs_default(nam
     checked = 0
     for option, (into, path) in command.fields().items():
         source = models[into]
-        module, _, cls = source.model.partition(":")
-        model = getattr(importlib.import_module(module), cls)
+        model = source.config_class()
         default = config_default(model, path)
         param = options[option]
         dotted = ".".join(path)
@@ -190,8 +188,7 @@ def test_no_option_of_a_converted_command_copies_a_config_field_by_hand(name):
     generated = command.fields()
     fields = set()
     for source in command.sources:
-        module, _, cls = source.model.partition(":")
-        fields |= set(getattr(importlib.import_module(module), cls).model_fields)
+        fields |= set(source.config_class().model_fields)
     by_hand = {p.name for p in command.params if p.name not in generated} & fields
     assert by_hand <= BY_HAND, f"{name}: options {sorted(by_hand - BY_HAND)} repeat config fields by hand"
 

@@ -50,7 +50,7 @@ class Source:
     help: Mapping[str, str] = field(default_factory=dict)
     """Field → the command's own help, where the field's description speaks of params.yaml."""
 
-    def config(self) -> Any:
+    def config_class(self) -> Any:
         module, _, name = self.model.partition(":")
         return getattr(importlib.import_module(module), name)
 
@@ -100,7 +100,7 @@ def config_options(
 
 def generate(source: Source) -> list[Generated]:
     """The command-function parameters (typer's declarations) of `source`'s fields."""
-    model = source.config()
+    model = source.config_class()
     paths = source.fields if source.fields is not None else _paths(model, source.exclude)
     out = []
     for dotted in paths:
@@ -182,6 +182,7 @@ class ConfigCommand(TyperCommand):
         return {g.parameter.name: (g.into, g.path) for g in self._generated or ()}
 
     def invoke(self, ctx: Any) -> Any:
+        _rich_traceback_guard = True  # noqa: F841  (as in typer's own wrapper: a bug's traceback starts here)
         params = {p.name: p for p in self.params}
         values = {name: _plain(params[name], value) for name, value in ctx.params.items()}
         for source in self.sources:
