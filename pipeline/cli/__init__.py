@@ -1,8 +1,10 @@
 """`agentloop`: one subcommand per job of the loop, one module per command group.
 
-Each module defines its commands with their options; this one builds the app from them. Heavy libraries (torch,
-transformers, TRL, Ray, MLflow) and the jobs themselves are imported inside the commands, so `agentloop --help`
-stays fast. Errors become one line and exit code 2 in one place (`pipeline.cli.errors`).
+Each module defines its commands with their options; this one builds the app from them. Options that set a field
+of a job's config class are generated from the class (`pipeline.cli.options`) when the command runs or shows its
+--help. Heavy libraries (torch, transformers, TRL, Ray, MLflow) and the jobs themselves are imported inside the
+commands, so `agentloop --help` stays fast. Errors become one line and exit code 2 in one place
+(`pipeline.cli.errors`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from pipeline.cli import (
     world,
 )
 from pipeline.cli.errors import AgentloopGroup
+from pipeline.cli.options import ConfigCommand
 
 app = typer.Typer(
     cls=AgentloopGroup,
@@ -48,13 +51,13 @@ app.add_typer(world.app, name="world")
 app.add_typer(tasks.app, name="tasks")
 app.command("gate-aa")(gate_aa.gate_aa_cmd)
 app.command("rollout")(rollout.rollout)
-app.command("measure")(measure.measure_cmd)
+app.command("measure", cls=ConfigCommand)(measure.measure_cmd)
 app.command("serve")(serve.serve_cmd)
 app.command("report")(report.report_cmd)
-app.command("gate")(gate.gate_cmd)
+app.command("gate", cls=ConfigCommand)(gate.gate_cmd)
 app.command("target")(target.target_cmd)
-app.command("synthesize")(synthesize.synthesize_cmd)
-app.command("curate")(curate.curate_cmd)
+app.command("synthesize", cls=ConfigCommand)(synthesize.synthesize_cmd)
+app.command("curate", cls=ConfigCommand)(curate.curate_cmd)
 app.add_typer(train.app, name="train")
 app.add_typer(tau2.import_app, name="import")
 app.add_typer(tau2.export_app, name="export")

@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from pipeline.cli.console import console, stdout
+from pipeline.cli.options import config_options
 
 
+@config_options(
+    "pipeline.gate:GateConfig",
+    fields=("k", "margin", "confidence", "resamples", "seed", "alpha", "power", "min_effect", "verdict"),
+)
 def gate_cmd(
+    *,
     candidate: Path = typer.Option(..., help="Candidate measure run directory (its trajectories.jsonl is re-graded)."),
     champion: Path = typer.Option(
         None,
@@ -18,21 +25,11 @@ def gate_cmd(
     ),
     tasks: Path = typer.Option(..., help="The frozen held-out tasks.jsonl both runs were measured on."),
     world: str = typer.Option(..., help="World reference the runs used: gen-<seed>[-PxUxO] or a domain directory."),
-    k: int = typer.Option(4, min=1, help="The k of pass^k."),
-    margin: float = typer.Option(0.0, help="Promote only if the pass^k gain's lower bound exceeds this."),
-    confidence: float = typer.Option(0.95, help="Level of the paired bootstrap interval."),
-    resamples: int = typer.Option(2000, help="Bootstrap resamples and sign-flip permutations."),
-    seed: int = typer.Option(0),
-    alpha: float = typer.Option(0.05, help="Family-wise level of the Holm-corrected 'got worse' tests."),
-    power: float = typer.Option(0.8, help="Power the minimum detectable effect (MDE) is stated at."),
-    min_effect: float = typer.Option(
-        0.10, help="Gain beyond the margin the gate must be able to see, else inconclusive."
-    ),
+    settings: dict[str, Any],
     out: Path = typer.Option(Path("gate.json"), help="Where to write the decision."),
     check: bool = typer.Option(
         False, "--check", help="Exit 0 when promoted, 1 when blocked, 3 when inconclusive (for CI)."
     ),
-    verdict: str = typer.Option("strict", help="Which verdict counts a pass: strict or tau2 (τ²-bench's reward)."),
     domain: str = typer.Option(None, help="Domain: retail, airline or module:attribute (default: from --world)."),
 ) -> None:
     """Promote or block: paired bootstrap of the pass^k gain over held-out tasks, Holm tests for regressions."""
@@ -44,17 +41,7 @@ def gate_cmd(
     check_output(
         out, "--out", inputs={"--candidate": candidate, "--champion": champion, "--tasks": tasks, "--world": world}
     )
-    config = GateConfig(
-        k=k,
-        margin=margin,
-        confidence=confidence,
-        resamples=resamples,
-        seed=seed,
-        alpha=alpha,
-        power=power,
-        min_effect=min_effect,
-        verdict=verdict,
-    )
+    config = GateConfig.model_validate(settings)
     decision = decide(candidate, champion, tasks, load_world(world, domain), config)
     write_gate(decision, out)
     stdout().print(decision_table(decision))

@@ -11,49 +11,23 @@ from rich.table import Table
 
 from pipeline.cli.console import console, stdout
 from pipeline.cli.errors import fail, failing
+from pipeline.cli.options import config_options
 from pipeline.progress import track
 
 
+@config_options(
+    "pipeline.measure:MeasureConfig",
+    exclude=("limits", "prices"),
+    names={"ray_address": ("--ray-address", "--address")},
+    required=("world", "tasks"),
+    help={"tasks": "Held-out tasks.jsonl."},
+)
 def measure_cmd(
-    world: str = typer.Option(..., help="World reference: gen-<seed>[-PxUxO] or a domain directory."),
-    tasks: Path = typer.Option(..., help="Held-out tasks.jsonl."),
-    agent: str = typer.Option(
-        "oracle", help="Agent spec: oracle, flawed[:mode=rate,...,seed=N], hf:PATH, openai:MODEL, vllm:PATH."
-    ),
-    trials: int = typer.Option(4, min=1, help="Trials per task."),
-    k: int = typer.Option(None, min=1, help="Largest k for pass@k / pass^k (default: --trials)."),
-    seed: int = typer.Option(0),
+    *,
     out: Path = typer.Option(
         ..., help="Run directory for trajectories.jsonl, verdicts.jsonl, per_task.csv, metrics.json."
     ),
-    max_tasks: int = typer.Option(None, min=1, help="Only the first N tasks."),
-    user: str = typer.Option(
-        "scripted",
-        help="User simulator: scripted, llm:MODEL[,temperature=T], or tau2-llm:MODEL[@BASE_URL][,temperature=T]"
-        " (τ²-bench's conventions: the task's scenario as written, ###STOP### / ###TRANSFER### / ###OUT-OF-SCOPE###).",
-    ),
-    judge: str = typer.Option(
-        None, help="Optional judge (soft rubric items; reviews the user simulator on failed trials): llm:MODEL."
-    ),
-    executor: str = typer.Option("serial", help="serial, or ray (tasks × trials fanned out to Ray workers)."),
-    ray_address: str = typer.Option(
-        None,
-        "--ray-address",
-        "--address",
-        help="With --executor ray: an existing cluster to connect to, HOST:PORT, ray://HOST:PORT or auto"
-        " (default: $RAY_ADDRESS, else a local Ray instance).",
-    ),
-    workers: int = typer.Option(
-        None, min=1, help="With --executor ray: worker actors (default: one per CPU of the cluster, all nodes)."
-    ),
-    retries: int = typer.Option(2, min=0, help="Reruns of a trial lost to an infrastructure error."),
-    concurrency: int = typer.Option(16, min=1, help="Episodes in flight per worker (same verdicts)."),
-    temperature: float = typer.Option(
-        None, min=0, help="Sampling temperature of a checkpoint agent whose spec sets none (default: its backend's)."
-    ),
-    resamples: int = typer.Option(1000, min=1, help="Bootstrap resamples for the intervals."),
-    verdict: str = typer.Option("strict", help="Verdict passes are counted by: strict or tau2."),
-    domain: str = typer.Option(None, help="Domain: retail, airline or module:attribute (default: found from --world)."),
+    settings: dict[str, Any],
 ) -> None:
     """Measure an agent: k seeded trials per task, graded from the world state, failures diagnosed.
 
@@ -63,34 +37,16 @@ def measure_cmd(
     from pipeline.measure.run import RUN_FILES
     from pipeline.outputs import check_output
 
-    if executor != "ray" and (ray_address or workers):
+    if settings["executor"] != "ray" and (settings["ray_address"] or settings["workers"]):
         fail("--ray-address and --workers need --executor ray")
+    tasks, world = settings["tasks"], settings["world"]
     check_output(out, "--out", folder=True, inputs={"--tasks": tasks, "--world": world}, owned=RUN_FILES)
     with failing(ValueError):  # a value the config refuses (an unknown --verdict): one line naming the field
-        config = MeasureConfig(
-            world=world,
-            domain=domain,
-            tasks=tasks,
-            agent=agent,
-            trials=trials,
-            k=k,
-            seed=seed,
-            max_tasks=max_tasks,
-            user=user,
-            judge=judge,
-            executor=executor,
-            ray_address=ray_address,
-            workers=workers,
-            retries=retries,
-            concurrency=concurrency,
-            temperature=temperature,
-            resamples=resamples,
-            verdict=verdict,
-        )
+        config = MeasureConfig.model_validate(settings)
     n_tasks = len(read_tasks(tasks))
-    if max_tasks:
-        n_tasks = min(n_tasks, max_tasks)
-    progress_bar = track(f"measure {agent}", n_tasks * trials, "trials", console=console)
+    if config.max_tasks:
+        n_tasks = min(n_tasks, config.max_tasks)
+    progress_bar = track(f"measure {config.agent}", n_tasks * config.trials, "trials", console=console)
     # an optional library missing, a Ray cluster that does not answer: one line, as the errors of pipeline.errors
     with failing(ImportError, ConnectionError, TimeoutError), progress_bar as progress:
         summary = measure(config, out, on_trial=lambda record: progress.advance(record.passed))

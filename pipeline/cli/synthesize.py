@@ -3,23 +3,30 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.table import Table
 
 from pipeline.cli.console import console, load_mapping, stdout
 from pipeline.cli.errors import failing
+from pipeline.cli.options import config_options
 from pipeline.progress import track
 
 
+@config_options(
+    "pipeline.synth.synthesize:SynthConfig",
+    fields=("seed", "max_generations"),
+    names={"max_generations": "generations"},
+)
 def synthesize_cmd(
+    *,
     world: str = typer.Option(..., help="A generated world: gen-<seed>[-PxUxO] (never the evaluation world)."),
     targets: Path = typer.Option(..., help="targets.json from `agentloop target`."),
     out: Path = typer.Option(
         ..., help="Output directory: tasks.jsonl, trajectories.jsonl, manifest.json, provenance.json."
     ),
-    seed: int = typer.Option(0),
-    generations: int = typer.Option(8, min=0, help="Generations of descendants after the atomic one."),
+    settings: dict[str, Any],
     config: Path = typer.Option(None, help="SynthConfig as JSON or YAML (overrides --seed/--generations)."),
     judge_url: str = typer.Option(None, help="OpenAI-compatible base URL for the optional judge cascade."),
     judge_model: str = typer.Option(None, help="Model name for the judge cascade."),
@@ -44,7 +51,7 @@ def synthesize_cmd(
         owned=("tasks.jsonl", "trajectories.jsonl", "manifest.json", "provenance.json"),
     )
     with failing(ValueError, LookupError, OSError):
-        data = load_mapping(config) if config else {"seed": seed, "max_generations": generations}
+        data = load_mapping(config) if config else settings
         if judge_url:
             data["judge"] = {"base_url": judge_url, "model": judge_model or "judge"}
         cfg = SynthConfig.model_validate(data)

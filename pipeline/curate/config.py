@@ -53,7 +53,9 @@ class CurateConfig(BaseModel):
         description="Probe episodes of the current agent per pooled task (one: a failed task's posterior peaks in"
         " the target band, a passed one's in the anchor band).",
     )
-    seed: int = Field(default=0)
+    seed: int = Field(
+        default=0, description="Probe seed; each probe's derives from it and the task, as measure's trials."
+    )
     bands: Bands = Field(default_factory=Bands)
     anchor_ratio: float = Field(default=0.3, ge=0.0, le=1.0, description="Share of anchors in the selection.")
     max_items: int | None = Field(default=40, ge=1, description="Cap on selected tasks (null: no cap).")

@@ -39,7 +39,7 @@ class GRPOConfig(BaseModel):
     )
     num_generations: int = Field(default=4, ge=2, description="Episodes per task (the GRPO group).")
     tasks_per_step: int = Field(default=2, ge=1, description="Groups per optimizer step.")
-    learning_rate: float = Field(default=1e-4, gt=0)
+    learning_rate: float = Field(default=1e-4, gt=0, description="Learning rate.")
     beta: float = Field(default=0.0, ge=0, description="KL coefficient (0: no reference model).")
     loss_type: Literal["grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", "vespo"] = Field(
         default="dapo", description="TRL loss; 'dapo' normalises by active tokens (see module)."
@@ -61,9 +61,9 @@ class GRPOConfig(BaseModel):
     vllm_gpu_memory: float = Field(default=0.3, gt=0, le=1, description="colocate: share of GPU memory for vLLM.")
     vllm_host: str = Field(default="127.0.0.1", description="server: host of `trl vllm-serve`.")
     vllm_port: int = Field(default=8000, description="server: port of `trl vllm-serve`.")
-    bf16: bool = Field(default=False)
-    threads: int | None = Field(default=2, ge=1)
-    seed: int = Field(default=0)
+    bf16: bool = Field(default=False, description="bf16 mixed precision on a GPU.")
+    threads: int | None = Field(default=2, ge=1, description="torch CPU threads (None: torch's default).")
+    seed: int = Field(default=0, description="Seed of the training (TRL's) and of the episodes.")
 
     def record(self) -> dict[str, Any]:
         """The run as the checkpoint's agentloop.json records it (`training`), LoRA in the record's schema."""

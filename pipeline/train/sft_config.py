@@ -50,9 +50,11 @@ class SFTConfig(BaseModel):
         description="Held-out tasks.jsonl files: no data, anchor or task may be about one of their customers, or"
         " about an evaluation customer of a world whose customers are split (`pipeline.authoring.heldout`).",
     )
-    epochs: float = Field(default=8.0, gt=0)
+    epochs: float = Field(default=8.0, gt=0, description="Passes over the training examples (unless max_steps).")
     max_steps: int = Field(default=-1, description="Stop after this many optimizer steps (-1: epochs decide).")
-    learning_rate: float = Field(default=1e-3, gt=0)
+    learning_rate: float = Field(
+        default=1e-3, gt=0, description="Peak learning rate (warmed up over warmup_ratio, then lr_scheduler)."
+    )
     lr_scheduler: str = Field(default="cosine", description="transformers scheduler name.")
     warmup_ratio: float = Field(default=0.05, ge=0, lt=1)
     batch_size: int = Field(default=4, ge=1, description="Examples per optimizer step (per device, length-grouped).")
@@ -87,7 +89,7 @@ class SFTConfig(BaseModel):
         default=False, description="bf16 mixed precision on a GPU (with LoRA the frozen base is held in bf16)."
     )
     threads: int | None = Field(default=2, ge=1, description="torch CPU threads (None: torch's default).")
-    seed: int = Field(default=0)
+    seed: int = Field(default=0, description="Training seed (TRL's: data order, new weights such as LoRA's).")
     logging_steps: int = Field(default=10, ge=1)
 
     @model_validator(mode="after")
