@@ -23,7 +23,6 @@ from pipeline.rollout.protocols import (
 from pipeline.rollout.trajectory import (
     CustomerCall,
     Message,
-    Strict,
     Termination,
     Timings,
     ToolCall,
@@ -31,6 +30,7 @@ from pipeline.rollout.trajectory import (
     Usage,
     customer_view,
 )
+from pipeline.strict import Strict
 from pipeline.users.persona import persona_for
 from pipeline.world.registry import domain_spec
 from pipeline.world.setup import start_session

@@ -14,11 +14,12 @@ import math
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from pipeline.dataset.provenance import Provenance, ProvenanceError, check_provenance, file_sha256
 from pipeline.errors import InputError
 from pipeline.grading.modes import FAILURE_MODES
+from pipeline.strict import Strict
 from pipeline.synth.taxonomy import DIALS
 
 DEFAULT_DIALS: dict[str, dict[str, float]] = {
@@ -26,10 +27,6 @@ DEFAULT_DIALS: dict[str, dict[str, float]] = {
     "plan_adherence": {"also_request": 0.7, "chained": 0.6, "pushback": 0.3, "underspecified": 0.2},
     "misread": {"refusal": 0.7, "with_write": 0.6, "pushback": 0.4, "chained": 0.3, "underspecified": 0.2},
 }
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 MAX_BUDGET = 100_000

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, cast
 from pydantic import BaseModel, ConfigDict
 
 from pipeline.errors import WorldError
+from pipeline.strict import Strict
 
 if TYPE_CHECKING:
     from pipeline.world.domain import Domain
@@ -37,10 +38,10 @@ class WorldLoadError(WorldError, ValueError):
     """A database file that does not fit the schema; the message names the file and the field."""
 
 
-class Record(BaseModel):
+class Record(Strict):
     """Base for every stored record: strict fields, assignment validated."""
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    model_config = ConfigDict(validate_assignment=True)
 
 
 def dump_record(record: BaseModel) -> dict:

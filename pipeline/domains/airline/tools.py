@@ -15,7 +15,7 @@ from datetime import date as Date
 from datetime import datetime, timedelta
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
 from pipeline.domains.airline.schema import (
     Cabin,
@@ -26,6 +26,7 @@ from pipeline.domains.airline.schema import (
     ReservationFlight,
     User,
 )
+from pipeline.strict import Strict
 from pipeline.world.arith import ExpressionError, evaluate
 from pipeline.world.tables import Session, dump_record
 from pipeline.world.tools import ToolError, ToolRegistry
@@ -46,21 +47,17 @@ AIRPORTS = {
 }  # fmt: skip
 
 
-class _Arg(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class FlightRef(_Arg):
+class FlightRef(Strict):
     flight_number: str
     date: str
 
 
-class PaymentUse(_Arg):
+class PaymentUse(Strict):
     payment_id: str
     amount: int | float
 
 
-class PassengerArg(_Arg):
+class PassengerArg(Strict):
     first_name: str
     last_name: str
     dob: str
