@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.dataset.task import Task
+from pipeline.digest import sha256_json
 from pipeline.grading.judge import Judge, is_enabled
 from pipeline.grading.state_diff import count_by_kind, diff_states, summarize_diffs
 from pipeline.grading.static_checks import StaticInput, call_key, run_static_checks
@@ -27,7 +28,7 @@ from pipeline.rollout.trajectory import Message, Trajectory
 from pipeline.world.assertions import check_assertions
 from pipeline.world.replay import replay_gold
 from pipeline.world.setup import start_session
-from pipeline.world.tables import Session, World, sha256_json
+from pipeline.world.tables import Session, World
 
 log = logging.getLogger(__name__)
 CACHE_SIZE = 4096

@@ -12,11 +12,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline.digest import canonical_json
 from pipeline.grading.confirmation import affirms as affirms  # re-exported: the rules and tests read it here
 from pipeline.grading.confirmation import asks_yes_no, read_reply
 from pipeline.grading.verdict import ComponentResult
 from pipeline.rollout.trajectory import Message
-from pipeline.world.tables import World, canonical_json
+from pipeline.world.tables import World
 
 
 @dataclass(frozen=True)

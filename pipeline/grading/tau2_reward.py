@@ -38,13 +38,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.dataset.task import Task
+from pipeline.digest import sha256_json
 from pipeline.grading.judge import Judge, is_enabled
 from pipeline.grading.verdict import Tau2Check, Tau2Result
 from pipeline.rollout.trajectory import USER_ENDED, Message, Trajectory
 from pipeline.tau2.criteria import DEFAULT_BASIS
 from pipeline.world.assertions import check_assertions
 from pipeline.world.setup import start_session
-from pipeline.world.tables import Session, ToolEvent, World, sha256_json
+from pipeline.world.tables import Session, ToolEvent, World
 from pipeline.world.tools import execute
 
 VerdictName = Literal["strict", "tau2"]

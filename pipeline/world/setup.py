@@ -14,8 +14,9 @@ from collections import OrderedDict
 from typing import Any
 
 from pipeline.dataset.task import Action, Task
+from pipeline.digest import sha256_json
 from pipeline.errors import TaskError
-from pipeline.world.tables import Session, World, sha256_json
+from pipeline.world.tables import Session, World
 from pipeline.world.tools import ToolError, synchronise
 
 SIDES: dict[object, str] = {"assistant": "assistant", "user": "user"}
