@@ -11,7 +11,7 @@ A template's failure-mode tags are the modes the airline flawed agent can plant 
 from __future__ import annotations
 
 from pipeline.dataset.task import KnownInfo, Request
-from pipeline.domains.airline.drafts import Ctx
+from pipeline.domains.airline.grounding import Ctx
 from pipeline.domains.airline.schema import User
 from pipeline.domains.airline.templates import TEMPLATES
 from pipeline.synth.kit import SynthesisKit

@@ -14,10 +14,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from pipeline.dataset.task import Action, KnownInfo, Messes, NoWritesCheck, Provenance, Task, UserScript
-from pipeline.domains.airline.drafts import Ctx, Draft, act
+from pipeline.domains.airline.grounding import Ctx, Draft, act
 from pipeline.domains.airline.templates import TEMPLATES
 from pipeline.domains.airline.vocabulary import VOCABULARY
-from pipeline.grading.provenance import EvidencePool
+from pipeline.grading.evidence import EvidencePool
 from pipeline.world.replay import replay_actions
 from pipeline.world.tables import World
 from pipeline.world.tools import execute

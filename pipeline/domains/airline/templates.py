@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import cast
 
 from pipeline.dataset.task import Request
-from pipeline.domains.airline.drafts import (
+from pipeline.domains.airline.grounding import (
     CANCELLED_FLIGHT_CERTIFICATE,
     COVERED_REASON,
     PLAIN_REASON,
