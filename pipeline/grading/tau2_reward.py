@@ -294,8 +294,3 @@ def tau2_reward(
             reward *= c.reward
     notes = [f"{n} in the reward basis but no judge is configured: left out of the product" for n in unjudged]
     return Tau2Result(reward=reward, passed=reward == 1.0, basis=basis, checks=checks, unjudged=unjudged, notes=notes)
-
-
-def clear_gold_cache() -> None:
-    with _gold_lock:
-        _gold.clear()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Generator
@@ -270,7 +269,3 @@ def run_tool_call(session: Session, call: ToolCall, requestor: str = "assistant"
 def not_run_message(call: ToolCall) -> Message:
     """The tool message of a call past the budget: an error the agent sees; nothing ran, nothing is logged."""
     return Message(role="tool", content=NOT_RUN, tool_call_id=call.id, name=call.name, error=True)
-
-
-def dumps_arguments(arguments: dict) -> str:
-    return json.dumps(arguments, sort_keys=True)

@@ -123,8 +123,3 @@ def start_session(world: World, task: Task | None, authenticated_user_id: str | 
                 _started.popitem(last=False)
     session.overlay = {table: dict(records) for table, records in overlay.items()}
     return session
-
-
-def clear_setup_cache() -> None:
-    with _lock:
-        _started.clear()
