@@ -31,7 +31,7 @@ from pipeline.errors import InputError
 from pipeline.gate.config import EVAL_TASKS, GateConfig
 from pipeline.measure.config import LOOP_INPUTS, MeasureConfig, loop_measure_config
 from pipeline.strict import Strict
-from pipeline.synth.synthesize import SynthConfig
+from pipeline.synth.config import SynthConfig
 from pipeline.target import TargetConfig
 from pipeline.train.sft_config import INPUTS as SFT_INPUTS
 from pipeline.train.sft_config import SFTConfig

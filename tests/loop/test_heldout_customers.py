@@ -221,7 +221,7 @@ def test_a_held_out_task_is_refused_by_its_id_and_its_customer(library_run, tmp_
 def test_held_out_generation_and_synthesis_share_one_split():
     """The evaluation side is the world's: held-out tasks ground in it, the anchors' side and synthesis in the
     rest, with no seed to set apart."""
-    from pipeline.synth.synthesize import SynthConfig
+    from pipeline.synth.config import SynthConfig
     from pipeline.synth.templates import generate_tasks
 
     world = load_world("library", LIBRARY)

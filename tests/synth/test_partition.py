@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from pipeline.synth.config import SynthConfig
 from pipeline.synth.partition import EvalCustomerError, Partitioned, partition
-from pipeline.synth.synthesize import SynthConfig, Synthesizer
+from pipeline.synth.synthesize import Synthesizer
 from pipeline.synth.templates import generate_tasks
 from pipeline.target import Targets, split_budget
 from pipeline.world.registry import load_world

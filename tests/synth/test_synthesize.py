@@ -14,8 +14,9 @@ from pipeline.domains.retail.synthesis import RETAIL_KIT, TAXONOMY
 from pipeline.grading.grader import grade
 from pipeline.rollout.runner import run_episode
 from pipeline.rollout.trajectory import Trajectory
+from pipeline.synth.config import SynthConfig
 from pipeline.synth.coverage import task_cells
-from pipeline.synth.synthesize import EvalWorldError, SynthConfig, Synthesizer, synthesize
+from pipeline.synth.synthesize import EvalWorldError, Synthesizer, synthesize
 from pipeline.target import Targets, split_budget
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.replay import replay_gold
