@@ -768,7 +768,8 @@ def _targets(tmp: Path) -> dict[str, Path]:
     if "targets" not in _cache:
         from pipeline.dataset.io import write_tasks
         from pipeline.measure import MeasureConfig, measure
-        from pipeline.synth.synthesize import SynthConfig, synthesize
+        from pipeline.synth.config import SynthConfig
+        from pipeline.synth.synthesize import synthesize
         from pipeline.target import make_targets
         from pipeline.world.registry import load_world
 

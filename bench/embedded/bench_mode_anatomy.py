@@ -35,8 +35,8 @@ from machine import write_results
 
 from pipeline.domains.retail.tools import WRITE_TOOLS
 from pipeline.gate.load import read_trajectories
+from pipeline.grading.evidence import normalize
 from pipeline.grading.failure_modes import FAILURE_MODES
-from pipeline.grading.provenance import normalize
 from pipeline.rollout.trajectory import Message
 
 ROOT = Path(__file__).resolve().parents[2]

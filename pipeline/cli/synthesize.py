@@ -39,7 +39,8 @@ def synthesize_cmd(
 ) -> None:
     """Targeted, evolved, verified tasks grounded in a generated world, with the oracle's gold trajectories."""
     from pipeline.outputs import check_output
-    from pipeline.synth.synthesize import SynthConfig, synthesize
+    from pipeline.synth.config import SynthConfig
+    from pipeline.synth.synthesize import synthesize
     from pipeline.target import Targets
     from pipeline.world.registry import load_world
 

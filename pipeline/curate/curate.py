@@ -17,16 +17,19 @@ from pathlib import Path
 from pipeline.agents.registry import make_agent
 from pipeline.authoring.heldout import held_out
 from pipeline.curate.config import CurateConfig
-from pipeline.curate.pool import Rejection, read_pool
+from pipeline.curate.pool import PoolItem, Rejection, read_pool
 from pipeline.curate.select import Probed, mix, task_key, trajectory_key
 from pipeline.curate.verify import Verified, replay_verify
 from pipeline.dataset.io import read_tasks
 from pipeline.dataset.provenance import check_provenance
+from pipeline.dataset.task import Task
 from pipeline.outputs import staged_folder
+from pipeline.rollout.protocols import Agent
 from pipeline.trials.executor import SerialExecutor
 from pipeline.trials.trial import TrialResult
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import load_world
+from pipeline.world.tables import World
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +65,49 @@ def curate(
     for item in items:
         guard.check_trajectories([item.trajectory], tasks, item.source)
     rejected: list[Rejection] = list(errors)
+    demos, verified = _demonstrations(world, tasks, items, config, rejected)
+    mismatched = [r for r in rejected if r.reason in ("wrong_world", "unknown_task")]
+    if items and not verified and len(mismatched) == len(items):
+        # nothing in the pool belongs with this world and task file: inputs that do not go together, not an
+        # empty selection
+        example = mismatched[0]
+        raise ValueError(
+            f"none of the pool's {len(items)} trajectories belongs with world {world.name!r} and {config.tasks}"
+            f" ({example.reason}: {example.detail}); give the world and task file the pool was made in"
+        )
+    agent = make_agent(agent_spec, world.domain)
+    if on_total:
+        on_total(len(demos) * config.probes)
+    probed = _probe(config, world, agent, demos, rejected, on_probe)
+    selected = mix(probed, config.bands, config.anchor_ratio, config.max_items)
+    guard.check_trajectories([p.trajectory for p in selected], tasks, str(out_dir / "selected.jsonl"))
+    labels = config.bands.labels()
+    with staged_folder(out_dir) as staging:  # whole or not at all: manifest.json with its selection
+        with (staging / "selected.jsonl").open("w") as fh:
+            for p in selected:
+                row = {
+                    "task_id": p.task.id,
+                    "role": p.role,
+                    "probes": p.n,
+                    "passes": p.passes,
+                    "band": labels[p.band],
+                    "masses": [round(m, 6) for m in p.masses],
+                    "trajectory": p.trajectory.model_dump(mode="json"),
+                }
+                fh.write(json.dumps(row, sort_keys=True) + "\n")
+        pool = {"trajectories": len(items) + len(errors), "verified": verified, "tasks_with_demo": len(demos)}
+        manifest = _manifest(config, world.name, agent.name, pool, probed, selected, rejected)
+        (staging / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    log.info("curate: %d selected of %d verified trajectories", len(selected), verified)
+    return manifest
+
+
+def _demonstrations(
+    world: World, tasks: dict[str, Task], items: list[PoolItem], config: CurateConfig, rejected: list[Rejection]
+) -> tuple[dict[str, Verified], int]:
+    """Replay-verify the pool and keep one passing trajectory per distinct task; the others join `rejected`.
+
+    Returns the demonstrations by task id and the number of trajectories that verified."""
     demos: dict[str, Verified] = {}
     seen_traj: set[str] = set()
     seen_task: dict[str, str] = {}
@@ -88,18 +134,19 @@ def curate(
             rejected.append(Rejection(item.source, "duplicate_task", f"same task as {first}"))
             continue
         demos[got.task.id] = got
-    mismatched = [r for r in rejected if r.reason in ("wrong_world", "unknown_task")]
-    if items and not verified and len(mismatched) == len(items):
-        # nothing in the pool belongs with this world and task file: inputs that do not go together, not an
-        # empty selection
-        example = mismatched[0]
-        raise ValueError(
-            f"none of the pool's {len(items)} trajectories belongs with world {world.name!r} and {config.tasks}"
-            f" ({example.reason}: {example.detail}); give the world and task file the pool was made in"
-        )
-    agent = make_agent(agent_spec, world.domain)
-    if on_total:
-        on_total(len(demos) * config.probes)
+    return demos, verified
+
+
+def _probe(
+    config: CurateConfig,
+    world: World,
+    agent: Agent,
+    demos: dict[str, Verified],
+    rejected: list[Rejection],
+    on_probe: Callable[[TrialResult], None] | None,
+) -> list[Probed]:
+    """Run the agent `config.probes` times on each demonstrated task and band its pass rate; tasks too hard, too
+    easy or never probed join `rejected`."""
     tally: dict[str, list[int]] = {task_id: [0, 0] for task_id in demos}  # valid probes, passes
     for result in _executor(config).run(
         world, [d.task for d in demos.values()], agent, ScriptedUser(), config.probes, config.seed, config.limits
@@ -123,45 +170,41 @@ def curate(
             rejected.append(Rejection(p.task.id, "too_hard", f"{p.passes}/{p.n} passes: most mass in {labels[0]}"))
         elif p.band == len(labels) - 1:
             rejected.append(Rejection(p.task.id, "too_easy", f"{p.passes}/{p.n} passes: most mass in {labels[-1]}"))
-    selected = mix(probed, config.bands, config.anchor_ratio, config.max_items)
-    guard.check_trajectories([p.trajectory for p in selected], tasks, str(out_dir / "selected.jsonl"))
-    with staged_folder(out_dir) as staging:  # whole or not at all: manifest.json with its selection
-        with (staging / "selected.jsonl").open("w") as fh:
-            for p in selected:
-                row = {
-                    "task_id": p.task.id,
-                    "role": p.role,
-                    "probes": p.n,
-                    "passes": p.passes,
-                    "band": labels[p.band],
-                    "masses": [round(m, 6) for m in p.masses],
-                    "trajectory": p.trajectory.model_dump(mode="json"),
-                }
-                fh.write(json.dumps(row, sort_keys=True) + "\n")
-        roles = Counter(p.role for p in selected)
-        share = roles.get("anchor", 0) / len(selected) if selected else 0.0
-        kept = [p for p in probed if config.bands.keep(p.passes, p.n)]
-        manifest = {
-            "world": world.name,
-            "agent": agent.name,
-            "probes": config.probes,
-            "edges": config.bands.edges,
-            "pool": {"trajectories": len(items) + len(errors), "verified": verified, "tasks_with_demo": len(demos)},
-            "band_histogram": {labels[i]: sum(1 for p in probed if p.band == i) for i in range(len(labels))},
-            "kept_tasks": len(kept),
-            "selected": len(selected),
-            "ratio": {
-                "requested_anchor_share": config.anchor_ratio,
-                "anchors": roles.get("anchor", 0),
-                "targets": roles.get("target", 0),
-                "anchor_share": round(share, 4) if selected else None,
-                "anchors_available": sum(1 for p in kept if p.role == "anchor"),
-                "targets_available": sum(1 for p in kept if p.role == "target"),
-                "met": bool(selected) and abs(share - config.anchor_ratio) <= 1.0 / len(selected) + 1e-9,
-            },
-            "rejections": dict(sorted(Counter(r.reason for r in rejected).items())),
-            "rejected": [{"source": r.source, "reason": r.reason, "detail": r.detail} for r in rejected[:200]],
-        }
-        (staging / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-    log.info("curate: %d selected of %d verified trajectories", len(selected), verified)
-    return manifest
+    return probed
+
+
+def _manifest(
+    config: CurateConfig,
+    world: str,
+    agent: str,
+    pool: dict[str, int],
+    probed: list[Probed],
+    selected: list[Probed],
+    rejected: list[Rejection],
+) -> dict:
+    """manifest.json: the band histogram, the anchor/target ratio met, and the rejections by reason."""
+    labels = config.bands.labels()
+    roles = Counter(p.role for p in selected)
+    share = roles.get("anchor", 0) / len(selected) if selected else 0.0
+    kept = [p for p in probed if config.bands.keep(p.passes, p.n)]
+    return {
+        "world": world,
+        "agent": agent,
+        "probes": config.probes,
+        "edges": config.bands.edges,
+        "pool": pool,
+        "band_histogram": {labels[i]: sum(1 for p in probed if p.band == i) for i in range(len(labels))},
+        "kept_tasks": len(kept),
+        "selected": len(selected),
+        "ratio": {
+            "requested_anchor_share": config.anchor_ratio,
+            "anchors": roles.get("anchor", 0),
+            "targets": roles.get("target", 0),
+            "anchor_share": round(share, 4) if selected else None,
+            "anchors_available": sum(1 for p in kept if p.role == "anchor"),
+            "targets_available": sum(1 for p in kept if p.role == "target"),
+            "met": bool(selected) and abs(share - config.anchor_ratio) <= 1.0 / len(selected) + 1e-9,
+        },
+        "rejections": dict(sorted(Counter(r.reason for r in rejected).items())),
+        "rejected": [{"source": r.source, "reason": r.reason, "detail": r.detail} for r in rejected[:200]],
+    }

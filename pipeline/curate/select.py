@@ -10,19 +10,18 @@ covers every kind of task the agent fails instead of the first ones by id.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
 
 from pipeline.curate.bands import Bands
 from pipeline.dataset.task import Task
+from pipeline.digest import sha256_json
 from pipeline.rollout.trajectory import Trajectory
 
 
 def trajectory_key(traj: Trajectory) -> str:
     """Content of a conversation (who said what, which calls) regardless of ids, timings and trial."""
     body = [(m.role, m.content, [(c.name, c.arguments) for c in m.tool_calls]) for m in traj.messages]
-    return hashlib.sha256(json.dumps([traj.task_id, body], sort_keys=True, default=str).encode()).hexdigest()
+    return sha256_json([traj.task_id, body], compact=False, ensure_ascii=True, default=str)
 
 
 def task_key(task: Task) -> str:
@@ -33,7 +32,7 @@ def task_key(task: Task) -> str:
         "script": task.user_script.model_dump(mode="json"),
         "gold": [a.model_dump(mode="json") for a in task.gold_actions],
     }
-    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+    return sha256_json(data, compact=False, ensure_ascii=True)
 
 
 @dataclass

@@ -14,8 +14,9 @@ from collections import OrderedDict
 from typing import Any
 
 from pipeline.dataset.task import Action, Task
+from pipeline.digest import sha256_json
 from pipeline.errors import TaskError
-from pipeline.world.tables import Session, World, sha256_json
+from pipeline.world.tables import Session, World
 from pipeline.world.tools import ToolError, synchronise
 
 SIDES: dict[object, str] = {"assistant": "assistant", "user": "user"}
@@ -122,8 +123,3 @@ def start_session(world: World, task: Task | None, authenticated_user_id: str | 
                 _started.popitem(last=False)
     session.overlay = {table: dict(records) for table, records in overlay.items()}
     return session
-
-
-def clear_setup_cache() -> None:
-    with _lock:
-        _started.clear()

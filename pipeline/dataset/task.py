@@ -7,17 +7,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import AfterValidator, Field, SerializerFunctionWrapHandler, model_serializer
+
+from pipeline.strict import Strict
 
 Persona = Literal["terse", "chatty", "formal", "anxious"]
 PERSONAS: tuple[str, ...] = Persona.__args__  # type: ignore[attr-defined]
 Source = Literal["eval", "synthesized", "curated", "tau2"]
 Fact = str | int | float | bool
 """A scalar a customer can state about themselves."""
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class Action(Strict):

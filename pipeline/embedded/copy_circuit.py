@@ -139,7 +139,32 @@ def plant_copy_circuit(
     rms0 = math.sqrt((norm**2 + constant**2) / hidden)
     code0 = c_len / rms0  # length of a (digit) code after the layer-0 RMSNorm
 
-    # ---- layer 0: previous-token heads (queries/keys on the constant channel, fastest RoPE pairs) ---------------
+    shape = dict(code=code, offsets=offsets, channel=channel, head_dim=head_dim, half=half)
+    _plant_previous_token_heads(model, K, B, freqs, fast_pairs, sharpness, constant, rms0, c_len, code0, **shape)
+    rms1 = math.sqrt((norm**2 + offsets * c_len**2 + constant**2) / hidden)
+    _plant_induction_head(model, K, B, free, slow, c_len, rms1, match_logit, vote_gain, **shape)
+
+
+def _plant_previous_token_heads(
+    model: LlamaForCausalLM,
+    K: torch.Tensor,
+    B: list[torch.Tensor],
+    freqs: list[float],
+    fast_pairs: tuple[float, ...],
+    sharpness: float,
+    constant: float,
+    rms0: float,
+    c_len: float,
+    code0: float,
+    *,
+    code: int,
+    offsets: int,
+    channel: int,
+    head_dim: int,
+    half: int,
+) -> None:
+    """Layer 0: previous-token heads (queries/keys on the constant channel, fastest RoPE pairs), head `o`
+    copying the code of the token `o + 1` back into its subspace B[o]."""
     attn0 = model.model.layers[0].self_attn
     weights = [w / max(fast_pairs) for w in fast_pairs]
     contrast = sum(w * (1 - math.cos(f)) for w, f in zip(weights, freqs, strict=False))
@@ -158,8 +183,25 @@ def plant_copy_circuit(
         attn0.o_proj.weight[:, rows] = 0.0
         attn0.o_proj.weight[:channel, base : base + code] = B[o] * (c_len / code0)  # writes it with length c_len
 
-    # ---- layer 1: the trigram induction head (slowest RoPE pairs) ----------------------------------------------
-    rms1 = math.sqrt((norm**2 + offsets * c_len**2 + constant**2) / hidden)
+
+def _plant_induction_head(
+    model: LlamaForCausalLM,
+    K: torch.Tensor,
+    B: list[torch.Tensor],
+    free: torch.Tensor,
+    slow: list[int],
+    c_len: float,
+    rms1: float,
+    match_logit: float,
+    vote_gain: float,
+    *,
+    code: int,
+    offsets: int,
+    channel: int,
+    head_dim: int,
+    half: int,
+) -> None:
+    """Layer 1: the trigram induction head (slowest RoPE pairs), voting for the token that followed the match."""
     code1 = c_len / rms1
     alpha = math.sqrt(match_logit * math.sqrt(head_dim)) / code1
     dims = [p for p in slow] + [p + half for p in slow]  # both members of each slow pair

@@ -35,17 +35,11 @@ from pipeline.explore.kit import (
     singular,
     words,
 )
-from pipeline.explore.model import WorldModel
 from pipeline.explore.pairs import Pair, live
 from pipeline.explore.pairs import key as value_key
 from pipeline.explore.repair import attempt, repairs
 from pipeline.explore.speech import phrase, speak
 from pipeline.world.tools import execute
-
-
-def conditional_tools(model: WorldModel) -> list[str]:
-    """Write tools that can head a conditional request: a condition with a sibling write for when it fails."""
-    return [t for t in sorted(model.writes) if live(model, t)]
 
 
 def shown(ctx: Grounding, user: str, table: str, key: str) -> dict[str, Any] | None:

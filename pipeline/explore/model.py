@@ -12,11 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+from pipeline.strict import Strict
 
 
 class TableModel(Strict):

@@ -24,7 +24,6 @@ Rules, applied everywhere:
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -33,6 +32,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pipeline.digest import sha256_json
 from pipeline.errors import InputError
 from pipeline.rollout.trajectory import Message, ToolCall
 
@@ -100,7 +100,7 @@ def codec_hash(config: CodecConfig | None = None) -> str:
         "templates": [_FULL_TOOLS_HEAD, _FULL_TOOLS_TAIL, _COMPACT_TOOLS_HEAD, _CALL_RE.pattern],
         "config": config.model_dump(),
     }
-    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
+    return sha256_json(spec, compact=False, ensure_ascii=True)[:16]
 
 
 # ---- assistant text <-> message ------------------------------------------------------------------------------

@@ -11,11 +11,11 @@ extension of turn t-1's ids; the `hf` backend's key/value cache reuses the commo
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline.digest import sha256_json
 from pipeline.formats.base import ChatFormatError, single_token_id
 from pipeline.formats.parsers import PARSERS, split_thinking
 from pipeline.rollout.trajectory import Message
@@ -161,4 +161,4 @@ class TemplateFormat:
     def template_hash(self, tokenizer: Any) -> str:
         """Identity of what renders the prompt: this format and the tokenizer's chat template (16 hex digits)."""
         spec = {"format": self.name, "template": getattr(tokenizer, "chat_template", None)}
-        return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
+        return sha256_json(spec, compact=False, ensure_ascii=True)[:16]

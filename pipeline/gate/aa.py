@@ -14,24 +14,21 @@ import json
 import logging
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from pipeline.gate.config import GateConfig
 from pipeline.gate.decision import read_heldout_tasks
 from pipeline.gate.load import RunInputs, load_run, sha256_file
 from pipeline.gate.power import Outcome
 from pipeline.gate.stats import MetricTest, PassHatK, evaluate
+from pipeline.strict import Strict
 from pipeline.world.registry import load_world
 from pipeline.world.tables import World
 
 log = logging.getLogger(__name__)
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class AADirection(_Strict):
+class AADirection(Strict):
     """The gate's decision with one run as the candidate and the other as the champion."""
 
     candidate: str = Field(description="'A' or 'B'.")
@@ -42,7 +39,7 @@ class AADirection(_Strict):
     tests: list[MetricTest]
 
 
-class AACheck(_Strict):
+class AACheck(Strict):
     """aa.json: would the gate promote an agent over itself?"""
 
     false_promotion: bool = Field(description="True if either direction promoted: the gate was fooled by noise.")

@@ -33,13 +33,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_serializer
+from pydantic import Field, model_serializer
 
 from pipeline.gate.config import PASS_AT_1, GateConfig
 from pipeline.gate.errors import GateInputError
 from pipeline.gate.power import Outcome, mde, outcome, sign_decisive, standard_error, tasks_needed
 from pipeline.metrics.intervals import bootstrap_draws, paired_bootstrap_draws, percentile_interval, task_clusters
 from pipeline.metrics.passk import pass_hat_k
+from pipeline.strict import Strict
 
 DIGITS = 6
 _MAX_NAMED = 5
@@ -68,11 +69,7 @@ class TaskOutcome:
 Table = Mapping[str, TaskOutcome]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class PassHatK(_Strict):
+class PassHatK(Strict):
     """The pass^k comparison the promotion rests on."""
 
     k: int
@@ -115,7 +112,7 @@ class PassHatK(_Strict):
         return data
 
 
-class MetricTest(_Strict):
+class MetricTest(Strict):
     """One 'did it get worse' test."""
 
     name: str
@@ -128,7 +125,7 @@ class MetricTest(_Strict):
     worse: bool = Field(description="Rejected by Holm's step-down procedure: significantly worse.")
 
 
-class Evaluation(_Strict):
+class Evaluation(Strict):
     promote: bool
     outcome: Outcome
     reasons: list[str]

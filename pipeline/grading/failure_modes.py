@@ -53,7 +53,8 @@ from pipeline.grading.timeline import Timeline, build_timeline
 from pipeline.grading.utterances import claims_completion, order_ids, refuses
 from pipeline.grading.verdict import Verdict
 from pipeline.rollout.runner import MALFORMED
-from pipeline.rollout.trajectory import Strict, Trajectory
+from pipeline.rollout.trajectory import Trajectory
+from pipeline.strict import Strict
 from pipeline.world.registry import resolve_domain
 from pipeline.world.vocabulary import EMPTY, Vocabulary
 

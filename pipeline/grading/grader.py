@@ -18,6 +18,7 @@ from pipeline.dataset.assertions import check_assertions
 from pipeline.dataset.replay import replay_gold
 from pipeline.dataset.setup import start_session
 from pipeline.dataset.task import Task
+from pipeline.digest import sha256_json
 from pipeline.grading.judge import Judge, is_enabled
 from pipeline.grading.state_diff import count_by_kind, diff_states, summarize_diffs
 from pipeline.grading.static_checks import StaticInput, call_key, run_static_checks
@@ -27,7 +28,7 @@ from pipeline.grading.verdict import ComponentResult, Verdict
 from pipeline.rollout.protocols import InfrastructureError
 from pipeline.rollout.runner import NOT_RUN, Limits, not_run_message, run_tool_call
 from pipeline.rollout.trajectory import Message, Trajectory
-from pipeline.world.tables import Session, World, sha256_json
+from pipeline.world.tables import Session, World
 
 log = logging.getLogger(__name__)
 CACHE_SIZE = 4096

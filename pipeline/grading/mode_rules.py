@@ -1,7 +1,7 @@
 """The evidence rules behind the failure modes, applied in one pass over a trial's timeline.
 
 The rules themselves are listed in `pipeline.grading.failure_modes`. The pass keeps what the agent had been
-shown so far (the value-provenance pool, each record's last shown status, each customer's payment methods)
+shown so far (the evidence pool, each record's last shown status, each customer's payment methods)
 and where the conversation stands (confirmation asked and answered, writes since the last claim). Which
 arguments are enumerated choices, which statuses exist and how records are cited come from the domain's
 `Vocabulary` (pipeline.world.vocabulary).
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pipeline.grading.provenance import EvidencePool, unsupported_figures
+from pipeline.grading.evidence import EvidencePool, unsupported_figures
 from pipeline.grading.static_checks import affirms
 from pipeline.grading.timeline import Say, Step, Timeline
 from pipeline.grading.utterances import (

@@ -40,11 +40,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from pipeline.dataset.assertions import check_assertions
 from pipeline.dataset.setup import start_session
 from pipeline.dataset.task import Task
+from pipeline.digest import sha256_json
 from pipeline.grading.judge import Judge, is_enabled
 from pipeline.grading.tau2_criteria import DEFAULT_BASIS
 from pipeline.grading.verdict import Tau2Check, Tau2Result
 from pipeline.rollout.trajectory import USER_ENDED, Message, Trajectory
-from pipeline.world.tables import Session, ToolEvent, World, sha256_json
+from pipeline.world.tables import Session, ToolEvent, World
 from pipeline.world.tools import execute
 
 VerdictName = Literal["strict", "tau2"]
@@ -293,8 +294,3 @@ def tau2_reward(
             reward *= c.reward
     notes = [f"{n} in the reward basis but no judge is configured: left out of the product" for n in unjudged]
     return Tau2Result(reward=reward, passed=reward == 1.0, basis=basis, checks=checks, unjudged=unjudged, notes=notes)
-
-
-def clear_gold_cache() -> None:
-    with _gold_lock:
-        _gold.clear()

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from pipeline.rollout.trajectory import Strict
+from pipeline.strict import Strict
 
 DiffKind = Literal["wrong_value", "unrequested_change", "missing_change"]
 

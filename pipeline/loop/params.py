@@ -18,8 +18,6 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal  # noqa: F401
 
 import yaml
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     PrivateAttr,
     ValidationError,
@@ -32,7 +30,8 @@ from pipeline.curate.config import CurateConfig, loop_curate_config
 from pipeline.errors import InputError
 from pipeline.gate.config import EVAL_TASKS, GateConfig
 from pipeline.measure.config import LOOP_INPUTS, MeasureConfig, loop_measure_config
-from pipeline.synth.synthesize import SynthConfig
+from pipeline.strict import Strict
+from pipeline.synth.config import SynthConfig
 from pipeline.target import TargetConfig
 from pipeline.train.sft_config import INPUTS as SFT_INPUTS
 from pipeline.train.sft_config import SFTConfig
@@ -44,10 +43,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _GEN = re.compile(r"^gen-(\d+)(-.+)?$")
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class LoopParams(Strict):

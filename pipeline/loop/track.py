@@ -93,14 +93,8 @@ def _track_and_promote(p: Params, lock_path: Path) -> dict[str, Any]:
     from pipeline.loop.stages import eval_tasks_file
     from pipeline.metrics.summary import MeasureSummary
     from pipeline.report.history import HISTORY_PLOT
-    from pipeline.tracking import (
-        IterationTracker,
-        champion_version,
-        dvc_stage_hashes,
-        promote,
-        register_checkpoint,
-    )
-    from pipeline.tracking.datasets import dataset_tags, log_datasets
+    from pipeline.tracking import IterationTracker, champion_version, dvc_stage_hashes, promote
+    from pipeline.tracking.datasets import log_datasets
 
     began = time.time()
     config = tracking_config(p)
@@ -126,55 +120,14 @@ def _track_and_promote(p: Params, lock_path: Path) -> dict[str, Any]:
         return tracker.stage(name, times=st.times(name), about=about(name), reused=st.reused(name), **kw)
 
     with tracker:
-        client = tracker.client
         log_datasets(
-            client,
+            tracker.client,
             tracker.run_id,
             [(ds, "evaluation") for ds in [data.eval] if ds] + [(ds, "training") for ds in trained_on],
         )
-        with stage("eval_tasks", params=sections["world"]) as run:
-            run.log_metrics({"eval_tasks": sum(1 for _ in eval_tasks_file(p).open())})
-            log_datasets(client, run.run_id, [(data.eval, "output")] if data.eval else [])
-        with stage("baseline", role="baseline", params=sections["baseline"]) as run:
-            _artifacts(run, paths.BASELINE_MODEL / "agent.json")
-            run.set_tags({"agentloop.agent": read_agent_spec(paths.BASELINE_MODEL)})
-        with stage("measure", role="baseline", params=sections["measure"]) as run:
-            run.log_summary(baseline_summary)
-            _artifacts(run, paths.BASELINE_RUN / "metrics.json", paths.BASELINE_RUN / "per_task.csv")
-            log_datasets(client, run.run_id, [(data.eval, "evaluation")] if data.eval else [])
-            _traces(p, tracker, run, paths.BASELINE_RUN, "baseline", data, st.times("measure"))
-        with stage("target", params=sections["target"]) as run:
-            _artifacts(run, paths.TARGETS)
-        with stage("synthesize", params=sections["synthesize"]) as run:
-            manifest = _json(paths.SYNTH_DIR / "manifest.json")
-            run.log_metrics({"tasks": float(manifest.get("tasks", 0))})
-            _artifacts(run, paths.SYNTH_DIR / "manifest.json")
-            log_datasets(client, run.run_id, [(ds, "output") for ds in (data.pool, data.anchors) if ds])
-        with stage("curate", params=sections["curate"]) as run:
-            _artifacts(run, paths.CURATED_DIR / "manifest.json")
-            log_datasets(
-                client, run.run_id, [(ds, ctx) for ds, ctx in ((data.pool, "pool"), (data.curated, "output")) if ds]
-            )
-        with stage("train", role="candidate", params=sections["train"]) as run:
-            log_datasets(client, run.run_id, [(ds, "training") for ds in trained_on])
-            with tempfile.TemporaryDirectory(prefix=".register-", dir=paths.CANDIDATE_MODEL.parent) as scratch:
-                # what the registry stores names no local path: the directory as is, or a packaged copy of it
-                stored = packaged(paths.CANDIDATE_MODEL, Path(scratch) / "model")
-                labels = {"agentloop.agent": agent_label(stored), **dataset_tags(trained_on)}
-                version = register_checkpoint(tracker, stored, tags=labels)
-        with stage("remeasure", role="candidate", params=sections["measure"]) as run:
-            run.log_summary(candidate_summary)
-            _artifacts(run, paths.CANDIDATE_RUN / "metrics.json", paths.CANDIDATE_RUN / "per_task.csv")
-            log_datasets(client, run.run_id, [(data.eval, "evaluation")] if data.eval else [])
-            _traces(p, tracker, run, paths.CANDIDATE_RUN, "candidate", data, st.times("remeasure"))
-        with stage("gate", params=sections["gate"]) as run:
-            run.log_gate(decision.model_dump(mode="json"), propagate=False)
-            _artifacts(run, paths.GATE)
-            log_datasets(client, run.run_id, [(data.eval, "evaluation")] if data.eval else [])
-        with stage("report", params=sections["report"]) as run:
-            _artifacts(run, paths.REPORT_DIR / "report.html")
-            if (paths.REPORT_DIR / "plots").exists():
-                run.log_artifact(paths.REPORT_DIR / "plots", "plots")
+        _log_inputs(p, tracker, stage, sections, data, st, baseline_summary)
+        version = _log_train(tracker, stage, sections, trained_on)
+        _log_outcome(p, tracker, stage, sections, data, st, candidate_summary, decision)
         allowed = os.environ.get("AGENTLOOP_PROMOTE", "on") != "off"
         with tracker.stage("promote", params=sections["promote"], about=about("promote")) as run:
             if decision.promote and allowed:
@@ -206,3 +159,72 @@ def _track_and_promote(p: Params, lock_path: Path) -> dict[str, Any]:
     # The store's own ids differ on every machine: kept out of the tracked record, so a rerun leaves git clean.
     atomic_write(paths.TRACKING, json.dumps(where, indent=2, sort_keys=True) + "\n")
     return {**record, **where}
+
+
+def _log_inputs(p: Params, tracker, stage, sections: dict[str, Any], data: LoopData, st: StageTimes, summary) -> None:
+    """The stage runs up to training: the evaluation tasks, the baseline and its measurement, the targets, the
+    synthesized pool and the curated selection."""
+    from pipeline.loop.stages import eval_tasks_file
+    from pipeline.tracking.datasets import log_datasets
+
+    client = tracker.client
+    with stage("eval_tasks", params=sections["world"]) as run:
+        run.log_metrics({"eval_tasks": sum(1 for _ in eval_tasks_file(p).open())})
+        log_datasets(client, run.run_id, [(data.eval, "output")] if data.eval else [])
+    with stage("baseline", role="baseline", params=sections["baseline"]) as run:
+        _artifacts(run, paths.BASELINE_MODEL / "agent.json")
+        run.set_tags({"agentloop.agent": read_agent_spec(paths.BASELINE_MODEL)})
+    with stage("measure", role="baseline", params=sections["measure"]) as run:
+        run.log_summary(summary)
+        _artifacts(run, paths.BASELINE_RUN / "metrics.json", paths.BASELINE_RUN / "per_task.csv")
+        log_datasets(client, run.run_id, [(data.eval, "evaluation")] if data.eval else [])
+        _traces(p, tracker, run, paths.BASELINE_RUN, "baseline", data, st.times("measure"))
+    with stage("target", params=sections["target"]) as run:
+        _artifacts(run, paths.TARGETS)
+    with stage("synthesize", params=sections["synthesize"]) as run:
+        manifest = _json(paths.SYNTH_DIR / "manifest.json")
+        run.log_metrics({"tasks": float(manifest.get("tasks", 0))})
+        _artifacts(run, paths.SYNTH_DIR / "manifest.json")
+        log_datasets(client, run.run_id, [(ds, "output") for ds in (data.pool, data.anchors) if ds])
+    with stage("curate", params=sections["curate"]) as run:
+        _artifacts(run, paths.CURATED_DIR / "manifest.json")
+        log_datasets(
+            client, run.run_id, [(ds, ctx) for ds, ctx in ((data.pool, "pool"), (data.curated, "output")) if ds]
+        )
+
+
+def _log_train(tracker, stage, sections: dict[str, Any], trained_on) -> str:
+    """The train stage run, registering the candidate checkpoint; returns its model version."""
+    from pipeline.tracking import register_checkpoint
+    from pipeline.tracking.datasets import dataset_tags, log_datasets
+
+    with stage("train", role="candidate", params=sections["train"]) as run:
+        log_datasets(tracker.client, run.run_id, [(ds, "training") for ds in trained_on])
+        with tempfile.TemporaryDirectory(prefix=".register-", dir=paths.CANDIDATE_MODEL.parent) as scratch:
+            # what the registry stores names no local path: the directory as is, or a packaged copy of it
+            stored = packaged(paths.CANDIDATE_MODEL, Path(scratch) / "model")
+            labels = {"agentloop.agent": agent_label(stored), **dataset_tags(trained_on)}
+            version = register_checkpoint(tracker, stored, tags=labels)
+    return version
+
+
+def _log_outcome(
+    p: Params, tracker, stage, sections: dict[str, Any], data: LoopData, st: StageTimes, summary, decision
+) -> None:
+    """The stage runs after training: the candidate's measurement, the gate and the report."""
+    from pipeline.tracking.datasets import log_datasets
+
+    client = tracker.client
+    with stage("remeasure", role="candidate", params=sections["measure"]) as run:
+        run.log_summary(summary)
+        _artifacts(run, paths.CANDIDATE_RUN / "metrics.json", paths.CANDIDATE_RUN / "per_task.csv")
+        log_datasets(client, run.run_id, [(data.eval, "evaluation")] if data.eval else [])
+        _traces(p, tracker, run, paths.CANDIDATE_RUN, "candidate", data, st.times("remeasure"))
+    with stage("gate", params=sections["gate"]) as run:
+        run.log_gate(decision.model_dump(mode="json"), propagate=False)
+        _artifacts(run, paths.GATE)
+        log_datasets(client, run.run_id, [(data.eval, "evaluation")] if data.eval else [])
+    with stage("report", params=sections["report"]) as run:
+        _artifacts(run, paths.REPORT_DIR / "report.html")
+        if (paths.REPORT_DIR / "plots").exists():
+            run.log_artifact(paths.REPORT_DIR / "plots", "plots")

@@ -13,10 +13,10 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from pipeline.digest import sha256_json
 from pipeline.grading.tau2_reward import VerdictName
 from pipeline.metrics.cost import PriceTable
 from pipeline.rollout.runner import Limits
-from pipeline.world.tables import sha256_json
 
 # A path written in YAML is text; params.yaml is validated strictly, so the text is turned into a Path first.
 PathText = Annotated[Path, BeforeValidator(lambda v: Path(v) if isinstance(v, str) else v)]

@@ -12,18 +12,15 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from pipeline.metrics.aggregate import Results, task_counts
 from pipeline.metrics.errors import MetricsInputError
 from pipeline.rollout.trajectory import Usage
+from pipeline.strict import Strict
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class Price(_Strict):
+class Price(Strict):
     """The price of one model."""
 
     prompt_per_million: float = Field(
@@ -69,7 +66,7 @@ class Price(_Strict):
         )
 
 
-class PriceTable(_Strict):
+class PriceTable(Strict):
     """Prices by model name; an unpriced model is an error, never a silent zero."""
 
     currency: str = Field(default="USD", description="Unit of every price and cost in this table.")
@@ -106,7 +103,7 @@ class PriceTable(_Strict):
         return self.price(model).cost(usage)
 
 
-class CostSummary(_Strict):
+class CostSummary(Strict):
     """Cost figures for one agent on one task set."""
 
     currency: str = Field(default="USD", description="Unit of the cost figures.")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, model_serializer
+from pydantic import Field, model_serializer
 
 from pipeline.grading.failure_modes import FAILURE_MODES, SIGNATURES, FailureAnalysis
 from pipeline.metrics.aggregate import count_outcomes, mean_pass_at_k, mean_pass_hat_k, per_task_pass_hat_k
@@ -17,16 +17,13 @@ from pipeline.metrics.buckets import bucket_shares
 from pipeline.metrics.cost import CostSummary, cost_summary
 from pipeline.metrics.errors import MetricsInputError
 from pipeline.metrics.intervals import bootstrap
+from pipeline.strict import Strict
 
 DIFF_KINDS = ("wrong_value", "unrequested_change", "missing_change")
 DIGITS = 6
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class TrialRecord(_Strict):
+class TrialRecord(Strict):
     """One graded trial, reduced to what the metrics need."""
 
     task_id: str
@@ -40,12 +37,12 @@ class TrialRecord(_Strict):
     tokens: int = Field(default=0, ge=0, description="The agent's prompt + completion tokens in this trial.")
 
 
-class Rate(_Strict):
+class Rate(Strict):
     trials: float = Field(description="Share of valid trials showing it.")
     tasks: float = Field(description="Share of tasks with at least one valid trial showing it.")
 
 
-class MeasureSummary(_Strict):
+class MeasureSummary(Strict):
     agent: str
     tasks: int
     trials_per_task: int

@@ -2,22 +2,28 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pydantic import Field
 
 from pipeline.dataset.setup import start_session
 from pipeline.dataset.task import Task
 from pipeline.rollout.persona import persona_for
-from pipeline.rollout.protocols import Agent, AgentEpisode, EpisodeInfo, InfrastructureError, User
+from pipeline.rollout.protocols import (
+    Agent,
+    AgentEpisode,
+    EpisodeInfo,
+    InfrastructureError,
+    User,
+    UserEpisode,
+    UserReply,
+)
 from pipeline.rollout.trajectory import (
     CustomerCall,
     Message,
-    Strict,
     Termination,
     Timings,
     ToolCall,
@@ -25,6 +31,7 @@ from pipeline.rollout.trajectory import (
     Usage,
     customer_view,
 )
+from pipeline.strict import Strict
 from pipeline.world.registry import domain_spec
 from pipeline.world.tables import Session, ToolEvent, World
 from pipeline.world.tools import execute
@@ -96,6 +103,58 @@ def episode_steps(
     """
     limits = limits or Limits()
     session = session or start_session(world, task)
+    info, traj = _episode_start(world, task, agent, user, trial, seed)
+    ep = _Episode(session, traj, limits, dual=world.user_tools is not None, timings=Timings(started_at=time.time()))
+    t_start = time.perf_counter()
+    try:
+        agent_ep = agent.start(info)
+        user_ep = user.start(info)
+        termination: Termination | None = None
+        while termination is None:
+            reply, termination = _user_speaks(ep, user_ep)
+            if termination is not None:
+                break
+            traj.messages.append(Message(role="user", content=reply.content, usage=reply.usage))
+            ep.turns += 1
+            if reply.stop:
+                termination = reply.termination or "user_stop"
+                break
+            termination = yield from _agent_works(ep, agent_ep)
+            if termination is None and ep.turns >= limits.max_turns:
+                termination = "turn_limit"
+        traj.termination = termination
+    except InfrastructureError as exc:
+        log.warning("episode %s trial %d: infrastructure error: %s", task.id, trial, exc)
+        traj.termination = "infra_error"
+        traj.error = str(exc)
+    ep.timings.wall_s = time.perf_counter() - t_start
+    traj.timings = ep.timings
+    traj.agent_usage, traj.user_usage = ep.agent_usage, ep.user_usage
+    traj.world_log = [e.to_dict() for e in session.log]
+    traj.final_changed = session.changed()
+    traj.final_hash = session.state_hash()
+    return traj
+
+
+@dataclass
+class _Episode:
+    """The running counts of one episode, shared by its user's and its agent's turns."""
+
+    session: Session
+    traj: Trajectory
+    limits: Limits
+    dual: bool  # the user has tools of their own (dual control)
+    timings: Timings
+    agent_usage: Usage = field(default_factory=Usage)
+    user_usage: Usage = field(default_factory=Usage)
+    turns: int = 0
+    tool_calls: int = 0
+
+
+def _episode_start(
+    world: World, task: Task, agent: Agent, user: User, trial: int, seed: int
+) -> tuple[EpisodeInfo, Trajectory]:
+    """What the agent and user are told at the start, and the empty trajectory."""
     dual = world.user_tools is not None
     persona = persona_for(task, trial)
     info = EpisodeInfo(
@@ -118,90 +177,65 @@ def episode_steps(
         world=world.name,
         domain=domain_spec(world.domain),
     )
-    timings = Timings(started_at=time.time())
-    agent_usage, user_usage = Usage(), Usage()
-    messages: list[Message] = traj.messages
-    t_start = time.perf_counter()
-    turns = 0
-    tool_calls = 0
-    try:
-        agent_ep = agent.start(info)
-        user_ep = user.start(info)
-        termination: Termination | None = None
-        while termination is None:
-            # -- the user speaks (with dual control, after any calls of their own tools)
-            user_steps = 0
-            while True:
-                t0 = time.perf_counter()
-                reply = user_ep.respond(customer_view(messages, traj.customer_calls) if dual else messages)
-                timings.user_s += time.perf_counter() - t0
-                user_usage += reply.usage
-                if not (dual and reply.tool_calls) or reply.stop:
-                    break
-                for call in reply.tool_calls:
-                    t0 = time.perf_counter()
-                    result = run_tool_call(session, call, requestor="user")
-                    timings.tool_s += time.perf_counter() - t0
-                    traj.customer_calls.append(CustomerCall(at=len(messages), call=call, result=result))
-                user_steps += 1
-                if user_steps >= limits.max_steps_per_turn:
-                    termination = "turn_limit"
-                    break
-            if termination is not None:
-                break
-            messages.append(Message(role="user", content=reply.content, usage=reply.usage))
-            turns += 1
-            if reply.stop:
-                termination = reply.termination or "user_stop"
-                break
-            # -- the agent works until it speaks to the user
-            steps = 0
-            while True:
-                if turns >= limits.max_turns:
-                    termination = "turn_limit"
-                    break
-                t0 = time.perf_counter()
-                msg = yield AgentTurn(agent_ep, messages)
-                dt = time.perf_counter() - t0
-                timings.agent_s += dt
-                msg.latency_s = msg.latency_s if msg.latency_s is not None else dt
-                if msg.usage:
-                    agent_usage += msg.usage
-                messages.append(msg)
-                turns += 1
-                if not msg.tool_calls:
-                    if msg.content is None or not msg.content.strip():
-                        termination = "agent_stop"
-                    break
-                for call in msg.tool_calls:
-                    if tool_calls >= limits.max_tool_calls:  # one message may ask for more than the budget holds
-                        messages.append(not_run_message(call))
-                        continue
-                    t0 = time.perf_counter()
-                    messages.append(run_tool_call(session, call))
-                    timings.tool_s += time.perf_counter() - t0
-                    tool_calls += 1
-                steps += 1
-                if tool_calls >= limits.max_tool_calls:
-                    termination = "turn_limit"
-                    break
-                if steps >= limits.max_steps_per_turn:
-                    termination = "turn_limit"
-                    break
-            if termination is None and turns >= limits.max_turns:
-                termination = "turn_limit"
-        traj.termination = termination
-    except InfrastructureError as exc:
-        log.warning("episode %s trial %d: infrastructure error: %s", task.id, trial, exc)
-        traj.termination = "infra_error"
-        traj.error = str(exc)
-    timings.wall_s = time.perf_counter() - t_start
-    traj.timings = timings
-    traj.agent_usage, traj.user_usage = agent_usage, user_usage
-    traj.world_log = [e.to_dict() for e in session.log]
-    traj.final_changed = session.changed()
-    traj.final_hash = session.state_hash()
-    return traj
+    return info, traj
+
+
+def _user_speaks(ep: _Episode, user_ep: UserEpisode) -> tuple[UserReply, Termination | None]:
+    """The user's turn (with dual control, after any calls of their own tools): the reply, and the turn limit
+    when the user called tools too many times in a row."""
+    traj, timings, messages = ep.traj, ep.timings, ep.traj.messages
+    user_steps = 0
+    while True:
+        t0 = time.perf_counter()
+        reply = user_ep.respond(customer_view(messages, traj.customer_calls) if ep.dual else messages)
+        timings.user_s += time.perf_counter() - t0
+        ep.user_usage += reply.usage
+        if not (ep.dual and reply.tool_calls) or reply.stop:
+            return reply, None
+        for call in reply.tool_calls:
+            t0 = time.perf_counter()
+            result = run_tool_call(ep.session, call, requestor="user")
+            timings.tool_s += time.perf_counter() - t0
+            traj.customer_calls.append(CustomerCall(at=len(messages), call=call, result=result))
+        user_steps += 1
+        if user_steps >= ep.limits.max_steps_per_turn:
+            return reply, "turn_limit"
+
+
+def _agent_works(ep: _Episode, agent_ep: AgentEpisode) -> Generator[AgentTurn, Message, Termination | None]:
+    """The agent's turn: its messages and tool calls until it speaks to the user; a termination if the episode
+    ends here (the agent stops, or a limit is reached)."""
+    limits, timings, messages = ep.limits, ep.timings, ep.traj.messages
+    steps = 0
+    while True:
+        if ep.turns >= limits.max_turns:
+            return "turn_limit"
+        t0 = time.perf_counter()
+        msg = yield AgentTurn(agent_ep, messages)
+        dt = time.perf_counter() - t0
+        timings.agent_s += dt
+        msg.latency_s = msg.latency_s if msg.latency_s is not None else dt
+        if msg.usage:
+            ep.agent_usage += msg.usage
+        messages.append(msg)
+        ep.turns += 1
+        if not msg.tool_calls:
+            if msg.content is None or not msg.content.strip():
+                return "agent_stop"
+            return None
+        for call in msg.tool_calls:
+            if ep.tool_calls >= limits.max_tool_calls:  # one message may ask for more than the budget holds
+                messages.append(not_run_message(call))
+                continue
+            t0 = time.perf_counter()
+            messages.append(run_tool_call(ep.session, call))
+            timings.tool_s += time.perf_counter() - t0
+            ep.tool_calls += 1
+        steps += 1
+        if ep.tool_calls >= limits.max_tool_calls:
+            return "turn_limit"
+        if steps >= limits.max_steps_per_turn:
+            return "turn_limit"
 
 
 def run_tool_call(session: Session, call: ToolCall, requestor: str = "assistant") -> Message:
@@ -235,7 +269,3 @@ def run_tool_call(session: Session, call: ToolCall, requestor: str = "assistant"
 def not_run_message(call: ToolCall) -> Message:
     """The tool message of a call past the budget: an error the agent sees; nothing ran, nothing is logged."""
     return Message(role="tool", content=NOT_RUN, tool_call_id=call.id, name=call.name, error=True)
-
-
-def dumps_arguments(arguments: dict) -> str:
-    return json.dumps(arguments, sort_keys=True)

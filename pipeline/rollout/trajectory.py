@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
+
+from pipeline.strict import Strict
 
 Termination = Literal["agent_stop", "user_stop", "user_transfer", "user_out_of_scope", "turn_limit", "infra_error"]
 STOP_TOKEN = "###STOP###"
@@ -20,10 +22,6 @@ USER_SIGNALS: dict[str, Termination] = {
     "###OUT-OF-SCOPE###": "user_out_of_scope",
 }
 USER_ENDED: tuple[str, ...] = tuple(USER_SIGNALS.values())
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class Usage(Strict):

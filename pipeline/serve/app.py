@@ -25,7 +25,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from pipeline.endpoint.wire import call_to_openai, message_from_openai
 from pipeline.errors import InputError
 from pipeline.serve.connections import DEFAULT_MAX_CONNECTIONS, DEFAULT_READ_TIMEOUT_S, bounded_protocol
-from pipeline.serve.engine import Engine, GenerationParams, Limiter, PromptTooLongError
+from pipeline.serve.engine import Engine, Generation, GenerationParams, Limiter, PromptTooLongError
 from pipeline.serve.guard import DEFAULT_MAX_REQUEST_BYTES, Guard, check_exposure, fewest_prompt_tokens
 from pipeline.serve.responses import ChatCompletionOut, Health, ModelList, errors
 from pipeline.serve.schema import ChatRequest
@@ -75,22 +75,7 @@ def create_app(
     app.add_middleware(Guard, api_key=api_key, max_bytes=max_request_bytes)
     limiter = Limiter(max_concurrency)
     token_bytes = getattr(engine, "max_token_bytes", None)
-
-    @app.exception_handler(APIError)
-    async def _api_error(_: Request, exc: APIError) -> JSONResponse:
-        return _error(exc.status, exc.message, exc.kind, exc.code)
-
-    @app.exception_handler(StarletteHTTPException)
-    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:  # e.g. a body nested too deeply
-        kind = "invalid_request_error" if exc.status_code < 500 else "server_error"
-        return _error(exc.status_code, str(exc.detail), kind, headers=getattr(exc, "headers", None))  # e.g. Allow
-
-    @app.exception_handler(RequestValidationError)
-    async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
-        first: dict[str, Any] = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid request"}
-        where = ".".join(str(p) for p in first["loc"] if p != "body")
-        return _error(400, f"{where}: {first['msg']}" if where else first["msg"], "invalid_request_error")
-
+    _error_handlers(app)
     common = (401, 405, 408, 413, 503)
 
     @app.get("/health", response_model=Health, responses=errors(405, 408, 413, 503))
@@ -106,26 +91,7 @@ def create_app(
 
     @app.post("/v1/chat/completions", response_model=ChatCompletionOut, responses=errors(400, 404, *common))
     def chat(req: ChatRequest) -> dict[str, Any]:
-        if req.model != engine.name:
-            raise APIError(
-                404, f"The model `{req.model}` does not exist; this server has `{engine.name}`.", code="model_not_found"
-            )
-        if req.stream:
-            raise APIError(400, "stream=true is not supported by agentloop serve", code="unsupported")
-        if req.n != 1:
-            raise APIError(400, "only n=1 is supported", code="unsupported")
-        raw = req.message_dicts()
-        for name, value in (("messages", raw), ("tools", req.tool_dicts())):
-            try:
-                json.dumps(value, ensure_ascii=False).encode("utf-8")
-            except UnicodeEncodeError:  # "\ud800": valid JSON, not text a tokenizer can encode
-                raise APIError(400, f"{name}: not valid Unicode text (a lone surrogate)") from None
-        if token_bytes and (least := fewest_prompt_tokens(raw, token_bytes)) >= engine.context:
-            raise APIError(
-                400,
-                f"This model's maximum context length is {engine.context} tokens; the prompt has at least {least}.",
-                code="context_length_exceeded",
-            )
+        raw = _check_request(req, engine, token_bytes)
         try:
             messages = [message_from_openai(m) for m in raw]
         except ValidationError as exc:
@@ -146,24 +112,74 @@ def create_app(
             except PromptTooLongError as exc:
                 raise APIError(400, str(exc), code="context_length_exceeded") from None
         log.info("%d+%d tokens in %.3fs", gen.prompt_tokens, gen.completion_tokens, time.perf_counter() - t0)
-        message: dict[str, Any] = {"role": "assistant", "content": gen.message.content}
-        if gen.message.tool_calls:
-            message["tool_calls"] = [call_to_openai(c) for c in gen.message.tool_calls]
-        return {
-            "id": f"chatcmpl-{uuid.uuid4().hex}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": engine.name,
-            "choices": [{"index": 0, "message": message, "finish_reason": gen.finish_reason, "logprobs": None}],
-            "usage": {
-                "prompt_tokens": gen.prompt_tokens,
-                "completion_tokens": gen.completion_tokens,
-                "total_tokens": gen.prompt_tokens + gen.completion_tokens,
-            },
-        }
+        return _completion(engine.name, gen)
 
     _documented_errors(app)
     return app
+
+
+def _error_handlers(app: FastAPI) -> None:
+    """Every error answered in OpenAI's shape; a request that fails validation is a 400 naming its field."""
+
+    @app.exception_handler(APIError)
+    async def _api_error(_: Request, exc: APIError) -> JSONResponse:
+        return _error(exc.status, exc.message, exc.kind, exc.code)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:  # e.g. a body nested too deeply
+        kind = "invalid_request_error" if exc.status_code < 500 else "server_error"
+        return _error(exc.status_code, str(exc.detail), kind, headers=getattr(exc, "headers", None))  # e.g. Allow
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        first: dict[str, Any] = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid request"}
+        where = ".".join(str(p) for p in first["loc"] if p != "body")
+        return _error(400, f"{where}: {first['msg']}" if where else first["msg"], "invalid_request_error")
+
+
+def _check_request(req: ChatRequest, engine: Engine, token_bytes: int | None) -> list[dict[str, Any]]:
+    """Refuse, before the generation slot, what this server cannot answer: another model, streaming, n > 1,
+    text that is not Unicode, a conversation whose text alone cannot fit the context; returns the messages."""
+    if req.model != engine.name:
+        raise APIError(
+            404, f"The model `{req.model}` does not exist; this server has `{engine.name}`.", code="model_not_found"
+        )
+    if req.stream:
+        raise APIError(400, "stream=true is not supported by agentloop serve", code="unsupported")
+    if req.n != 1:
+        raise APIError(400, "only n=1 is supported", code="unsupported")
+    raw = req.message_dicts()
+    for name, value in (("messages", raw), ("tools", req.tool_dicts())):
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:  # "\ud800": valid JSON, not text a tokenizer can encode
+            raise APIError(400, f"{name}: not valid Unicode text (a lone surrogate)") from None
+    if token_bytes and (least := fewest_prompt_tokens(raw, token_bytes)) >= engine.context:
+        raise APIError(
+            400,
+            f"This model's maximum context length is {engine.context} tokens; the prompt has at least {least}.",
+            code="context_length_exceeded",
+        )
+    return raw
+
+
+def _completion(model: str, gen: Generation) -> dict[str, Any]:
+    """The chat.completion object of one generation."""
+    message: dict[str, Any] = {"role": "assistant", "content": gen.message.content}
+    if gen.message.tool_calls:
+        message["tool_calls"] = [call_to_openai(c) for c in gen.message.tool_calls]
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": gen.finish_reason, "logprobs": None}],
+        "usage": {
+            "prompt_tokens": gen.prompt_tokens,
+            "completion_tokens": gen.completion_tokens,
+            "total_tokens": gen.prompt_tokens + gen.completion_tokens,
+        },
+    }
 
 
 def serve(

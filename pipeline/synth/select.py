@@ -29,7 +29,7 @@ from pipeline.synth.result import SynthesisResult
 
 if TYPE_CHECKING:
     from pipeline.rollout.trajectory import Trajectory
-    from pipeline.synth.synthesize import SynthConfig
+    from pipeline.synth.config import SynthConfig
     from pipeline.synth.verify import VerifyConfig
     from pipeline.target.split import Targets
     from pipeline.world.tables import World

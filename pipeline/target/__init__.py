@@ -2,11 +2,10 @@
 and its failed trials into the cells (template × dial × outcome) the synthesis aims at."""
 
 from pipeline.target.cells import VerdictsReadError, failure_cells
+from pipeline.target.config import DEFAULT_DIALS, TargetConfig
 from pipeline.target.split import (
-    DEFAULT_DIALS,
     MetricsReadError,
     ModeTarget,
-    TargetConfig,
     Targets,
     make_targets,
     read_rates,

@@ -12,58 +12,18 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field
 
-from pipeline.authoring.taxonomy import DIALS
 from pipeline.dataset.provenance import Provenance, ProvenanceError, check_provenance, file_sha256
 from pipeline.errors import InputError
 from pipeline.grading.modes import FAILURE_MODES
-
-DEFAULT_DIALS: dict[str, dict[str, float]] = {
-    "invention": {"forgot_email": 0.6, "vague_item": 0.6, "underspecified": 0.4, "multi_item": 0.3},
-    "plan_adherence": {"also_request": 0.7, "chained": 0.6, "pushback": 0.3, "underspecified": 0.2},
-    "misread": {"refusal": 0.7, "with_write": 0.6, "pushback": 0.4, "chained": 0.3, "underspecified": 0.2},
-}
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+from pipeline.strict import Strict
+from pipeline.target.config import TargetConfig
 
 MAX_BUDGET = 100_000
 """The most tasks one split may ask for: far above a training set (160 by default), far below a synthesis that
 would never end (a budget of 1e20)."""
-
-
-class TargetConfig(Strict):
-    """How a budget is split and how hard the data for each mode is made."""
-
-    weights: dict[str, Annotated[float, Field(ge=0, allow_inf_nan=False)]] = Field(
-        default_factory=lambda: {m: 1.0 for m in FAILURE_MODES},
-        description="Mode → weight (finite, not negative); a mode left out or weighted 0 gets nothing.",
-    )
-    floor: int = Field(default=2, ge=0, description="Tasks each weighted mode gets at least (budget permitting).")
-    rate: str = Field(default="trials", pattern="^(trials|tasks)$", description="Which failure-mode rate to use.")
-    dials: dict[str, dict[str, Annotated[float, Field(ge=0, le=1)]]] = Field(
-        default_factory=lambda: {m: dict(d) for m, d in DEFAULT_DIALS.items()},
-        description="Mode → dial → probability (0 to 1) that a task for that mode turns the dial on.",
-    )
-    scale_by_pass_rate: bool = Field(
-        default=True, description="Multiply dial probabilities by 0.5 + pass@1 (harder data for a stronger agent)."
-    )
-
-    @field_validator("weights", "dials")
-    @classmethod
-    def _known_modes(cls, value: dict) -> dict:
-        unknown = sorted(set(value) - set(FAILURE_MODES))
-        if unknown:  # a misspelt mode would otherwise get nothing, silently
-            raise ValueError(f"unknown failure mode(s) {unknown}; modes are {list(FAILURE_MODES)}")
-        dials = sorted({d for v in value.values() if isinstance(v, dict) for d in v} - set(DIALS))
-        if dials:
-            raise ValueError(f"unknown dial(s) {dials}; known: {', '.join(DIALS)}")
-        return value
 
 
 class ModeTarget(Strict):

@@ -24,10 +24,11 @@ from datetime import date
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from pipeline.errors import InputError
 from pipeline.metrics.passk import pass_hat_k
+from pipeline.strict import Strict
 
 DOMAINS = ("retail", "airline", "telecom")
 MAX_K = 4
@@ -37,11 +38,7 @@ class SubmissionError(InputError, ValueError):
     """Runs that cannot make a submission; the message names the run, the file and the field."""
 
 
-class _Forbid(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class ContactInfo(_Forbid):
+class ContactInfo(Strict):
     email: str | None = Field(
         default=None,
         pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$",
@@ -51,7 +48,7 @@ class ContactInfo(_Forbid):
     github: str | None = Field(default=None, description="GitHub user name.")
 
 
-class DomainResults(_Forbid):
+class DomainResults(Strict):
     pass_1: float | None = Field(default=None, ge=0, le=100, description="pass^1, percent.")
     pass_2: float | None = Field(default=None, ge=0, le=100, description="pass^2, percent.")
     pass_3: float | None = Field(default=None, ge=0, le=100, description="pass^3, percent.")
@@ -59,13 +56,13 @@ class DomainResults(_Forbid):
     cost: float | None = Field(default=None, ge=0, description="Average cost of one trajectory, USD.")
 
 
-class Verification(_Forbid):
+class Verification(Strict):
     modified_prompts: bool | None = Field(default=None, description="Agent or user simulator prompts modified.")
     omitted_questions: bool | None = Field(default=None, description="Tasks of the base split left out.")
     details: str | None = None
 
 
-class Methodology(_Forbid):
+class Methodology(Strict):
     evaluation_date: date | None = None
     tau2_bench_version: str | None = None
     user_simulator: str | None = Field(default=None, description="The customer's model.")
@@ -73,7 +70,7 @@ class Methodology(_Forbid):
     verification: Verification | None = None
 
 
-class Submission(_Forbid):
+class Submission(Strict):
     model_name: str = Field(min_length=1, pattern=r"\S")
     model_organization: str = Field(min_length=1, pattern=r"\S", description="Who made the model (not blank).")
     submitting_organization: str = Field(min_length=1, pattern=r"\S", description="Who ran the evaluation (not blank).")

@@ -7,12 +7,11 @@ so it names "which version of this stage ran" in a tag short enough to compare b
 
 from __future__ import annotations
 
-import hashlib
-import json
 from pathlib import Path
 
 import yaml
 
+from pipeline.digest import sha256_json
 from pipeline.errors import TrackingError
 
 DIGEST_CHARS = 12
@@ -28,8 +27,7 @@ def stage_digest(entry: dict) -> str:
     >>> stage_digest({"cmd": "python x.py", "outs": [{"path": "o", "md5": "ab"}]})
     'ae614c624b62'
     """
-    blob = json.dumps(entry, sort_keys=True, separators=(",", ":"), default=str).encode()
-    return hashlib.sha256(blob).hexdigest()[:DIGEST_CHARS]
+    return sha256_json(entry, ensure_ascii=True, default=str)[:DIGEST_CHARS]
 
 
 def dvc_stage_hashes(lock_path: str | Path = "dvc.lock") -> dict[str, str]:

@@ -6,7 +6,6 @@ so the UI groups them (`pass_hat_k/4`, `failure_mode/invention/trials`).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import re
@@ -14,6 +13,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from pipeline.digest import sha256_json
 
 if TYPE_CHECKING:
     from pipeline.metrics.summary import MeasureSummary
@@ -62,8 +63,7 @@ def params_digest(params: Mapping[str, Any]) -> str:
     >>> params_digest({"a": 1, "b": {"c": 2}}) == params_digest({"b": {"c": 2}, "a": 1})
     True
     """
-    blob = json.dumps(flatten_params(params), sort_keys=True).encode()
-    return hashlib.sha256(blob).hexdigest()[:10]
+    return sha256_json(flatten_params(params), compact=False, ensure_ascii=True)[:10]
 
 
 def _put(out: dict[str, float], key: str, value: float | int | bool | None) -> None:

@@ -39,7 +39,7 @@ from pipeline.rollout.trajectory import Trajectory
 from pipeline.train.finite import FiniteCallback, NonFiniteTrainingError, first_non_finite
 from pipeline.train.lora import peft_config
 from pipeline.train.progress_callback import TrackerCallback
-from pipeline.train.sft_base import encode_for_sft, fit_length, load_base
+from pipeline.train.sft_base import TrainBase, encode_for_sft, fit_length, load_base
 from pipeline.train.sft_config import SFTConfig
 from pipeline.train.sft_data import file_sha256, load_data, mix_anchors, read_trajectories, verify
 
@@ -91,52 +91,16 @@ def run_sft(params: SFTConfig, out: Path, trajectories: list[Trajectory] | None 
     train_dtype = torch.bfloat16 if params.bf16 and gpu and params.lora is not None else torch.float32
     base = load_base(params.base, train_dtype)  # fails fast (no TRL import) on a missing or unreadable checkpoint
     from datasets import Dataset
-    from trl import SFTConfig as TRLSFTConfig
     from trl import SFTTrainer
 
     from pipeline.train.labelled_loss import LabelledLossSFTTrainer, supports_labelled_loss
 
-    if trajectories is None:
-        trajectories, manifest = load_data(params)
-    else:
-        manifest = {"data": "in-memory", "examples": len(trajectories)}
-    if not trajectories:
-        raise ValueError("SFT: no training trajectories left after verification")
-    columns = base.encode(trajectories)
-    if not columns["input_ids"]:
-        raise ValueError(f"SFT: none of the {len(trajectories)} trajectories has an assistant turn to train on")
-    columns, manifest["length"] = fit_length(columns, params.max_length, params.overlong, base.format is None)
-    manifest["tokens"] = sum(len(x) for x in columns["input_ids"])
-    manifest["assistant_tokens"] = sum(sum(m) for m in columns["assistant_masks"])
+    columns, manifest = _encode(params, base, trajectories)
     dataset = Dataset.from_dict(columns)
     micro = params.micro_batch_size or (params.batch_size if gpu else 1)
     adapter: Path | None = None
     with tempfile.TemporaryDirectory(prefix="agentloop-sft-") as scratch:
-        args = TRLSFTConfig(
-            output_dir=scratch,
-            num_train_epochs=params.epochs,
-            max_steps=params.max_steps,
-            per_device_train_batch_size=micro,
-            gradient_accumulation_steps=params.gradient_accumulation_steps * params.batch_size // micro,
-            learning_rate=params.learning_rate,
-            lr_scheduler_type=params.lr_scheduler,
-            warmup_steps=params.warmup_ratio,  # a float below 1 is a share of the steps
-            weight_decay=params.weight_decay,
-            max_length=params.max_length,
-            train_sampling_strategy="group_by_length",
-            # TRL turns it on by default; on CPU a small model's activations fit, and recomputing them costs a
-            # forward pass per step (a quarter of the loop's SFT time) for nothing.
-            gradient_checkpointing=gpu,
-            logging_steps=params.logging_steps,
-            save_strategy="no",
-            report_to=[],
-            seed=params.seed,
-            bf16=params.bf16 and gpu,
-            use_cpu=not gpu,
-            dataloader_num_workers=0,
-            disable_tqdm=True,
-            dataset_num_proc=None,
-        )
+        args = _training_args(params, scratch, micro, gpu)
         model = base.model
         model.train()
         labelled = (not gpu) if params.labelled_loss is None else params.labelled_loss
@@ -189,4 +153,54 @@ def run_sft(params: SFTConfig, out: Path, trajectories: list[Trajectory] | None 
         manifest=manifest,
         mean_loss=mean_loss,
         train_seconds=train_seconds,
+    )
+
+
+def _encode(
+    params: SFTConfig, base: TrainBase, trajectories: list[Trajectory] | None
+) -> tuple[dict[str, list], dict[str, Any]]:
+    """The training columns (token ids and assistant masks, fitted to the length limit) and the data manifest."""
+    if trajectories is None:
+        trajectories, manifest = load_data(params)
+    else:
+        manifest = {"data": "in-memory", "examples": len(trajectories)}
+    if not trajectories:
+        raise ValueError("SFT: no training trajectories left after verification")
+    columns = base.encode(trajectories)
+    if not columns["input_ids"]:
+        raise ValueError(f"SFT: none of the {len(trajectories)} trajectories has an assistant turn to train on")
+    columns, manifest["length"] = fit_length(columns, params.max_length, params.overlong, base.format is None)
+    manifest["tokens"] = sum(len(x) for x in columns["input_ids"])
+    manifest["assistant_tokens"] = sum(sum(m) for m in columns["assistant_masks"])
+    return columns, manifest
+
+
+def _training_args(params: SFTConfig, scratch: str, micro: int, gpu: bool) -> Any:
+    """TRL's arguments for this configuration: each batch accumulated from micro-batches of `micro` examples."""
+    from trl import SFTConfig as TRLSFTConfig
+
+    return TRLSFTConfig(
+        output_dir=scratch,
+        num_train_epochs=params.epochs,
+        max_steps=params.max_steps,
+        per_device_train_batch_size=micro,
+        gradient_accumulation_steps=params.gradient_accumulation_steps * params.batch_size // micro,
+        learning_rate=params.learning_rate,
+        lr_scheduler_type=params.lr_scheduler,
+        warmup_steps=params.warmup_ratio,  # a float below 1 is a share of the steps
+        weight_decay=params.weight_decay,
+        max_length=params.max_length,
+        train_sampling_strategy="group_by_length",
+        # TRL turns it on by default; on CPU a small model's activations fit, and recomputing them costs a
+        # forward pass per step (a quarter of the loop's SFT time) for nothing.
+        gradient_checkpointing=gpu,
+        logging_steps=params.logging_steps,
+        save_strategy="no",
+        report_to=[],
+        seed=params.seed,
+        bf16=params.bf16 and gpu,
+        use_cpu=not gpu,
+        dataloader_num_workers=0,
+        disable_tqdm=True,
+        dataset_num_proc=None,
     )

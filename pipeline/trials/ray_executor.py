@@ -153,9 +153,29 @@ class RayExecutor:
         if not items:
             return
         ray = self._ray()
-        from ray.exceptions import ObjectLostError, RayActorError, RayTaskError, WorkerCrashedError
+        run = self._start(ray, world, agent, user, seed, limits, items)
+        interrupted = False
+        try:
+            while items or run.in_flight:
+                run.dispatch()
+                self.peak_in_flight = max(self.peak_in_flight, len(run.in_flight))
+                run.collect(run.wait())
+                for result in run.in_order():
+                    if on_result:
+                        on_result(result)
+                    yield result
+        except KeyboardInterrupt:
+            interrupted = True
+            raise
+        finally:
+            self._stop(ray, interrupted)
+            if run.ran_on:
+                log.info("trials per Ray node: %s", node_counts(run.ran_on))
 
-        lost_errors = (RayActorError, WorkerCrashedError, ObjectLostError)
+    def _start(
+        self, ray: Any, world: World, agent: Agent, user: User, seed: int, limits: Limits | None, items: deque[_Item]
+    ) -> _Run:
+        """Start the workers (each holding the world, agent, user and judge) and wait until they are placed."""
         n_workers, per_cpu = plan_workers(
             ray, len(items), self.workers, self.cpus_per_worker, self.gpus_per_worker, own=self.started_ray
         )
@@ -174,106 +194,21 @@ class RayExecutor:
             self.actors.append(actor)
             return actor
 
-        load: dict[Any, int] = {}
+        run = _Run(
+            self,
+            ray,
+            spawn,
+            items,
+            per_call,
+            lambda item, why: lost_result(world, item.task, item.trial, seed, agent, user, why),
+        )
         try:
-            load.update({spawn(): 0 for _ in range(n_workers)})
-            wait_started(ray, list(load), self.start_timeout_s, per_cpu, self.gpus_per_worker)
+            run.load.update({spawn(): 0 for _ in range(n_workers)})
+            wait_started(ray, list(run.load), self.start_timeout_s, per_cpu, self.gpus_per_worker)
         except BaseException as exc:
             self._stop(ray, interrupted=isinstance(exc, KeyboardInterrupt))
             raise
-        # A dead worker takes every trial in flight on it down, not only the one that killed it: a trial that
-        # was in flight at a death reruns alone on an idle worker, so that a second death is its own.
-        alone: set[Any] = set()
-        in_flight: dict[Any, tuple[Any, list[_Item]]] = {}
-        done: dict[int, TrialResult] = {}
-
-        def lost(actor: Any, item: _Item, exc: BaseException) -> None:
-            """A worker died under `item`: replace it and run the trial again, or give the trial up."""
-            if actor in load:
-                log.warning("worker lost while running task %s trial %d: %s", item.task.id, item.trial, exc)
-                del load[actor]
-                alone.discard(actor)
-                ray.kill(actor, no_restart=True)
-                load[spawn()] = 0
-            item.losses += 1
-            if item.losses <= self.worker_losses:
-                items.appendleft(item)
-                return
-            why = f"worker lost {item.losses} times: {type(exc).__name__}: {exc}"
-            done[item.index] = lost_result(world, item.task, item.trial, seed, agent, user, why)
-
-        next_index = 0
-        interrupted = False
-        ran_on: list[tuple[str | None, str | None]] = []  # (node id, node IP) of every trial a worker finished
-        last_progress = time.monotonic()
-        try:
-            while items or in_flight:
-                while items:
-                    shared_ok = [a for a in load if a not in alone]
-                    if items[0].losses:  # a suspect: only on an idle worker, and nothing else beside it
-                        actor = next((a for a in shared_ok if load[a] == 0), None)
-                        if actor is None:
-                            break
-                        alone.add(actor)
-                    else:
-                        actor = min(shared_ok, key=load.__getitem__, default=None)
-                        if actor is None or load[actor] >= self.in_flight_per_worker:
-                            break
-                    chunk = [items.popleft()]
-                    if chunk[0].losses or self.batch == 1:
-                        ref = actor.run.remote(chunk[0].task, chunk[0].trial)
-                    else:  # 2 × batch trials a call (the worker keeps `batch` in flight), or a share per worker
-                        while items and not items[0].losses and len(chunk) < per_call:
-                            chunk.append(items.popleft())
-                        ref = actor.run_many.remote([(i.task, i.trial) for i in chunk], self.batch)
-                    in_flight[ref] = (actor, chunk)
-                    load[actor] += 1
-                self.peak_in_flight = max(self.peak_in_flight, len(in_flight))
-                # Short waits, so Ctrl-C lands between them; the stall deadline bounds the whole wait.
-                ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=1.0)
-                if ready:
-                    last_progress = time.monotonic()
-                elif self.stall_timeout_s is not None and time.monotonic() - last_progress > self.stall_timeout_s:
-                    flying = [i for _, chunk in in_flight.values() for i in chunk]
-                    stuck = ", ".join(f"{i.task.id} trial {i.trial}" for i in flying[:5])
-                    raise RayExecutorError(
-                        f"no trial finished in {self.stall_timeout_s:g}s; {len(in_flight)} in flight ({stuck}):"
-                        " a worker is stuck (an endpoint that never answers?)"
-                    )
-                for ref in ready:
-                    actor, chunk = in_flight.pop(ref)
-                    try:
-                        got = ray.get(ref)
-                        got = got if isinstance(got, list) else [got]
-                        for item, result in zip(chunk, got, strict=True):
-                            done[item.index] = result
-                        ran_on.extend((r.node, r.node_ip) for r in got)
-                        log.debug("node %s (%s) ran %d trials", got[0].node_ip, got[0].node, len(got))
-                        load[actor] -= 1
-                        if chunk[0].losses:
-                            alone.discard(actor)
-                    except RayTaskError as exc:
-                        cause = exc.as_instanceof_cause()
-                        if not isinstance(cause, lost_errors):
-                            raise cause from None  # a bug in the agent or world: same as the serial executor
-                        for item in reversed(chunk):
-                            lost(actor, item, cause)
-                    except lost_errors as exc:
-                        for item in reversed(chunk):
-                            lost(actor, item, exc)
-                while next_index in done:
-                    result = done.pop(next_index)
-                    next_index += 1
-                    if on_result:
-                        on_result(result)
-                    yield result
-        except KeyboardInterrupt:
-            interrupted = True
-            raise
-        finally:
-            self._stop(ray, interrupted)
-            if ran_on:
-                log.info("trials per Ray node: %s", node_counts(ran_on))
+        return run
 
     def _stop(self, ray: Any, interrupted: bool) -> None:
         self.close()
@@ -289,6 +224,122 @@ class RayExecutor:
             with contextlib.suppress(Exception):  # already dead
                 ray.kill(actor, no_restart=True)
         self.actors.clear()
+
+
+class _Run:
+    """One run's bookkeeping: the workers and their load, and the trials waiting, in flight and done.
+
+    A dead worker takes every trial in flight on it down, not only the one that killed it: a trial that was in
+    flight at a death reruns alone on an idle worker, so that a second death is its own."""
+
+    def __init__(
+        self,
+        executor: RayExecutor,
+        ray: Any,
+        spawn: Callable[[], Any],
+        items: deque[_Item],
+        per_call: int,
+        give_up: Callable[[_Item, str], TrialResult],
+    ) -> None:
+        from ray.exceptions import ObjectLostError, RayActorError, RayTaskError, WorkerCrashedError
+
+        self.lost_errors = (RayActorError, WorkerCrashedError, ObjectLostError)
+        self.task_error = RayTaskError
+        self.ex, self.ray, self.spawn, self.give_up = executor, ray, spawn, give_up
+        self.items, self.per_call = items, per_call
+        self.load: dict[Any, int] = {}
+        self.alone: set[Any] = set()
+        self.in_flight: dict[Any, tuple[Any, list[_Item]]] = {}
+        self.done: dict[int, TrialResult] = {}
+        self.next_index = 0
+        self.ran_on: list[tuple[str | None, str | None]] = []  # (node id, node IP) of every trial a worker finished
+        self.last_progress = time.monotonic()
+
+    def lost(self, actor: Any, item: _Item, exc: BaseException) -> None:
+        """A worker died under `item`: replace it and run the trial again, or give the trial up."""
+        if actor in self.load:
+            log.warning("worker lost while running task %s trial %d: %s", item.task.id, item.trial, exc)
+            del self.load[actor]
+            self.alone.discard(actor)
+            self.ray.kill(actor, no_restart=True)
+            self.load[self.spawn()] = 0
+        item.losses += 1
+        if item.losses <= self.ex.worker_losses:
+            self.items.appendleft(item)
+            return
+        why = f"worker lost {item.losses} times: {type(exc).__name__}: {exc}"
+        self.done[item.index] = self.give_up(item, why)
+
+    def dispatch(self) -> None:
+        """Hand waiting trials to workers until every worker has its share in flight."""
+        items, load, batch = self.items, self.load, self.ex.batch
+        while items:
+            shared_ok = [a for a in load if a not in self.alone]
+            if items[0].losses:  # a suspect: only on an idle worker, and nothing else beside it
+                actor = next((a for a in shared_ok if load[a] == 0), None)
+                if actor is None:
+                    break
+                self.alone.add(actor)
+            else:
+                actor = min(shared_ok, key=load.__getitem__, default=None)
+                if actor is None or load[actor] >= self.ex.in_flight_per_worker:
+                    break
+            chunk = [items.popleft()]
+            if chunk[0].losses or batch == 1:
+                ref = actor.run.remote(chunk[0].task, chunk[0].trial)
+            else:  # 2 × batch trials a call (the worker keeps `batch` in flight), or a share per worker
+                while items and not items[0].losses and len(chunk) < self.per_call:
+                    chunk.append(items.popleft())
+                ref = actor.run_many.remote([(i.task, i.trial) for i in chunk], batch)
+            self.in_flight[ref] = (actor, chunk)
+            load[actor] += 1
+
+    def wait(self) -> list[Any]:
+        """The calls finished now; an error when none has finished within the stall deadline."""
+        # Short waits, so Ctrl-C lands between them; the stall deadline bounds the whole wait.
+        ready, _ = self.ray.wait(list(self.in_flight), num_returns=1, timeout=1.0)
+        stall_timeout_s = self.ex.stall_timeout_s
+        if ready:
+            self.last_progress = time.monotonic()
+        elif stall_timeout_s is not None and time.monotonic() - self.last_progress > stall_timeout_s:
+            flying = [i for _, chunk in self.in_flight.values() for i in chunk]
+            stuck = ", ".join(f"{i.task.id} trial {i.trial}" for i in flying[:5])
+            raise RayExecutorError(
+                f"no trial finished in {stall_timeout_s:g}s; {len(self.in_flight)} in flight ({stuck}):"
+                " a worker is stuck (an endpoint that never answers?)"
+            )
+        return ready
+
+    def collect(self, ready: list[Any]) -> None:
+        """File the results of finished calls; a call whose worker died is rerun or given up."""
+        for ref in ready:
+            actor, chunk = self.in_flight.pop(ref)
+            try:
+                got = self.ray.get(ref)
+                got = got if isinstance(got, list) else [got]
+                for item, result in zip(chunk, got, strict=True):
+                    self.done[item.index] = result
+                self.ran_on.extend((r.node, r.node_ip) for r in got)
+                log.debug("node %s (%s) ran %d trials", got[0].node_ip, got[0].node, len(got))
+                self.load[actor] -= 1
+                if chunk[0].losses:
+                    self.alone.discard(actor)
+            except self.task_error as exc:
+                cause = exc.as_instanceof_cause()
+                if not isinstance(cause, self.lost_errors):
+                    raise cause from None  # a bug in the agent or world: same as the serial executor
+                for item in reversed(chunk):
+                    self.lost(actor, item, cause)
+            except self.lost_errors as exc:
+                for item in reversed(chunk):
+                    self.lost(actor, item, exc)
+
+    def in_order(self) -> Iterator[TrialResult]:
+        """The results ready to hand back: each once every trial before it is done."""
+        while self.next_index in self.done:
+            result = self.done.pop(self.next_index)
+            self.next_index += 1
+            yield result
 
 
 def lost_result(world: World, task: Task, trial: int, seed: int, agent: Agent, user: User, why: str) -> TrialResult:

@@ -9,8 +9,6 @@ tables, their record types and the tools come from the `Domain` the world belong
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,29 +16,22 @@ from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel, ConfigDict
 
+from pipeline.digest import sha256_json
 from pipeline.errors import WorldError
+from pipeline.strict import Strict
 
 if TYPE_CHECKING:
     from pipeline.world.domain import Domain
-
-
-def canonical_json(obj: Any) -> str:
-    """JSON with sorted keys and no whitespace: the form every hash in agentloop is taken over."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def sha256_json(obj: Any) -> str:
-    return hashlib.sha256(canonical_json(obj).encode()).hexdigest()
 
 
 class WorldLoadError(WorldError, ValueError):
     """A database file that does not fit the schema; the message names the file and the field."""
 
 
-class Record(BaseModel):
+class Record(Strict):
     """Base for every stored record: strict fields, assignment validated."""
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    model_config = ConfigDict(validate_assignment=True)
 
 
 def dump_record(record: BaseModel) -> dict:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipeline.agents.backends.drafts import ORDER, Drafter, SeenText
+from pipeline.agents.backends.draft_tokens import ORDER, Drafter, SeenText
 
 
 def test_a_draft_copies_what_followed_the_latest_earlier_occurrence():

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from pipeline.agents.backends.drafts import SeenText
+from pipeline.agents.backends.draft_tokens import SeenText
 from pipeline.agents.backends.hf_batch import HFDecoder
 from pipeline.agents.registry import make_agent
 from pipeline.authoring.templates import generate_tasks

@@ -6,7 +6,8 @@ import pytest
 
 from pipeline.authoring.partition import EvalCustomerError, Partitioned, partition
 from pipeline.authoring.templates import generate_tasks
-from pipeline.synth.synthesize import SynthConfig, Synthesizer
+from pipeline.synth.config import SynthConfig
+from pipeline.synth.synthesize import Synthesizer
 from pipeline.target import Targets, split_budget
 from pipeline.world.registry import load_world
 from pipeline.world.tables import World

@@ -12,7 +12,8 @@ from pipeline.curate import Bands, CurateConfig, PoolItem, Probed, curate, mix, 
 from pipeline.curate.verify import Verified
 from pipeline.dataset.io import write_tasks
 from pipeline.grading.grader import grade
-from pipeline.synth.synthesize import SynthConfig, Synthesizer
+from pipeline.synth.config import SynthConfig
+from pipeline.synth.synthesize import Synthesizer
 from pipeline.world.registry import load_world
 from tests.synth.synth_helpers import targets
 

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from pipeline.domains.retail.state import sha256_json
+from pipeline.digest import sha256_json
 from pipeline.domains.retail.tools import execute
 from pipeline.domains.retail.worlds import world_from_dict
 

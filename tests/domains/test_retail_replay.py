@@ -8,9 +8,10 @@ import shutil
 import pytest
 
 from pipeline.dataset.replay import replay_gold
+from pipeline.digest import sha256_json
 from pipeline.domains.retail.policy import POLICY_PATH, load_policy
 from pipeline.domains.retail.schema import CANCEL_REASONS, ORDER_STATUSES, dump_record
-from pipeline.domains.retail.state import WorldLoadError, sha256_json
+from pipeline.domains.retail.state import WorldLoadError
 from pipeline.domains.retail.tau2 import Tau2FormatError, convert_task
 from pipeline.domains.retail.tools import TRANSFER_MESSAGE, WRITE_TOOLS
 from pipeline.domains.retail.worlds import load_tau2_domain, replay_domain, write_replay

@@ -8,8 +8,8 @@ import pytest
 from pipeline.authoring.selection_kit import cells_by_mode
 from pipeline.domains.telecom.synthesis import TELECOM_KIT
 from pipeline.domains.telecom.tasks import held_out, parse_id, scenario, training_pool
+from pipeline.synth.config import SynthConfig
 from pipeline.synth.select import select
-from pipeline.synth.synthesize import SynthConfig
 from pipeline.target.split import ModeTarget, Targets
 from pipeline.world.registry import load_world
 from pipeline.world.tables import WorldLoadError

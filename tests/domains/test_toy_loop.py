@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 from pipeline.authoring.kit import SynthesisKitError, check_kit
 from pipeline.cli import app
 from pipeline.dataset.io import read_tasks
-from pipeline.synth.synthesize import SynthConfig, Synthesizer
+from pipeline.synth.config import SynthConfig
+from pipeline.synth.synthesize import Synthesizer
 from pipeline.target import Targets, split_budget
 from pipeline.world.domain import DomainCapabilityError
 from pipeline.world.registry import domain_spec, resolve_domain

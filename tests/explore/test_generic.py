@@ -18,7 +18,8 @@ from pipeline.grading.failure_modes import FAILURE_MODES, analyze
 from pipeline.grading.grader import grade
 from pipeline.grading.mode_recovery import score
 from pipeline.rollout.runner import run_episode
-from pipeline.synth.synthesize import SynthConfig, Synthesizer
+from pipeline.synth.config import SynthConfig
+from pipeline.synth.synthesize import Synthesizer
 from pipeline.target import Targets, split_budget
 from pipeline.users.scripted import ScriptedUser
 from pipeline.world.registry import domain_spec, load_world, resolve_domain

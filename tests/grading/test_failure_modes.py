@@ -10,11 +10,11 @@ from pipeline.dataset.task import Provenance, Request, Task, UserScript
 from pipeline.domains.retail.flawed import MODES, FlawConfig, FlawedAgent, FlawedEpisode, _variants
 from pipeline.domains.retail.oracle import OracleAgent
 from pipeline.domains.retail.tools import WRITE_TOOLS
+from pipeline.grading.evidence import EvidencePool, unsupported_figures
 from pipeline.grading.failure_modes import FAILURE_MODES, FailureAnalysis, analyze, dominant_mode
 from pipeline.grading.grader import grade
 from pipeline.grading.mode_recovery import score
 from pipeline.grading.mode_rules import Finding, find_modes
-from pipeline.grading.provenance import EvidencePool, unsupported_figures
 from pipeline.grading.timeline import build_timeline
 from pipeline.grading.verdict import ComponentResult, Verdict
 from pipeline.rollout.runner import run_episode

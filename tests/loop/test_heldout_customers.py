@@ -222,7 +222,7 @@ def test_held_out_generation_and_synthesis_share_one_split():
     """The evaluation side is the world's: held-out tasks ground in it, the anchors' side and synthesis in the
     rest, with no seed to set apart."""
     from pipeline.authoring.templates import generate_tasks
-    from pipeline.synth.synthesize import SynthConfig
+    from pipeline.synth.config import SynthConfig
 
     world = load_world("library", LIBRARY)
     part = partition(world)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from pipeline.synth.synthesize import SynthConfig, SynthesisResult, Synthesizer
+from pipeline.synth.config import SynthConfig
+from pipeline.synth.synthesize import SynthesisResult, Synthesizer
 from pipeline.target import Targets, split_budget
 from tests.agents.scripted_helpers import small_world
 

@@ -9,8 +9,9 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 
 from pipeline.rollout.protocols import InfrastructureError
+from pipeline.synth.config import SynthConfig
 from pipeline.synth.judge import STAGES, JudgeCascade, JudgeConfig, parse_verdict
-from pipeline.synth.synthesize import SynthConfig, Synthesizer
+from pipeline.synth.synthesize import Synthesizer
 from tests.agents.scripted_helpers import small_tasks, small_world
 from tests.synth.synth_helpers import targets
 

@@ -16,7 +16,8 @@ from pipeline.domains.retail.synthesis import RETAIL_KIT, TAXONOMY
 from pipeline.grading.grader import grade
 from pipeline.rollout.runner import run_episode
 from pipeline.rollout.trajectory import Trajectory
-from pipeline.synth.synthesize import EvalWorldError, SynthConfig, Synthesizer, synthesize
+from pipeline.synth.config import SynthConfig
+from pipeline.synth.synthesize import EvalWorldError, Synthesizer, synthesize
 from pipeline.target import Targets, split_budget
 from pipeline.users.scripted import ScriptedUser
 from tests.agents.scripted_helpers import small_world, unsupported_write_values

@@ -7,9 +7,9 @@ random stream. A reply that ends is returned at once, so its episode can take it
 come back while the others are still generating.
 
 Draft and verify (`HFAgent.draft_tokens` > 0): with the token just drawn, each reply also runs a few draft tokens
-copied from text already seen (`pipeline.agents.backends.drafts`), so the pass gives the logits after each of them. The
-step then draws from those positions in order, one draw per token exactly as plain sampling does, while each
-drawn token equals the draft that was run after it; the first that differs (or the last position) ends the
+copied from text already seen (`pipeline.agents.backends.draft_tokens`), so the pass gives the logits after each
+of them. The step then draws from those positions in order, one draw per token exactly as plain sampling does,
+while each drawn token equals the draft that was run after it; the first that differs (or the last position) ends the
 reply's share of the step and the cache forgets the drafts after it. So each token, and the order of draws from
 the episode's stream, is that of `sample` one token at a time; a pass just yields several tokens when the drafts
 were right. The step's draws are made together (`draws.pick_rows`: one softmax and one argmax over all rows,
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, cast
 import torch
 
 from pipeline.agents.backends.denormals import flushed_denormals
-from pipeline.agents.backends.drafts import Drafter, SeenText
+from pipeline.agents.backends.draft_tokens import Drafter, SeenText
 from pipeline.agents.backends.draws import pick_rows
 from pipeline.agents.backends.lean import LeanCache, LeanLlama
 

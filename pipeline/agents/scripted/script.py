@@ -3,7 +3,7 @@
 A scripted agent (a domain's oracle, its flawed variants) authenticates the customer, then handles each request
 of the task's user script; how it does either is the domain's (`_authenticate`, `_handle`). This module holds
 the primitives they are written with — one tool call, one message to the customer, closing a request — and the
-value-provenance helpers. It knows no domain.
+value-evidence helpers. It knows no domain.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ PUSHBACK = re.compile(r"are you sure|exception|really need|please just|come on",
 
 
 def appears_in(value: Any, texts: list[str]) -> bool:
-    """Value provenance: a write argument (or each list element) occurs verbatim in one of `texts`."""
+    """Value evidence: a write argument (or each list element) occurs verbatim in one of `texts`."""
     if isinstance(value, list):
         return all(appears_in(v, texts) for v in value)
     s = str(value)

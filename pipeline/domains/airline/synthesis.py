@@ -14,7 +14,7 @@ from pipeline.authoring.kit import SynthesisKit
 from pipeline.authoring.taxonomy import Taxonomy, TemplateSpec
 from pipeline.authoring.templates import expand_cycle
 from pipeline.dataset.task import KnownInfo, Request
-from pipeline.domains.airline.drafts import Ctx
+from pipeline.domains.airline.grounding import Ctx
 from pipeline.domains.airline.schema import User
 from pipeline.domains.airline.templates import TEMPLATES
 from pipeline.world.tables import World

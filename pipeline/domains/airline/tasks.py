@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 
 from pipeline.dataset.replay import replay_actions
 from pipeline.dataset.task import Action, KnownInfo, Messes, NoWritesCheck, Provenance, Task, UserScript
-from pipeline.domains.airline.drafts import Ctx, Draft, act
+from pipeline.domains.airline.grounding import Ctx, Draft, act
 from pipeline.domains.airline.templates import TEMPLATES
 from pipeline.domains.airline.vocabulary import VOCABULARY
-from pipeline.grading.provenance import EvidencePool
+from pipeline.grading.evidence import EvidencePool
 from pipeline.world.tables import World
 from pipeline.world.tools import execute
 

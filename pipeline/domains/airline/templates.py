@@ -14,7 +14,7 @@ from typing import cast
 
 from pipeline.authoring.drafts import Want, act
 from pipeline.dataset.task import Request
-from pipeline.domains.airline.drafts import (
+from pipeline.domains.airline.grounding import (
     CANCELLED_FLIGHT_CERTIFICATE,
     COVERED_REASON,
     PLAIN_REASON,

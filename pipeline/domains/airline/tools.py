@@ -15,9 +15,18 @@ from datetime import date as Date
 from datetime import datetime, timedelta
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
-from pipeline.domains.airline.schema import Cabin, Passenger, Payment, PaymentMethod, Reservation, ReservationFlight
+from pipeline.domains.airline.schema import (
+    Cabin,
+    Passenger,
+    Payment,
+    PaymentMethod,
+    Reservation,
+    ReservationFlight,
+    User,
+)
+from pipeline.strict import Strict
 from pipeline.world.arith import ExpressionError, evaluate
 from pipeline.world.tables import Session, dump_record
 from pipeline.world.tools import ToolError, ToolRegistry
@@ -38,21 +47,17 @@ AIRPORTS = {
 }  # fmt: skip
 
 
-class _Arg(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class FlightRef(_Arg):
+class FlightRef(Strict):
     flight_number: str
     date: str
 
 
-class PaymentUse(_Arg):
+class PaymentUse(Strict):
     payment_id: str
     amount: int | float
 
 
-class PassengerArg(_Arg):
+class PassengerArg(Strict):
     first_name: str
     last_name: str
     dob: str
@@ -335,19 +340,7 @@ def book_reservation(
         dates.append(ref)
         total += price * n
     total += (INSURANCE_PER_PASSENGER * n if insurance == "yes" else 0) + BAG_FEE * nonfree_baggages
-    kinds: Counter[str] = Counter()
-    for pay in payment_methods:
-        method: PaymentMethod | None = user.payment_methods.get(pay.payment_id)
-        if method is None:
-            raise ToolError(f"payment method {pay.payment_id} not found in the customer's profile", "not_found")
-        kinds[method.source] += 1
-        if method.source in ("gift_card", "certificate") and (method.amount or 0) < pay.amount:
-            raise ToolError(f"not enough balance on {pay.payment_id} ({method.amount}) for {pay.amount}")
-    if kinds["certificate"] > 1 or kinds["credit_card"] > 1 or kinds["gift_card"] > 3:
-        raise ToolError("a reservation takes at most one certificate, one credit card and three gift cards")
-    paid = sum(p.amount for p in payment_methods)
-    if paid != total:
-        raise ToolError(f"payments add up to {paid}, but the total price is {total}")
+    _check_payments(user, payment_methods, total)
     new_id = next((r for r in NEW_RESERVATION_IDS if s.get("reservations", r) is None), None)
     if new_id is None:
         raise ToolError("too many new reservations in one conversation")
@@ -381,6 +374,24 @@ def book_reservation(
     edited = s.edit("users", user_id)
     edited.reservations = [*edited.reservations, new_id]
     return _json(reservation)
+
+
+def _check_payments(user: User, payment_methods: list[PaymentUse], total: float) -> None:
+    """A booking's payments: methods in the customer's profile, with the balance to cover their amounts, at
+    most one certificate, one credit card and three gift cards, adding up to the total price."""
+    kinds: Counter[str] = Counter()
+    for pay in payment_methods:
+        method: PaymentMethod | None = user.payment_methods.get(pay.payment_id)
+        if method is None:
+            raise ToolError(f"payment method {pay.payment_id} not found in the customer's profile", "not_found")
+        kinds[method.source] += 1
+        if method.source in ("gift_card", "certificate") and (method.amount or 0) < pay.amount:
+            raise ToolError(f"not enough balance on {pay.payment_id} ({method.amount}) for {pay.amount}")
+    if kinds["certificate"] > 1 or kinds["credit_card"] > 1 or kinds["gift_card"] > 3:
+        raise ToolError("a reservation takes at most one certificate, one credit card and three gift cards")
+    paid = sum(p.amount for p in payment_methods)
+    if paid != total:
+        raise ToolError(f"payments add up to {paid}, but the total price is {total}")
 
 
 def cancel_refusal(s: Session, res: Reservation) -> str | None:

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
+
+from pipeline.world.tables import Record
 
 OrderStatus = Literal[
     "pending",
@@ -23,12 +25,6 @@ ORDER_STATUSES: tuple[str, ...] = OrderStatus.__args__  # type: ignore[attr-defi
 
 PaymentSource = Literal["credit_card", "paypal", "gift_card"]
 CANCEL_REASONS: tuple[str, ...] = ("no longer needed", "ordered by mistake")
-
-
-class Record(BaseModel):
-    """Base for every stored record: strict fields, assignment validated."""
-
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
 class Variant(Record):

@@ -12,12 +12,12 @@ from pydantic import ValidationError
 
 from pipeline.domains.retail.schema import TABLES, Order, Product, RetailDB, User
 from pipeline.world.tables import Session as _Session
-from pipeline.world.tables import ToolEvent, World, WorldLoadError, canonical_json, sha256_json
+from pipeline.world.tables import ToolEvent, World, WorldLoadError
 
 if TYPE_CHECKING:
     from pipeline.world.domain import Domain
 
-__all__ = ["RetailWorld", "Session", "ToolEvent", "WorldLoadError", "canonical_json", "sha256_json"]
+__all__ = ["RetailWorld", "Session", "ToolEvent", "WorldLoadError"]
 
 
 class RetailWorld(World):

@@ -77,6 +77,25 @@ class TelecomOracleEpisode(ScriptedEpisode):
         yield from self._say("I have transferred you to a human agent who can help with this.")
 
     def _run(self) -> Steps:
+        found = yield from self._find_line()
+        if found is None:
+            return None
+        goal, cid, line = found
+        status = yield from self._restore_service(cid, line)
+        if status is None:
+            return None
+        wants_mms = "mms" in goal or "picture" in goal
+        wants_data = wants_mms or "mobile data" in goal or "internet" in goal or "speed" in goal
+        if not wants_data:
+            return (yield from self._resolved())
+        if (yield from self._mobile_data(cid, line, status, "abroad" in goal, wants_mms)):
+            return None
+        yield from self._mms()
+        return (yield from self._resolved())
+
+    def _find_line(self) -> Steps:
+        """The customer by the phone number they give, and its line: (their request in lower case, customer id,
+        line record), or None once transferred (no such customer or line)."""
         first = self._last_user()
         found = PHONE_RE.search(first)
         reply = first
@@ -86,7 +105,8 @@ class TelecomOracleEpisode(ScriptedEpisode):
         phone = found.group(0)
         customer = yield from self._read("get_customer_by_phone", {"phone_number": phone})
         if customer is None:
-            return (yield from self._transfer(f"No customer found for {phone}."))
+            yield from self._transfer(f"No customer found for {phone}.")
+            return None
         self.user_id = cid = customer["customer_id"]
         line = None
         for line_id in customer["line_ids"]:
@@ -95,21 +115,27 @@ class TelecomOracleEpisode(ScriptedEpisode):
                 line = record
                 break
         if line is None:
-            return (yield from self._transfer(f"No line {phone} on the account."))
+            yield from self._transfer(f"No line {phone} on the account.")
+            return None
+        return first.lower(), cid, line
+
+    def _restore_service(self, cid: str, line: dict) -> Steps:
+        """Service first: what cannot be fixed here, then the line, then the phone. The network status the
+        customer reports last, or None once transferred."""
         lid = line["line_id"]
-        goal = first.lower()
-        abroad = "abroad" in goal
-        # ---- service: what cannot be fixed here first, then the line, then the phone ---------------------
         if line["status"] == "Suspended" and (line["contract_end_date"] or "9999") < TODAY.isoformat():
-            return (yield from self._transfer("Line suspended and its contract has ended."))
+            yield from self._transfer("Line suspended and its contract has ended.")
+            return None
         status = yield from self._ask("check_network_status")
         if re.search(r"SIM Card Status: locked", status):
-            return (yield from self._transfer("The SIM card is locked with a PIN or PUK code."))
+            yield from self._transfer("The SIM card is locked with a PIN or PUK code.")
+            return None
         if line["status"] == "Suspended":
             bills = yield from self._read("get_bills_for_customer", {"customer_id": cid})
             overdue = [b for b in bills or [] if b["status"] == "Overdue"]
             if not overdue:
-                return (yield from self._transfer("Line suspended for a reason I cannot fix."))
+                yield from self._transfer("Line suspended for a reason I cannot fix.")
+                return None
             bill_id = overdue[0]["bill_id"]
             what = f"Your line is suspended for the overdue bill {bill_id} ({overdue[0]['total_due']} USD)."
             what += " I will send you a payment request for it."
@@ -118,7 +144,8 @@ class TelecomOracleEpisode(ScriptedEpisode):
             yield from self._ask("make_payment")
             bill = yield from self._read("get_details_by_id", {"id": overdue[0]["bill_id"]})
             if not bill or bill["status"] != "Paid":
-                return (yield from self._transfer("The overdue bill could not be paid."))
+                yield from self._transfer("The overdue bill could not be paid.")
+                return None
             yield from self._write("resume_line", {"customer_id": cid, "line_id": lid}, f"I will resume line {lid}.")
             yield from self._ask("reboot_device")
             status = yield from self._ask("check_network_status")
@@ -126,7 +153,8 @@ class TelecomOracleEpisode(ScriptedEpisode):
             yield from self._ask("toggle_airplane_mode")
             status = yield from self._ask("check_network_status")
         if re.search(r"SIM Card Status: locked", status):
-            return (yield from self._transfer("The SIM card is locked with a PIN or PUK code."))
+            yield from self._transfer("The SIM card is locked with a PIN or PUK code.")
+            return None
         if "SIM Card Status: missing" in status:
             yield from self._ask("reseat_sim_card")
             status = yield from self._ask("check_network_status")
@@ -137,12 +165,14 @@ class TelecomOracleEpisode(ScriptedEpisode):
                 yield from self._ask("reboot_device")
                 status = yield from self._ask("check_network_status")
         if "Cellular Connection: no_service" in status:
-            return (yield from self._transfer("No service after every step of the workflow."))
-        wants_mms = "mms" in goal or "picture" in goal
-        wants_data = wants_mms or "mobile data" in goal or "internet" in goal or "speed" in goal
-        if not wants_data:
-            return (yield from self._resolved())
-        # ---- mobile data ------------------------------------------------------------------------------------
+            yield from self._transfer("No service after every step of the workflow.")
+            return None
+        return status
+
+    def _mobile_data(self, cid: str, line: dict, status: str, abroad: bool, wants_mms: bool) -> Steps:
+        """Mobile data: roaming abroad, the data switch, the allowance, then (unless the issue is MMS) speed.
+        True when the conversation is over here."""
+        lid = line["line_id"]
         if abroad:
             if not line["roaming_enabled"]:
                 what = f"Roaming is not enabled on line {lid}; I will enable it."
@@ -159,9 +189,8 @@ class TelecomOracleEpisode(ScriptedEpisode):
             )
             args = {"customer_id": cid, "line_id": lid, "gb_amount": REFUEL_GB}
             if not (yield from self._write("refuel_data", args, what)):
-                return (
-                    yield from self._say("Understood. Without more data, mobile data stays off until the cycle ends.")
-                )
+                yield from self._say("Understood. Without more data, mobile data stays off until the cycle ends.")
+                return True
         if not wants_mms:
             report = yield from self._ask("run_speed_test")
             if "(Excellent)" not in report:
@@ -171,8 +200,12 @@ class TelecomOracleEpisode(ScriptedEpisode):
                     yield from self._ask("set_network_mode_preference")
                 if "connected" in (yield from self._ask("check_vpn_status")).split("Details")[0]:
                     yield from self._ask("disconnect_vpn")
-            return (yield from self._resolved())
-        # ---- MMS --------------------------------------------------------------------------------------------
+            yield from self._resolved()
+            return True
+        return False
+
+    def _mms(self) -> Steps:
+        """MMS: network mode, Wi-Fi calling, the MMS settings, the messaging app's permissions."""
         if "cannot send" in (yield from self._ask("can_send_mms")):
             if "2g_only" in (yield from self._ask("check_network_mode_preference")):
                 yield from self._ask("set_network_mode_preference")
@@ -188,7 +221,6 @@ class TelecomOracleEpisode(ScriptedEpisode):
                     yield from self._ask(
                         "grant_app_permission", f"Please grant the messaging app the {perm} permission."
                     )
-        return (yield from self._resolved())
 
     def _resolved(self) -> Steps:
         reply = yield from self._say("Your issue should be resolved now. Could you check on your phone?")

@@ -1,4 +1,4 @@
-"""Value provenance: did a value an agent wrote or stated come from the conversation, or from nowhere?
+"""Evidence for values: did a value an agent wrote or stated come from the conversation, or from nowhere?
 
 A value is grounded when it occurs, as a whole token, in an earlier user message or successful tool output.
 Matching is normalised the way the same value is naturally written in different places: case and runs of
