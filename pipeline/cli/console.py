@@ -7,6 +7,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
+from pipeline.errors import InputError
+
 console = Console(stderr=True)
 """Messages, warnings and progress: stderr, so a command's stdout is only its result."""
 
@@ -26,5 +28,5 @@ def load_mapping(path: Path) -> dict:
 
     data = yaml.safe_load(path.read_text())
     if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a mapping")
+        raise InputError(f"{path}: expected a mapping")
     return data

@@ -20,6 +20,7 @@ from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM, Pr
 from pipeline.agents.formats.codec import IM_END, CodecConfig, CodecMismatchError, codec_hash
 from pipeline.domains.retail.policy import POLICY_SUMMARY
 from pipeline.embedded.tokenizer import load_tokenizer
+from pipeline.errors import InputError
 
 log = logging.getLogger(__name__)
 META_FILE = "agentloop.json"
@@ -156,11 +157,11 @@ def save_checkpoint(
 def read_meta(directory: str | Path) -> CheckpointMeta:
     meta_path = Path(directory) / META_FILE
     if not meta_path.exists():
-        raise FileNotFoundError(f"{meta_path}: not an agentloop checkpoint (no {META_FILE})")
+        raise InputError(f"{meta_path}: not an agentloop checkpoint (no {META_FILE})")
     try:
         return CheckpointMeta.model_validate(json.loads(meta_path.read_text(encoding="utf-8")))
     except (json.JSONDecodeError, ValidationError) as exc:
-        raise ValueError(f"{meta_path}: not a valid {META_FILE}: {exc}") from None
+        raise InputError(f"{meta_path}: not a valid {META_FILE}: {exc}") from None
 
 
 def verify_codec(directory: str | Path, meta: CheckpointMeta, codec_config: CodecConfig | None = None) -> CodecConfig:

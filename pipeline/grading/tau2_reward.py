@@ -38,6 +38,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.dataset.task import Task
+from pipeline.errors import TaskError
 from pipeline.grading.judge import Judge, is_enabled
 from pipeline.grading.verdict import Tau2Check, Tau2Result
 from pipeline.rollout.trajectory import USER_ENDED, Message, Trajectory
@@ -254,10 +255,10 @@ def tau2_reward(
     basis = list(DEFAULT_BASIS) if ev is None or ev.reward_basis is None else list(ev.reward_basis)
     unknown = sorted(set(basis) - set(REWARD_TYPES))
     if unknown:
-        raise ValueError(f"task {task.id}: evaluation.reward_basis: unknown reward type(s) {unknown}")
+        raise TaskError(f"task {task.id}: evaluation.reward_basis: unknown reward type(s) {unknown}")
     given = [f for f in _INITIAL_STATE_FIELDS if (task.initial_state or {}).get(f)]
     if given:
-        raise ValueError(f"task {task.id}: initial_state.{given[0]}: not supported by the τ²-compatible reward")
+        raise TaskError(f"task {task.id}: initial_state.{given[0]}: not supported by the τ²-compatible reward")
     if trajectory.termination not in EVALUATED_TERMINATIONS:
         return Tau2Result(
             reward=0.0,

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from pipeline.dataset.task import Task
+from pipeline.errors import InputError
 from pipeline.synth.assemble import assemble, gold_problems, random_messes
 from pipeline.synth.drafts import Draft, Want
 from pipeline.synth.kit import Grounding, SynthesisKit, template_kit_of
@@ -62,7 +63,7 @@ def expand_cycle(kit: SynthesisKit, templates: list[str] | tuple[str, ...] | Non
     names = [n for t in (templates or DEFAULT_CYCLE) for n in (kit.templates if t == EVERY else (t,))]
     unknown = sorted(set(names) - set(all_templates(kit)))
     if unknown:
-        raise ValueError(f"unknown template(s) {unknown}; known: {list(all_templates(kit))}")
+        raise InputError(f"unknown template(s) {unknown}; known: {list(all_templates(kit))}")
     return names
 
 

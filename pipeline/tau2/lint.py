@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from pipeline.dataset.task import Action, Task
+from pipeline.errors import TaskError
 from pipeline.world.replay import replay_gold
 from pipeline.world.tables import World
 
@@ -86,7 +87,7 @@ def passes_empty(world: World, task: Task) -> list[Finding]:
     )  # fmt: skip
     try:
         result = tau2_reward(world, task, empty)
-    except ValueError as exc:
+    except TaskError as exc:
         return [Finding(task.id, "passes_empty", f"not evaluated: {exc}")] if "basis" in str(exc) else []
     if not result.passed:
         return []

@@ -38,6 +38,7 @@ from pipeline.dataset.io import read_tasks
 from pipeline.dataset.provenance import check_provenance
 from pipeline.dataset.task import Task
 from pipeline.dataset.validate import check_tasks
+from pipeline.errors import InputError
 from pipeline.loop.progress import track
 from pipeline.train.finite import FiniteCallback, NonFiniteTrainingError, first_non_finite
 from pipeline.train.grpo_config import GRPOConfig
@@ -108,7 +109,7 @@ def build_trainer(params: GRPOConfig, scratch: str, tasks: list[Task] | None = N
     gpu = torch.cuda.is_available()
     tasks = tasks if tasks is not None else [t for p in params.tasks for t in read_tasks(p)]
     if not tasks:
-        raise ValueError("GRPO: empty task pool")
+        raise InputError("GRPO: empty task pool")
     where = ", ".join(map(str, params.tasks)) or "GRPO task pool"
     guard = held_out(params.held_out)  # no evaluation customer trains: held-out tasks' customers first
     guard.check_tasks(tasks, where)

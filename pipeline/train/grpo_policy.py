@@ -16,7 +16,7 @@ from pipeline.agents.backends.hf import episode_seed, sample
 from pipeline.agents.formats import ChatFormat, CodecFormat
 from pipeline.agents.formats.base import single_token_id
 from pipeline.agents.formats.codec import IM_END, CodecConfig
-from pipeline.errors import InfrastructureError
+from pipeline.errors import InfrastructureError, TrainingError
 from pipeline.rollout.protocols import EpisodeInfo
 from pipeline.rollout.trajectory import Message, Usage
 from pipeline.train.grpo_transcript import Transcript
@@ -100,7 +100,7 @@ def vllm_generate_batch(vllm_generation: Any) -> GenerateBatch:
         prompts = [prompt for prompt, _, _ in requests]
         _, completion_ids, logprobs, *_ = vllm_generation.generate(prompts=prompts, images=None, num_generations=1)
         if logprobs is None:
-            raise RuntimeError("vLLM returned no logprobs (TRL's generation must ask for logprobs=0)")
+            raise TrainingError("vLLM returned no logprobs (TRL's generation must ask for logprobs=0)")
         out = []
         for (_, room, _), ids, lps in zip(requests, completion_ids, logprobs, strict=True):
             ids = list(ids)[:room]
