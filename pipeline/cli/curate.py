@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 
 from pipeline.cli.console import console, stdout
-from pipeline.cli.errors import fail, failing
+from pipeline.cli.errors import fail
 from pipeline.loop.progress import track
 
 
@@ -47,28 +47,30 @@ def curate_cmd(
         inputs={"--pool": pool, "--tasks": tasks, "--world": world, "--held-out": held_out},
         owned=("selected.jsonl", "manifest.json"),
     )
-    # OSError covers ConnectionError and TimeoutError (Ray: no cluster, workers unplaced); ImportError: Ray missing
-    with failing(ValueError, OSError, ImportError):
-        bands = Bands(edges=[float(x) for x in edges.split(",")])
-        cfg = CurateConfig(
-            pool=pool,
-            tasks=tasks,
-            world=world,
-            domain=domain,
-            agent=agent,
-            probes=probes,
-            seed=seed,
-            bands=bands,
-            anchor_ratio=anchor_ratio,
-            max_items=max_items,
-            executor=executor,
-            ray_address=ray_address,
-            workers=workers,
-            concurrency=concurrency,
-            held_out=held_out,
-        )
-        with track(f"probe {agent}", None, "probes", console=console) as progress:
-            m = curate(cfg, out, on_probe=lambda r: progress.advance(r.verdict.passed), on_total=progress.set_total)
+    try:
+        values = [float(x) for x in edges.split(",")]
+    except ValueError:
+        fail(f"--edges {edges!r}: expected numbers separated by commas")
+    bands = Bands(edges=values)
+    cfg = CurateConfig(
+        pool=pool,
+        tasks=tasks,
+        world=world,
+        domain=domain,
+        agent=agent,
+        probes=probes,
+        seed=seed,
+        bands=bands,
+        anchor_ratio=anchor_ratio,
+        max_items=max_items,
+        executor=executor,
+        ray_address=ray_address,
+        workers=workers,
+        concurrency=concurrency,
+        held_out=held_out,
+    )
+    with track(f"probe {agent}", None, "probes", console=console) as progress:
+        m = curate(cfg, out, on_probe=lambda r: progress.advance(r.verdict.passed), on_total=progress.set_total)
     table = Table(title=f"curated {m['selected']} of {m['pool']['trajectories']} pooled trajectories")
     table.add_column("band")
     table.add_column("tasks", justify="right")

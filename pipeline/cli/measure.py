@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from pipeline.cli.console import console, stdout
-from pipeline.cli.errors import fail, failing
+from pipeline.cli.errors import fail
 from pipeline.loop.progress import track
 
 
@@ -66,33 +66,31 @@ def measure_cmd(
     if executor != "ray" and (ray_address or workers):
         fail("--ray-address and --workers need --executor ray")
     check_output(out, "--out", folder=True, inputs={"--tasks": tasks, "--world": world}, owned=RUN_FILES)
-    with failing(ValueError):  # a value the config refuses (an unknown --verdict): one line naming the field
-        config = MeasureConfig(
-            world=world,
-            domain=domain,
-            tasks=tasks,
-            agent=agent,
-            trials=trials,
-            k=k,
-            seed=seed,
-            max_tasks=max_tasks,
-            user=user,
-            judge=judge,
-            executor=executor,
-            ray_address=ray_address,
-            workers=workers,
-            retries=retries,
-            concurrency=concurrency,
-            temperature=temperature,
-            resamples=resamples,
-            verdict=verdict,
-        )
+    config = MeasureConfig(
+        world=world,
+        domain=domain,
+        tasks=tasks,
+        agent=agent,
+        trials=trials,
+        k=k,
+        seed=seed,
+        max_tasks=max_tasks,
+        user=user,
+        judge=judge,
+        executor=executor,
+        ray_address=ray_address,
+        workers=workers,
+        retries=retries,
+        concurrency=concurrency,
+        temperature=temperature,
+        resamples=resamples,
+        verdict=verdict,
+    )
     n_tasks = len(read_tasks(tasks))
     if max_tasks:
         n_tasks = min(n_tasks, max_tasks)
     progress_bar = track(f"measure {agent}", n_tasks * trials, "trials", console=console)
-    # an optional library missing, a Ray cluster that does not answer: one line, as the errors of pipeline.errors
-    with failing(ImportError, ConnectionError, TimeoutError), progress_bar as progress:
+    with progress_bar as progress:
         summary = measure(config, out, on_trial=lambda record: progress.advance(record.passed))
     stdout().print(summary_table(summary))
     console.print(escape(f"wrote {out}/metrics.json, per_task.csv, trajectories.jsonl, verdicts.jsonl"))

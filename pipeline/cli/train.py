@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 
 from pipeline.cli.console import console
-from pipeline.cli.errors import fail, failing
+from pipeline.cli.errors import fail
 
 app = typer.Typer(help="Train: the embedded default baseline, SFT and GRPO through TRL.", no_args_is_help=True)
 log = logging.getLogger(__name__)
@@ -81,8 +81,7 @@ def check_embedded(
             data = Path(tmp)
             with console.status("building the embedded default's data from the recipe…"):
                 build_data(recipe, data)
-        with failing(ValueError):
-            problems = check_checkpoint(data, checkpoint)
+        problems = check_checkpoint(data, checkpoint)
     if problems:
         for p in problems:
             console.print(f"[red]differs:[/red] {escape(p)}", soft_wrap=True)
@@ -128,26 +127,25 @@ def sft(
     from pipeline.train.sft_config import SFTConfig
 
     _check_out(out, **{"--base": base, "--data": data, "--anchors": anchors, "--tasks": tasks, "--held-out": held_out})
-    with failing(ValueError):
-        params = SFTConfig(
-            base=base,
-            data=data,
-            anchors=anchors,
-            anchor_share=anchor_share,
-            tasks=tasks,
-            held_out=held_out,
-            epochs=epochs,
-            learning_rate=lr,
-            batch_size=batch_size,
-            gradient_accumulation_steps=gradient_accumulation_steps,
-            max_length=max_length,
-            overlong=overlong,
-            max_steps=max_steps,
-            bf16=bf16,
-            seed=seed,
-            lora=_lora(lora, lora_rank, lora_alpha, lora_dropout, lora_targets, save_adapter),
-        )
-        result = run_sft(params, out)
+    params = SFTConfig(
+        base=base,
+        data=data,
+        anchors=anchors,
+        anchor_share=anchor_share,
+        tasks=tasks,
+        held_out=held_out,
+        epochs=epochs,
+        learning_rate=lr,
+        batch_size=batch_size,
+        gradient_accumulation_steps=gradient_accumulation_steps,
+        max_length=max_length,
+        overlong=overlong,
+        max_steps=max_steps,
+        bf16=bf16,
+        seed=seed,
+        lora=_lora(lora, lora_rank, lora_alpha, lora_dropout, lora_targets, save_adapter),
+    )
+    result = run_sft(params, out)
     loss = f"loss {result.first_loss:.3f} → {result.last_loss:.3f}, " if result.losses else ""  # every logging_steps
     console.print(
         f"SFT: {result.examples} examples, {result.steps} steps, {loss}mean loss {result.mean_loss:.3f}; wrote {out}"
@@ -201,36 +199,35 @@ def grpo(
     from pipeline.train.grpo_config import GRPOConfig
 
     _check_out(out, **{"--base": base, "--tasks": tasks, "--world": world, "--held-out": held_out})
-    with failing(ValueError):
-        params = GRPOConfig(
-            base=base,
-            tasks=tasks,
-            world=world,
-            domain=domain,
-            held_out=held_out,
-            steps=steps,
-            max_minutes=max_minutes,
-            num_generations=num_generations,
-            tasks_per_step=tasks_per_step,
-            learning_rate=lr,
-            beta=beta,
-            loss_type=loss_type,
-            temperature=temperature,
-            max_new_tokens=max_new_tokens,
-            max_prompt_length=max_prompt_length,
-            max_resamples=max_resamples,
-            max_infra_retries=max_infra_retries,
-            limits=Limits(max_turns=max_turns, max_tool_calls=max_tool_calls, max_steps_per_turn=max_steps_per_turn),
-            lora=_lora(lora, lora_rank, lora_alpha, lora_dropout, lora_targets, save_adapter),
-            vllm=vllm,
-            vllm_gpu_memory=vllm_gpu_memory,
-            vllm_host=vllm_host,
-            vllm_port=vllm_port,
-            bf16=bf16,
-            threads=threads,
-            seed=seed,
-        )
-        result = run_grpo(params, out)
+    params = GRPOConfig(
+        base=base,
+        tasks=tasks,
+        world=world,
+        domain=domain,
+        held_out=held_out,
+        steps=steps,
+        max_minutes=max_minutes,
+        num_generations=num_generations,
+        tasks_per_step=tasks_per_step,
+        learning_rate=lr,
+        beta=beta,
+        loss_type=loss_type,
+        temperature=temperature,
+        max_new_tokens=max_new_tokens,
+        max_prompt_length=max_prompt_length,
+        max_resamples=max_resamples,
+        max_infra_retries=max_infra_retries,
+        limits=Limits(max_turns=max_turns, max_tool_calls=max_tool_calls, max_steps_per_turn=max_steps_per_turn),
+        lora=_lora(lora, lora_rank, lora_alpha, lora_dropout, lora_targets, save_adapter),
+        vllm=vllm,
+        vllm_gpu_memory=vllm_gpu_memory,
+        vllm_host=vllm_host,
+        vllm_port=vllm_port,
+        bf16=bf16,
+        threads=threads,
+        seed=seed,
+    )
+    result = run_grpo(params, out)
     console.print(
         f"GRPO: {result.steps} steps, mean reward per step {result.rewards}, rollouts {result.stats}; wrote {out}"
     )

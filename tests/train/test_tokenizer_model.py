@@ -30,6 +30,7 @@ from pipeline.embedded.model import (
     save_checkpoint,
 )
 from pipeline.embedded.tokenizer import TokenizerConfig, build_corpus, load_tokenizer, save_tokenizer, train_tokenizer
+from pipeline.errors import InputError
 
 COMPACT = CodecConfig(system="compact", tool_results="compact", policy_summary=POLICY_SUMMARY)
 
@@ -132,7 +133,7 @@ def test_checkpoint_round_trip_records_codec_and_refuses_another(tokenizer, tmp_
     (tmp_path / META_FILE).write_text(json.dumps(recorded))
     with pytest.raises(CodecMismatchError, match=str(tmp_path / META_FILE)):
         load_checkpoint(tmp_path)
-    with pytest.raises(FileNotFoundError, match=META_FILE):
+    with pytest.raises(InputError, match=META_FILE):
         load_checkpoint(tmp_path / "missing")
 
 
