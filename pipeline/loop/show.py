@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from pipeline.errors import InputError
+from pipeline.errors import AgentloopError, InputError
 from pipeline.loop.params import load_params
 
 
@@ -20,4 +20,7 @@ def lookup(key: str, path: str = "params.yaml") -> object:
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         raise SystemExit("usage: python -m pipeline.loop.show SECTION.KEY")
-    print(lookup(sys.argv[1]))
+    try:
+        print(lookup(sys.argv[1]))
+    except AgentloopError as exc:  # no such key, or a params.yaml that does not load: one line
+        raise SystemExit(f"error: {exc}") from None

@@ -8,6 +8,7 @@ machine. An address nothing answers at fails at once, naming it, instead of Ray'
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import socket
@@ -40,8 +41,8 @@ def check_client(address: str) -> None:
     if not address.startswith("ray://"):
         return
     try:
-        import grpc  # noqa: F401
-        import ray.util.client  # noqa: F401
+        importlib.import_module("grpc")  # the extra's own dependency (no type stubs: imported by name)
+        importlib.import_module("ray.util.client")
     except ImportError as exc:
         raise InputError(
             f"Ray address {address!r}: a ray:// address needs Ray's client (pip install 'ray[client]')"

@@ -197,7 +197,7 @@ def load_model(
     placement = _placement(device, dtype)
     if ours and device is None and dtype == "auto":
         placement = {}  # exactly as agentloop checkpoints always loaded
-    with unreadable(path):
+    with unreadable(Path(path)):
         model = AutoModelForCausalLM.from_pretrained(str(path), local_files_only=True, **placement).eval()
     log.info("loaded %s as %s (%s) in format %r", path, type(model).__name__, _dtype_name(model.config), fmt.name)
     return LoadedModel(model, tokenizer, fmt, meta, Path(path))
