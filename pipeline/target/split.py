@@ -14,7 +14,7 @@ import math
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from pipeline.dataset.provenance import Provenance, ProvenanceError, check_provenance, file_sha256
 from pipeline.errors import InputError
@@ -106,7 +106,12 @@ class Targets(Strict):
 
     @classmethod
     def read(cls, path: Path) -> Targets:
-        return cls.model_validate_json(Path(path).read_text())
+        try:
+            return cls.model_validate_json(Path(path).read_bytes())  # bytes: a file not UTF-8 fails validation
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(map(str, first["loc"])) or "the file"
+            raise InputError(f"{path}: not a targets.json of `agentloop target`: {where}: {first['msg']}") from None
 
 
 class MetricsReadError(InputError, ValueError):
