@@ -18,6 +18,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from pipeline.errors import TaskError
 from pipeline.grading.grader import grade
 from pipeline.grading.tau2_criteria import apply_criteria
 from pipeline.tau2.data import tau2_data_dir
@@ -60,7 +61,7 @@ def perturbed_both(world, tasks) -> dict:
         for t in tasks:
             try:
                 v = grade(world, t, perturb(world, t, how, NATURAL))
-            except ValueError:
+            except TaskError:  # a perturbation this task has nothing to perturb for
                 c["not applicable"] += 1
                 continue
             c[f"strict {'pass' if v.passed else 'fail'} / tau2 {'pass' if v.tau2.passed else 'fail'}"] += 1

@@ -11,9 +11,17 @@
     ├── TrainingError        a training run that cannot go on (a non-finite loss)
     └── TrackingError        MLflow, the model registry or DVC refuses (a promotion the gate did not pass)
 
-Each concrete error also keeps the builtin it has always been (`ValueError`, `LookupError`, `RuntimeError`,
-`FileNotFoundError`...), so an `except ValueError` written against it still holds. The CLI turns any
-`AgentloopError` into one line and exit code 2 (`pipeline.cli.errors`).
+An error is typed where it is raised: a branch itself (`raise InputError(f"{path}: ...")`, the message naming the
+file, field or option), or a module's subclass where a caller must tell it from its siblings (`ParamsError`,
+`WorldLoadError`, `ToolError`...). A third-party library's own error (transformers failing to read a checkpoint,
+Ray's client missing) is converted where agentloop calls it. The branches are not builtins: catch them by name.
+The older subclasses also keep the builtin they replaced (`ValueError`, `LookupError`, `RuntimeError`...), and
+`pipeline.world.tables.RecordError` stays a `KeyError`, whose quoted message a tool records in its trajectory.
+
+Builtins are left to bugs: `NotImplementedError` for a hook a subclass must write, `TypeError` / `ValueError` for a
+precondition a developer broke (an impossible branch, a function called with arguments it refuses), and one
+raised and caught within a module as a parser's signal. The CLI turns any `AgentloopError` into one line and exit
+code 2 (`pipeline.cli.errors`), a stage script too (`pipeline.loop.entry`); anything else keeps its traceback.
 """
 
 from __future__ import annotations

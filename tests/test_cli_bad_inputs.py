@@ -129,3 +129,43 @@ def test_hf_placement_this_machine_cannot_give(tasks_file, tmp_path, setting, ne
     if setting == "device=cuda" and torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
     clear_error(measure(tasks_file, tmp_path / "run", "--agent", f"hf:models/embedded,{setting}"), needle)
+
+
+def test_target_metrics_that_are_a_json_list(tmp_path):
+    metrics = tmp_path / "metrics.json"
+    metrics.write_text("[1, 2]\n")
+    args = ["target", "--metrics", str(metrics), "--budget", "5", "--out", str(tmp_path / "targets.json")]
+    clear_error(runner.invoke(app, args), str(metrics), "expected a JSON object, got a list")
+
+
+def test_world_generate_more_products_than_the_catalog_names(tmp_path):
+    args = ["world", "generate", "--products", "100000", "--out", str(tmp_path / "w")]
+    clear_error(runner.invoke(app, args), "n_products=100000", "distinct product names")
+
+
+def test_report_gate_that_is_a_binary_file(tasks_file, tmp_path):
+    run = tmp_path / "run"
+    assert measure(tasks_file, run).exit_code == 0
+    gate = tmp_path / "gate.json"
+    gate.write_bytes(bytes(range(128, 256)))
+    args = ["report", "--baseline", str(run), "--candidate", str(run), "--tasks", str(tasks_file), "--world", WORLD]
+    args += ["--gate", str(gate), "--out", str(tmp_path / "r.html")]
+    clear_error(runner.invoke(app, args), str(gate), "not UTF-8 text")
+
+
+@pytest.mark.parametrize("files", [{}, {"config.json": "{}"}], ids=["empty", "config-only"])
+def test_measure_hf_agent_on_a_folder_without_a_model(tasks_file, tmp_path, files):
+    folder = tmp_path / "nomodel"
+    folder.mkdir()
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    clear_error(measure(tasks_file, tmp_path / "run", "--agent", f"hf:{folder}"), f"hf:{folder}", str(folder))
+
+
+def test_ray_client_address_without_rays_client(tasks_file, tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "grpc", None)  # as without the `ray[client]` extra: importing grpc fails
+    address = "ray://127.0.0.1:10001"
+    result = measure(tasks_file, tmp_path / "run", "--executor", "ray", "--ray-address", address)
+    clear_error(result, f"Ray address '{address}'", "ray[client]")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import builtins
 import importlib
 from pathlib import Path
 
@@ -155,3 +156,94 @@ def test_the_command_is_a_package_whose_help_needs_no_heavy_library() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
     assert out.strip().splitlines()[-1] == "HEAVY []"
+
+
+VALIDATORS = {"field_validator", "model_validator"}
+BUILTINS = {n for n, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, BaseException)}
+BUILTIN_RAISES = {  # (file, function): why a builtin is right there
+    **dict.fromkeys([("loop/entry.py", "run_stage"), ("loop/show.py", None)], "SystemExit: a script's exit status"),
+    **dict.fromkeys(
+        [("agents/scripted/flaws.py", "plan_flaws")]
+        + [
+            ("agents/scripted/script.py", f)
+            for f in ("_authenticate", "_handle", "_check_details", "_confirm", "_perform")
+        ],
+        "NotImplementedError: a hook a subclass writes",
+    ),
+    ("agents/registry.py", "__getattr__"): "AttributeError: the protocol getattr and hasattr need",
+    **dict.fromkeys(
+        [
+            ("dataset/task.py", "_printable_id"),
+            ("loop/params.py", "_refuse_loop_inputs"),
+            ("loop/params.py", "train_world"),
+        ],
+        "ValueError: run by a pydantic validator (an AfterValidator, a field or model validator)",
+    ),
+    **dict.fromkeys(
+        [
+            ("agents/formats/compact_template.py", "_value"),
+            ("endpoint/client.py", "_parse"),
+            ("grading/llm_judge.py", "parse_judgement"),
+            ("grading/llm_judge.py", "parse_user_review"),
+            ("grading/llm_judge.py", "parse_confirmation"),
+            ("rollout/resume.py", "load"),
+        ],
+        "a parser's signal, caught in its module beside json's own ValueError",
+    ),
+    **dict.fromkeys(
+        [
+            ("curate/bands.py", "betainc"),
+            ("curate/bands.py", "masses"),
+            ("embedded/copy_circuit.py", "plant_copy_circuit"),
+            ("embedded/model.py", "build_model"),
+            ("grading/task_checks.py", "evaluate_check"),
+            ("serve/connections.py", "bounded_protocol"),
+            ("synth/taxonomy.py", "__init__"),
+            ("tracking/tracker.py", "client"),
+            ("train/grpo_policy.py", "__init__"),
+            ("train/grpo_rollouts.py", "grouped"),
+            ("train/grpo_transcript.py", "prompt"),
+            ("train/grpo_transcript.py", "sampled"),
+            ("world/domain.py", "capability"),
+            ("world/tables.py", "tools_of"),
+            ("world/vocabulary.py", "__post_init__"),
+        ],
+        "a developer's bug: a precondition of the code's own callers, or an impossible branch",
+    ),
+}
+
+
+def _builtin_raises() -> set[tuple[str, str | None]]:
+    found: set[tuple[str, str | None]] = set()
+
+    def visit(node: ast.AST, path: str, function: str | None, validator: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            f, v = function, validator
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                names = {getattr(d.func if isinstance(d, ast.Call) else d, "id", None) for d in child.decorator_list}
+                f, v = child.name, validator or bool(names & VALIDATORS)
+            if isinstance(child, ast.Raise) and child.exc is not None and not v:
+                exc = child.exc.func if isinstance(child.exc, ast.Call) else child.exc
+                if isinstance(exc, ast.Name) and exc.id in BUILTINS:
+                    found.add((path, f))
+            visit(child, path, f, v)
+
+    for file in sorted((ROOT / "pipeline").rglob("*.py")):
+        visit(ast.parse(file.read_text()), file.relative_to(ROOT / "pipeline").as_posix(), None, False)
+    return found
+
+
+def test_errors_are_typed_where_they_are_raised() -> None:
+    """A builtin raised outside a validator is a bug's signal, listed above with why; anything the user can cause
+    raises an AgentloopError subclass naming the file, field or option."""
+    found = _builtin_raises()
+    assert found - set(BUILTIN_RAISES) == set(), "raise an AgentloopError subclass (pipeline/errors.py) instead"
+    assert set(BUILTIN_RAISES) - found == set(), "listed but no longer raised: drop it from the list"
+
+
+def test_no_command_catches_builtin_errors_itself() -> None:
+    import pipeline.cli.errors
+
+    assert not hasattr(pipeline.cli.errors, "failing")
+    for file in (ROOT / "pipeline" / "cli").glob("*.py"):
+        assert "failing(" not in file.read_text(), file

@@ -13,6 +13,7 @@ from typing import Any, cast
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from transformers import AutoModelForCausalLM, LlamaForCausalLM, PreTrainedModel, PreTrainedTokenizerFast
 
+from pipeline.errors import InputError
 from pipeline.formats.codec import CodecConfig, CodecMismatchError, check_tokenizer, codec_hash
 
 log = logging.getLogger(__name__)
@@ -111,11 +112,11 @@ def save_checkpoint(
 def read_meta(directory: str | Path) -> CheckpointMeta:
     meta_path = Path(directory) / META_FILE
     if not meta_path.exists():
-        raise FileNotFoundError(f"{meta_path}: not an agentloop checkpoint (no {META_FILE})")
+        raise InputError(f"{meta_path}: not an agentloop checkpoint (no {META_FILE})")
     try:
         return CheckpointMeta.model_validate(json.loads(meta_path.read_text(encoding="utf-8")))
     except (json.JSONDecodeError, ValidationError) as exc:
-        raise ValueError(f"{meta_path}: not a valid {META_FILE}: {exc}") from None
+        raise InputError(f"{meta_path}: not a valid {META_FILE}: {exc}") from None
 
 
 def verify_codec(directory: str | Path, meta: CheckpointMeta, codec_config: CodecConfig | None = None) -> CodecConfig:

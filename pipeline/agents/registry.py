@@ -175,13 +175,13 @@ def make_agent(spec: str, domain: Domain | None = None) -> Agent:
 
         try:
             check_placement(words.get("device"), words.get("dtype", "auto"))
-        except ValueError as exc:
+        except InputError as exc:
             raise UnknownAgentError(f"agent {spec!r}: {exc}") from None
         if "draft" in checked:
             checked["draft_tokens"] = checked.pop("draft")
         try:
             return HFAgent(path, **checked, **words)
-        except OSError as exc:  # FileNotFoundError included: no such checkpoint, or not one transformers reads
+        except (InputError, OSError) as exc:  # no such checkpoint, or not one transformers reads
             raise UnknownAgentError(f"agent {spec!r}: {exc}") from None
     if kind in ("openai", "vllm") and body:
         target, _, rest = body.partition(",")

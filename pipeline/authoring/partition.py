@@ -76,7 +76,7 @@ def partition(world: World, seed: int = PARTITION_SEED, eval_share: float = EVAL
     """The world's customers split by a hash of (seed, user id): stable when customers are added or removed."""
     table = customer_table(world)
     if table is None:
-        raise ValueError(f"world {world.name!r}: no table of customers (records owned by their own key) to partition")
+        raise InputError(f"world {world.name!r}: no table of customers (records owned by their own key) to partition")
     ids = sorted(world.table(table))
     held = {u for u in ids if _unit(f"partition:{seed}:{u}") < eval_share}
     if ids and not held:

@@ -20,6 +20,7 @@ from pipeline.authoring.kit import Grounding, SynthesisKit, template_kit_of
 from pipeline.authoring.partition import Partitioned, needs_partition, partition
 from pipeline.authoring.topup import top_up
 from pipeline.dataset.task import Task
+from pipeline.errors import InputError
 from pipeline.world.tables import World
 
 log = logging.getLogger(__name__)
@@ -62,7 +63,7 @@ def expand_cycle(kit: SynthesisKit, templates: list[str] | tuple[str, ...] | Non
     names = [n for t in (templates or DEFAULT_CYCLE) for n in (kit.templates if t == EVERY else (t,))]
     unknown = sorted(set(names) - set(all_templates(kit)))
     if unknown:
-        raise ValueError(f"unknown template(s) {unknown}; known: {list(all_templates(kit))}")
+        raise InputError(f"unknown template(s) {unknown}; known: {list(all_templates(kit))}")
     return names
 
 

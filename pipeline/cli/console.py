@@ -7,6 +7,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
+from pipeline.errors import InputError
+
 console = Console(stderr=True)
 """Messages, warnings and progress: stderr, so a command's stdout is only its result."""
 
@@ -24,7 +26,11 @@ def load_mapping(path: Path) -> dict:
     """A JSON or YAML file holding one mapping (a config section)."""
     import yaml
 
-    data = yaml.safe_load(path.read_text())
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:  # not YAML (JSON is YAML), or not text
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"{path}: not JSON or YAML ({first})") from None
     if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a mapping")
+        raise InputError(f"{path}: expected a mapping")
     return data

@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from pipeline.cli.console import console, stdout
-from pipeline.cli.errors import fail, failing
+from pipeline.cli.errors import fail
 from pipeline.cli.options import config_options
 from pipeline.progress import track
 
@@ -41,12 +41,13 @@ def curate_cmd(
         inputs={"--pool": pool, "--tasks": tasks, "--world": world, "--held-out": held_out},
         owned=("selected.jsonl", "manifest.json"),
     )
-    # OSError covers ConnectionError and TimeoutError (Ray: no cluster, workers unplaced); ImportError: Ray missing
-    with failing(ValueError, OSError, ImportError):
-        bands = Bands(edges=[float(x) for x in edges.split(",")])
-        cfg = CurateConfig.model_validate({**settings, "bands": bands})
-        with track(f"probe {cfg.agent}", None, "probes", console=console) as progress:
-            m = curate(cfg, out, on_probe=lambda r: progress.advance(r.verdict.passed), on_total=progress.set_total)
+    try:
+        values = [float(x) for x in edges.split(",")]
+    except ValueError:
+        fail(f"--edges {edges!r}: expected numbers separated by commas")
+    cfg = CurateConfig.model_validate({**settings, "bands": Bands(edges=values)})
+    with track(f"probe {cfg.agent}", None, "probes", console=console) as progress:
+        m = curate(cfg, out, on_probe=lambda r: progress.advance(r.verdict.passed), on_total=progress.set_total)
     table = Table(title=f"curated {m['selected']} of {m['pool']['trajectories']} pooled trajectories")
     table.add_column("band")
     table.add_column("tasks", justify="right")

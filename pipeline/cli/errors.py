@@ -4,15 +4,13 @@ Every command runs inside `AgentloopGroup.invoke`: an `AgentloopError` (bad inpu
 an unreachable endpoint, a refused promotion...), a pydantic `ValidationError` (each field and what is wrong with
 it), a `FileNotFoundError`, or an `IsADirectoryError` / `NotADirectoryError` / `PermissionError` naming its path
 becomes `error: MESSAGE` on stderr and exit code 2. Anything else is a bug and keeps
-its traceback. A command that expects a builtin error from a library call (a YAML file that does not parse, a Ray
-cluster that does not answer) says so with `failing(...)` around that call, and its message goes the same way.
+its traceback: a library call that can fail on bad input raises an `AgentloopError` naming the file, field or option
+(converting a third-party library's own error where it calls it), so no command catches builtin errors itself.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any, NoReturn
 
 import typer
@@ -48,15 +46,6 @@ def message(exc: BaseException) -> str | None:
         what = {IsADirectoryError: "is a folder, not a file", NotADirectoryError: "lies under a file, not a folder"}
         return f"{exc.filename}: {what.get(type(exc), exc.strerror or 'permission denied')}"
     return None
-
-
-@contextmanager
-def failing(*errors: type[BaseException]) -> Iterator[None]:
-    """Within the block, `errors` (builtin ones a library call may raise on bad input) also end in one line."""
-    try:
-        yield
-    except errors as exc:
-        fail(message(exc) or str(exc))
 
 
 class AgentloopGroup(TyperGroup):

@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from pipeline.cli.console import console, stdout
-from pipeline.cli.errors import fail, failing
+from pipeline.cli.errors import fail
 from pipeline.cli.options import config_options
 from pipeline.progress import track
 
@@ -41,14 +41,12 @@ def measure_cmd(
         fail("--ray-address and --workers need --executor ray")
     tasks, world = settings["tasks"], settings["world"]
     check_output(out, "--out", folder=True, inputs={"--tasks": tasks, "--world": world}, owned=RUN_FILES)
-    with failing(ValueError):  # a value the config refuses (an unknown --verdict): one line naming the field
-        config = MeasureConfig.model_validate(settings)
+    config = MeasureConfig.model_validate(settings)
     n_tasks = len(read_tasks(tasks))
     if config.max_tasks:
         n_tasks = min(n_tasks, config.max_tasks)
     progress_bar = track(f"measure {config.agent}", n_tasks * config.trials, "trials", console=console)
-    # an optional library missing, a Ray cluster that does not answer: one line, as the errors of pipeline.errors
-    with failing(ImportError, ConnectionError, TimeoutError), progress_bar as progress:
+    with progress_bar as progress:
         summary = measure(config, out, on_trial=lambda record: progress.advance(record.passed))
     stdout().print(summary_table(summary))
     console.print(escape(f"wrote {out}/metrics.json, per_task.csv, trajectories.jsonl, verdicts.jsonl"))

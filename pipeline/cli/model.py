@@ -8,7 +8,7 @@ import typer
 from rich.markup import escape
 
 from pipeline.cli.console import console
-from pipeline.cli.errors import failing
+from pipeline.errors import InputError
 
 app = typer.Typer(help="Models: import an outside checkpoint, list chat formats.", no_args_is_help=True)
 
@@ -37,20 +37,17 @@ def import_cmd(
     from pipeline.agents.backends.loading import import_model
 
     path = Path(source)
-    with failing(FileExistsError, OSError, ValueError):
-        template = read_template(chat_template) if chat_template is not None else None
-        if path.is_dir():
-            if out is not None:
-                raise ValueError(f"--out: {source} is a model directory already; --out is for a GGUF source")
-            meta = import_model(path, chat_format, force=force, chat_template=template)
-        else:
-            if out is None:
-                raise ValueError(f"--out: where to write the transformers directory made from {source}")
-            with console.status(f"dequantizing {escape(source)} into {escape(str(out))}"):
-                meta = import_gguf(
-                    source, out, dtype=dtype, chat_format=chat_format, force=force, chat_template=template
-                )
-            path = out
+    template = read_template(chat_template) if chat_template is not None else None
+    if path.is_dir():
+        if out is not None:
+            raise InputError(f"--out: {source} is a model directory already; --out is for a GGUF source")
+        meta = import_model(path, chat_format, force=force, chat_template=template)
+    else:
+        if out is None:
+            raise InputError(f"--out: where to write the transformers directory made from {source}")
+        with console.status(f"dequantizing {escape(source)} into {escape(str(out))}"):
+            meta = import_gguf(source, out, dtype=dtype, chat_format=chat_format, force=force, chat_template=template)
+        path = out
     typer.echo(f"{path}: format {meta.chat_format}, {meta.architecture}, {meta.dtype}")
 
 
@@ -62,13 +59,13 @@ def read_template(path: Path) -> str:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"--chat-template {path}: {exc}") from None
+        raise InputError(f"--chat-template {path}: {exc}") from None
     if not text.strip():
-        raise ValueError(f"--chat-template {path}: the file is empty")
+        raise InputError(f"--chat-template {path}: the file is empty")
     try:
         ImmutableSandboxedEnvironment().parse(text)
     except TemplateSyntaxError as exc:
-        raise ValueError(f"--chat-template {path}:{exc.lineno}: not a Jinja template ({exc.message})") from None
+        raise InputError(f"--chat-template {path}:{exc.lineno}: not a Jinja template ({exc.message})") from None
     return text
 
 

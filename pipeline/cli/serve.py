@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from pipeline.cli.console import console
-from pipeline.cli.errors import fail, failing
+from pipeline.cli.errors import fail
 
 
 def serve_cmd(
@@ -35,8 +35,7 @@ def serve_cmd(
 
     if api_key is not None and not api_key.strip():
         fail("--api-key (or AGENTLOOP_SERVE_API_KEY) is empty: give a key, or leave it unset to serve without one")
-    with failing(OSError, ValueError):  # a checkpoint transformers cannot read
-        engine = load_engine(model, name, device=device, dtype=dtype, chat_format=chat_format)
+    engine = load_engine(model, name, device=device, dtype=dtype, chat_format=chat_format)
     console.print(f"serving {engine.name} on http://{host}:{port}/v1 (context {engine.context} tokens)")
     serve(
         engine,

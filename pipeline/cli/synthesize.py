@@ -9,7 +9,6 @@ import typer
 from rich.table import Table
 
 from pipeline.cli.console import console, load_mapping, stdout
-from pipeline.cli.errors import failing
 from pipeline.cli.options import config_options
 from pipeline.progress import track
 
@@ -51,20 +50,19 @@ def synthesize_cmd(
         inputs={"--world": world, "--targets": targets, "--config": config, "--held-out": held_out},
         owned=("tasks.jsonl", "trajectories.jsonl", "manifest.json", "provenance.json"),
     )
-    with failing(ValueError, LookupError, OSError):
-        data = load_mapping(config) if config else settings
-        if judge_url:
-            data["judge"] = {"base_url": judge_url, "model": judge_model or "judge"}
-        cfg = SynthConfig.model_validate(data)
-        the_targets = Targets.read(targets)
-        w = load_world(world, domain)
-        total = sum(t.count for t in the_targets.modes.values())
-        refine = _llm_refine(w, llm, llm_proposals, cfg.seed)
-        with track("synthesize", total, "tasks", console=console) as progress:
-            result = synthesize(
-                w, the_targets, out, cfg, on_task=lambda _: progress.advance(), targets_file=targets, refine=refine,
-                held_out=held_out,
-            )  # fmt: skip
+    data = load_mapping(config) if config else settings
+    if judge_url:
+        data["judge"] = {"base_url": judge_url, "model": judge_model or "judge"}
+    cfg = SynthConfig.model_validate(data)
+    the_targets = Targets.read(targets)
+    w = load_world(world, domain)
+    total = sum(t.count for t in the_targets.modes.values())
+    refine = _llm_refine(w, llm, llm_proposals, cfg.seed)
+    with track("synthesize", total, "tasks", console=console) as progress:
+        result = synthesize(
+            w, the_targets, out, cfg, on_task=lambda _: progress.advance(), targets_file=targets, refine=refine,
+            held_out=held_out,
+        )  # fmt: skip
     m = result.manifest
     table = Table(title=f"synthesized {m['tasks']} tasks in {w.name} ({m['generations']} generations)")
     table.add_column("mode")
@@ -93,9 +91,8 @@ def _llm_refine(world, llm: str | None, proposals: int, seed: int):
         fail("--llm-proposals needs --llm openai:MODEL@URL (the model that proposes them)")
     if not llm:
         return None
-    from pipeline.explore.llm import LLMRoles, LLMSpec, LLMSpecError
+    from pipeline.explore.llm import LLMRoles, LLMSpec
     from pipeline.synth.llm_roles import refine
 
-    with failing(LLMSpecError):
-        roles = LLMRoles(LLMSpec.parse(llm), seed=seed)
+    roles = LLMRoles(LLMSpec.parse(llm), seed=seed)
     return lambda result: refine(world, result, roles, proposals, seed=seed)

@@ -8,7 +8,6 @@ import typer
 from rich.table import Table
 
 from pipeline.cli.console import console, load_mapping, stdout
-from pipeline.cli.errors import failing
 
 
 def target_cmd(
@@ -30,9 +29,8 @@ def target_cmd(
     check_output(
         out, "--out", inputs={"--metrics": metrics, "--config": config, "--verdicts": verdicts, "--tasks": tasks}
     )
-    with failing(ValueError, LookupError, OSError):
-        cfg = TargetConfig.model_validate(load_mapping(config)) if config else TargetConfig()
-        targets = make_targets(metrics, budget, cfg, verdicts, tasks, domain=domain)
+    cfg = TargetConfig.model_validate(load_mapping(config)) if config else TargetConfig()
+    targets = make_targets(metrics, budget, cfg, verdicts, tasks, domain=domain)
     targets.write(out)
     table = Table(title=f"targets: {budget} tasks from {metrics}")
     for col in ("mode", "rate", "weight", "count", "dials"):

@@ -8,7 +8,7 @@ import typer
 from rich.markup import escape
 
 from pipeline.cli.console import console
-from pipeline.cli.errors import fail, failing
+from pipeline.cli.errors import fail
 from pipeline.cli.tau2 import import_tau2_cmd, lint_cmd
 
 app = typer.Typer(help="Task files: generate, validate.", no_args_is_help=True)
@@ -44,8 +44,7 @@ def tasks_generate(
     generate_tasks = loaded.domain.require("tasks", needed_for="agentloop tasks generate")
     from pipeline.synth.plain import generate_selected
 
-    with failing(ValueError):
-        tasks = generate_selected(generate_tasks, loaded, n, seed=seed, templates=template or None, plain=plain)
+    tasks = generate_selected(generate_tasks, loaded, n, seed=seed, templates=template or None, plain=plain)
     if llm_proposals and not llm:
         fail("--llm-proposals needs --llm openai:MODEL@URL (the model that proposes them)")
     if llm:
@@ -63,19 +62,17 @@ def tasks_validate(
     """Check a task file against the schema and the world it runs in; errors name the line or task and the field."""
     from pipeline.grading.validate import validate_file
 
-    with failing(ValueError, LookupError):
-        console.print(escape(validate_file(path, world, domain)), soft_wrap=True)
+    console.print(escape(validate_file(path, world, domain)), soft_wrap=True)
 
 
 def _with_llm(loaded, tasks, out: Path, llm: str, proposals: int, seed: int):
     """Requests reworded and evolutions proposed by a language model; only what the world verifies is kept."""
     import json
 
-    from pipeline.explore.llm import LLMRoles, LLMSpec, LLMSpecError, with_llm
+    from pipeline.explore.llm import LLMRoles, LLMSpec, with_llm
 
-    with failing(LLMSpecError):
-        roles = LLMRoles(LLMSpec.parse(llm), seed=seed)
-        tasks = with_llm(loaded, tasks, roles, proposals, seed=seed)
+    roles = LLMRoles(LLMSpec.parse(llm), seed=seed)
+    tasks = with_llm(loaded, tasks, roles, proposals, seed=seed)
     report = out.with_name(out.name.removesuffix(".jsonl") + ".llm.json")
     report.write_text(json.dumps(roles.report.to_dict(), indent=2) + "\n", encoding="utf-8")
     r = roles.report

@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from pipeline.cli.console import console
-from pipeline.cli.errors import fail, failing
+from pipeline.cli.errors import fail
 
 import_app = typer.Typer(help="Import runs made elsewhere: τ²-bench results files.", no_args_is_help=True)
 
@@ -60,8 +60,7 @@ def import_tau2_cmd(
     from pipeline.tau2.importer import write_import
 
     check_output(out, "--out", inputs={"--domain": domain})
-    with failing(ValueError):
-        imported = write_import(domain, out, split, kind)
+    imported = write_import(domain, out, split, kind)
     part = f" (split {split})" if split else ""
     refused = f"; {len(imported.refused)} with gold writes our tools refuse" if imported.refused else ""
     console.print(f"{len(imported.tasks)} τ²-bench tasks{part} of {imported.world.name} → {out}{refused}")
@@ -83,8 +82,7 @@ def lint_cmd(
 
     if out is not None:
         check_output(out, "--out", inputs={"--domain": domain})
-    with failing(ValueError):
-        report, findings = lint_directory(domain, split, kind)
+    report, findings = lint_directory(domain, split, kind)
     print(f"{report['tasks']} tasks of {report['domain']} ({domain}); policy names {report['policy_names']} tools")
     for c in CLASSES:
         entry = report["classes"][c]
@@ -116,25 +114,24 @@ def tau2_submission(
     """Write τ²-bench's leaderboard submission.json from our runs: per domain pass^1..pass^4, the methodology (the
     customer's model, the τ²-bench version, how far our reward agrees with τ²-bench's)."""
     from pipeline.outputs import check_output
-    from pipeline.tau2.submission import SubmissionError, build_submission, write_submission
+    from pipeline.tau2.submission import build_submission, write_submission
 
     if submission_type not in ("custom", "standard"):
         fail(f"--submission-type {submission_type!r}: expected custom or standard")
     if verdict not in ("tau2", "strict"):
         fail(f"--verdict {verdict!r}: expected tau2 or strict")
     check_output(out, "--out", inputs={f"--run {r}": r for r in run})
-    with failing(SubmissionError):
-        submission, runs = build_submission(
-            run,
-            model_name=model_name,
-            model_organization=model_organization,
-            submitting_organization=submitting_organization,
-            contact_email=contact_email,
-            contact_name=contact_name,
-            submission_type=submission_type,  # type: ignore[arg-type]
-            verdict=verdict,
-            tau2_bench_version=tau2_version,
-        )
+    submission, runs = build_submission(
+        run,
+        model_name=model_name,
+        model_organization=model_organization,
+        submitting_organization=submitting_organization,
+        contact_email=contact_email,
+        contact_name=contact_name,
+        submission_type=submission_type,  # type: ignore[arg-type]
+        verdict=verdict,
+        tau2_bench_version=tau2_version,
+    )
     write_submission(out, submission)
     for r in runs:
         figures = ", ".join(f"pass^{k} {getattr(r.results, f'pass_{k}')}" for k in range(1, 5))

@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 
 from pipeline.cli.console import console
-from pipeline.cli.errors import fail, failing
+from pipeline.cli.errors import fail
 from pipeline.cli.options import ConfigCommand, config_options
 
 app = typer.Typer(help="Train: the embedded default baseline, SFT and GRPO through TRL.", no_args_is_help=True)
@@ -107,8 +107,7 @@ def check_embedded(
             data = Path(tmp)
             with console.status("building the embedded default's data from the recipe…"):
                 build_data(recipe, data)
-        with failing(ValueError):
-            problems = check_checkpoint(data, checkpoint)
+        problems = check_checkpoint(data, checkpoint)
     if problems:
         for p in problems:
             console.print(f"[red]differs:[/red] {escape(p)}", soft_wrap=True)
@@ -140,9 +139,8 @@ def sft(
     from pipeline.train.sft_config import INPUTS, SFTConfig
 
     _check_out(out, **_inputs(settings, *INPUTS))
-    with failing(ValueError):
-        params = SFTConfig.model_validate({**settings, "lora": _lora(lora, lora_settings, lora_targets)})
-        result = run_sft(params, out)
+    params = SFTConfig.model_validate({**settings, "lora": _lora(lora, lora_settings, lora_targets)})
+    result = run_sft(params, out)
     loss = f"loss {result.first_loss:.3f} → {result.last_loss:.3f}, " if result.losses else ""  # every logging_steps
     console.print(
         f"SFT: {result.examples} examples, {result.steps} steps, {loss}mean loss {result.mean_loss:.3f}; wrote {out}"
@@ -170,9 +168,8 @@ def grpo(
     from pipeline.train.grpo_config import GRPOConfig
 
     _check_out(out, **_inputs(settings, "base", "tasks", "world", "held_out"))
-    with failing(ValueError):
-        params = GRPOConfig.model_validate({**settings, "lora": _lora(lora, lora_settings, lora_targets)})
-        result = run_grpo(params, out)
+    params = GRPOConfig.model_validate({**settings, "lora": _lora(lora, lora_settings, lora_targets)})
+    result = run_grpo(params, out)
     console.print(
         f"GRPO: {result.steps} steps, mean reward per step {result.rewards}, rollouts {result.stats}; wrote {out}"
     )

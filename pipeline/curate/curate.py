@@ -23,6 +23,7 @@ from pipeline.curate.verify import Verified, replay_verify
 from pipeline.dataset.io import read_tasks
 from pipeline.dataset.provenance import check_provenance
 from pipeline.dataset.task import Task
+from pipeline.errors import InputError
 from pipeline.outputs import staged_folder
 from pipeline.rollout.protocols import Agent
 from pipeline.trials.executor import SerialExecutor
@@ -53,7 +54,7 @@ def curate(
     once it is known (after verification), `on_probe` every finished probe."""
     tasks_file, world_ref, agent_spec = config.tasks, config.world, config.agent
     if tasks_file is None or world_ref is None or agent_spec is None or not config.pool:
-        raise ValueError(f"CurateConfig: no {', '.join(config.missing())} given (a curation run needs each)")
+        raise InputError(f"CurateConfig: no {', '.join(config.missing())} given (a curation run needs each)")
     world = load_world(world_ref, config.domain)
     for entry in config.pool:  # a pool made in another domain or world (or its tables since changed): refused
         check_provenance(entry, world)
@@ -71,7 +72,7 @@ def curate(
         # nothing in the pool belongs with this world and task file: inputs that do not go together, not an
         # empty selection
         example = mismatched[0]
-        raise ValueError(
+        raise InputError(
             f"none of the pool's {len(items)} trajectories belongs with world {world.name!r} and {config.tasks}"
             f" ({example.reason}: {example.detail}); give the world and task file the pool was made in"
         )

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from pipeline.errors import InputError
 from pipeline.rollout.trajectory import Trajectory
 
 
@@ -52,12 +53,12 @@ def _files(entries: list[Path]) -> list[Path]:
         if entry.is_dir():
             f = entry / "trajectories.jsonl"
             if not f.exists():
-                raise FileNotFoundError(f"{entry}: a pool directory must hold trajectories.jsonl")
+                raise InputError(f"{entry}: a pool directory must hold trajectories.jsonl")
             out.append(f)
         elif entry.exists():
             out.append(entry)
         else:
-            raise FileNotFoundError(f"{entry}: no such pool file or directory")
+            raise InputError(f"{entry}: no such pool file or directory")
     return out
 
 

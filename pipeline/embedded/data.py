@@ -29,6 +29,7 @@ from safetensors.torch import load_file, save_file
 from transformers import PreTrainedTokenizerFast
 
 from pipeline.embedded.train_loop import Example
+from pipeline.errors import InputError
 
 log = logging.getLogger(__name__)
 EXAMPLES_FILE = "examples.safetensors"
@@ -89,12 +90,12 @@ def load_data(directory: str | Path) -> EmbeddedData:
     directory = Path(directory)
     manifest_path = directory / MANIFEST_FILE
     if not manifest_path.exists():
-        raise FileNotFoundError(f"{manifest_path}: no embedded data here; run `dvc repro embedded_data`")
+        raise InputError(f"{manifest_path}: no embedded data here; run `dvc repro embedded_data`")
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     found = digests(directory)
     if found != manifest["sha256"]:
         changed = sorted(k for k in set(found) | set(manifest["sha256"]) if found.get(k) != manifest["sha256"].get(k))
-        raise ValueError(f"{directory}: files differ from {MANIFEST_FILE}: {', '.join(changed)}")
+        raise InputError(f"{directory}: files differ from {MANIFEST_FILE}: {', '.join(changed)}")
     tensors = load_file(str(directory / EXAMPLES_FILE))
     ids, weights, offsets = tensors["ids"].tolist(), tensors["weights"].tolist(), tensors["offsets"].tolist()
     examples = [Example(ids[a:b], weights[a:b]) for a, b in zip(offsets, offsets[1:], strict=False)]

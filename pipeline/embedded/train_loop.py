@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
+from pipeline.errors import TrainingError
+
 log = logging.getLogger(__name__)
 IGNORE = -100
 
@@ -115,7 +117,7 @@ def train_loop(
     """Train `model` in place; returns per-step losses and throughput."""
     config = config or LoopConfig()
     if not examples:
-        raise ValueError("train_loop: no examples")
+        raise TrainingError("train_loop: no examples")
     rng = random.Random(config.seed)
     epoch_batches = batches(examples, config.batch_tokens, config.max_length, rng)
     total = math.ceil(len(epoch_batches) * config.epochs)

@@ -19,6 +19,7 @@ from pipeline.dataset.replay import replay_gold
 from pipeline.dataset.setup import start_session
 from pipeline.dataset.task import Task
 from pipeline.digest import sha256_json
+from pipeline.errors import TaskError
 from pipeline.grading.judge import Judge, is_enabled
 from pipeline.grading.state_diff import count_by_kind, diff_states, summarize_diffs
 from pipeline.grading.static_checks import StaticInput, call_key, run_static_checks
@@ -192,7 +193,7 @@ def grade(
     τ²-compatible reward (`pipeline.grading.tau2_reward`), replayed as `tau2` says.
     """
     if trajectory.task_id != task.id:
-        raise ValueError(f"trajectory is for task {trajectory.task_id!r}, not {task.id!r}")
+        raise TaskError(f"trajectory is for task {trajectory.task_id!r}, not {task.id!r}")
     if trajectory.infra_error:
         return _infra_verdict(trajectory, f"infrastructure error: {trajectory.error or 'unknown'}")
     limits = limits or Limits()

@@ -41,6 +41,7 @@ from pipeline.dataset.assertions import check_assertions
 from pipeline.dataset.setup import start_session
 from pipeline.dataset.task import Task
 from pipeline.digest import sha256_json
+from pipeline.errors import TaskError
 from pipeline.grading.judge import Judge, is_enabled
 from pipeline.grading.tau2_criteria import DEFAULT_BASIS
 from pipeline.grading.verdict import Tau2Check, Tau2Result
@@ -255,10 +256,10 @@ def tau2_reward(
     basis = list(DEFAULT_BASIS) if ev is None or ev.reward_basis is None else list(ev.reward_basis)
     unknown = sorted(set(basis) - set(REWARD_TYPES))
     if unknown:
-        raise ValueError(f"task {task.id}: evaluation.reward_basis: unknown reward type(s) {unknown}")
+        raise TaskError(f"task {task.id}: evaluation.reward_basis: unknown reward type(s) {unknown}")
     given = [f for f in _INITIAL_STATE_FIELDS if (task.initial_state or {}).get(f)]
     if given:
-        raise ValueError(f"task {task.id}: initial_state.{given[0]}: not supported by the τ²-compatible reward")
+        raise TaskError(f"task {task.id}: initial_state.{given[0]}: not supported by the τ²-compatible reward")
     if trajectory.termination not in EVALUATED_TERMINATIONS:
         return Tau2Result(
             reward=0.0,

@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from pipeline.errors import InputError
 from pipeline.strict import Strict
 
 DiffKind = Literal["wrong_value", "unrequested_change", "missing_change"]
@@ -96,7 +97,7 @@ class Verdict(Strict):
         if verdict == "strict":
             return self.passed
         if verdict != "tau2":
-            raise ValueError(f"unknown verdict {verdict!r}; expected strict or tau2")
+            raise InputError(f"unknown verdict {verdict!r}; expected strict or tau2")
         if self.tau2 is None:
-            raise ValueError(f"task {self.task_id} trial {self.trial}: no τ²-compatible reward in this verdict")
+            raise InputError(f"task {self.task_id} trial {self.trial}: no τ²-compatible reward in this verdict")
         return self.tau2.passed

@@ -43,7 +43,7 @@ def write_checkpoint_ref(model_dir: Path, backend: str = "hf", options: str = ""
         raise AgentRefError(f"backend {backend!r}: a checkpoint is loaded by one of {', '.join(CHECKPOINT_BACKENDS)}")
     ckpt = Path(model_dir) / CHECKPOINT_DIR
     if not ckpt.is_dir():
-        raise FileNotFoundError(f"{ckpt}: no checkpoint directory to reference")
+        raise AgentRefError(f"{ckpt}: no checkpoint directory to reference")
     ref = {"backend": backend, "checkpoint": CHECKPOINT_DIR, "options": options, **extra}
     ref["checkpoint_digest"] = directory_digest(ckpt)
     return _write(model_dir, ref)
@@ -59,7 +59,7 @@ def _write(model_dir: Path, ref: dict[str, Any]) -> Path:
 def read_agent_ref(model_dir: Path) -> dict[str, Any]:
     path = Path(model_dir) / AGENT_FILE
     if not path.exists():
-        raise FileNotFoundError(f"{path}: no agent reference (run the stage that builds this model first)")
+        raise AgentRefError(f"{path}: no agent reference (run the stage that builds this model first)")
     try:
         ref = json.loads(path.read_text())
     except json.JSONDecodeError as exc:

@@ -9,9 +9,9 @@ line naming the key, raised as ParamsError.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 
+from pipeline.errors import AgentloopError, InputError
 from pipeline.loop.params import Params, ParamsError
 
 _RAY_ADDRESS = re.compile(r"^(auto|local|ray://[^:/\s]+:\d+|[^:/\s]+:\d+)$")
@@ -35,7 +35,7 @@ def resolve_params(params: Params, source: str = "params.yaml") -> None:
             check()
         except ParamsError:
             raise
-        except (ValueError, LookupError, ImportError, OSError) as exc:
+        except (AgentloopError, OSError) as exc:  # OSError: a file named in params.yaml that cannot be read
             raise ParamsError(f"{source}: {key}: {exc}") from None
 
 
@@ -59,7 +59,7 @@ def _worlds_differ(params: Params) -> None:
     if train.fingerprint == held_out.fingerprint and held_out.domain.provides("generator"):
         # A domain without a generator serves both from one world, its customers split in two disjoint
         # partitions (pipeline.authoring.partition); one with a generator must train in a generated world.
-        raise ValueError(
+        raise InputError(
             f"train_world {params.world.train_world!r} is the evaluation world {params.world.eval_world!r}: training"
             " data must come from another world"
         )
@@ -83,9 +83,10 @@ def _ray_address(address: str | None) -> None:
     if address is None:
         return
     if not _RAY_ADDRESS.match(address):
-        raise ValueError(f"{address!r}: expected HOST:PORT, ray://HOST:PORT, auto or local")
-    if address.startswith("ray://") and importlib.util.find_spec("grpc") is None:
-        raise ValueError(f"{address!r}: a ray:// address needs Ray's client (pip install 'ray[client]')")
+        raise InputError(f"{address!r}: expected HOST:PORT, ray://HOST:PORT, auto or local")
+    from pipeline.trials.ray_cluster import check_client
+
+    check_client(address)
 
 
 def _agent(value: str) -> None:
@@ -99,7 +100,7 @@ def _agent(value: str) -> None:
 
         path = body.partition(",")[0]
         if not path or not (Path(path).is_dir() or _written_by_a_stage(Path(path))):
-            raise ValueError(f"agent {spec!r}: no checkpoint directory {path!r}")
+            raise InputError(f"agent {spec!r}: no checkpoint directory {path!r}")
         return
     if kind == "openai":
         return  # an endpoint's model: checked when called
@@ -116,9 +117,9 @@ def _tasks_file(path) -> None:
         return
     given = Path(path)
     if given.is_dir():
-        raise ValueError(f"{given} is a folder; give a tasks.jsonl file")
+        raise InputError(f"{given} is a folder; give a tasks.jsonl file")
     if not given.is_file() and not _written_by_a_stage(given):
-        raise ValueError(f"{given} does not exist (and no stage of dvc.yaml writes it)")
+        raise InputError(f"{given} does not exist (and no stage of dvc.yaml writes it)")
 
 
 def _written_by_a_stage(path, dvc_file: str = "dvc.yaml") -> bool:

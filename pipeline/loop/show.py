@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from pipeline.errors import AgentloopError, InputError
 from pipeline.loop.params import load_params
 
 
@@ -11,7 +12,7 @@ def lookup(key: str, path: str = "params.yaml") -> object:
     value: object = load_params(path).model_dump(mode="json")
     for part in key.split("."):
         if not isinstance(value, dict) or part not in value:
-            raise KeyError(f"params.yaml has no key {key!r}")
+            raise InputError(f"params.yaml has no key {key!r}")
         value = value[part]
     return value
 
@@ -19,4 +20,7 @@ def lookup(key: str, path: str = "params.yaml") -> object:
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         raise SystemExit("usage: python -m pipeline.loop.show SECTION.KEY")
-    print(lookup(sys.argv[1]))
+    try:
+        print(lookup(sys.argv[1]))
+    except AgentloopError as exc:  # no such key, or a params.yaml that does not load: one line
+        raise SystemExit(f"error: {exc}") from None

@@ -11,6 +11,7 @@ import logging
 import shutil
 from pathlib import Path
 
+from pipeline.errors import InputError
 from pipeline.loop import paths
 from pipeline.loop.agentref import (
     AGENT_FILE,
@@ -23,7 +24,7 @@ from pipeline.loop.agentref import (
     write_checkpoint_ref,
 )
 from pipeline.loop.metrics_files import gate_metrics, measure_metrics, write_metrics
-from pipeline.loop.params import Params
+from pipeline.loop.params import Params, ParamsError
 from pipeline.measure.config import sampled
 from pipeline.progress import track
 
@@ -73,7 +74,7 @@ def build_baseline(p: Params) -> str:
         return spec
     if source == "embedded":
         if not (paths.EMBEDDED_MODEL / "agentloop.json").exists():
-            raise FileNotFoundError(f"{paths.EMBEDDED_MODEL}: no embedded checkpoint; run `dvc repro embedded`")
+            raise InputError(f"{paths.EMBEDDED_MODEL}: no embedded checkpoint; run `dvc repro embedded`")
         shutil.copytree(paths.EMBEDDED_MODEL, out / CHECKPOINT_DIR)
         write_checkpoint_ref(out, "hf", source=source)
         return read_agent_spec(out)
@@ -265,7 +266,7 @@ def train_candidate(p: Params) -> str:
 
     base = read_agent_spec(paths.BASELINE_MODEL)
     if not base.startswith("hf:"):
-        raise ValueError(f"train.method 'sft' needs a checkpoint baseline, but the baseline agent is {base!r}")
+        raise ParamsError(f"train.method 'sft' needs a checkpoint baseline, but the baseline agent is {base!r}")
     base_path, _, options = base.removeprefix("hf:").partition(",")  # the candidate keeps the baseline's options
     data = [paths.CURATED_DIR / "selected.jsonl"] if p.train.use_curated else []
     data.append(paths.SYNTH_DIR / "trajectories.jsonl")

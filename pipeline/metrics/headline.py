@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pipeline.metrics.errors import MetricsInputError
 from pipeline.metrics.summary import MeasureSummary
 
 OUTCOME_WORDS = {"promote": "promote", "block": "blocked", "inconclusive": "inconclusive"}
@@ -50,7 +51,7 @@ class SideHeadline(BaseModel):
     def of(cls, summary: MeasureSummary, k: int) -> SideHeadline:
         if str(k) not in summary.pass_hat_k:
             measured = len(summary.pass_hat_k)
-            raise ValueError(f"{summary.agent}: metrics.json has no pass^{k} (measured k = 1..{measured})")
+            raise MetricsInputError(f"{summary.agent}: metrics.json has no pass^{k} (measured k = 1..{measured})")
         return cls(
             agent=summary.agent,
             pass_hat_k=summary.pass_hat_k[str(k)],
@@ -112,7 +113,7 @@ def headline(
     """The headline of an iteration from its two measurements and its gate.json (as `agentloop gate` writes it)."""
     ph = gate.get("pass_hat_k")
     if not isinstance(ph, Mapping) or not all(isinstance(ph.get(f), int | float) for f in ("k", "diff", "low", "high")):
-        raise ValueError("gate.json: pass_hat_k must hold k, diff, low and high (written by `agentloop gate`)")
+        raise MetricsInputError("gate.json: pass_hat_k must hold k, diff, low and high (written by `agentloop gate`)")
     k = int(ph["k"])
     return IterationHeadline(
         iteration=iteration,

@@ -195,9 +195,11 @@ def read_gate(path: Path) -> GateView:
     if not path.exists():
         raise ReportInputError(f"{path}: gate file not found")
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise ReportInputError(f"{path}: not JSON ({exc.msg})") from None
+    except UnicodeDecodeError:
+        raise ReportInputError(f"{path}: not JSON (not UTF-8 text; a binary file?)") from None
     if not isinstance(data, dict):
         raise ReportInputError(f"{path}: expected a JSON object, got {type(data).__name__}")
     return gate_view(data)

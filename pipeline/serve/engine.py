@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.agents.backends.hf import HFAgent, HFAgentEpisode
-from pipeline.errors import PromptTooLongError
+from pipeline.errors import InputError, PromptTooLongError
 from pipeline.rollout.protocols import EpisodeInfo
 from pipeline.rollout.trajectory import Message
 from pipeline.serve.guard import max_token_bytes
@@ -107,7 +107,7 @@ def load_engine(
     """An engine over a checkpoint directory (an agentloop checkpoint or any transformers causal LM)."""
     path = Path(path)
     if not path.is_dir():
-        raise FileNotFoundError(f"{path}: no such model directory")
+        raise InputError(f"{path}: no such model directory")
     return CheckpointEngine(path, name, device=device, dtype=dtype, chat_format=chat_format)
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 from pipeline.authoring.taxonomy import MESS_DIALS, Taxonomy
 from pipeline.dataset.task import Task
+from pipeline.errors import InputError
 from pipeline.synth.candidate import Spec
 
 
@@ -52,7 +53,7 @@ def apply_dial(taxonomy: Taxonomy, spec: Spec, dial: str, mode: str, rng: random
     if dial in MESS_DIALS:
         out = spec.with_dial(dial)
         return out if out.realizable(taxonomy) else None
-    raise ValueError(f"unknown dial {dial!r}")
+    raise InputError(f"unknown dial {dial!r}")
 
 
 def descendant(

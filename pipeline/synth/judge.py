@@ -18,6 +18,7 @@ import urllib.request
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.dataset.task import Task
+from pipeline.errors import InputError
 from pipeline.rollout.protocols import InfrastructureError
 
 INTRO = "You check synthetic customer-service tasks for {business}."
@@ -62,7 +63,7 @@ class JudgeCascade:
     def __init__(self, config: JudgeConfig, business: str = "a customer-service desk") -> None:
         unknown = sorted(set(config.stages) - set(STAGES))
         if unknown:
-            raise ValueError(f"unknown judge stage(s) {unknown}; known: {list(STAGES)}")
+            raise InputError(f"unknown judge stage(s) {unknown}; known: {list(STAGES)}")
         self.config, self.business = config, business
 
     def ask(self, stage: str, task: Task, policy: str) -> tuple[bool, str]:

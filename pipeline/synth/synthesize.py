@@ -37,6 +37,7 @@ from pipeline.dataset.provenance import (
     provenance_text,
 )
 from pipeline.dataset.task import Task
+from pipeline.errors import InputError
 from pipeline.grading.modes import FAILURE_MODES
 from pipeline.outputs import staged_folder
 from pipeline.synth.candidate import Spec, build
@@ -62,7 +63,7 @@ class Synthesizer:
         self.taxonomy = self.kit.taxonomy
         unknown = sorted(set(targets.modes) - set(FAILURE_MODES))
         if unknown:
-            raise ValueError(f"targets name unknown failure mode(s) {unknown}; known: {list(FAILURE_MODES)}")
+            raise InputError(f"targets name unknown failure mode(s) {unknown}; known: {list(FAILURE_MODES)}")
         self.world, self.targets, self.config = world, targets, config or SynthConfig()
         cfg = self.config
         self.ctx = self.kit.ground(world)

@@ -13,7 +13,7 @@ import json
 import math
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from pipeline.dataset.provenance import Provenance, ProvenanceError, check_provenance, file_sha256
 from pipeline.errors import InputError
@@ -66,7 +66,12 @@ class Targets(Strict):
 
     @classmethod
     def read(cls, path: Path) -> Targets:
-        return cls.model_validate_json(Path(path).read_text())
+        try:
+            return cls.model_validate_json(Path(path).read_bytes())  # bytes: a file not UTF-8 fails validation
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(map(str, first["loc"])) or "the file"
+            raise InputError(f"{path}: not a targets.json of `agentloop target`: {where}: {first['msg']}") from None
 
 
 class MetricsReadError(InputError, ValueError):
@@ -76,9 +81,12 @@ class MetricsReadError(InputError, ValueError):
 def read_rates(path: Path, rate: str = "trials") -> tuple[dict[str, float], float | None, str | None]:
     """(mode → rate, pass@1, agent) from a measure run's metrics.json."""
     try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:  # ValueError: not JSON, or not UTF-8 text
         raise MetricsReadError(f"{path}: {exc}") from None
+    if not isinstance(data, dict):
+        what = type(data).__name__
+        raise MetricsReadError(f"{path}: expected a JSON object, got a {what} (is this a measure run's metrics.json?)")
     modes = data.get("failure_modes")
     if not isinstance(modes, dict):
         raise MetricsReadError(f"{path}: field failure_modes missing (is this a measure run's metrics.json?)")
@@ -98,11 +106,11 @@ def split_budget(
     cfg = config or TargetConfig()
     modes = [m for m in FAILURE_MODES if cfg.weights.get(m, 0.0) > 0]
     if budget < 0:
-        raise ValueError("budget must be >= 0")
+        raise InputError("budget must be >= 0")
     if budget > MAX_BUDGET:
-        raise ValueError(f"budget {budget} is more tasks than one synthesis makes ({MAX_BUDGET} at most)")
+        raise InputError(f"budget {budget} is more tasks than one synthesis makes ({MAX_BUDGET} at most)")
     if not modes:
-        raise ValueError("every mode has weight 0: nothing to target")
+        raise InputError("every mode has weight 0: nothing to target")
     scores = {m: max(rates.get(m, 0.0), 0.0) * cfg.weights[m] for m in modes}
     floor = min(cfg.floor, budget // len(modes))
     rest = budget - floor * len(modes)
@@ -154,7 +162,7 @@ def make_targets(
 
     cfg = config or TargetConfig()
     if (verdicts is None) != (tasks is None):
-        raise ValueError("failure cells need both the measure run's verdicts and its tasks file")
+        raise InputError("failure cells need both the measure run's verdicts and its tasks file")
     recorded = run_provenance(metrics, verdicts, tasks, domain)
     rates, pass_at_1, agent = read_rates(metrics, cfg.rate)
     modes = split_budget(rates, budget, cfg, pass_at_1)

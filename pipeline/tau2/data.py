@@ -61,7 +61,7 @@ def shared_roots(cwd: Path | None = None) -> list[Path]:
 def tau2_data_dir(name: str, *, cwd: Path | None = None) -> Path:
     """The directory of τ²-bench's `name` data set (see the module's docstring for where it is looked for)."""
     if name not in DATASETS:
-        raise ValueError(f"unknown τ²-bench data set {name!r}: expected one of {', '.join(DATASETS)}")
+        raise InputError(f"unknown τ²-bench data set {name!r}: expected one of {', '.join(DATASETS)}")
     var = dataset_var(name)
     if value := os.environ.get(var, "").strip():
         path = Path(value).expanduser().resolve()
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     if args:
         try:
             print(tau2_data_dir(args[0]))
-        except (Tau2DataNotFound, ValueError) as exc:
+        except InputError as exc:  # no such data set, or not found
             print(exc, file=sys.stderr)
             return 1
         return 0

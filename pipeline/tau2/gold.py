@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Literal, Protocol
 
 from pipeline.dataset.task import Action, Task
+from pipeline.errors import TaskError
 from pipeline.rollout.runner import run_tool_call
 from pipeline.rollout.trajectory import STOP_TOKEN, Message, ToolCall, Trajectory
 from pipeline.world.tables import World
@@ -141,7 +142,7 @@ def _extra_write(world: World, user_id: str) -> Action:
     speech = _speech(world)
     action = speech.extra_write(world, user_id) if speech is not None else None
     if action is None:
-        raise ValueError(f"world {world.name!r}: no write known to add as an extra write")
+        raise TaskError(f"world {world.name!r}: no write known to add as an extra write")
     return action
 
 
@@ -172,5 +173,5 @@ def perturb(world: World, task: Task, how: str, replies: Sequence[str] = ("Yes, 
     if how == "max_steps":
         return gold_conversation(world, task, replies, termination="turn_limit")
     if how not in PERTURBATIONS:
-        raise ValueError(f"unknown perturbation {how!r}; expected one of {', '.join(PERTURBATIONS)}")
-    raise ValueError(f"task {task.id}: nothing to perturb for {how!r}")
+        raise TaskError(f"unknown perturbation {how!r}; expected one of {', '.join(PERTURBATIONS)}")
+    raise TaskError(f"task {task.id}: nothing to perturb for {how!r}")

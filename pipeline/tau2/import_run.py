@@ -26,7 +26,7 @@ from pipeline.dataset.assertions import known_assertions
 from pipeline.dataset.io import write_tasks
 from pipeline.dataset.setup import start_session
 from pipeline.dataset.task import Task
-from pipeline.errors import InputError
+from pipeline.errors import AgentloopError, InputError
 from pipeline.grading.grader import grade
 from pipeline.grading.tau2_criteria import Tau2CriteriaError, apply_criteria
 from pipeline.grading.tau2_reward import Tau2Config, VerdictName
@@ -178,7 +178,7 @@ def _tasks(results: Tau2Results, domain_dir: Path) -> tuple[World, dict[str, Tas
     try:
         importer = domain_of_directory(domain_dir).require("tau2_importer", needed_for="import tau2-run")
         world, tasks = importer.load(domain_dir)
-    except (ValueError, LookupError) as exc:
+    except AgentloopError as exc:  # a directory no domain reads, or one whose tasks do not convert
         raise Tau2ImportError(str(exc)) from None
     source = "results file"
     raw = results.tasks

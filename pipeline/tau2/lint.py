@@ -27,6 +27,7 @@ from pathlib import Path
 
 from pipeline.dataset.replay import replay_gold
 from pipeline.dataset.task import Action, Task
+from pipeline.errors import TaskError
 from pipeline.world.tables import World
 
 CLASSES = ("gold_fails", "passes_empty", "policy_tool", "underspecified_count")
@@ -86,7 +87,7 @@ def passes_empty(world: World, task: Task) -> list[Finding]:
     )  # fmt: skip
     try:
         result = tau2_reward(world, task, empty)
-    except ValueError as exc:
+    except TaskError as exc:
         return [Finding(task.id, "passes_empty", f"not evaluated: {exc}")] if "basis" in str(exc) else []
     if not result.passed:
         return []

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipeline.agents.registry import directory_digest
-from pipeline.errors import TrackingError
+from pipeline.errors import InputError, TrackingError
 from pipeline.tracking.config import TrackingConfig
 from pipeline.tracking.records import GateRecord
 
@@ -59,7 +59,7 @@ def register_checkpoint(
     ``tags`` go on the version beside the iteration's (e.g. the digests of the data that trained it)."""
     src = Path(checkpoint_dir)
     if not src.is_dir():
-        raise NotADirectoryError(f"checkpoint {src} is not a directory")
+        raise InputError(f"checkpoint {src} is not a directory")
     run = tracker.active
     client, name = tracker.client, tracker.config.model_name
     digest = directory_digest(src)

@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from pipeline.errors import InputError
+from pipeline.errors import InputError, TrackingError
 from pipeline.grading.failure_modes import FailureAnalysis
 from pipeline.grading.verdict import Verdict
 from pipeline.rollout.trajectory import Trajectory
@@ -188,6 +188,6 @@ def log_trial_traces(
     logged = len(batch_trace_ids(client, experiment_id, batch))
     seconds = time.perf_counter() - t0
     if logged < len(trials):
-        raise RuntimeError(f"traces of {run_dir}: only {logged} of {len(trials)} reached the store")
+        raise TrackingError(f"traces of {run_dir}: only {logged} of {len(trials)} reached the store")
     log.info("logged %d traces of %s (%s) in %.1f s", len(trials), run_dir, role, seconds)
     return {"traces": logged, "logged": len(trials), "seconds": seconds, "batch": batch}

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pipeline.errors import InputError
 from pipeline.tracking.config import TrackingConfig, git_commit, repo_root
 from pipeline.tracking.records import (
     MAX_TAG_CHARS,
@@ -140,7 +141,7 @@ class RunLogger:
         elif p.is_file():
             self.client.log_artifact(self.run_id, str(p), artifact_path)
         else:
-            raise FileNotFoundError(f"artifact {p} does not exist")
+            raise InputError(f"artifact {p} does not exist")
 
     def artifact_uri(self) -> str:
         return self.client.get_run(self.run_id).info.artifact_uri
@@ -196,7 +197,7 @@ class IterationTracker(RunLogger):
 
     def _find_parent(self, experiment_id: str) -> str | None:
         if "'" in self.run_key:
-            raise ValueError(f"run key must not contain quotes: {self.run_key!r}")
+            raise InputError(f"run key must not contain quotes: {self.run_key!r}")
         runs = self.client.search_runs(
             [experiment_id],
             filter_string=f"tags.`agentloop.run_key` = '{self.run_key}'",

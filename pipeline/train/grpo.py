@@ -35,6 +35,7 @@ from pipeline.authoring.heldout import held_out
 from pipeline.dataset.io import read_tasks
 from pipeline.dataset.provenance import check_provenance
 from pipeline.dataset.task import Task
+from pipeline.errors import InputError
 from pipeline.formats import CodecFormat
 from pipeline.formats.codec import CodecConfig
 from pipeline.grading.validate import check_tasks
@@ -108,7 +109,7 @@ def build_trainer(params: GRPOConfig, scratch: str, tasks: list[Task] | None = N
     gpu = torch.cuda.is_available()
     tasks = tasks if tasks is not None else [t for p in params.tasks for t in read_tasks(p)]
     if not tasks:
-        raise ValueError("GRPO: empty task pool")
+        raise InputError("GRPO: empty task pool")
     where = ", ".join(map(str, params.tasks)) or "GRPO task pool"
     guard = held_out(params.held_out)  # no evaluation customer trains: held-out tasks' customers first
     guard.check_tasks(tasks, where)

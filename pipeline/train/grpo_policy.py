@@ -13,7 +13,7 @@ from typing import Any, Protocol
 import torch
 
 from pipeline.agents.backends.hf import episode_seed, sample
-from pipeline.errors import InfrastructureError
+from pipeline.errors import InfrastructureError, TrainingError
 from pipeline.formats import ChatFormat, CodecFormat
 from pipeline.formats.base import single_token_id
 from pipeline.formats.codec import IM_END, CodecConfig
@@ -100,7 +100,7 @@ def vllm_generate_batch(vllm_generation: Any) -> GenerateBatch:
         prompts = [prompt for prompt, _, _ in requests]
         _, completion_ids, logprobs, *_ = vllm_generation.generate(prompts=prompts, images=None, num_generations=1)
         if logprobs is None:
-            raise RuntimeError("vLLM returned no logprobs (TRL's generation must ask for logprobs=0)")
+            raise TrainingError("vLLM returned no logprobs (TRL's generation must ask for logprobs=0)")
         out = []
         for (_, room, _), ids, lps in zip(requests, completion_ids, logprobs, strict=True):
             ids = list(ids)[:room]

@@ -34,6 +34,7 @@ from typing import Any
 import torch
 
 from pipeline.agents.backends.denormals import flushed_denormals
+from pipeline.errors import InputError
 from pipeline.progress import track
 from pipeline.rollout.trajectory import Trajectory
 from pipeline.train.finite import FiniteCallback, NonFiniteTrainingError, first_non_finite
@@ -83,7 +84,7 @@ def _losses(log_history: list[dict]) -> list[float]:
 def run_sft(params: SFTConfig, out: Path, trajectories: list[Trajectory] | None = None) -> SFTResult:
     """Fine-tune `params.base` and write the checkpoint to `out`; `trajectories` overrides reading `params.data`."""
     if params.base is None:
-        raise ValueError("SFT: no base checkpoint to start from (SFTConfig.base, --base)")
+        raise InputError("SFT: no base checkpoint to start from (SFTConfig.base, --base)")
     if params.threads:
         torch.set_num_threads(params.threads)
     gpu = torch.cuda.is_available()
@@ -165,10 +166,10 @@ def _encode(
     else:
         manifest = {"data": "in-memory", "examples": len(trajectories)}
     if not trajectories:
-        raise ValueError("SFT: no training trajectories left after verification")
+        raise InputError("SFT: no training trajectories left after verification")
     columns = base.encode(trajectories)
     if not columns["input_ids"]:
-        raise ValueError(f"SFT: none of the {len(trajectories)} trajectories has an assistant turn to train on")
+        raise InputError(f"SFT: none of the {len(trajectories)} trajectories has an assistant turn to train on")
     columns, manifest["length"] = fit_length(columns, params.max_length, params.overlong, base.format is None)
     manifest["tokens"] = sum(len(x) for x in columns["input_ids"])
     manifest["assistant_tokens"] = sum(sum(m) for m in columns["assistant_masks"])

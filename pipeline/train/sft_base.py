@@ -18,6 +18,7 @@ import torch
 from transformers import PreTrainedModel
 
 from pipeline.agents.checkpoint import META_FILE, CheckpointMeta, load_checkpoint, read_meta, save_checkpoint
+from pipeline.errors import InputError
 from pipeline.formats import CODEC, ChatFormat
 from pipeline.formats.codec import CodecConfig, encode_conversation
 from pipeline.outputs import staged_folder
@@ -97,7 +98,7 @@ def load_base(path: str | Path, train_dtype: torch.dtype = torch.float32) -> Tra
     """The base checkpoint; an outside one loads in `train_dtype` (fp32, or bf16 for LoRA on a GPU)."""
     path = Path(path)
     if not (path / META_FILE).exists() and not (path / "config.json").exists():
-        raise FileNotFoundError(
+        raise InputError(
             f"{path}: not a checkpoint: neither an agentloop checkpoint ({META_FILE}) nor a transformers model"
             " directory (config.json)"
         )
@@ -133,7 +134,7 @@ def fit_length(
         unusable = sum(1 for i in over if not any(columns["assistant_masks"][i][:max_length]))
     counts["dropped"] = unusable
     if lengths and unusable == len(lengths):
-        raise ValueError(
+        raise InputError(
             f"SFT: all {len(lengths)} examples are longer than max_length={max_length} tokens"
             f"{'' if mode == 'drop' else ' before their first assistant token'} (the longest is {counts['longest']}"
             " tokens); raise max_length"

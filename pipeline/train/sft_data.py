@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 from pipeline.authoring.heldout import HeldOut
 from pipeline.dataset.io import read_tasks
 from pipeline.dataset.task import Task
+from pipeline.errors import AgentloopError, InputError
 from pipeline.grading.grader import grade
 from pipeline.rollout.trajectory import Trajectory
 from pipeline.world.registry import load_world, resolve_domain
-from pipeline.world.tables import WorldLoadError
 
 if TYPE_CHECKING:
     from pipeline.train.sft_config import SFTConfig
@@ -39,7 +39,7 @@ def read_trajectories(path: Path) -> list[Trajectory]:
                 row = json.loads(line)
                 out.append(Trajectory.model_validate(row.get("trajectory", row) if isinstance(row, dict) else row))
             except ValueError as exc:
-                raise ValueError(f"{path}:{number}: not a trajectory: {str(exc).splitlines()[0]}") from None
+                raise InputError(f"{path}:{number}: not a trajectory: {str(exc).splitlines()[0]}") from None
     return out
 
 
@@ -49,7 +49,7 @@ def world_prompt(traj: Trajectory) -> tuple[str, list[dict]]:
     try:
         world = load_world(traj.world, traj.domain)
         return world.policy, world.tools.schemas()
-    except (WorldLoadError, FileNotFoundError, ValueError):
+    except AgentloopError:  # a world that does not load by its name (a τ²-bench directory elsewhere)
         domain = resolve_domain(traj.domain)
         return domain.policy(), domain.tools.schemas()
 
@@ -68,7 +68,7 @@ def verify(trajectories: list[Trajectory], tasks: dict[str, Task]) -> tuple[list
             continue
         try:
             passed = grade(load_world(task.world, traj.domain), task, traj).passed
-        except (WorldLoadError, ValueError) as exc:
+        except AgentloopError as exc:
             log.warning("cannot re-grade %s: %s", traj.task_id, exc)
             passed = False
         counts["verified" if passed else "failed_verification"] += 1

@@ -8,6 +8,7 @@ machine. An address nothing answers at fails at once, naming it, instead of Ray'
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import socket
@@ -16,7 +17,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from pipeline.errors import InfrastructureError
+from pipeline.errors import InfrastructureError, InputError
 
 log = logging.getLogger(__name__)
 ADDRESS_ENV = "RAY_ADDRESS"  # Ray's convention: ray.init() and the `ray` CLI read it too
@@ -30,8 +31,22 @@ def import_ray() -> Any:
     try:
         import ray
     except ImportError as exc:
-        raise ImportError("the ray executor needs Ray: pip install 'agentloop[ray]'") from exc
+        raise InputError("the ray executor needs Ray: pip install 'agentloop[ray]'") from exc
     return ray
+
+
+def check_client(address: str) -> None:
+    """A `ray://` address is joined through Ray's client, which needs the `ray[client]` extra (grpc): without it,
+    an InputError naming the address (Ray itself would raise a ValueError from deep inside `ray.init`)."""
+    if not address.startswith("ray://"):
+        return
+    try:
+        importlib.import_module("grpc")  # the extra's own dependency (no type stubs: imported by name)
+        importlib.import_module("ray.util.client")
+    except ImportError as exc:
+        raise InputError(
+            f"Ray address {address!r}: a ray:// address needs Ray's client (pip install 'ray[client]')"
+        ) from exc
 
 
 def resolve_address(address: str | None) -> str:
@@ -40,16 +55,16 @@ def resolve_address(address: str | None) -> str:
 
 
 def check_reachable(address: str, timeout_s: float = 5.0) -> None:
-    """A HOST:PORT that nothing listens at is a ConnectionError naming it (ray.init would retry for minutes)."""
+    """A HOST:PORT that nothing listens at is an InfrastructureError naming it (ray.init would retry for minutes)."""
     if address in ("local", "auto") or "://" in address:
         return  # a new instance, the one found on this machine, or a Ray Client address: Ray checks those
     host, _, port = address.rpartition(":")
     if not host or not port.isdigit():
-        raise ConnectionError(f"Ray address {address!r}: expected HOST:PORT, ray://HOST:PORT, auto or local")
+        raise InputError(f"Ray address {address!r}: expected HOST:PORT, ray://HOST:PORT, auto or local")
     try:
         socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
     except OSError as exc:
-        raise ConnectionError(
+        raise InfrastructureError(
             f"no Ray cluster answers at {address} ({exc}); start one (`ray start --head`) or fix the address"
             f" (--address, measure.ray_address or ${ADDRESS_ENV})"
         ) from exc
@@ -61,8 +76,12 @@ def connect(address: str | None) -> tuple[Any, bool]:
     if ray.is_initialized():
         return ray, False
     target = resolve_address(address)
+    check_client(target)
     check_reachable(target)
-    ray.init(address=target, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
+    try:
+        ray.init(address=target, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
+    except ConnectionError as exc:  # a Ray Client address nothing answers at (Ray checks those itself)
+        raise InfrastructureError(f"no Ray cluster answers at {target}: {exc}") from exc
     started = target == "local"
     if not started:
         nodes = [n for n in ray.nodes() if n.get("Alive")]

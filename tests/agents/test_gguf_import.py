@@ -42,11 +42,11 @@ def test_an_unsupported_quantization_fails_in_one_line_naming_it(tmp_path):
 
 
 def test_a_source_that_is_no_file_nor_package_is_named(tmp_path):
-    with pytest.raises(FileNotFoundError, match="no_such_gguf_package: neither a file nor an installed"):
+    with pytest.raises(GGUFImportError, match="no_such_gguf_package: neither a file nor an installed"):
         find_gguf("no_such_gguf_package")
-    with pytest.raises(FileNotFoundError, match="package pytest .* holds no .gguf file"):
+    with pytest.raises(GGUFImportError, match="package pytest .* holds no .gguf file"):
         find_gguf("pytest")
-    with pytest.raises(FileNotFoundError, match="no such GGUF file"):
+    with pytest.raises(GGUFImportError, match="no such GGUF file"):
         find_gguf(tmp_path / "missing.gguf")
 
 

@@ -13,6 +13,7 @@ from pipeline.dataset.task import NoWritesCheck, OrderStatusCheck
 from pipeline.domains.retail.schema import CANCEL_REASONS
 from pipeline.domains.retail.synthesis import ALL_TEMPLATES
 from pipeline.domains.retail.tools import WRITE_TOOLS, execute
+from pipeline.errors import InputError
 from tests.agents.scripted_helpers import N_TASKS, small_tasks, small_world
 
 
@@ -128,7 +129,7 @@ def test_ids_come_from_the_world():
 def test_restricting_templates_and_unknown_template():
     tasks = generate_tasks(small_world(), 5, templates=["cancel"])
     assert [t.provenance.template for t in tasks] == ["cancel"] * 5
-    with pytest.raises(ValueError, match="unknown template"):
+    with pytest.raises(InputError, match="unknown template"):
         generate_tasks(small_world(), 1, templates=["refund_everything"])
 
 

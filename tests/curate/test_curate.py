@@ -11,6 +11,7 @@ from pipeline.cli import app
 from pipeline.curate import Bands, CurateConfig, PoolItem, Probed, curate, mix, read_pool, replay_verify
 from pipeline.curate.verify import Verified
 from pipeline.dataset.io import write_tasks
+from pipeline.errors import InputError
 from pipeline.grading.grader import grade
 from pipeline.synth.config import SynthConfig
 from pipeline.synth.synthesize import Synthesizer
@@ -203,7 +204,7 @@ def test_a_pool_from_another_world_is_refused_not_curated_to_nothing(tmp_path):
     )
     try:
         curate(cfg, tmp_path / "out")
-    except ValueError as exc:
+    except InputError as exc:
         assert "belongs with world 'gen-4-12x40x100'" in str(exc) and "wrong_world" in str(exc)
     else:
         raise AssertionError("curated a pool made in another world")

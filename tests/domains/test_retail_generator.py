@@ -19,6 +19,7 @@ from pipeline.domains.retail.schema import CANCEL_REASONS, ORDER_STATUSES, Retai
 from pipeline.domains.retail.state import RetailWorld
 from pipeline.domains.retail.tools import execute
 from pipeline.domains.retail.worlds import generate_world, world_from_dict, world_from_json
+from pipeline.errors import InputError
 
 SHIPPED = {"processed", "delivered", "return requested", "exchange requested"}
 
@@ -213,7 +214,7 @@ def test_small_and_odd_sizes(n_products, n_users, n_orders):
 
 
 def test_too_many_products_is_a_clear_error():
-    with pytest.raises(ValueError, match="n_products"):
+    with pytest.raises(InputError, match="n_products"):
         generate_world(n_products=100_000, n_users=1, n_orders=0)
 
 

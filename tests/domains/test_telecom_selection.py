@@ -8,6 +8,7 @@ import pytest
 from pipeline.authoring.selection_kit import cells_by_mode
 from pipeline.domains.telecom.synthesis import TELECOM_KIT
 from pipeline.domains.telecom.tasks import held_out, parse_id, scenario, training_pool
+from pipeline.errors import TaskError
 from pipeline.synth.config import SynthConfig
 from pipeline.synth.select import select
 from pipeline.target.split import ModeTarget, Targets
@@ -49,7 +50,7 @@ def test_task_ids_parse_into_issue_faults_and_persona():
         "Easy",
     )
     assert scenario("[service_issue]lock_sim_card_pin[PERSONA:None]") == "[service_issue]lock_sim_card_pin"
-    with pytest.raises(ValueError, match="task id 'task-1'"):
+    with pytest.raises(TaskError, match="task id 'task-1'"):
         parse_id("task-1")
 
 

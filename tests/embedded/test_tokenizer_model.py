@@ -22,6 +22,7 @@ from pipeline.domains.retail.policy import POLICY_SUMMARY
 from pipeline.domains.retail.worlds import generate_world
 from pipeline.embedded.model import build_model, count_parameters
 from pipeline.embedded.tokenizer import TokenizerConfig, build_corpus, train_tokenizer
+from pipeline.errors import InputError
 from pipeline.formats.codec import (
     ADDED_TOKENS,
     IM_END,
@@ -133,7 +134,7 @@ def test_checkpoint_round_trip_records_codec_and_refuses_another(tokenizer, tmp_
     (tmp_path / META_FILE).write_text(json.dumps(recorded))
     with pytest.raises(CodecMismatchError, match=str(tmp_path / META_FILE)):
         load_checkpoint(tmp_path)
-    with pytest.raises(FileNotFoundError, match=META_FILE):
+    with pytest.raises(InputError, match=META_FILE):
         load_checkpoint(tmp_path / "missing")
 
 

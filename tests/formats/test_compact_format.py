@@ -15,6 +15,7 @@ from pipeline.agents.backends.hf import HFAgent, HFAgentEpisode
 from pipeline.agents.backends.loading import import_model
 from pipeline.domains.retail.tools import TOOLS
 from pipeline.endpoint.wire import to_openai_messages
+from pipeline.errors import InputError
 from pipeline.formats import get_format
 from pipeline.formats.compact_template import format_call, parse_call
 from pipeline.rollout.protocols import EpisodeInfo
@@ -185,7 +186,7 @@ def test_a_summary_stands_only_for_the_exact_policy_it_was_written_for(tmp_path)
     assert summaries(tmp_path) == {digest("p"): "short p"}
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "y.md").write_text("no front matter\n")
-    with pytest.raises(ValueError, match=r"y.md: a policy summary opens with front matter"):
+    with pytest.raises(InputError, match=r"y.md: a policy summary opens with front matter"):
         summaries(tmp_path / "bad")
 
 

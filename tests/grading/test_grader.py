@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from pipeline.errors import TaskError
 from pipeline.grading import ComponentResult, Verdict, grade, verdict_summary
 from pipeline.grading.grader import CACHE_SIZE, clear_expected_cache, expected_state
 from pipeline.grading.judge import NoJudge
@@ -176,7 +177,7 @@ def test_expected_state_is_cached_and_bounded(tau2_world, tau2_tasks, monkeypatc
 
 
 def test_wrong_task_is_an_error(tau2_world, tau2_tasks):
-    with pytest.raises(ValueError, match="not '88'"):
+    with pytest.raises(TaskError, match="not '88'"):
         grade(tau2_world, tau2_tasks["88"], record(tau2_world, "69", GOLD))
 
 

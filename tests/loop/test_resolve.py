@@ -34,6 +34,15 @@ def test_a_name_that_names_nothing_is_refused_naming_its_key(tmp_path, text, nee
     assert needle in str(info.value) and "\n" not in str(info.value)
 
 
+def test_a_ray_client_address_without_rays_client_is_refused_naming_its_key(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "grpc", None)  # as without the `ray[client]` extra: importing grpc fails
+    path = tmp_path / "params.yaml"
+    path.write_text("measure:\n  ray_address: 'ray://head:10001'\n")
+    with pytest.raises(ParamsError, match=None) as info:
+        resolve_params(load_params(path), str(path))
+    assert "measure.ray_address: Ray address 'ray://head:10001': a ray:// address needs Ray's client" in str(info.value)
+
+
 def test_a_checkpoint_a_stage_builds_need_not_exist_yet(tmp_path, monkeypatch):
     """`agent:hf:models/embedded` before the embedded stage has built it: an output of dvc.yaml, so accepted."""
     (tmp_path / "dvc.yaml").write_text("stages:\n  embedded:\n    cmd: x\n    outs:\n      - models/embedded:\n")

@@ -8,6 +8,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
+from pipeline.errors import InputError
 from pipeline.rollout.protocols import InfrastructureError
 from pipeline.synth.config import SynthConfig
 from pipeline.synth.judge import STAGES, JudgeCascade, JudgeConfig, parse_verdict
@@ -89,7 +90,7 @@ def test_unreachable_or_garbled_endpoint_is_an_infrastructure_error():
 def test_parse_verdict():
     assert parse_verdict('Sure. {"verdict": "fail", "reason": "x"}') == (False, "x")
     assert parse_verdict("PASS - fine")[0] is True
-    with pytest.raises(ValueError, match="unknown judge stage"):
+    with pytest.raises(InputError, match="unknown judge stage"):
         JudgeCascade(JudgeConfig(base_url="http://127.0.0.1:1", model="m", stages=["vibes"]))
 
 

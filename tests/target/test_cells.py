@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 from pipeline.authoring.templates import generate_tasks
 from pipeline.cli import app
 from pipeline.dataset.io import write_tasks
+from pipeline.errors import InputError
 from pipeline.target import Targets, VerdictsReadError, failure_cells, make_targets
 from tests.agents.scripted_helpers import small_world
 from tests.target.test_split import _metrics
@@ -64,7 +65,7 @@ def test_bad_rows_and_unknown_tasks_name_the_file_and_line(tmp_path):
     verdicts.write_text('{"verdict": {"task_id": "x"}}\n')
     with pytest.raises(VerdictsReadError, match=r"verdicts.jsonl:1: not a verdict row"):
         failure_cells(verdicts, tasks, "retail")
-    with pytest.raises(ValueError, match="both"):
+    with pytest.raises(InputError, match="both"):
         make_targets(_metrics(tmp_path), 10, verdicts=verdicts)
 
 

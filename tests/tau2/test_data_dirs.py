@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.errors import InputError
 from pipeline.tau2.data import DATASETS, Tau2DataNotFound, dataset_var, shared_roots, tau2_data_dir
 
 REPO = Path(__file__).resolve().parents[2]
@@ -73,5 +74,5 @@ def test_found_beside_the_current_checkout_and_named_where_missing(tmp_path, mon
     with pytest.raises(Tau2DataNotFound, match=r"AGENTLOOP_TAU2_AIRLINE.*AGENTLOOP_SHARED") as err:
         tau2_data_dir("airline", cwd=checkout)
     assert str(tmp_path / "shared" / "tau2_airline") in str(err.value)
-    with pytest.raises(ValueError, match="unknown τ²-bench data set 'mock'"):
+    with pytest.raises(InputError, match="unknown τ²-bench data set 'mock'"):
         tau2_data_dir("mock")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from pipeline.errors import TaskError
 from pipeline.grading.grader import grade
 from pipeline.tau2.gold import PERTURBATIONS, gold_conversation, perturb
 
@@ -34,9 +35,9 @@ def test_perturbations_that_change_the_state_fail_strict(domain, how):
 
 
 def test_perturb_names_what_it_cannot_do(domain):
-    with pytest.raises(ValueError, match="unknown perturbation"):
+    with pytest.raises(TaskError, match="unknown perturbation"):
         perturb(domain.world, domain.task("69"), "nonsense")
     no_info = next(t for t in domain.tasks if not t.evaluation.communicate_info)
-    with pytest.raises(ValueError, match="nothing to perturb"):
+    with pytest.raises(TaskError, match="nothing to perturb"):
         perturb(domain.world, no_info, "info_not_communicated")
     assert set(PERTURBATIONS) >= {"missing_write", "max_steps"}

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from pipeline.dataset.task import Action, Evaluation
+from pipeline.errors import InputError, TaskError
 from pipeline.grading.grader import grade
 from pipeline.grading.tau2_criteria import apply_criteria
 from pipeline.grading.tau2_reward import Tau2Config, action_matches, communicated, tau2_reward
@@ -160,7 +161,7 @@ def test_a_failed_gold_write_certifies_no_match(domain):
 
 def test_unknown_reward_type_is_named(domain):
     task = domain.task("69").model_copy(update={"evaluation": Evaluation(reward_basis=["DB", "VIBES"])})
-    with pytest.raises(ValueError, match=r"reward_basis: unknown reward type\(s\) \['VIBES'\]"):
+    with pytest.raises(TaskError, match=r"reward_basis: unknown reward type\(s\) \['VIBES'\]"):
         tau2_reward(domain.world, task, gold_conversation(domain.world, task, REPLY))
 
 
@@ -175,7 +176,7 @@ def test_every_verdict_carries_both_results(domain, how):
     task = domain.task("3")
     verdict = grade(domain.world, task, perturb(domain.world, task, how, REPLY))
     assert verdict.tau2 is not None and verdict.outcome("tau2") == verdict.tau2.passed
-    with pytest.raises(ValueError, match="unknown verdict"):
+    with pytest.raises(InputError, match="unknown verdict"):
         verdict.outcome("lenient")
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.errors import InputError
 from pipeline.tracking import (
     IterationTracker,
     PromotionRefused,
@@ -86,5 +87,5 @@ def test_promote_refuses_a_blocked_decision(tracking, tmp_path):
     with pytest.raises(PromotionRefused, match="lower bound -0.1"):
         promote(v2, BLOCK, config=tracking)
     assert champion_version(tracking) == v1
-    with pytest.raises(NotADirectoryError):
+    with pytest.raises(InputError):
         register_checkpoint(it, tmp_path / "missing")

@@ -10,6 +10,7 @@ import pytest
 from pipeline.agents.backends.hf import HFAgent
 from pipeline.agents.checkpoint import META_FILE, read_meta
 from pipeline.domains.retail.tools import TOOLS
+from pipeline.errors import InputError
 from pipeline.formats.codec import codec_hash, encode_conversation
 from pipeline.rollout.runner import Limits, run_episode
 from pipeline.train.sft import encode_for_sft, mix_anchors, run_sft, verify
@@ -89,7 +90,7 @@ def test_reads_bare_and_curated_rows_and_names_a_bad_line(tmp_path):
     curated.write_text(json.dumps({"task_id": traj.task_id, "role": "target", "trajectory": traj.model_dump()}) + "\n")
     bad.write_text(traj.model_dump_json() + "\n" + '{"messages": 3}\n')
     assert read_trajectories(bare) == read_trajectories(curated) == [traj]
-    with pytest.raises(ValueError, match=r"bad.jsonl:2: not a trajectory"):
+    with pytest.raises(InputError, match=r"bad.jsonl:2: not a trajectory"):
         read_trajectories(bad)
 
 

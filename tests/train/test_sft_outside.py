@@ -15,6 +15,7 @@ from pipeline.agents.backends.loading import resolve_format
 from pipeline.agents.checkpoint import META_FILE
 from pipeline.agents.registry import make_agent
 from pipeline.domains.retail.tools import TOOLS
+from pipeline.errors import InputError
 from pipeline.train.lora import LoraSpec
 from pipeline.train.sft import run_sft
 from pipeline.train.sft_base import fit_length, load_base
@@ -102,7 +103,7 @@ def test_over_long_examples_are_dropped_and_counted(checkpoints, caplog):
     assert [len(x) for x in kept["input_ids"]] == [n for n in (len(x) for x in columns["input_ids"]) if n <= limit]
     assert counts == {"mode": "drop", "max_length": limit, "over_length": 2, "dropped": 2, "longest": lengths[-1]}
     assert f"dropped 2 of 4 examples longer than max_length={limit}" in caplog.text
-    with pytest.raises(ValueError, match=rf"all 4 examples are longer than max_length=64 .*longest is {lengths[-1]}"):
+    with pytest.raises(InputError, match=rf"all 4 examples are longer than max_length=64 .*longest is {lengths[-1]}"):
         fit_length(columns, 64, "drop", codec=False)
 
 
@@ -118,7 +119,7 @@ def test_the_codec_keeps_truncating_as_the_embedded_default_always_did():
 
 def test_all_examples_too_long_is_a_clear_error_before_training(checkpoints, tmp_path):
     params = SFTConfig(base=checkpoints["llama3"], data=[], max_length=256, threads=1)
-    with pytest.raises(ValueError, match=r"all 2 examples are longer than max_length=256 tokens \(the longest is"):
+    with pytest.raises(InputError, match=r"all 2 examples are longer than max_length=256 tokens \(the longest is"):
         run_sft(params, tmp_path / "out", trajectories=list(gold()[:2]))
     assert not (tmp_path / "out").exists()
 

@@ -7,6 +7,7 @@ import socket
 
 import pytest
 
+from pipeline.errors import InfrastructureError, InputError
 from pipeline.trials.ray_cluster import RayExecutorError, check_reachable, node_counts, plan_workers, resolve_address
 
 
@@ -27,9 +28,9 @@ def _closed_port() -> int:
 
 def test_an_address_nothing_answers_at_fails_now_naming_it():
     address = f"127.0.0.1:{_closed_port()}"
-    with pytest.raises(ConnectionError, match=rf"no Ray cluster answers at {address}.*measure.ray_address"):
+    with pytest.raises(InfrastructureError, match=rf"no Ray cluster answers at {address}.*measure.ray_address"):
         check_reachable(address, timeout_s=2)
-    with pytest.raises(ConnectionError, match=r"'headnode': expected HOST:PORT"):
+    with pytest.raises(InputError, match=r"'headnode': expected HOST:PORT"):
         check_reachable("headnode")
     for skipped in ("local", "auto", "ray://10.0.0.5:10001"):
         check_reachable(skipped)  # Ray resolves these itself

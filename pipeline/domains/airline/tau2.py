@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from pipeline.dataset.task import Action, Evaluation, KnownInfo, Provenance, Scenario, Task, UserScript
+from pipeline.errors import TaskError
 from pipeline.grading.tau2_criteria import unsupported_criteria
 from pipeline.world.tables import World, WorldLoadError
 
@@ -40,7 +41,7 @@ def _instructions(scenario: dict) -> tuple[str, str, str]:
     if isinstance(ins, str):
         return ins, ins, "\n\n".join([*head, ins])
     if not isinstance(ins, dict) or not isinstance(ins.get("reason_for_call"), str):
-        raise ValueError("field user_scenario.instructions.reason_for_call: required text")
+        raise TaskError("field user_scenario.instructions.reason_for_call: required text")
     text = "\n\n".join(head + [f"{title}:\n{ins[key]}" for title, key in _SECTIONS if ins.get(key)])
     return ins["reason_for_call"], ins.get("known_info") or "", text
 
@@ -73,7 +74,7 @@ def infer_customer(actions: list[dict], known: str, world: World) -> str | None:
 def convert_task(raw: dict, world: World, source: str = "tasks.json") -> Task:
     task_id = raw.get("id")
     if not isinstance(task_id, str):
-        raise ValueError("field id: required text")
+        raise TaskError("field id: required text")
     scenario = raw.get("user_scenario") or {}
     goal, known, text = _instructions(scenario)
     criteria = raw.get("evaluation_criteria")
@@ -144,7 +145,7 @@ class Tau2Airline:
         for i, raw in enumerate(raw_tasks):
             try:
                 task = convert_task(raw if isinstance(raw, dict) else {}, world)
-            except (ValueError, KeyError, TypeError) as exc:
+            except (TaskError, ValueError, KeyError, TypeError) as exc:  # ValueError: a task pydantic refuses
                 raise WorldLoadError(f"{tasks_file}: task [{i}]: {exc}") from None
             if task.id in seen:
                 raise WorldLoadError(f"{tasks_file}: task [{i}]: field id: duplicate task id {task.id!r}")

@@ -34,6 +34,7 @@ from pipeline.domains.retail.catalog import (
 from pipeline.domains.retail.policy import load_policy
 from pipeline.domains.retail.schema import CANCEL_REASONS, ORDER_STATUSES
 from pipeline.domains.retail.state import RetailWorld
+from pipeline.errors import InputError
 
 if TYPE_CHECKING:
     from pipeline.world.domain import Domain
@@ -314,7 +315,7 @@ def _product_kinds(rng: random.Random, n: int) -> list[tuple[str, ProductType]]:
     """`n` distinct product names: every type once before any type gets a second line ('Pro Laptop')."""
     capacity = len(PRODUCT_TYPES) * (1 + len(PRODUCT_LINES))
     if n > capacity:
-        raise ValueError(f"n_products={n} exceeds the catalog's {capacity} distinct product names")
+        raise InputError(f"n_products={n} exceeds the catalog's {capacity} distinct product names")
     plain = [(t.name, t) for t in PRODUCT_TYPES]
     rng.shuffle(plain)
     if n <= len(plain):

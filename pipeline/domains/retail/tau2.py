@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pipeline.dataset.replay import replay_gold
 from pipeline.dataset.task import Action, Evaluation, KnownInfo, Messes, Provenance, Scenario, Task, UserScript
 from pipeline.domains.retail.state import RetailWorld, WorldLoadError
+from pipeline.errors import TaskError
 from pipeline.grading.tau2_criteria import unsupported_criteria
 
 if TYPE_CHECKING:
@@ -84,7 +85,7 @@ class Tau2Domain:
         for t in self.tasks:
             if t.id == task_id:
                 return t
-        raise KeyError(f"no task {task_id!r} in domain {self.world.name!r}")
+        raise TaskError(f"no task {task_id!r} in domain {self.world.name!r}")
 
 
 # ---- conversion ------------------------------------------------------------------------------------------------

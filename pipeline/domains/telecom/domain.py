@@ -34,6 +34,7 @@ from pipeline.domains.telecom.tools import (
     customer_by_phone,
     line_by_phone,
 )
+from pipeline.errors import WorldError
 from pipeline.world.domain import Domain
 from pipeline.world.tables import Session, World, WorldLoadError
 
@@ -111,10 +112,10 @@ class TelecomDomain(Domain):
             return
         line = line_by_phone(session, where.phone_number)
         if line is None:
-            raise ValueError(f"no line has the customer's phone number {where.phone_number}")
+            raise WorldError(f"no line has the customer's phone number {where.phone_number}")
         plan = session.get("plans", line.plan_id)
         if plan is None:
-            raise ValueError(f"line {line.line_id}: unknown plan {line.plan_id}")
+            raise WorldError(f"line {line.line_id}: unknown plan {line.plan_id}")
         facts = {
             "line_active": line.status == "Active",
             "roaming_allowed": line.roaming_enabled,

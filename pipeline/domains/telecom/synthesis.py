@@ -15,6 +15,7 @@ from __future__ import annotations
 from pipeline.authoring.selection_kit import SelectionKit
 from pipeline.dataset.task import Task
 from pipeline.domains.telecom.tasks import parse_id, training_pool
+from pipeline.errors import TaskError
 from pipeline.world.tables import World
 
 
@@ -29,7 +30,7 @@ class TelecomKit(SelectionKit):
         none for a task whose id is not τ²-bench's form."""
         try:
             issue, faults, _ = parse_id(task.id)
-        except ValueError:
+        except TaskError:
             return []
         return [f"{issue}/{fault}/done" for fault in faults or ("none",)]
 

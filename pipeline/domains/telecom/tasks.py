@@ -20,6 +20,7 @@ from functools import cache
 from pathlib import Path
 
 from pipeline.dataset.task import Task
+from pipeline.errors import TaskError
 from pipeline.world.tables import World, WorldLoadError
 
 SPLIT_FILE = "split_tasks.json"
@@ -30,7 +31,7 @@ def parse_id(task_id: str) -> tuple[str, tuple[str, ...], str | None]:
     """(issue, faults, persona) of a τ²-bench telecom task id such as `[mms_issue]airplane_mode_on|…[PERSONA:Easy]`."""
     m = _ID.match(task_id)
     if m is None:
-        raise ValueError(f"task id {task_id!r} is not of the form [issue]fault|fault…[PERSONA:name]")
+        raise TaskError(f"task id {task_id!r} is not of the form [issue]fault|fault…[PERSONA:name]")
     faults = tuple(f for f in m.group("faults").split("|") if f)
     return m.group("issue"), faults, m.group("persona")
 

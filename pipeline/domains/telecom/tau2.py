@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from pipeline.dataset.assertions import known_assertions
 from pipeline.dataset.task import Action, Evaluation, KnownInfo, Provenance, Scenario, Task, UserScript
+from pipeline.errors import TaskError
 from pipeline.grading.tau2_criteria import env_assertions, unsupported_criteria
 from pipeline.world.tables import World, WorldLoadError
 
@@ -53,11 +54,11 @@ def infer_customer(raw: dict, known: str, world: World) -> str | None:
 def convert_task(raw: dict, world: World) -> Task:
     task_id = raw.get("id")
     if not isinstance(task_id, str):
-        raise ValueError("field id: required text")
+        raise TaskError("field id: required text")
     scenario = raw.get("user_scenario") or {}
     ins = scenario.get("instructions")
     if not isinstance(ins, dict) or not isinstance(ins.get("reason_for_call"), str):
-        raise ValueError("field user_scenario.instructions.reason_for_call: required text")
+        raise TaskError("field user_scenario.instructions.reason_for_call: required text")
     head = [f"Persona:\n{scenario['persona']}"] if scenario.get("persona") else []
     text = "\n\n".join(head + [f"{title}:\n{ins[key]}" for title, key in _SECTIONS if ins.get(key)])
     known = ins.get("known_info") or ""
@@ -134,7 +135,7 @@ class Tau2Telecom:
         for i, raw in enumerate(raw_tasks):
             try:
                 task = convert_task(raw if isinstance(raw, dict) else {}, world)
-            except (ValueError, KeyError, TypeError) as exc:
+            except (TaskError, ValueError, KeyError, TypeError) as exc:  # ValueError: a task pydantic refuses
                 raise WorldLoadError(f"{file}: task [{i}]: {exc}") from None
             if task.id in seen:
                 raise WorldLoadError(f"{file}: task [{i}]: field id: duplicate task id {task.id!r}")

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import yaml
 
+from pipeline.errors import InputError
+
 HERE = Path(__file__).parent
 
 
@@ -31,7 +33,7 @@ def summaries(directory: Path = HERE) -> dict[str, str]:
         meta = yaml.safe_load(front) if front else None
         digests = meta.get("summarizes") if isinstance(meta, dict) else None
         if not body.strip() or not isinstance(digests, list) or not digests:
-            raise ValueError(f"{path}: a policy summary opens with front matter `summarizes: [sha256, ...]`")
+            raise InputError(f"{path}: a policy summary opens with front matter `summarizes: [sha256, ...]`")
         for d in digests:
             out[str(d)] = body.strip()
     return out
