@@ -18,14 +18,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from pipeline.dataset.provenance import Provenance, ProvenanceError, check_provenance, file_sha256
 from pipeline.errors import InputError
-from pipeline.grading.modes import FAILURE_MODES
+from pipeline.grading.modes import BY_NAME, FAILURE_MODES, LOOP_MODES
 from pipeline.synth.taxonomy import DIALS
 
-DEFAULT_DIALS: dict[str, dict[str, float]] = {
-    "invention": {"forgot_email": 0.6, "vague_item": 0.6, "underspecified": 0.4, "multi_item": 0.3},
-    "plan_adherence": {"also_request": 0.7, "chained": 0.6, "pushback": 0.3, "underspecified": 0.2},
-    "misread": {"refusal": 0.7, "with_write": 0.6, "pushback": 0.4, "chained": 0.3, "underspecified": 0.2},
-}
+DEFAULT_DIALS: dict[str, dict[str, float]] = {m: dict(BY_NAME[m].dials) for m in LOOP_MODES}
+"""Mode → dial → probability, the registry's, for the modes weighted by default (`LOOP_MODES`)."""
 
 
 class Strict(BaseModel):
@@ -41,7 +38,7 @@ class TargetConfig(Strict):
     """How a budget is split and how hard the data for each mode is made."""
 
     weights: dict[str, Annotated[float, Field(ge=0, allow_inf_nan=False)]] = Field(
-        default_factory=lambda: {m: 1.0 for m in FAILURE_MODES},
+        default_factory=lambda: {m: BY_NAME[m].weight for m in LOOP_MODES},
         description="Mode → weight (finite, not negative); a mode left out or weighted 0 gets nothing.",
     )
     floor: int = Field(default=2, ge=0, description="Tasks each weighted mode gets at least (budget permitting).")
@@ -198,8 +195,11 @@ def make_targets(
     recorded = run_provenance(metrics, verdicts, tasks, domain)
     rates, pass_at_1, agent = read_rates(metrics, cfg.rate)
     modes = split_budget(rates, budget, cfg, pass_at_1)
-    cells = failure_cells(verdicts, tasks, domain) if verdicts is not None and tasks is not None else {}
-    cells = {m: c for m, c in cells.items() if m in modes}
+    cells = (
+        failure_cells(verdicts, tasks, domain, targeted=tuple(modes))
+        if verdicts is not None and tasks is not None
+        else {}
+    )
     if recorded is not None:
         sources = {"metrics": file_sha256(metrics), **({"verdicts": file_sha256(verdicts)} if verdicts else {})}
         recorded = recorded.model_copy(update={"sources": sources})

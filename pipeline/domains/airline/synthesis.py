@@ -14,13 +14,14 @@ from pipeline.dataset.task import KnownInfo, Request
 from pipeline.domains.airline.drafts import Ctx
 from pipeline.domains.airline.schema import User
 from pipeline.domains.airline.templates import TEMPLATES
+from pipeline.grading.modes import FAILURE_MODES
 from pipeline.synth.kit import SynthesisKit
 from pipeline.synth.taxonomy import Taxonomy, TemplateSpec
 from pipeline.synth.templates import expand_cycle
 from pipeline.world.tables import World
 
-ALL = ("plan_adherence", "invention", "misread")
-_WRITES = ("plan_adherence", "invention")  # a write no misread variant of the flawed agent applies to
+ALL = FAILURE_MODES
+_WRITES = tuple(m for m in ALL if m != "misread")  # a write no misread variant of the flawed agent applies to
 TAXONOMY = Taxonomy(
     (
         TemplateSpec("book", "book_reservation", "done", ALL, record=False),
