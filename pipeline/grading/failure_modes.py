@@ -1,9 +1,8 @@
 """Failure modes: why a failed trial failed, named from the trajectory and the world's own log.
 
 The modes of the registry (`pipeline.grading.modes`: plan adherence, invention, tool-output misread, inaction) plus
-the failure signature
-and whether the failure "looked complete" from the transcript alone. Everything is recomputed from what the
-agent saw and did; nothing is read from the agent that produced the trajectory.
+the failure signature and whether the failure "looked complete" from the transcript alone. Everything is
+recomputed from what the agent saw and did; nothing is read from the agent that produced the trajectory.
 
 Evidence rules, each tied to the message where it shows:
 

@@ -138,3 +138,19 @@ def test_no_module_outside_the_registry_rules_and_planted_flaws_names_a_mode():
             if _NAMES.search(code) and '"""' not in line and ">>>" not in line:
                 offenders.append(f"{rel}:{n}: {line.strip()}")
     assert offenders == []
+
+
+@pytest.mark.parametrize("spec", ["retail", "tests.domains.toy.domain:TOY+generic"])
+def test_tasks_are_synthesized_for_the_fourth_mode_when_it_is_weighted(spec):
+    """A split that weights inaction gets tasks aimed at it, each one the flawed agent planting it fails."""
+    from pipeline.synth.synthesize import SynthConfig, Synthesizer
+    from pipeline.target import TargetConfig, Targets, split_budget
+    from pipeline.world.registry import load_world
+
+    cfg = TargetConfig(
+        weights=dict.fromkeys(FAILURE_MODES, 1.0), dials={m: dict(BY_NAME[m].dials) for m in FAILURE_MODES}
+    )
+    targets = Targets(budget=12, modes=split_budget({"inaction": 0.5}, 12, cfg))
+    result = Synthesizer(load_world("gen-7", spec), targets, SynthConfig(max_generations=2)).run()
+    assert result.manifest["counts"]["by_mode"]["inaction"] >= 4
+    assert result.manifest["flaw_check"]["inaction"] == {"detected": result.manifest["counts"]["by_mode"]["inaction"]}
