@@ -5,6 +5,10 @@ what the gate and the report track.
 Every consumer iterates `MODES` (or `FAILURE_MODES`, their names): adding a mode is an entry here and its rules
 (`RULES` in `pipeline.grading.failure_modes`), plus the planted flaw in each domain's scripted agent. The planted
 flaw is data here (a name and what it does), so grading never imports an agent.
+
+The fourth mode is named `inaction`: what the agent did on the request is nothing, whether it never called a tool,
+refused what the policy allows, or gave up; "refusal" would name one of the three, and "gave_up" is already a
+failure signature (`pipeline.grading.failure_modes.SIGNATURES`), which says how a failure looks, not why.
 """
 
 from __future__ import annotations
@@ -74,7 +78,16 @@ MODES: tuple[ModeSpec, ...] = (
         priority=1,
         planted="acts as if a record were in another state than shown: refuses naming a wrong status, or makes"
         " the write the shown state forbids",
-        variants=("refuse", "wrong_write", "wrong_total", "drop_segments", "bags_from_zero", "passenger_count"),
+        variants=(
+            "refuse",
+            "wrong_write",
+            "wrong_total",
+            "drop_segments",
+            "bags_from_zero",
+            "passenger_count",
+            "write_refused",
+            "wrong_branch",
+        ),
         dials={"refusal": 0.7, "with_write": 0.6, "pushback": 0.4, "chained": 0.3, "underspecified": 0.2},
     ),
     ModeSpec(
