@@ -154,3 +154,50 @@ def test_tasks_are_synthesized_for_the_fourth_mode_when_it_is_weighted(spec):
     result = Synthesizer(load_world("gen-7", spec), targets, SynthConfig(max_generations=2)).run()
     assert result.manifest["counts"]["by_mode"]["inaction"] >= 4
     assert result.manifest["flaw_check"]["inaction"] == {"detected": result.manifest["counts"]["by_mode"]["inaction"]}
+
+
+FLOW = """
+import dataclasses, json
+from pipeline.grading import modes
+
+extra = modes.ModeSpec(name="test_mode", description="a mode for this test only", rules=("never",), priority=9,
+                       planted="nothing", variants=("test_variant",), dials={"pushback": 0.5})
+modes.MODES = (*modes.MODES, extra)
+modes.BY_NAME["test_mode"] = extra
+modes.FAILURE_MODES = (*modes.FAILURE_MODES, "test_mode")
+modes.PRIORITY = (*modes.PRIORITY, "test_mode")
+modes.LOOP_MODES = (*modes.LOOP_MODES, "test_mode")
+
+from pipeline.agents.scripted import flaws
+from pipeline.domains.airline import synthesis as airline
+from pipeline.domains.retail.synthesis import taxonomy as retail
+from pipeline.explore import kit
+from pipeline.gate.config import TRACKABLE, GateConfig
+from pipeline.grading import failure_modes
+from pipeline.metrics import summary
+from pipeline.report import plots
+from pipeline.synth import selection_kit
+from pipeline.target.split import TargetConfig
+
+seen = {
+    "flaws": list(flaws.MODES), "default_rates": sorted(flaws.default_rates()),
+    "selection_kit": list(selection_kit.MODES),
+    "generic_kit": list(kit.ALL), "retail_taxonomy": list(retail.ALL), "airline_taxonomy": list(airline.ALL),
+    "failure_modes": list(failure_modes.FAILURE_MODES), "priority": list(failure_modes.PRIORITY),
+    "metrics": list(summary.FAILURE_MODES), "report": list(plots.FAILURE_MODES), "gate": list(TRACKABLE),
+    "gate_tracked": GateConfig().tracked, "target_weights": sorted(TargetConfig().weights),
+    "target_dials": sorted(TargetConfig().dials), "flaw_config": sorted(flaws.FlawConfig(rates={"test_mode": 1}).rates),
+}
+print(json.dumps(seen))
+"""
+
+
+def test_a_mode_added_to_the_registry_alone_reaches_every_consumer():
+    """A test-only entry, added before anything reads the registry, is in every consumer's list and defaults."""
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", FLOW], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    seen = json.loads(out.strip().splitlines()[-1])
+    assert {name for name, names in seen.items() if "test_mode" not in names} == set()
