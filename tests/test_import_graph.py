@@ -114,10 +114,10 @@ LAYERS: list[tuple[str, ...]] = [
     ("rollout",),  # an episode: the trajectory, the participants' protocols, the runner
     ("formats",),  # how a conversation is rendered for a model and read back
     ("endpoint",),  # an OpenAI-compatible endpoint's client
-    ("agents", "users"),  # the participants: agents (scripted, models, checkpoints) and simulated customers
-    ("grading", "serve"),  # the verdict from the state an episode leaves; serving a checkpoint
-    ("authoring", "environment", "metrics", "trials"),  # writing tasks; an environment; metrics; graded trials
-    ("curate", "explore", "gate", "measure", "target", "tracking", "train"),
+    ("users",),  # simulated customers
+    ("grading",),  # the verdict from the state an episode leaves; the failure modes
+    ("agents", "authoring", "environment", "metrics", "trials"),  # agents (which plant the modes), writing tasks, …
+    ("curate", "explore", "gate", "measure", "serve", "target", "tracking", "train"),
     ("report", "synth", "tau2"),
     ("domains",),  # the built-in domains: plug-ins, loaded by name
     ("embedded",),  # the embedded default: a retail model built by the loop

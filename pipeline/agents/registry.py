@@ -33,7 +33,6 @@ from pipeline.rollout.protocols import Agent
 if TYPE_CHECKING:
     from pipeline.world.domain import Domain
 
-DEFAULT_FLAW_RATE = 0.2
 OMISSIBLE = frozenset({"temperature", "top_p", "max_tokens"})
 """openai settings that `none` leaves out of the request (the endpoint's default then holds)."""
 _HF_WORDS = {"device": "device", "dtype": "dtype", "format": "chat_format"}
@@ -145,9 +144,11 @@ def make_agent(spec: str, domain: Domain | None = None) -> Agent:
     if kind == "flawed":
         from pydantic import ValidationError
 
+        from pipeline.agents.scripted.flaws import default_rates
+
         settings = _settings(spec, body)
         seed = _whole(spec, "seed", settings.pop("seed", 0) or 0)  # no flaw setting is omissible: never None
-        rates = settings or {m: DEFAULT_FLAW_RATE for m in ("plan_adherence", "invention", "misread")}
+        rates = settings or default_rates()
         make = FromDomain("flaws", f"agent {spec!r}", rates, seed=seed)
         try:
             return make(domain) if domain is not None else by_domain(make)

@@ -7,11 +7,13 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING
 
+from pipeline.grading.modes import FAILURE_MODES
+
 if TYPE_CHECKING:
     from pipeline.dataset.task import Task
     from pipeline.world.tables import World
 
-MODES = ("plan_adherence", "invention", "misread")
+MODES = FAILURE_MODES
 
 
 class SelectionKit(ABC):
@@ -28,7 +30,7 @@ class SelectionKit(ABC):
         """The cells ("template/dial/outcome") a task covers, for any task of the domain (held-out ones too)."""
 
     def modes(self, task: Task) -> tuple[str, ...]:
-        """The failure modes a task exercises (all three by default)."""
+        """The failure modes a task exercises (every mode of the registry by default)."""
         return MODES
 
 

@@ -70,10 +70,11 @@ def rollout(
 def scripted_agent(name: str, flaw_rate: float, seed: int) -> Any:
     """The oracle or a flawed agent; each episode is played by its world's domain's own (`ByDomain`)."""
     from pipeline.agents.registry import FromDomain, by_domain
+    from pipeline.agents.scripted.flaws import default_rates
 
     if name == "oracle":
         return by_domain(FromDomain("oracle", "the oracle agent"))
     if name == "flawed":
-        rates = {m: flaw_rate for m in ("plan_adherence", "invention", "misread")}
+        rates = default_rates(flaw_rate)
         return by_domain(FromDomain("flaws", "the flawed agent", rates, seed=seed))
     fail(f"unknown agent {name!r}: choose 'oracle' or 'flawed'")

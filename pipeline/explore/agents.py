@@ -1,5 +1,5 @@
 """Scripted participants for any domain, from a task's gold alone: an oracle that follows it, and the oracle with
-the three failure modes planted.
+the failure modes planted.
 
 The oracle asks for what the identity tool takes and calls it once the customer said it; per request it asks
 which record is meant when the customer did not say, reads what the gold reads, says what it will do and asks,
@@ -8,7 +8,8 @@ a generic task's goal records). The flawed agent plants, on a request with a gol
 write skipped after the customer's yes, then reported done; or made without asking), invention (one argument
 replaced by a value of the same shape that nobody said or showed), misread (on a request the tools refuse, the write
 made anyway against the state a read showed, and reported done; on a conditional request, the branch the read
-state does not select, written and reported done).
+state does not select, written and reported done), inaction (on a request with a gold write, nothing done:
+`pipeline.agents.scripted.inaction`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from collections import abc
 from typing import Any
 
 from pipeline.agents.scripted import phrases as P
-from pipeline.agents.scripted.flaws import MODES, FlawConfig, PlantingAgent, unit
+from pipeline.agents.scripted.flaws import INACTION, MODES, FlawConfig, PlantingAgent, inaction_variants, unit
+from pipeline.agents.scripted.inaction import TRANSFER_TOOL, not_acting
 from pipeline.agents.scripted.script import YES, ScriptedEpisode, Steps
 from pipeline.dataset.branching import UNTAKEN, branches, condition
 from pipeline.dataset.task import Action, Request, Task
@@ -125,13 +127,15 @@ class GenericEpisode(ScriptedEpisode):
         return f"I've looked it up: the {words(asked[1])} of {req.record_id} is {speak(shown)}. {P.ANYTHING_ELSE}"
 
     def _handle(self, i: int, req: Request) -> Steps:
+        mode, variant = self.flaws.get(i, (None, None))
+        if mode == INACTION and variant is not None:
+            return (yield from not_acting(self, variant, TRANSFER_TOOL in self.tools.tools))
         actions = self._actions(i)
         write = next((a for a in actions if a.name in self.writes), None)
         if req.record_id and not _said(req.record_id, self._user_text()):
             yield from self._say(ASK_RECORD)
         for read in (a for a in actions if a.name not in self.writes):
             yield from self._call(read.name, dict(read.arguments))
-        mode, variant = self.flaws.get(i, (None, None))
         asked = asked_field(req)
         if write is None and asked is not None:
             return (yield from self._finish(self._answer(req, asked)))
@@ -199,8 +203,8 @@ class GenericOracle:
 
 
 def plan(config: FlawConfig, task: Task, trial: int, writes: frozenset[str]) -> dict[int, tuple[str, str]]:
-    """Request index → (mode, variant): at most one mode per request; plan adherence and invention on requests
-    with a gold write, misread on requests the tools refuse (the write asked for is made anyway)."""
+    """Request index → (mode, variant): at most one mode per request; plan adherence, invention and inaction on
+    requests with a gold write, misread on requests the tools refuse (the write asked for is made anyway)."""
     written = sorted({a.request for a in task.gold_actions if a.name in writes and a.request is not None})
     requests = task.user_script.requests
     refused = [i for i, r in enumerate(requests) if r.expect == "refused" and r.intent in writes]
@@ -215,6 +219,10 @@ def plan(config: FlawConfig, task: Task, trial: int, writes: frozenset[str]) -> 
         i = fits[int(unit(config.seed, task.id, trial, mode, "where") * len(fits))]
         if mode == "misread":
             out[i] = (mode, "wrong_branch" if i in branched else "write_refused")
+            continue
+        if mode == INACTION:
+            options = inaction_variants(i, len(requests))
+            out[i] = (mode, options[int(unit(config.seed, task.id, trial, mode, "how") * len(options))])
             continue
         variants = {"plan_adherence": ("no_write", "skip_confirmation"), "invention": ("fabricate",)}[mode]
         out[i] = (mode, variants[int(unit(config.seed, task.id, trial, mode, "how") * len(variants))])

@@ -28,10 +28,11 @@ from pipeline.explore.learn import pattern_regex
 from pipeline.explore.probe import Explorer, world_model
 from pipeline.explore.repair import attempt
 from pipeline.explore.speech import phrase, series, words
+from pipeline.grading.modes import FAILURE_MODES
 from pipeline.world.tables import World
 from pipeline.world.tools import ToolRegistry, execute
 
-ALL = ("plan_adherence", "invention", "misread")
+ALL = FAILURE_MODES
 REFUSED, OTHER, QUESTION, UNSERVABLE = "__refused", "__other_customer", "ask__", "unservable__"
 QUESTION_INTENT, UNSERVABLE_INTENT = "question:", "unservable:"
 CONDITIONAL = "if__"

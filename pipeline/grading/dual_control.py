@@ -20,17 +20,14 @@ import re
 from typing import Literal
 
 from pipeline.grading.mode_rules import Finding
+from pipeline.grading.modes import DUAL_CONTROL
 from pipeline.grading.verdict import Verdict
 from pipeline.rollout.trajectory import Trajectory
 from pipeline.world.vocabulary import EMPTY, Vocabulary
 
 DualControlMode = Literal["unverified_fix", "wrong_instruction", "skipped_step"]
-DUAL_CONTROL_MODES: tuple[str, ...] = DualControlMode.__args__  # type: ignore[attr-defined]
-PARENT: dict[str, str] = {
-    "unverified_fix": "plan_adherence",
-    "wrong_instruction": "misread",
-    "skipped_step": "plan_adherence",
-}
+DUAL_CONTROL_MODES: tuple[str, ...] = tuple(DUAL_CONTROL)
+PARENT: dict[str, str] = DUAL_CONTROL
 _FIXED = re.compile(r"\b(fixed|resolved|should (now )?work|working (again|now)|all set)\b", re.IGNORECASE)
 
 
@@ -62,7 +59,7 @@ def unverified_fixes(trajectory: Trajectory, unmet: str = "") -> list[Finding]:
         if claim and not any(last_change < at <= pos for at in checked_at):
             why = f" ({unmet})" if unmet else ""
             text = f"says the issue is fixed, never verified on the customer's side{why}"
-            return [Finding(pos, PARENT["unverified_fix"], text, kind="unverified_fix")]
+            return [Finding(pos, PARENT["unverified_fix"], text, kind="unverified_fix", undone=True)]
     return []
 
 

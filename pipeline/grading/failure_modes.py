@@ -1,8 +1,8 @@
 """Failure modes: why a failed trial failed, named from the trajectory and the world's own log.
 
-The three modes the loop targets (plan adherence, invention, tool-output misread) plus the failure signature
-and whether the failure "looked complete" from the transcript alone. Everything is recomputed from what the
-agent saw and did; nothing is read from the agent that produced the trajectory.
+The modes of the registry (`pipeline.grading.modes`: plan adherence, invention, tool-output misread, inaction) plus
+the failure signature and whether the failure "looked complete" from the transcript alone. Everything is
+recomputed from what the agent saw and did; nothing is read from the agent that produced the trajectory.
 
 Evidence rules, each tied to the message where it shows:
 
@@ -24,6 +24,10 @@ Evidence rules, each tied to the message where it shows:
   conditional request, a write of the branch the record's shown field does not select
   (`pipeline.grading.branches`).
 
+- inaction: a request the policy allows, whose gold writes, left with no write attempt (nor a step on the customer's
+  side) while the end state lacks the gold's change, beyond what the rules above explain (a claim with no write, a
+  misread status, an unchecked fix): never acted, refused, or gave up (`pipeline.grading.inaction`).
+
 Dual control (a customer who holds tools; `pipeline.grading.dual_control`), each while the end state fails an env
 assertion, named in `dual_control` and counted under its mode: the agent claims a fix it never verified on the
 customer's side (unverified_fix, plan adherence); skips a step the workflow requires for what the customer's tools
@@ -34,12 +38,13 @@ A trial the judge's review finds the user simulator to blame for (it stopped bef
 instructions, asked for something its scenario does not) names no agent mode: it is its own category.
 
 Dominant mode: the mode of the earliest evidence in the conversation (the first place the trial went wrong);
-evidence in one message for several modes is ranked invention, then misread, then plan adherence (the more
-specific explanation first).
+evidence in one message for several modes is ranked by the registry's priority: invention, then misread, then plan
+adherence, then inaction (the more specific explanation first).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
@@ -47,8 +52,9 @@ from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 from pipeline.dataset.task import Task
 from pipeline.grading.branches import branch_findings
 from pipeline.grading.dual_control import DUAL_CONTROL_MODES, DualControlMode, dual_control_findings
+from pipeline.grading.inaction import inaction_findings
 from pipeline.grading.mode_rules import Finding, find_modes
-from pipeline.grading.modes import FAILURE_MODES, FailureMode
+from pipeline.grading.modes import FAILURE_MODES, PRIORITY, FailureMode
 from pipeline.grading.timeline import Timeline, build_timeline
 from pipeline.grading.utterances import claims_completion, order_ids, refuses
 from pipeline.grading.verdict import Verdict
@@ -67,7 +73,7 @@ Signature = Literal[
     "malformed_write",
 ]
 SIGNATURES: tuple[str, ...] = Signature.__args__  # type: ignore[attr-defined]
-PRIORITY: tuple[str, ...] = ("invention", "misread", "plan_adherence")
+__all__ = ["FAILURE_MODES", "PRIORITY", "RULES", "SIGNATURES", "FailureAnalysis", "analyze"]
 
 
 class FailureAnalysis(Strict):
@@ -105,12 +111,35 @@ def vocabulary_of(domain: str) -> Vocabulary:
     return resolve_domain(domain).vocabulary() or EMPTY
 
 
+class Evidence:
+    """What the rules read: the task, the trajectory and its timeline, the verdict, the domain's words and write
+    tools, and what the rules before found."""
+
+    def __init__(self, task: Task, trajectory: Trajectory, verdict: Verdict) -> None:
+        self.task, self.trajectory, self.verdict = task, trajectory, verdict
+        self.timeline = build_timeline(trajectory)
+        domain = resolve_domain(trajectory.domain)
+        self.vocabulary = domain.vocabulary() or EMPTY
+        self.writes = domain.tools.of_kind("write")
+        self.found: list[Finding] = []
+
+
+Rule = Callable[[Evidence], list[Finding]]
+RULES: tuple[Rule, ...] = (
+    lambda e: find_modes(e.timeline, e.vocabulary),
+    lambda e: dual_control_findings(e.trajectory, e.verdict, e.vocabulary),
+    lambda e: branch_findings(e.task, e.timeline),
+    lambda e: inaction_findings(e.task, e.trajectory, e.timeline, e.verdict, e.found, e.writes),
+)
+"""The rule sets, in order; each sees what the ones before found (`Evidence.found`)."""
+
+
 def analyze(task: Task, trajectory: Trajectory, verdict: Verdict) -> FailureAnalysis:
     """The failure analysis of one graded trial; empty when it passed or was lost to infrastructure."""
     if verdict.passed or verdict.infra_error:
         return FailureAnalysis()
-    timeline = build_timeline(trajectory)
-    vocabulary = vocabulary_of(trajectory.domain)
+    e = Evidence(task, trajectory, verdict)
+    timeline, vocabulary = e.timeline, e.vocabulary
     review = verdict.component("user_simulator")
     if review is not None and not review.passed:
         return FailureAnalysis(
@@ -118,8 +147,9 @@ def analyze(task: Task, trajectory: Trajectory, verdict: Verdict) -> FailureAnal
             looked_complete=looked_complete(timeline),
             user_simulator=review.details or ["the judge found the user simulator at fault"],
         )
-    found = find_modes(timeline, vocabulary) + dual_control_findings(trajectory, verdict, vocabulary)
-    found += branch_findings(task, timeline)
+    for rule in RULES:
+        e.found += rule(e)
+    found = e.found
     modes = [m for m in FAILURE_MODES if any(f.mode == m for f in found)]
     evidence: dict[str, list[str]] = {}
     for f in found:

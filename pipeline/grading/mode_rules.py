@@ -33,6 +33,7 @@ class Finding:
     mode: str
     text: str
     kind: str | None = None  # the finer name a rule gives it (dual control: unverified_fix, ...), if any
+    undone: bool = False  # it explains a request left without a write (a claim, a misread status): not inaction
 
 
 @dataclass
@@ -54,8 +55,8 @@ class _Pass:
     explained: set[int] = field(default_factory=set)  # ids of refused writes another rule already explains
     found: list[Finding] = field(default_factory=list)
 
-    def add(self, pos: int, mode: str, text: str) -> None:
-        self.found.append(Finding(pos, mode, text))
+    def add(self, pos: int, mode: str, text: str, undone: bool = False) -> None:
+        self.found.append(Finding(pos, mode, text, undone=undone))
 
     # ---- messages -----------------------------------------------------------------------------------------
     def user_says(self, s: Say) -> None:
@@ -76,7 +77,8 @@ class _Pass:
         for order_id, claimed in status_claims(s.text, self.vocabulary):
             shown = self.status.get(order_id)
             if shown is not None and not status_compatible(claimed, shown, self.vocabulary):
-                self.add(s.pos, "misread", f"says order {order_id} is '{claimed}'; the tools showed '{shown}'")
+                what = f"says order {order_id} is '{claimed}'; the tools showed '{shown}'"
+                self.add(s.pos, "misread", what, undone=True)
         if claims_completion(s.text):
             self._claim(s)
         if asks_confirmation(s.text):
@@ -93,7 +95,8 @@ class _Pass:
             return
         refused = [w for w in self.turn if not w.ok]
         if not refused:
-            self.add(s.pos, "plan_adherence", f"claims completion ({_short(s.text)}) but no write was made")
+            what = f"claims completion ({_short(s.text)}) but no write was made"
+            self.add(s.pos, "plan_adherence", what, undone=True)
         elif not any(id(w) in self.explained for w in refused):
             self.add(s.pos, "misread", f"claims completion although the tool refused {refused[-1].label()}")
 

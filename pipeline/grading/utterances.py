@@ -40,6 +40,11 @@ def refuses(text: str) -> bool:
     return bool(_REFUSAL.search(text))
 
 
+def closes(text: str) -> bool:
+    """Closes the topic ('anything else I can help with?')."""
+    return bool(_CLOSING.search(text))
+
+
 def asks_confirmation(text: str) -> bool:
     """A yes/no request about an action: the policy's confirmation step (not 'anything else?')."""
     if _CLOSING.search(text) or not _ACTION_WORD.search(text):

@@ -62,8 +62,11 @@ def recorded_domain(run_dir: Path) -> str | None:
         return None
 
 
-def failure_cells(verdicts: Path, tasks: Path, domain: str | Domain | None = None) -> dict[str, dict[str, float]]:
-    """Mode → cell ("template/dial/outcome") → share of that mode's measured failure weight.
+def failure_cells(
+    verdicts: Path, tasks: Path, domain: str | Domain | None = None, targeted: tuple[str, ...] | None = None
+) -> dict[str, dict[str, float]]:
+    """Mode → cell ("template/dial/outcome") → share of that mode's measured failure weight; with `targeted`, only
+    those modes are read, so a mode left out of the split moves no other mode's shares.
 
     `domain` (a name, `module:attribute`, or a Domain) is the one the tasks belong to; None: the domain the run's
     trajectories (beside `verdicts`) record. Without a synthesis kit it has no cells, and the result is empty."""
@@ -91,7 +94,9 @@ def failure_cells(verdicts: Path, tasks: Path, domain: str | Domain | None = Non
         task = by_id.get(task_id)
         if task is None:
             raise VerdictsReadError(f"{verdicts}:{lineno}: task {task_id!r} is not in {tasks}")
-        cells = _cells_by_mode(kit, task)
+        cells = {m: c for m, c in _cells_by_mode(kit, task).items() if targeted is None or m in targeted}
+        if not cells:
+            continue
         named = [m for m in (row.get("analysis") or {}).get("modes", []) if m in cells]
         modes = named or list(cells)
         for mode in modes:

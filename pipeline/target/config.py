@@ -8,23 +8,20 @@ from typing import Annotated
 from pydantic import Field, field_validator
 
 from pipeline.authoring.taxonomy import DIALS
-from pipeline.grading.modes import FAILURE_MODES
+from pipeline.grading.modes import BY_NAME, FAILURE_MODES, LOOP_MODES
 from pipeline.strict import Strict
 
 __all__ = ["DEFAULT_DIALS", "TargetConfig"]
 
-DEFAULT_DIALS: dict[str, dict[str, float]] = {
-    "invention": {"forgot_email": 0.6, "vague_item": 0.6, "underspecified": 0.4, "multi_item": 0.3},
-    "plan_adherence": {"also_request": 0.7, "chained": 0.6, "pushback": 0.3, "underspecified": 0.2},
-    "misread": {"refusal": 0.7, "with_write": 0.6, "pushback": 0.4, "chained": 0.3, "underspecified": 0.2},
-}
+DEFAULT_DIALS: dict[str, dict[str, float]] = {m: dict(BY_NAME[m].dials) for m in LOOP_MODES}
+"""Mode → dial → probability, the registry's, for the modes weighted by default (`LOOP_MODES`)."""
 
 
 class TargetConfig(Strict):
     """How a budget is split and how hard the data for each mode is made."""
 
     weights: dict[str, Annotated[float, Field(ge=0, allow_inf_nan=False)]] = Field(
-        default_factory=lambda: {m: 1.0 for m in FAILURE_MODES},
+        default_factory=lambda: {m: BY_NAME[m].weight for m in LOOP_MODES},
         description="Mode → weight (finite, not negative); a mode left out or weighted 0 gets nothing.",
     )
     floor: int = Field(default=2, ge=0, description="Tasks each weighted mode gets at least (budget permitting).")

@@ -166,8 +166,11 @@ def make_targets(
     recorded = run_provenance(metrics, verdicts, tasks, domain)
     rates, pass_at_1, agent = read_rates(metrics, cfg.rate)
     modes = split_budget(rates, budget, cfg, pass_at_1)
-    cells = failure_cells(verdicts, tasks, domain) if verdicts is not None and tasks is not None else {}
-    cells = {m: c for m, c in cells.items() if m in modes}
+    cells = (
+        failure_cells(verdicts, tasks, domain, targeted=tuple(modes))
+        if verdicts is not None and tasks is not None
+        else {}
+    )
     if recorded is not None:
         sources = {"metrics": file_sha256(metrics), **({"verdicts": file_sha256(verdicts)} if verdicts else {})}
         recorded = recorded.model_copy(update={"sources": sources})

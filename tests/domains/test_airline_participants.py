@@ -82,7 +82,7 @@ def test_the_oracle_solves_every_task_and_the_spec_takes_the_domains_oracle(worl
 
 def test_planted_failure_modes_are_the_ones_detected(world, tasks):
     # misread fits fewer requests (a booking, a multi-segment flight change, ...) and is planted last: more often
-    agent = AIRLINE.require("flaws")({"plan_adherence": 0.3, "invention": 0.3, "misread": 1.0}, seed=3)
+    agent = AIRLINE.require("flaws")({"plan_adherence": 0.3, "invention": 0.3, "misread": 1.0, "inaction": 0.3}, seed=3)
     rows, variants = [], Counter()
     for t in tasks:
         for trial in range(3):
@@ -95,7 +95,8 @@ def test_planted_failure_modes_are_the_ones_detected(world, tasks):
     for mode, s in report.per_mode.items():
         assert s.planted >= 5, mode
         assert s.precision >= 0.9 and s.recall >= 0.9, (mode, s)
-    assert {"skip_confirmation", "no_write", "fabricate"} <= set(variants)
+    assert report.per_mode["inaction"].precision == report.per_mode["inaction"].recall == 1.0
+    assert {"skip_confirmation", "no_write", "fabricate", "wrongful_refusal"} <= set(variants)
     assert any(v in variants for v in ("wrong_total", "drop_segments", "passenger_count", "bags_from_zero"))
     clean = [r for r in rows if not r[0]]
     assert clean and all(passed for *_, passed in clean)

@@ -83,6 +83,7 @@ def test_recovery_of_planted_modes_on_a_small_run(loaded):
     for mode, s in report.per_mode.items():
         assert s.planted >= 5, (mode, s)
         assert s.precision >= 0.9 and s.recall >= 0.9, (mode, s)
+    assert report.per_mode["inaction"].precision == report.per_mode["inaction"].recall == 1.0
     assert report.false_modes_on_clean == 0
 
 

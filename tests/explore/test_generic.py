@@ -71,6 +71,7 @@ def test_generic_tasks_replay_the_oracle_solves_them_and_flaws_are_recovered():
     assert {r.expect for t in tasks for r in t.user_script.requests} == {"done", "refused"}
     for mode, s in per_mode.items():
         assert s.planted > 0 and s.precision >= 0.9 and s.recall >= 0.9, (mode, s)
+    assert per_mode["inaction"].precision == per_mode["inaction"].recall == 1.0
     cov = coverage(world_model(world), tasks)
     assert cov["writes_covered"] == "2/2" and cov["refusals_covered"] == "3/3"
 

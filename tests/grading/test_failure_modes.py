@@ -29,6 +29,9 @@ MODE_OF = {
     "fabricate": "invention",
     "refuse": "misread",
     "wrong_write": "misread",
+    "wrongful_refusal": "inaction",
+    "give_up": "inaction",
+    "no_action": "inaction",
 }
 
 
@@ -51,7 +54,8 @@ def test_each_planted_variant_is_named_and_dominant():
         for i, req in enumerate(task.user_script.requests):
             if not any(a.request == i and a.name in WRITE_TOOLS for a in task.gold_actions):
                 continue
-            for variant in sorted({v for m in MODES for v in _variants(m, i, req)}):
+            n = len(task.user_script.requests)
+            for variant in sorted({v for m in MODES for v in _variants(m, i, req, n)}):
                 traj = run_episode(world, task, Forced(i, variant), ScriptedUser())
                 verdict = grade(world, task, traj)
                 a = analyze(task, traj, verdict)
@@ -89,6 +93,7 @@ def test_recovery_of_planted_modes_on_a_small_run():
     for mode, s in report.per_mode.items():
         assert s.planted >= 5, (mode, s)
         assert s.precision >= 0.9 and s.recall >= 0.9, (mode, s)
+    assert report.per_mode["inaction"].precision == report.per_mode["inaction"].recall == 1.0
     assert report.dominant_accuracy >= 0.9 and report.false_modes_on_clean == 0
 
 

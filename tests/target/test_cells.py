@@ -11,6 +11,7 @@ from pipeline.authoring.templates import generate_tasks
 from pipeline.cli import app
 from pipeline.dataset.io import write_tasks
 from pipeline.errors import InputError
+from pipeline.grading.modes import LOOP_MODES
 from pipeline.target import Targets, VerdictsReadError, failure_cells, make_targets
 from tests.agents.scripted_helpers import small_world
 from tests.target.test_split import _metrics
@@ -52,10 +53,14 @@ def test_failed_trials_weigh_their_tasks_cells_per_named_mode(tmp_path):
 
 def test_unnamed_failures_split_across_the_modes_their_cells_carry(tmp_path):
     verdicts, tasks, *_ = _files(tmp_path, [lambda c, r: _row(c, False, []), lambda c, r: _row(r, False, ["misread"])])
-    got = failure_cells(verdicts, tasks, "retail")
-    # the cancel failure (no mode named) adds 1/3 to each of the three modes a cancel exercises
+    got = failure_cells(verdicts, tasks, "retail", targeted=LOOP_MODES)
+    # the cancel failure (no mode named) adds 1/3 to each of the three targeted modes a cancel exercises
     assert got["invention"] == got["plan_adherence"] == {"cancel/plain/done": 1.0}
     assert got["misread"] == {"cancel_wrong_status/plain/refused": 0.75, "cancel/plain/done": 0.25}
+    assert "inaction" not in got  # a mode left out of the split moves no other mode's shares
+    every = failure_cells(verdicts, tasks, "retail")  # every mode: a cancel also exercises inaction, 1/4 each
+    assert every["inaction"] == {"cancel/plain/done": 1.0}
+    assert every["misread"] == {"cancel_wrong_status/plain/refused": 0.8, "cancel/plain/done": 0.2}
 
 
 def test_bad_rows_and_unknown_tasks_name_the_file_and_line(tmp_path):

@@ -9,7 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from pipeline.cli import app
-from pipeline.grading.failure_modes import FAILURE_MODES, FailureAnalysis
+from pipeline.grading.failure_modes import FailureAnalysis
+from pipeline.grading.modes import LOOP_MODES as FAILURE_MODES  # the modes weighted by default
 from pipeline.metrics.summary import TrialRecord, summarize
 from pipeline.target import MetricsReadError, TargetConfig, Targets, make_targets, split_budget
 

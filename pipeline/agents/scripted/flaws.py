@@ -2,24 +2,36 @@
 
 Whether a mode is planted in a trial is decided by a hash of (seed, task id, trial, mode), so the same
 configuration always plants the same flaws and a domain's flawed agent can say which were planted without
-running anything (`planted(task, trial)`). How a mode is planted is the domain's (retail:
-`pipeline.domains.retail.flawed`; airline: `pipeline.domains.airline.flawed`). A domain where the customer holds
-tools may plant the dual-control modes too (telecom: `pipeline.domains.telecom.flawed`).
+running anything (`planted(task, trial)`). The modes are the registry's (`pipeline.grading.modes`); how a mode is
+planted is the domain's (retail: `pipeline.domains.retail.flawed`; airline: `pipeline.domains.airline.flawed`),
+except a flaw any scripted episode can plant the same way (inaction: `pipeline.agents.scripted.inaction`). A
+domain where the customer holds tools may plant the dual-control modes too (telecom:
+`pipeline.domains.telecom.flawed`).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
-from typing import Annotated, Any, Literal, cast
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-ClassicMode = Literal["plan_adherence", "invention", "misread"]
-MODES: tuple[str, ...] = ClassicMode.__args__  # type: ignore[attr-defined]
-DualControlMode = Literal["unverified_fix", "wrong_instruction", "skipped_step"]
-DUAL_CONTROL_MODES: tuple[str, ...] = DualControlMode.__args__  # type: ignore[attr-defined]
-Mode = Literal[ClassicMode, DualControlMode]
+from pipeline.grading.modes import BY_NAME, DUAL_CONTROL, FAILURE_MODES
+
+MODES: tuple[str, ...] = FAILURE_MODES
+"""The modes a flawed agent may plant, in planting order (the registry's)."""
+DUAL_CONTROL_MODES: tuple[str, ...] = tuple(DUAL_CONTROL)
+INACTION = "inaction"
+
+
+def _plantable(name: str) -> str:
+    if name not in MODES and name not in DUAL_CONTROL_MODES:
+        raise ValueError(f"unknown mode {name!r}; modes: {', '.join((*MODES, *DUAL_CONTROL_MODES))}")
+    return name
+
+
+Mode = Annotated[str, AfterValidator(_plantable)]
+"""A mode a flawed agent plants: a failure mode or a dual-control mode."""
 
 
 class FlawConfig(BaseModel):
@@ -35,7 +47,19 @@ class FlawConfig(BaseModel):
 
     def rate(self, mode: str) -> float:
         """The planting rate of `mode` (0 when it is not planted)."""
-        return cast("Mapping[str, float]", self.rates).get(mode, 0.0)
+        return self.rates.get(mode, 0.0)
+
+
+def default_rates(rate: float | None = None) -> dict[str, float]:
+    """Mode → planting rate of the plain flawed agent: each mode's registry default, or `rate` for every mode."""
+    return {m: BY_NAME[m].flaw_rate if rate is None else rate for m in MODES}
+
+
+def inaction_variants(i: int, requests: int) -> list[str]:
+    """The inaction variants that fit request `i` of `requests`: a wrongful refusal on any; giving up or moving on
+    only on the last one (the customer would repeat the request, and a later request's planted flaw never show)."""
+    names = BY_NAME[INACTION].variants
+    return [v for v in names if v == "wrongful_refusal" or i == requests - 1]
 
 
 def unit(*parts: object) -> float:

@@ -39,3 +39,11 @@ def refusal_again(reason: str) -> str:
 
 def failed(error: str) -> str:
     return f"I'm sorry, I was not able to complete that: {error.removeprefix('Error: ')} {ANYTHING_ELSE}"
+
+
+# ---- inaction (`pipeline.agents.scripted.inaction`) ---------------------------------------------------------
+WRONGFUL_REFUSAL = "I'm sorry, but I can't help with that request."
+WRONGFUL_REFUSAL_REASON = "that is not something I can help with."
+NOT_ACTING = f"Thank you for letting me know. {ANYTHING_ELSE}"
+GIVING_UP = "I'm afraid I can't take this any further myself."
+TRANSFERRED = "I have transferred you to a human agent who can help with this."

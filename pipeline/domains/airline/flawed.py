@@ -7,6 +7,8 @@ the failure-mode classifier on airline), planted the way retail's are (`pipeline
   carries on).
 - invention: one write argument replaced by a plausible value nobody said or showed (a reservation id, a payment
   method id, a date of birth, a certificate amount), then it claims success.
+- inaction: on a request the policy allows, refuses with no reason / transfers to a human agent (last request
+  only) / acknowledges and moves on (`pipeline.agents.scripted.inaction`).
 - misread: misreads a tool's output, writes what the tools then refuse, and reports success anyway: the total
   of a booking computed from another cabin's prices in the search result; a flight change that lists only the
   changed segment of the reservation's itinerary; bags counted from zero instead of the reservation's count; a
@@ -20,8 +22,9 @@ import random
 import re
 import string
 
-from pipeline.agents.scripted.flaws import MODES, FlawConfig, PlantingAgent
+from pipeline.agents.scripted.flaws import INACTION, MODES, FlawConfig, PlantingAgent, inaction_variants
 from pipeline.agents.scripted.flaws import unit as _unit
+from pipeline.agents.scripted.inaction import InactionEpisode
 from pipeline.agents.scripted.script import Steps, appears_in
 from pipeline.dataset.task import Action, Request, Task
 from pipeline.domains.airline import phrases as A
@@ -44,6 +47,8 @@ def _added(task: Task, i: int) -> tuple[int, int] | None:
 
 
 def _variants(mode: str, i: int, req: Request, write: Action, task: Task) -> list[str]:
+    if mode == INACTION:
+        return inaction_variants(i, len(task.user_script.requests))
     if mode == "plan_adherence":
         return ["skip_confirmation", "no_write", *(["write_before_auth"] if i == 0 and req.intent == "cancel" else [])]
     if mode == "invention":
@@ -79,7 +84,7 @@ def plan(config: FlawConfig, task: Task, trial: int) -> dict[int, tuple[str, str
     return out
 
 
-class AirlineFlawedEpisode(AirlineOracleEpisode):
+class AirlineFlawedEpisode(InactionEpisode, AirlineOracleEpisode):
     def __init__(self, info: EpisodeInfo, flaws: dict[int, tuple[str, str]], seed: int) -> None:
         self.flaws = flaws
         self.rng = random.Random(f"{seed}:{info.task.id}:{info.trial}:values")

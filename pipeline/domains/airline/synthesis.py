@@ -17,10 +17,11 @@ from pipeline.dataset.task import KnownInfo, Request
 from pipeline.domains.airline.grounding import Ctx
 from pipeline.domains.airline.schema import User
 from pipeline.domains.airline.templates import TEMPLATES
+from pipeline.grading.modes import FAILURE_MODES
 from pipeline.world.tables import World
 
-ALL = ("plan_adherence", "invention", "misread")
-_WRITES = ("plan_adherence", "invention")  # a write no misread variant of the flawed agent applies to
+ALL = FAILURE_MODES
+_WRITES = tuple(m for m in ALL if m != "misread")  # a write no misread variant of the flawed agent applies to
 TAXONOMY = Taxonomy(
     (
         TemplateSpec("book", "book_reservation", "done", ALL, record=False),

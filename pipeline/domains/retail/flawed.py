@@ -10,6 +10,8 @@ running anything. A mode is planted only on a request that has a gold write, at 
   carries on).
 - invention: one write argument replaced by a plausible value that appears nowhere in the conversation
   (an order id, zip code, payment method id, item id), then it claims success.
+- inaction: on a request the policy allows, refuses with no reason / transfers to a human agent (last request
+  only) / acknowledges and moves on (`pipeline.agents.scripted.inaction`).
 - misread: acts as if the order had another status: refuses a legitimate request naming a wrong status,
   or calls the write meant for the other status (a return on a pending order, an exchange on a pending
   one, an item modification on a delivered one).
@@ -20,8 +22,9 @@ from __future__ import annotations
 import random
 
 from pipeline.agents.scripted import phrases as P
-from pipeline.agents.scripted.flaws import MODES, FlawConfig, Mode, PlantingAgent
+from pipeline.agents.scripted.flaws import INACTION, MODES, FlawConfig, Mode, PlantingAgent, inaction_variants
 from pipeline.agents.scripted.flaws import unit as _unit
+from pipeline.agents.scripted.inaction import InactionEpisode
 from pipeline.agents.scripted.script import Steps, appears_in
 from pipeline.dataset.task import Action, Request, Task
 from pipeline.domains.retail import phrases as R
@@ -37,7 +40,9 @@ WRONG_WRITE = {
 }
 
 
-def _variants(mode: str, i: int, req: Request) -> list[str]:
+def _variants(mode: str, i: int, req: Request, n: int) -> list[str]:
+    if mode == INACTION:
+        return inaction_variants(i, n)
     if mode == "plan_adherence":
         early = i == 0 and req.intent in ("cancel", "modify_address")
         return ["skip_confirmation", "no_write", *(["write_before_auth"] if early else [])]
@@ -55,16 +60,18 @@ def plan(config: FlawConfig, task: Task, trial: int) -> dict[int, tuple[str, str
     for mode in MODES:
         if _unit(config.seed, task.id, trial, mode) >= config.rate(mode):
             continue
-        fits = [i for i in writes if i not in out and i < len(requests) and _variants(mode, i, requests[i])]
+        fits = [
+            i for i in writes if i not in out and i < len(requests) and _variants(mode, i, requests[i], len(requests))
+        ]
         if not fits:
             continue
         i = fits[int(_unit(config.seed, task.id, trial, mode, "where") * len(fits))]
-        options = _variants(mode, i, requests[i])
+        options = _variants(mode, i, requests[i], len(requests))
         out[i] = (mode, options[int(_unit(config.seed, task.id, trial, mode, "how") * len(options))])
     return out
 
 
-class FlawedEpisode(OracleEpisode):
+class FlawedEpisode(InactionEpisode, OracleEpisode):
     def __init__(self, info: EpisodeInfo, flaws: dict[int, tuple[str, str]], seed: int) -> None:
         self.flaws = flaws
         self.rng = random.Random(f"{seed}:{info.task.id}:{info.trial}:values")

@@ -7,6 +7,8 @@ carrier's side (a task whose gold changes the account: roaming enabled, data ref
 
 - plan_adherence: it changes the account without asking the customer first.
 - invention: it changes the account on a line id nobody said or showed (the tool refuses; it carries on).
+- inaction: it does not take the case up: refuses with no reason, transfers to a human agent, or acknowledges and
+  leaves it there, before looking anything up (`pipeline.agents.scripted.inaction`).
 
 - unverified_fix: once it has read the customer's line, it says the issue is resolved before anything was done
   or checked on the phone; told it still does not work, it transfers.
@@ -23,8 +25,9 @@ from __future__ import annotations
 
 import random
 
-from pipeline.agents.scripted.flaws import DUAL_CONTROL_MODES, FlawConfig, PlantingAgent
+from pipeline.agents.scripted.flaws import DUAL_CONTROL_MODES, INACTION, FlawConfig, PlantingAgent, inaction_variants
 from pipeline.agents.scripted.flaws import unit as _unit
+from pipeline.agents.scripted.inaction import not_acting
 from pipeline.agents.scripted.script import Steps, appears_in
 from pipeline.dataset.task import Task
 from pipeline.domains.telecom.oracle import TelecomOracle, TelecomOracleEpisode
@@ -32,7 +35,7 @@ from pipeline.grading.dual_control import PARENT
 from pipeline.rollout.protocols import EpisodeInfo
 
 __all__ = ["DUAL_CONTROL_MODES", "FlawConfig", "TelecomFlawedAgent", "plan"]
-PLANTED = ("plan_adherence", "invention", *DUAL_CONTROL_MODES)
+PLANTED = ("plan_adherence", "invention", INACTION, *DUAL_CONTROL_MODES)
 CARRIER_WRITES = ("enable_roaming", "refuel_data")
 SKIPPABLE = (
     "toggle_airplane_mode",
@@ -61,6 +64,9 @@ def _wants_data(task: Task) -> bool:
 def _variants(mode: str, task: Task) -> list[str]:
     if any(a.name == "transfer_to_human_agents" for a in task.gold_actions):
         return []
+    if mode == INACTION:  # on a task that needs a change, on either side
+        acts = any(a.requestor == "user" or not a.name.startswith("get_") for a in task.gold_actions)
+        return inaction_variants(0, 1) if acts else []
     if mode in ("plan_adherence", "invention"):
         writes = [a.name for a in task.gold_actions if a.requestor != "user" and a.name in CARRIER_WRITES]
         return ["skip_confirmation" if mode == "plan_adherence" else "fabricate"] if writes else []
@@ -102,6 +108,8 @@ class TelecomFlawedEpisode(TelecomOracleEpisode):
         super().__init__(info)
 
     def _run(self) -> Steps:
+        if self.mode == INACTION and self.variant is not None:
+            return (yield from not_acting(self, self.variant, can_transfer=True))
         try:
             yield from super()._run()
         except _Transferred:

@@ -3,7 +3,7 @@
 Every retail write has a template that carries it out, and every refusal the policy requires (wrong status,
 another customer's order, a bad cancellation reason, a gift card that falls short, a second item
 modification) has one whose right answer is "no". An order-status read can be misread, a written value can be
-invented, a confirmed write can be skipped.
+invented, a confirmed write can be skipped, a request the policy allows can be left undone.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pipeline.authoring.taxonomy import Taxonomy, TemplateSpec
 from pipeline.grading.modes import FAILURE_MODES
 
 ALL = tuple(FAILURE_MODES)
-_WRITES = ("plan_adherence", "invention")
+_WRITES = tuple(m for m in ALL if m != "misread")  # no order: no status to misread
 TAXONOMY = Taxonomy(
     (
         TemplateSpec("cancel", "cancel_pending_order", "done", ALL),
