@@ -23,7 +23,7 @@ from typing import Any
 
 from pipeline.agents.scripted import phrases as P
 from pipeline.agents.scripted.flaws import INACTION, MODES, FlawConfig, PlantingAgent, inaction_variants, unit
-from pipeline.agents.scripted.inaction import TRANSFER_TOOL, not_acting
+from pipeline.agents.scripted.inaction import not_acting
 from pipeline.agents.scripted.script import YES, ScriptedEpisode, Steps
 from pipeline.dataset.branching import UNTAKEN, branches, condition
 from pipeline.dataset.task import Action, Request, Task
@@ -129,7 +129,7 @@ class GenericEpisode(ScriptedEpisode):
     def _handle(self, i: int, req: Request) -> Steps:
         mode, variant = self.flaws.get(i, (None, None))
         if mode == INACTION and variant is not None:
-            return (yield from not_acting(self, variant, TRANSFER_TOOL in self.tools.tools))
+            return (yield from not_acting(self, variant, next(iter(self.tools.of_kind("transfer")), None)))
         actions = self._actions(i)
         write = next((a for a in actions if a.name in self.writes), None)
         if req.record_id and not _said(req.record_id, self._user_text()):

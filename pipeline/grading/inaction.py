@@ -27,7 +27,6 @@ from pipeline.grading.verdict import Verdict
 from pipeline.rollout.trajectory import Trajectory
 
 MODE = "inaction"
-TRANSFER = "transfer_to_human_agents"
 
 
 @dataclass(frozen=True)
@@ -109,7 +108,7 @@ def where(timeline: Timeline, explained: set[int]) -> tuple[int, str, str]:
     for item in timeline.items:
         if isinstance(item, Step):
             looked = looked or item.kind != "identity"  # finding out who the customer is looks nothing up
-            if item.ok and (item.name == TRANSFER or item.kind == "transfer"):
+            if item.ok and item.kind == "transfer":
                 last = (item.pos, "gave_up", "transferred to a human agent")
             continue
         if item.role == "user":

@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_every_consumer_lists_the_registry_s_modes():
     from pipeline.agents.scripted import flaws
+    from pipeline.authoring import selection_kit
     from pipeline.domains.airline import synthesis as airline_synthesis
     from pipeline.domains.retail.synthesis import taxonomy as retail_taxonomy
     from pipeline.domains.telecom.flawed import PLANTED
@@ -31,8 +32,7 @@ def test_every_consumer_lists_the_registry_s_modes():
     from pipeline.gate.config import TRACKABLE, GateConfig
     from pipeline.grading import dual_control, failure_modes
     from pipeline.report import plots
-    from pipeline.synth import selection_kit
-    from pipeline.target.split import DEFAULT_DIALS, TargetConfig
+    from pipeline.target.config import DEFAULT_DIALS, TargetConfig
 
     assert tuple(m.name for m in MODES) == FAILURE_MODES and "inaction" in FAILURE_MODES
     for consumer in (
@@ -176,7 +176,7 @@ from pipeline.gate.config import TRACKABLE, GateConfig
 from pipeline.grading import failure_modes
 from pipeline.metrics import summary
 from pipeline.report import plots
-from pipeline.synth import selection_kit
+from pipeline.authoring import selection_kit
 from pipeline.target.split import TargetConfig
 
 seen = {

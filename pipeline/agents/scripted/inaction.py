@@ -12,21 +12,15 @@ from pipeline.agents.scripted import phrases as P
 from pipeline.agents.scripted.flaws import INACTION
 from pipeline.agents.scripted.script import Steps
 
-TRANSFER_TOOL = "transfer_to_human_agents"
 
-
-def tool_names(schemas: list[dict]) -> set[str]:
-    """The names in a list of tool schemas (OpenAI's `{"function": {"name"}}` or a bare `{"name"}`)."""
-    return {str((s.get("function") or s).get("name")) for s in schemas}
-
-
-def not_acting(episode: Any, variant: str, can_transfer: bool) -> Steps:
-    """The planted inaction on the request at hand: what `episode` (a ScriptedEpisode) says and calls instead."""
+def not_acting(episode: Any, variant: str, transfer_tool: str | None) -> Steps:
+    """The planted inaction on the request at hand: what `episode` (a ScriptedEpisode) says and calls instead;
+    giving up hands over through `transfer_tool` (the domain's tool of kind "transfer") where there is one."""
     if variant == "wrongful_refusal":
         return (yield from episode._finish(P.WRONGFUL_REFUSAL, P.WRONGFUL_REFUSAL_REASON))
     if variant == "give_up":
-        if can_transfer:
-            yield from episode._call(TRANSFER_TOOL, {"summary": "The customer needs help I will not give."})
+        if transfer_tool is not None:
+            yield from episode._call(transfer_tool, {"summary": "The customer needs help I will not give."})
             return (yield from episode._say(P.TRANSFERRED))
         return (yield from episode._say(f"{P.GIVING_UP} {P.GOODBYE}"))
     return (yield from episode._finish(P.NOT_ACTING))
@@ -37,13 +31,11 @@ class InactionEpisode:
     every other request is the domain's `_handle`."""
 
     flaws: dict[int, tuple[str, str]]
-
-    def __init__(self, info: Any, *args: Any, **kwargs: Any) -> None:
-        self.info_tools: list[dict] = list(getattr(info, "tools", None) or [])
-        super().__init__(info, *args, **kwargs)  # type: ignore[call-arg]
+    transfer_tool: str | None = None
+    """The domain's tool of kind "transfer", which a planted give-up calls; None: it says goodbye instead."""
 
     def _handle(self, i: int, req: Any, *args: Any, **kwargs: Any) -> Steps:
         mode, variant = self.flaws.get(i, (None, None))
         if mode != INACTION or variant is None:
             return (yield from super()._handle(i, req, *args, **kwargs))  # type: ignore[misc]
-        return (yield from not_acting(self, variant, TRANSFER_TOOL in tool_names(self.info_tools)))
+        return (yield from not_acting(self, variant, self.transfer_tool))

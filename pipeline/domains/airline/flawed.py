@@ -85,6 +85,8 @@ def plan(config: FlawConfig, task: Task, trial: int) -> dict[int, tuple[str, str
 
 
 class AirlineFlawedEpisode(InactionEpisode, AirlineOracleEpisode):
+    transfer_tool = "transfer_to_human_agents"
+
     def __init__(self, info: EpisodeInfo, flaws: dict[int, tuple[str, str]], seed: int) -> None:
         self.flaws = flaws
         self.rng = random.Random(f"{seed}:{info.task.id}:{info.trial}:values")

@@ -72,6 +72,8 @@ def plan(config: FlawConfig, task: Task, trial: int) -> dict[int, tuple[str, str
 
 
 class FlawedEpisode(InactionEpisode, OracleEpisode):
+    transfer_tool = "transfer_to_human_agents"
+
     def __init__(self, info: EpisodeInfo, flaws: dict[int, tuple[str, str]], seed: int) -> None:
         self.flaws = flaws
         self.rng = random.Random(f"{seed}:{info.task.id}:{info.trial}:values")

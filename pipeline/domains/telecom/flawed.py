@@ -109,7 +109,7 @@ class TelecomFlawedEpisode(TelecomOracleEpisode):
 
     def _run(self) -> Steps:
         if self.mode == INACTION and self.variant is not None:
-            return (yield from not_acting(self, self.variant, can_transfer=True))
+            return (yield from not_acting(self, self.variant, "transfer_to_human_agents"))
         try:
             yield from super()._run()
         except _Transferred:
