@@ -79,7 +79,9 @@ class TrainBase:
 
     def _save_into(self, out: Path, trained: torch.nn.Module, meta_fields: dict[str, Any]) -> None:
         if self.format is None:
-            meta = CheckpointMeta.for_codec(self.codec, model=self.meta.model, **meta_fields)
+            codec = self.meta.codec_config
+            assert codec is not None  # a checkpoint in the codec format records it (CheckpointMeta's validator)
+            meta = CheckpointMeta.for_codec(codec, model=self.meta.model, **meta_fields)
             save_checkpoint(out, cast(PreTrainedModel, trained.to("cpu").float().eval()), self.tokenizer, meta)
             return
         trained = trained.to("cpu").to(self.dtype).eval()
