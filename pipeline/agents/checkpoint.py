@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from transformers import AutoModelForCausalLM, LlamaForCausalLM, PreTrainedModel, PreTrainedTokenizerFast
 
 from pipeline.errors import InputError
-from pipeline.formats.codec import CodecConfig, CodecMismatchError, check_tokenizer, codec_hash
+from pipeline.formats import CodecConfig, CodecMismatchError, check_tokenizer, codec_hash
 
 log = logging.getLogger(__name__)
 META_FILE = "agentloop.json"

@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.errors import InputError
-from pipeline.rollout.protocols import Agent
+from pipeline.rollout import Agent
 
 if TYPE_CHECKING:
-    from pipeline.world.domain import Domain
+    from pipeline.world import Domain
 
 OMISSIBLE = frozenset({"temperature", "top_p", "max_tokens"})
 """openai settings that `none` leaves out of the request (the endpoint's default then holds)."""
@@ -116,7 +116,7 @@ class ByDomain:
         if info.domain is None:
             return self.default.start(info)
         if info.domain not in self._agents:
-            from pipeline.world.registry import resolve_domain
+            from pipeline.world import resolve_domain
 
             self._agents[info.domain] = self._make(resolve_domain(info.domain))
         return self._agents[info.domain].start(info)
@@ -129,7 +129,7 @@ class ByDomain:
 
 def by_domain(make: FromDomain) -> ByDomain:
     """`make`'s agent for each episode's domain, the default domain's where an episode names none."""
-    from pipeline.world.registry import DEFAULT_DOMAIN, resolve_domain
+    from pipeline.world import DEFAULT_DOMAIN, resolve_domain
 
     return ByDomain(make(resolve_domain(DEFAULT_DOMAIN)), make)
 

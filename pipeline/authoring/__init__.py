@@ -12,17 +12,57 @@ heldout              the check that no evaluation customer reaches training
 selection_kit        a domain's selection of what targeting and synthesis aim at
 """
 
-from pipeline.authoring.kit import SynthesisKit, SynthesisKitError, kit_of
-from pipeline.authoring.templates import DEFAULT_CYCLE, EVERY, PAIR, GenerationResult, generate, generate_tasks
+from pipeline.authoring.assemble import assemble, gold_problems
+from pipeline.authoring.coverage import CoverageTracker, task_cells
+from pipeline.authoring.drafts import Draft, Want, act
+from pipeline.authoring.heldout import HeldOut, held_out
+from pipeline.authoring.kit import Grounding, SynthesisKit, SynthesisKitError, authenticate, kit_of, template_kit_of
+from pipeline.authoring.partition import EvalWorldError, Partitioned, ensure_generated, needs_partition, partition
+from pipeline.authoring.selection_kit import SelectionKit, cells_by_mode
+from pipeline.authoring.taxonomy import DIALS, MESS_DIALS, PLAIN, Taxonomy, TemplateSpec
+from pipeline.authoring.templates import (
+    DEFAULT_CYCLE,
+    EVERY,
+    PAIR,
+    GenerationResult,
+    expand_cycle,
+    generate,
+    generate_tasks,
+)
 
 __all__ = [
+    "CoverageTracker",
     "DEFAULT_CYCLE",
+    "DIALS",
+    "Draft",
     "EVERY",
-    "PAIR",
+    "EvalWorldError",
     "GenerationResult",
+    "Grounding",
+    "HeldOut",
+    "MESS_DIALS",
+    "PAIR",
+    "PLAIN",
+    "Partitioned",
+    "SelectionKit",
     "SynthesisKit",
     "SynthesisKitError",
+    "Taxonomy",
+    "TemplateSpec",
+    "Want",
+    "act",
+    "assemble",
+    "authenticate",
+    "cells_by_mode",
+    "ensure_generated",
+    "expand_cycle",
     "generate",
     "generate_tasks",
+    "gold_problems",
+    "held_out",
     "kit_of",
+    "needs_partition",
+    "partition",
+    "task_cells",
+    "template_kit_of",
 ]

@@ -12,7 +12,7 @@ from typing import Any
 
 from pipeline.authoring.drafts import Draft
 from pipeline.authoring.kit import Grounding, SynthesisKit, authenticate
-from pipeline.dataset.replay import replay_actions
+from pipeline.dataset import replay_actions
 from pipeline.dataset.task import (
     Action,
     KnownInfo,
@@ -24,8 +24,7 @@ from pipeline.dataset.task import (
     TaskCheck,
     UserScript,
 )
-from pipeline.world.tables import World
-from pipeline.world.tools import execute
+from pipeline.world import World, execute
 
 
 def random_messes(ctx: Grounding, customer: Any, requests: list[Request], rng: random.Random) -> Messes:

@@ -13,7 +13,7 @@ from collections.abc import Collection, Mapping
 
 from pipeline.authoring.kit import SynthesisKit
 from pipeline.authoring.taxonomy import PLAIN
-from pipeline.dataset.task import Task
+from pipeline.dataset import Task
 
 Cell = tuple[str, str, str]
 

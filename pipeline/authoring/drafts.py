@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pipeline.dataset.task import Action, Request
+from pipeline.dataset import Action, Request
 
 
 @dataclass

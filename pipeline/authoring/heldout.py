@@ -18,13 +18,12 @@ from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pipeline.dataset.io import read_tasks
-from pipeline.dataset.task import Task
+from pipeline.dataset import Task, read_tasks
 from pipeline.errors import InputError
 
 if TYPE_CHECKING:
-    from pipeline.rollout.trajectory import Trajectory
-    from pipeline.world.tables import World
+    from pipeline.rollout import Trajectory
+    from pipeline.world import World
 
 
 class HeldOutCustomerError(InputError, ValueError):
@@ -120,8 +119,7 @@ class HeldOut:
     def _customers_split(self, world: str, domain: str | None) -> bool:
         """Whether customers are compared in `world`: loaded once by name (and domain) to add its partition; a
         world that does not load by its name (a directory recorded by name) is compared against what is known."""
-        from pipeline.world.registry import load_world, resolve_domain
-        from pipeline.world.tables import WorldLoadError
+        from pipeline.world import WorldLoadError, load_world, resolve_domain
 
         if world not in self._added and (world, domain) not in self._tried:
             self._tried.add((world, domain))

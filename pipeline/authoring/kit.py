@@ -16,15 +16,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pipeline.authoring.drafts import Draft, Want
 from pipeline.authoring.taxonomy import MESS_DIALS, Taxonomy
-from pipeline.dataset.task import Action, KnownInfo, Request, Task, TaskCheck
+from pipeline.dataset import Action, KnownInfo, Request, Task, TaskCheck
 from pipeline.errors import InputError
 from pipeline.grading.modes import FAILURE_MODES
 
 if TYPE_CHECKING:
     from pipeline.authoring.selection_kit import SelectionKit
-    from pipeline.world.domain import Domain
-    from pipeline.world.tables import Session, World
-    from pipeline.world.tools import ToolRegistry
+    from pipeline.world import Domain, Session, ToolRegistry, World
 
 
 class SynthesisKitError(InputError, ValueError):

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.errors import InputError
-from pipeline.world.tables import World
+from pipeline.world import World
 
 EVAL_SHARE = 0.5
 """The share of customers held out for evaluation."""

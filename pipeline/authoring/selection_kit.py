@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 from pipeline.grading.modes import FAILURE_MODES
 
 if TYPE_CHECKING:
-    from pipeline.dataset.task import Task
-    from pipeline.world.tables import World
+    from pipeline.dataset import Task
+    from pipeline.world import World
 
 MODES = FAILURE_MODES
 

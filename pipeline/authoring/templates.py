@@ -19,9 +19,9 @@ from pipeline.authoring.drafts import Draft, Want
 from pipeline.authoring.kit import Grounding, SynthesisKit, template_kit_of
 from pipeline.authoring.partition import Partitioned, needs_partition, partition
 from pipeline.authoring.topup import top_up
-from pipeline.dataset.task import Task
+from pipeline.dataset import Task
 from pipeline.errors import InputError
-from pipeline.world.tables import World
+from pipeline.world import World
 
 log = logging.getLogger(__name__)
 

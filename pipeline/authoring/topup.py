@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from pipeline.authoring.assemble import assemble, gold_problems, random_messes
 from pipeline.authoring.kit import Grounding, SynthesisKit
-from pipeline.dataset.task import Task
+from pipeline.dataset import Task
 
 if TYPE_CHECKING:
     from pipeline.authoring.templates import GenerationResult

@@ -33,10 +33,9 @@ def gate_cmd(
     domain: str = typer.Option(None, help="Domain: retail, airline or module:attribute (default: from --world)."),
 ) -> None:
     """Promote or block: paired bootstrap of the pass^k gain over held-out tasks, Holm tests for regressions."""
-    from pipeline.gate import GateConfig, decide, write_gate
-    from pipeline.gate.render import OUTCOME_WORD, decision_table
+    from pipeline.gate import OUTCOME_WORD, GateConfig, decide, decision_table, write_gate
     from pipeline.outputs import check_output
-    from pipeline.world.registry import load_world
+    from pipeline.world import load_world
 
     check_output(
         out, "--out", inputs={"--candidate": candidate, "--champion": champion, "--tasks": tasks, "--world": world}

@@ -17,7 +17,7 @@ from pipeline.cli.errors import fail, invalid
 
 
 def _table(check) -> Table:
-    from pipeline.gate.render import OUTCOME_WORD
+    from pipeline.gate import OUTCOME_WORD
 
     verdict = "[red]FALSE PROMOTION[/red]" if check.false_promotion else "[green]no false promotion[/green]"
     k = check.config.k
@@ -52,10 +52,9 @@ def gate_aa_cmd(
     import yaml
     from pydantic import ValidationError
 
-    from pipeline.gate.aa import aa_check, write_aa
-    from pipeline.gate.config import GateConfig
+    from pipeline.gate import GateConfig, aa_check, write_aa
     from pipeline.outputs import check_output
-    from pipeline.world.registry import load_world
+    from pipeline.world import load_world
 
     given: dict[str, Any] = {"RUN_A": run_a, "RUN_B": run_b, "--tasks": tasks, "--world": world, "--config": config}
     check_output(out, inputs=given)

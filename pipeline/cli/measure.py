@@ -32,9 +32,8 @@ def measure_cmd(
     """Measure an agent: k seeded trials per task, graded from the world state, failures diagnosed.
 
     Every finished trial is journaled in --out; run the same command again after a crash to resume."""
-    from pipeline.dataset.io import read_tasks
-    from pipeline.measure import MeasureConfig, measure
-    from pipeline.measure.run import RUN_FILES
+    from pipeline.dataset import read_tasks
+    from pipeline.measure import RUN_FILES, MeasureConfig, measure
     from pipeline.outputs import check_output
 
     if settings["executor"] != "ray" and (settings["ray_address"] or settings["workers"]):

@@ -33,8 +33,7 @@ def import_cmd(
 ) -> None:
     """Write agentloop.json (chat format, architecture, dtype, template hash) next to the weights; a GGUF source is
     first dequantized into --out as a plain transformers directory with the tokenizer and chat template it holds."""
-    from pipeline.agents.backends.gguf import import_gguf
-    from pipeline.agents.backends.loading import import_model
+    from pipeline.agents import import_gguf, import_model
 
     path = Path(source)
     template = read_template(chat_template) if chat_template is not None else None

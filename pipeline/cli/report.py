@@ -22,7 +22,7 @@ def report_cmd(
     verdict: str = typer.Option("strict", help="Which verdict counts a pass: strict or tau2."),
 ) -> None:
     """Write one self-contained HTML report: pass^k, failure modes, cost frontier, gate, flipped trajectories."""
-    from pipeline.grading.tau2_reward import VERDICTS
+    from pipeline.grading import VERDICTS
 
     if verdict not in VERDICTS:
         fail(f"--verdict {verdict!r}: expected {' or '.join(VERDICTS)}")

@@ -24,14 +24,12 @@ def rollout(
     out: Path = typer.Option(..., help="Output trajectories .jsonl; verdicts go to <name>.verdicts.jsonl beside it."),
 ) -> None:
     """Run scripted episodes (agent ↔ scripted user ↔ tools), grade each, and write trajectories + verdicts."""
-    from pipeline.dataset.io import read_tasks
-    from pipeline.dataset.provenance import check_provenance
-    from pipeline.grading.grader import grade
-    from pipeline.grading.validate import check_tasks
+    from pipeline.dataset import check_provenance, read_tasks
+    from pipeline.grading import check_tasks, grade
     from pipeline.outputs import check_output
-    from pipeline.rollout.runner import run_episode
-    from pipeline.users.scripted import ScriptedUser
-    from pipeline.world.registry import load_world
+    from pipeline.rollout import run_episode
+    from pipeline.users import ScriptedUser
+    from pipeline.world import load_world
 
     verdict_path = out.with_suffix(".verdicts.jsonl")
     for path in (out, verdict_path):
@@ -69,8 +67,7 @@ def rollout(
 
 def scripted_agent(name: str, flaw_rate: float, seed: int) -> Any:
     """The oracle or a flawed agent; each episode is played by its world's domain's own (`ByDomain`)."""
-    from pipeline.agents.registry import FromDomain, by_domain
-    from pipeline.agents.scripted.flaws import default_rates
+    from pipeline.agents import FromDomain, by_domain, default_rates
 
     if name == "oracle":
         return by_domain(FromDomain("oracle", "the oracle agent"))

@@ -38,10 +38,9 @@ def synthesize_cmd(
 ) -> None:
     """Targeted, evolved, verified tasks grounded in a generated world, with the oracle's gold trajectories."""
     from pipeline.outputs import check_output
-    from pipeline.synth.config import SynthConfig
-    from pipeline.synth.synthesize import synthesize
+    from pipeline.synth import SynthConfig, synthesize
     from pipeline.target import Targets
-    from pipeline.world.registry import load_world
+    from pipeline.world import load_world
 
     check_output(
         out,
@@ -91,8 +90,8 @@ def _llm_refine(world, llm: str | None, proposals: int, seed: int):
         fail("--llm-proposals needs --llm openai:MODEL@URL (the model that proposes them)")
     if not llm:
         return None
-    from pipeline.explore.llm import LLMRoles, LLMSpec
-    from pipeline.synth.llm_roles import refine
+    from pipeline.explore import LLMRoles, LLMSpec
+    from pipeline.synth import refine
 
     roles = LLMRoles(LLMSpec.parse(llm), seed=seed)
     return lambda result: refine(world, result, roles, proposals, seed=seed)

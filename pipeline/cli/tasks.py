@@ -35,14 +35,14 @@ def tasks_generate(
     llm_proposals: int = typer.Option(0, min=0, help="Evolutions the --llm model proposes (kept only if verified)."),
 ) -> None:
     """Generate verified tasks (gold end state reachable) grounded in a world, with its domain's task generator."""
-    from pipeline.dataset.io import write_tasks
+    from pipeline.dataset import write_tasks
     from pipeline.outputs import check_output
-    from pipeline.world.registry import load_world
+    from pipeline.world import load_world
 
     check_output(out, "--out", inputs={"--world": world})
     loaded = load_world(world, domain)
     generate_tasks = loaded.domain.require("tasks", needed_for="agentloop tasks generate")
-    from pipeline.synth.plain import generate_selected
+    from pipeline.synth import generate_selected
 
     tasks = generate_selected(generate_tasks, loaded, n, seed=seed, templates=template or None, plain=plain)
     if llm_proposals and not llm:
@@ -60,7 +60,7 @@ def tasks_validate(
     domain: str = typer.Option(None, help="Domain: retail, airline or module:attribute (default: from the world)."),
 ) -> None:
     """Check a task file against the schema and the world it runs in; errors name the line or task and the field."""
-    from pipeline.grading.validate import validate_file
+    from pipeline.grading import validate_file
 
     console.print(escape(validate_file(path, world, domain)), soft_wrap=True)
 
@@ -69,7 +69,7 @@ def _with_llm(loaded, tasks, out: Path, llm: str, proposals: int, seed: int):
     """Requests reworded and evolutions proposed by a language model; only what the world verifies is kept."""
     import json
 
-    from pipeline.explore.llm import LLMRoles, LLMSpec, with_llm
+    from pipeline.explore import LLMRoles, LLMSpec, with_llm
 
     roles = LLMRoles(LLMSpec.parse(llm), seed=seed)
     tasks = with_llm(loaded, tasks, roles, proposals, seed=seed)

@@ -30,9 +30,9 @@ def tau2_run(
     ),
 ) -> None:
     """Turn a τ²-bench results file into a run directory, re-graded with both verdicts, for gate and report."""
-    from pipeline.grading.tau2_reward import VERDICTS, Tau2Config
+    from pipeline.grading import VERDICTS, Tau2Config
     from pipeline.outputs import check_output
-    from pipeline.tau2.import_run import import_run
+    from pipeline.tau2 import import_run
 
     if verdict not in VERDICTS:
         fail(f"--verdict {verdict!r}: expected strict or tau2")
@@ -57,7 +57,7 @@ def import_tau2_cmd(
     """Convert τ²-bench tasks, keeping the user scenario, the gold actions with their requestor,
     communicate_info, NL assertions, reward basis and initial state; end states come from replaying gold."""
     from pipeline.outputs import check_output
-    from pipeline.tau2.importer import write_import
+    from pipeline.tau2 import write_import
 
     check_output(out, "--out", inputs={"--domain": domain})
     imported = write_import(domain, out, split, kind)
@@ -78,7 +78,7 @@ def lint_cmd(
     """Lint τ²-bench tasks: gold actions that fail on replay, a reward basis that passes with nothing done, tools
     the policy names that the agent does not have, counts the scenario never states."""
     from pipeline.outputs import check_output
-    from pipeline.tau2.lint import CLASSES, lint_directory, write_findings
+    from pipeline.tau2 import CLASSES, lint_directory, write_findings
 
     if out is not None:
         check_output(out, "--out", inputs={"--domain": domain})
@@ -114,7 +114,7 @@ def tau2_submission(
     """Write τ²-bench's leaderboard submission.json from our runs: per domain pass^1..pass^4, the methodology (the
     customer's model, the τ²-bench version, how far our reward agrees with τ²-bench's)."""
     from pipeline.outputs import check_output
-    from pipeline.tau2.submission import build_submission, write_submission
+    from pipeline.tau2 import build_submission, write_submission
 
     if submission_type not in ("custom", "standard"):
         fail(f"--submission-type {submission_type!r}: expected custom or standard")

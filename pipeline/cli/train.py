@@ -77,7 +77,7 @@ def baseline(
     seed: int = typer.Option(None, help="Override the build seed."),
 ) -> None:
     """Build the embedded default on CPU: tokenizer, tiny Llama, copy warm-up, flawed-corpus baseline."""
-    from pipeline.embedded.build import EmbeddedConfig, build_baseline
+    from pipeline.embedded import EmbeddedConfig, build_baseline
 
     _check_out(out, **{"--config": config})
     settings = _overrides(config)
@@ -98,8 +98,8 @@ def check_embedded(
     checkpoint records: corpus counts, the corpus digest, the tokenizer. Exits 1 and names each difference."""
     import tempfile
 
-    from pipeline.embedded.data import build_data, check_checkpoint
-    from pipeline.loop.params import load_params
+    from pipeline.embedded import build_data, check_checkpoint
+    from pipeline.loop import load_params
 
     recipe = load_params(params).embedded_config()
     with tempfile.TemporaryDirectory() as tmp:
@@ -135,8 +135,7 @@ def sft(
 ) -> None:
     """Supervised fine-tuning through TRL's SFTTrainer on verified trajectories, rendered as the base checkpoint
     renders them (the codec, or an outside model's own chat template); loss on assistant tokens only."""
-    from pipeline.train.sft import run_sft
-    from pipeline.train.sft_config import INPUTS, SFTConfig
+    from pipeline.train import INPUTS, SFTConfig, run_sft
 
     _check_out(out, **_inputs(settings, *INPUTS))
     params = SFTConfig.model_validate({**settings, "lora": _lora(lora, lora_settings, lora_targets)})
@@ -164,8 +163,7 @@ def grpo(
     lora_targets: str = typer.Option(None, help="Comma-separated module names (default: attention and MLP)."),
 ) -> None:
     """GRPO through TRL's GRPOTrainer; episodes run by our runner with the scripted user; reward = verdict."""
-    from pipeline.train.grpo import run_grpo
-    from pipeline.train.grpo_config import GRPOConfig
+    from pipeline.train import GRPOConfig, run_grpo
 
     _check_out(out, **_inputs(settings, "base", "tasks", "world", "held_out"))
     params = GRPOConfig.model_validate({**settings, "lora": _lora(lora, lora_settings, lora_targets)})

@@ -22,7 +22,7 @@ def world_replay(
 ) -> None:
     """Replay every task's gold actions on a fresh copy of the database; write each end state."""
     from pipeline.outputs import check_output
-    from pipeline.tau2.replay import write_replay
+    from pipeline.tau2 import write_replay
 
     check_output(out, "--out", inputs={"--domain": domain})
     lines = write_replay(domain, out, kind)
@@ -49,7 +49,7 @@ def world_generate(
     """Generate a fresh seeded world with a domain's generator (retail's: products, users, orders; airline's:
     flights, users, reservations). Sizes not given take the generator's defaults."""
     from pipeline.outputs import check_output
-    from pipeline.world.registry import resolve_domain
+    from pipeline.world import resolve_domain
 
     check_output(out, "--out", folder=True, owned=("db.json", "policy.md"))
     given = dict(n_products=products, n_users=users, n_orders=orders, n_flights=flights, n_reservations=reservations)
@@ -73,9 +73,9 @@ def world_explore(
 ) -> None:
     """Learn a world model by running the world's write tools as its customers: which records each names, what it
     changes, and when it refuses and why (refusals grouped into preconditions on record fields)."""
-    from pipeline.explore.probe import explore
+    from pipeline.explore import explore
     from pipeline.outputs import check_output
-    from pipeline.world.registry import load_world
+    from pipeline.world import load_world
 
     check_output(out, "--out", inputs={"--world": world})
     loaded = load_world(world, domain)

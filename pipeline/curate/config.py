@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.curate.bands import Bands
-from pipeline.rollout.runner import Limits
+from pipeline.rollout import Limits
 
 LOOP_INPUTS = {
     "pool": "synthesize's trajectories",

@@ -14,23 +14,19 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from pipeline.agents.registry import make_agent
-from pipeline.authoring.heldout import held_out
+from pipeline.agents import make_agent
+from pipeline.authoring import held_out
 from pipeline.curate.config import CurateConfig
 from pipeline.curate.pool import PoolItem, Rejection, read_pool
 from pipeline.curate.select import Probed, mix, task_key, trajectory_key
 from pipeline.curate.verify import Verified, replay_verify
-from pipeline.dataset.io import read_tasks
-from pipeline.dataset.provenance import check_provenance
-from pipeline.dataset.task import Task
+from pipeline.dataset import Task, check_provenance, read_tasks
 from pipeline.errors import InputError
 from pipeline.outputs import staged_folder
-from pipeline.rollout.protocols import Agent
-from pipeline.trials.executor import SerialExecutor
-from pipeline.trials.trial import TrialResult
-from pipeline.users.scripted import ScriptedUser
-from pipeline.world.registry import load_world
-from pipeline.world.tables import World
+from pipeline.rollout import Agent
+from pipeline.trials import SerialExecutor, TrialResult
+from pipeline.users import ScriptedUser
+from pipeline.world import World, load_world
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +34,7 @@ log = logging.getLogger(__name__)
 def _executor(config: CurateConfig):
     """Probes run like measured trials (same seeds, retries of infrastructure errors, verdicts)."""
     if config.executor == "ray":
-        from pipeline.trials.ray_executor import RayExecutor
+        from pipeline.trials import RayExecutor
 
         return RayExecutor(address=config.ray_address, workers=config.workers, batch=config.concurrency)
     return SerialExecutor(batch=config.concurrency)

@@ -16,7 +16,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from pipeline.errors import InputError
-from pipeline.rollout.trajectory import Trajectory
+from pipeline.rollout import Trajectory
 
 
 @dataclass

@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pipeline.curate.bands import Bands
-from pipeline.dataset.task import Task
+from pipeline.dataset import Task
 from pipeline.digest import sha256_json
-from pipeline.rollout.trajectory import Trajectory
+from pipeline.rollout import Trajectory
 
 
 def trajectory_key(traj: Trajectory) -> str:

@@ -10,12 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pipeline.curate.pool import PoolItem, Rejection
-from pipeline.dataset.task import Task
-from pipeline.grading.grader import grade
-from pipeline.grading.verdict import Verdict
-from pipeline.rollout.runner import Limits
-from pipeline.world.registry import domain_spec
-from pipeline.world.tables import World
+from pipeline.dataset import Task
+from pipeline.grading import Verdict, grade
+from pipeline.rollout import Limits
+from pipeline.world import World, domain_spec
 
 
 @dataclass

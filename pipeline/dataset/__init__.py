@@ -1,17 +1,79 @@
 """Tasks as data: the schema and its files, a task's set-up in a world, gold replays, provenance."""
 
+from pipeline.dataset.assertions import check_assertions, known_assertions
+from pipeline.dataset.branching import CONDITIONAL_INTENT, IF, UNTAKEN, branches, condition
 from pipeline.dataset.io import TaskFileError, read_tasks, write_tasks
-from pipeline.dataset.task import Action, KnownInfo, Messes, Provenance, Request, Task, UserScript
+from pipeline.dataset.provenance import (
+    PROVENANCE_FILE,
+    ProvenanceError,
+    check_provenance,
+    check_record,
+    file_sha256,
+    provenance_text,
+)
+from pipeline.dataset.replay import replay_actions, replay_gold, replay_task, user_state, write_lines
+from pipeline.dataset.setup import TaskSetupError, start_session
+from pipeline.dataset.task import (
+    PERSONAS,
+    Action,
+    CommunicatedCheck,
+    EnvAssertion,
+    Evaluation,
+    KnownInfo,
+    Messes,
+    NoWritesCheck,
+    OrderStatusCheck,
+    Provenance,
+    Request,
+    Scenario,
+    Task,
+    TaskCheck,
+    ToolBudgetCheck,
+    ToolNotCalledCheck,
+    TransferCheck,
+    UserScript,
+)
 
 __all__ = [
     "Action",
+    "CONDITIONAL_INTENT",
+    "CommunicatedCheck",
+    "EnvAssertion",
+    "Evaluation",
+    "IF",
     "KnownInfo",
     "Messes",
+    "NoWritesCheck",
+    "OrderStatusCheck",
+    "PERSONAS",
+    "PROVENANCE_FILE",
     "Provenance",
+    "ProvenanceError",
     "Request",
+    "Scenario",
     "Task",
+    "TaskCheck",
     "TaskFileError",
+    "TaskSetupError",
+    "ToolBudgetCheck",
+    "ToolNotCalledCheck",
+    "TransferCheck",
+    "UNTAKEN",
     "UserScript",
+    "branches",
+    "check_assertions",
+    "check_provenance",
+    "check_record",
+    "condition",
+    "file_sha256",
+    "known_assertions",
+    "provenance_text",
     "read_tasks",
+    "replay_actions",
+    "replay_gold",
+    "replay_task",
+    "start_session",
+    "user_state",
+    "write_lines",
     "write_tasks",
 ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.dataset.task import EnvAssertion
-from pipeline.world.tables import Session
+from pipeline.world import Session
 
 
 class AssertionResult(BaseModel):

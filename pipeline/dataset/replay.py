@@ -15,8 +15,7 @@ from typing import Any
 from pipeline.dataset.assertions import check_assertions
 from pipeline.dataset.setup import start_session
 from pipeline.dataset.task import Action, Task
-from pipeline.world.tables import Session, World, dump_full
-from pipeline.world.tools import execute
+from pipeline.world import Session, World, dump_full, execute
 
 
 def replay_actions(

@@ -16,8 +16,7 @@ from typing import Any
 from pipeline.dataset.task import Action, Task
 from pipeline.digest import sha256_json
 from pipeline.errors import TaskError
-from pipeline.world.tables import Session, World
-from pipeline.world.tools import ToolError, synchronise
+from pipeline.world import Session, ToolError, World, synchronise
 
 SIDES: dict[object, str] = {"assistant": "assistant", "user": "user"}
 _CACHE_SIZE = 4096

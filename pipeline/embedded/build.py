@@ -31,8 +31,8 @@ from typing import Any
 import torch
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from pipeline.agents.checkpoint import CheckpointMeta, ModelConfig, save_checkpoint
-from pipeline.authoring.templates import DEFAULT_CYCLE
+from pipeline.agents import CheckpointMeta, ModelConfig, save_checkpoint
+from pipeline.authoring import DEFAULT_CYCLE
 from pipeline.domains.retail.policy import POLICY_SUMMARY
 from pipeline.embedded.copy_circuit import COPY_ROPE, circuit_misfit, plant_copy_circuit
 from pipeline.embedded.corpus import SituatedFlaws
@@ -41,7 +41,7 @@ from pipeline.embedded.model import build_model
 from pipeline.embedded.tokenizer import TokenizerConfig
 from pipeline.embedded.train_loop import LoopConfig, train_loop
 from pipeline.embedded.warmup import WarmupConfig, warmup_examples
-from pipeline.formats.codec import CodecConfig
+from pipeline.formats import CodecConfig
 
 log = logging.getLogger(__name__)
 COMPACT = CodecConfig(system="compact", tool_results="compact", policy_summary=POLICY_SUMMARY)

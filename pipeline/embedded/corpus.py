@@ -26,7 +26,7 @@ from typing import Annotated, Literal, cast, get_args
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.agents.scripted import phrases as P
-from pipeline.dataset.task import Action, Request, Task
+from pipeline.dataset import Action, Request, Task
 from pipeline.domains.retail import phrases as R
 from pipeline.domains.retail.flawed import MODES, FlawedEpisode
 from pipeline.domains.retail.oracle import REQUIRED_STATUS, OracleAgent, OracleEpisode, Steps
@@ -34,13 +34,11 @@ from pipeline.domains.retail.schema import CANCEL_REASONS, Order
 from pipeline.domains.retail.state import RetailWorld
 from pipeline.domains.retail.tools import TOOLS, WRITE_TOOLS
 from pipeline.embedded.train_loop import Example
-from pipeline.formats.codec import CodecConfig, encode_conversation
-from pipeline.grading.grader import grade
-from pipeline.rollout.protocols import Agent, EpisodeInfo
-from pipeline.rollout.runner import Limits, run_episode
-from pipeline.rollout.trajectory import Trajectory
-from pipeline.trials.trial import trial_seed
-from pipeline.users.scripted import ScriptedUser
+from pipeline.formats import CodecConfig, encode_conversation
+from pipeline.grading import grade
+from pipeline.rollout import Agent, EpisodeInfo, Limits, Trajectory, run_episode
+from pipeline.trials import trial_seed
+from pipeline.users import ScriptedUser
 
 log = logging.getLogger(__name__)
 

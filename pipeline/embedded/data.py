@@ -51,12 +51,12 @@ def build_data(config, out: str | Path) -> dict[str, Any]:
 
     `config` is an `EmbeddedConfig` (the fields that decide the data: seeds, train world, tokenizer, corpus
     tasks / templates, flaws, loss weights, codec)."""
-    from pipeline.agents.checkpoint import save_tokenizer
-    from pipeline.authoring.templates import generate_tasks
+    from pipeline.agents import save_tokenizer
+    from pipeline.authoring import generate_tasks
     from pipeline.domains.retail.state import RetailWorld
     from pipeline.embedded.corpus import SituatedFlawedAgent, encode_trajectories, run_corpus, situation_counts
     from pipeline.embedded.tokenizer import build_corpus, train_tokenizer
-    from pipeline.world.registry import load_world
+    from pipeline.world import load_world
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -85,7 +85,7 @@ def build_data(config, out: str | Path) -> dict[str, Any]:
 
 def load_data(directory: str | Path) -> EmbeddedData:
     """Read a data directory written by `build_data`, refusing one whose files no longer match its manifest."""
-    from pipeline.agents.checkpoint import load_tokenizer
+    from pipeline.agents import load_tokenizer
 
     directory = Path(directory)
     manifest_path = directory / MANIFEST_FILE
@@ -117,7 +117,7 @@ def check_checkpoint(data_dir: str | Path, checkpoint: str | Path) -> list[str]:
 
     Compares the manifest's counts with the checkpoint's `data_manifest`, the corpus digest where the
     checkpoint recorded one, and the tokenizer files byte for byte."""
-    from pipeline.agents.checkpoint import read_meta
+    from pipeline.agents import read_meta
 
     data_dir, checkpoint = Path(data_dir), Path(checkpoint)
     manifest = json.loads((data_dir / MANIFEST_FILE).read_text(encoding="utf-8"))

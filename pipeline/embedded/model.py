@@ -8,8 +8,8 @@ import logging
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-from pipeline.agents.checkpoint import ModelConfig
-from pipeline.formats.codec import IM_END
+from pipeline.agents import ModelConfig
+from pipeline.formats import IM_END
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ from pipeline.domains.retail import phrases as R
 from pipeline.domains.retail.policy import POLICY_SUMMARY
 from pipeline.domains.retail.state import RetailWorld
 from pipeline.domains.retail.tools import TOOLS, execute
-from pipeline.formats.codec import (
+from pipeline.formats import (
     ADDED_TOKENS,
     ENDOFTEXT,
     IM_END,
@@ -31,7 +31,7 @@ from pipeline.formats.codec import (
     check_tokenizer,
     render_conversation,
 )
-from pipeline.rollout.trajectory import Message, ToolCall
+from pipeline.rollout import Message, ToolCall
 
 log = logging.getLogger(__name__)
 _WORDS = r"""'s|'t|'re|'ve|'m|'ll|'d| ?[\p{L}_]+| ?\p{N}+| ?[^\s\p{L}\p{N}_]+|\s+(?!\S)|\s+"""

@@ -19,7 +19,7 @@ import string
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.embedded.train_loop import Example
-from pipeline.formats.codec import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
+from pipeline.formats import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
 
 _WORDS = [
     "blue",

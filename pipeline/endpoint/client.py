@@ -60,8 +60,7 @@ from pipeline.endpoint.errors import (
     setting_message,
     unsupported_setting,
 )
-from pipeline.rollout.protocols import InfrastructureError
-from pipeline.rollout.trajectory import Usage
+from pipeline.rollout import InfrastructureError, Usage
 
 __all__ = [
     "RETRY_STATUS",

@@ -12,8 +12,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from pipeline.formats.codec import TOOL_CALL_OPEN, parse_assistant
-from pipeline.rollout.trajectory import Message, ToolCall
+from pipeline.formats import TOOL_CALL_OPEN, parse_assistant
+from pipeline.rollout import Message, ToolCall
 
 
 def text_of(content: Any) -> str | None:

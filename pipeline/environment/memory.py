@@ -22,19 +22,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pipeline.dataset.replay import user_state
-from pipeline.dataset.setup import start_session
-from pipeline.dataset.task import Task
+from pipeline.dataset import Task, start_session, user_state
 from pipeline.errors import InputError
-from pipeline.grading.grader import grade
-from pipeline.grading.judge import Judge
-from pipeline.grading.tau2_reward import Tau2Config
-from pipeline.grading.verdict import Verdict
-from pipeline.rollout.runner import Limits, not_run_message, run_tool_call
-from pipeline.rollout.trajectory import CustomerCall, Message, ToolCall, Trajectory
-from pipeline.world.domain import Domain
-from pipeline.world.registry import domain_spec, load_world, resolve_domain
-from pipeline.world.tables import Session, World, dump_record
+from pipeline.grading import Judge, Tau2Config, Verdict, grade
+from pipeline.rollout import CustomerCall, Limits, Message, ToolCall, Trajectory, not_run_message, run_tool_call
+from pipeline.world import Domain, Session, World, domain_spec, dump_record, load_world, resolve_domain
 
 Side = Literal["assistant", "user"]
 SIDES: tuple[str, ...] = ("assistant", "user")

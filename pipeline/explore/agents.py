@@ -21,18 +21,26 @@ import typing
 from collections import abc
 from typing import Any
 
+from pipeline.agents import (
+    INACTION,
+    MODES,
+    YES,
+    FlawConfig,
+    PlantingAgent,
+    ScriptedEpisode,
+    Steps,
+    inaction_variants,
+    not_acting,
+    unit,
+)
 from pipeline.agents.scripted import phrases as P
-from pipeline.agents.scripted.flaws import INACTION, MODES, FlawConfig, PlantingAgent, inaction_variants, unit
-from pipeline.agents.scripted.inaction import not_acting
-from pipeline.agents.scripted.script import YES, ScriptedEpisode, Steps
-from pipeline.dataset.branching import UNTAKEN, branches, condition
-from pipeline.dataset.task import Action, Request, Task
+from pipeline.dataset import UNTAKEN, Action, Request, Task, branches, condition
 from pipeline.explore.kit import refusal_of, words
 from pipeline.explore.questions import asked_field
 from pipeline.explore.speech import phrase, speak
 from pipeline.explore.values import base_type, vary
-from pipeline.rollout.protocols import EpisodeInfo
-from pipeline.world.tools import ToolRegistry
+from pipeline.rollout import EpisodeInfo
+from pipeline.world import ToolRegistry
 
 ASK_RECORD = "Which one is this about? Please tell me its id."
 SEQUENCES = (list, tuple, set, frozenset, abc.Sequence, abc.Set)

@@ -17,8 +17,8 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
-from pipeline.authoring.drafts import Draft
-from pipeline.dataset.task import Task
+from pipeline.authoring import Draft
+from pipeline.dataset import Task
 from pipeline.explore import balance
 from pipeline.explore.coverage import coverage
 from pipeline.explore.kit import CONDITIONAL, OTHER, REFUSED, pattern_regex

@@ -15,7 +15,7 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
-from pipeline.authoring.drafts import Draft
+from pipeline.authoring import Draft
 from pipeline.explore.kit import CONDITIONAL, Grounding, words
 from pipeline.explore.pairs import Pair, key, live
 

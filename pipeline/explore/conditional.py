@@ -20,9 +20,8 @@ import json
 import random
 from typing import Any
 
-from pipeline.authoring.drafts import Draft, Want, act
-from pipeline.dataset.branching import CONDITIONAL_INTENT, IF, UNTAKEN
-from pipeline.dataset.task import Request
+from pipeline.authoring import Draft, Want, act
+from pipeline.dataset import CONDITIONAL_INTENT, IF, UNTAKEN, Request
 from pipeline.explore import balance
 from pipeline.explore.kit import (
     CONDITIONAL,
@@ -39,7 +38,7 @@ from pipeline.explore.pairs import Pair, live
 from pipeline.explore.pairs import key as value_key
 from pipeline.explore.repair import attempt, repairs
 from pipeline.explore.speech import phrase, speak
-from pipeline.world.tools import execute
+from pipeline.world import execute
 
 
 def shown(ctx: Grounding, user: str, table: str, key: str) -> dict[str, Any] | None:

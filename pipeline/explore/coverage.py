@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from pipeline.dataset.branching import branches
-from pipeline.dataset.task import Task
+from pipeline.dataset import Task, branches
 from pipeline.explore.kit import pattern_regex, refusal_of
 from pipeline.explore.model import WorldModel
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pipeline.world.domain import Domain
+    from pipeline.world import Domain
 
 GENERIC: tuple[str, ...] = ("tasks", "synthesis", "oracle", "flaws", "user_phrasing")
 _KITS: dict[int, Any] = {}
@@ -23,7 +23,7 @@ def generic_capability(domain: Domain, name: str) -> Any:
     if name not in GENERIC or not domain.tools.of_kind("identity") or not domain.tools.of_kind("write"):
         return None
     if name == "tasks":
-        from pipeline.authoring.templates import generate_tasks
+        from pipeline.authoring import generate_tasks
 
         return generate_tasks
     if name == "synthesis":
@@ -35,7 +35,7 @@ def generic_capability(domain: Domain, name: str) -> Any:
 
         return lambda: GenericOracle(domain.tools)
     if name == "flaws":
-        from pipeline.agents.scripted.flaws import FlawConfig
+        from pipeline.agents import FlawConfig
         from pipeline.explore.agents import GenericFlawed
 
         return lambda rates, seed=0: GenericFlawed(domain.tools, FlawConfig(rates=rates, seed=seed))

@@ -8,17 +8,15 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
-from pipeline.authoring.drafts import Draft
-from pipeline.authoring.kit import SynthesisKit
-from pipeline.dataset.task import CommunicatedCheck, KnownInfo, Request, Task, TaskCheck
+from pipeline.authoring import Draft, SynthesisKit
+from pipeline.dataset import CommunicatedCheck, KnownInfo, Request, Task, TaskCheck
 from pipeline.explore import aim as aiming
 from pipeline.explore import questions
 from pipeline.explore.conditional import Conditional
 from pipeline.explore.kit import CONDITIONAL, OTHER, Customer, Grounding, Template, taxonomy_of, unspecified
 from pipeline.explore.questions import asked_field
 from pipeline.explore.speech import speak
-from pipeline.world.tables import World
-from pipeline.world.tools import ToolRegistry
+from pipeline.world import ToolRegistry, World
 
 
 class GenericKit(SynthesisKit):

@@ -14,9 +14,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from pipeline.dataset.task import KnownInfo
+from pipeline.dataset import KnownInfo
 from pipeline.explore.values import harvest
-from pipeline.world.tables import dump_record
+from pipeline.world import dump_record
 
 if TYPE_CHECKING:
     from pipeline.explore.probe import Explorer

@@ -20,17 +20,14 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.authoring.drafts import Draft, Want, act
-from pipeline.authoring.kit import authenticate
-from pipeline.authoring.taxonomy import Taxonomy, TemplateSpec
-from pipeline.dataset.task import KnownInfo, Request
+from pipeline.authoring import Draft, Taxonomy, TemplateSpec, Want, act, authenticate
+from pipeline.dataset import KnownInfo, Request
 from pipeline.explore.learn import pattern_regex
 from pipeline.explore.probe import Explorer, world_model
 from pipeline.explore.repair import attempt
 from pipeline.explore.speech import phrase, series, words
 from pipeline.grading.modes import FAILURE_MODES
-from pipeline.world.tables import World
-from pipeline.world.tools import ToolRegistry, execute
+from pipeline.world import ToolRegistry, World, execute
 
 ALL = FAILURE_MODES
 REFUSED, OTHER, QUESTION, UNSERVABLE = "__refused", "__other_customer", "ask__", "unservable__"
@@ -310,7 +307,7 @@ def gold_reads(ctx: Grounding, user: str, table: str | None, key: str | None) ->
 
 def breaks_invariants(world: World, tool: str, user: str, args: dict) -> bool:
     """Whether the call, made as the customer in a fresh session, leaves a state the domain's invariants reject."""
-    from pipeline.grading.static_checks import StaticInput
+    from pipeline.grading import StaticInput
 
     session = world.session(authenticated_user_id=user)
     execute(session, tool, args)

@@ -26,14 +26,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.authoring.drafts import Draft, act
-from pipeline.dataset.replay import replay_actions
-from pipeline.dataset.task import Request, Task
-from pipeline.endpoint.client import ChatClient, EndpointConfig
+from pipeline.authoring import Draft, act
+from pipeline.dataset import Request, Task, replay_actions
+from pipeline.endpoint import ChatClient, EndpointConfig
 from pipeline.errors import InputError
 from pipeline.explore.kit import breaks_invariants, say, words
 from pipeline.explore.speech import pieces
-from pipeline.world.tables import World, dump_record
+from pipeline.world import World, dump_record
 
 log = logging.getLogger(__name__)
 PREFIX = "openai:"
@@ -237,9 +236,9 @@ def customer_records(world: World, user_id: str, rng: random.Random) -> str:
 
 def oracle_solves(world: World, task: Task) -> bool:
     """The domain's oracle, with the scripted customer, reaches the task's gold end state (graded from state)."""
-    from pipeline.grading.grader import grade
-    from pipeline.rollout.runner import run_episode
-    from pipeline.users.scripted import ScriptedUser
+    from pipeline.grading import grade
+    from pipeline.rollout import run_episode
+    from pipeline.users import ScriptedUser
 
     oracle = world.domain.require("oracle", needed_for="verify LLM-made tasks")()
     return grade(world, task, run_episode(world, task, oracle, ScriptedUser())).passed

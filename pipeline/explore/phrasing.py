@@ -13,7 +13,7 @@ from typing import Any
 
 from pipeline.explore.speech import speak, spoken, words
 from pipeline.users.phrasing import FORGOT, Phrasing
-from pipeline.world.tools import ToolRegistry
+from pipeline.world import ToolRegistry
 
 
 def generic_phrasing(tools: ToolRegistry) -> Phrasing:

@@ -17,8 +17,7 @@ from pipeline.explore.model import ArgModel, TableModel, ToolModel, WorldModel
 from pipeline.explore.repair import attempt
 from pipeline.explore.shapes import MISSING, Ground, Shaper, resolve, singulars, structured
 from pipeline.explore.values import candidates, examples, harvest, shared_values
-from pipeline.world.tables import World, dump_record
-from pipeline.world.tools import execute
+from pipeline.world import World, dump_record, execute
 
 log = logging.getLogger(__name__)
 MAX_ENUMERATED = 12

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import random
 
-from pipeline.authoring.drafts import Draft, Want, act
-from pipeline.dataset.task import Request
+from pipeline.authoring import Draft, Want, act
+from pipeline.dataset import Request
 from pipeline.explore.kit import (
     QUESTION,
     QUESTION_INTENT,

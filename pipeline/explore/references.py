@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
-from pipeline.world.tables import dump_record
+from pipeline.world import dump_record
 
 if TYPE_CHECKING:
     from pipeline.explore.probe import Explorer

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pipeline.explore.values import harvest
-from pipeline.world.tables import dump_record
+from pipeline.world import dump_record
 
 if TYPE_CHECKING:
     from pipeline.explore.probe import Explorer

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from pipeline.world.tables import dump_record
+from pipeline.world import dump_record
 
 if TYPE_CHECKING:
-    from pipeline.world.tables import World
+    from pipeline.world import World
 
 _EXAMPLE = re.compile(r"(?:such as|e\.g\.|for example)[:,]?\s*'([^']+)'")
 

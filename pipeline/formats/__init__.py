@@ -16,6 +16,21 @@ from __future__ import annotations
 from typing import Any
 
 from pipeline.formats.base import ChatFormat, ChatFormatError, single_token_id
+from pipeline.formats.codec import (
+    ADDED_TOKENS,
+    ENDOFTEXT,
+    IM_END,
+    SPECIAL_TOKENS,
+    TOOL_CALL_CLOSE,
+    TOOL_CALL_OPEN,
+    CodecConfig,
+    CodecMismatchError,
+    check_tokenizer,
+    codec_hash,
+    encode_conversation,
+    parse_assistant,
+    render_conversation,
+)
 from pipeline.formats.compact import CodecFormat
 from pipeline.formats.compact_template import CompactFormat
 from pipeline.formats.template import TemplateFormat
@@ -79,15 +94,23 @@ def detect_format(tokenizer: Any) -> str:
 
 
 __all__ = [
-    "CODEC",
-    "FORMATS",
+    "ADDED_TOKENS",
     "ChatFormat",
     "ChatFormatError",
+    "CodecConfig",
     "CodecFormat",
+    "CodecMismatchError",
     "CompactFormat",
+    "ENDOFTEXT",
+    "IM_END",
+    "SPECIAL_TOKENS",
+    "TOOL_CALL_CLOSE",
+    "TOOL_CALL_OPEN",
     "TemplateFormat",
-    "detect_format",
-    "format_names",
-    "get_format",
+    "check_tokenizer",
+    "codec_hash",
+    "encode_conversation",
+    "parse_assistant",
+    "render_conversation",
     "single_token_id",
 ]

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from pipeline.errors import InputError
-from pipeline.rollout.trajectory import Message
+from pipeline.rollout import Message
 
 
 class ChatFormatError(InputError, ValueError):

@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.digest import sha256_json
 from pipeline.errors import InputError
-from pipeline.rollout.trajectory import Message, ToolCall
+from pipeline.rollout import Message, ToolCall
 
 # 2: order items `Name (options) item <id>`; 3: variants `(options) item <id>`; 4: `Name <id> (options)`;
 # 5: payment methods `visa credit card ending in 9079 credit_card_0012648`

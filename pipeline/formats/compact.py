@@ -12,7 +12,7 @@ from typing import Any
 
 from pipeline.formats import codec
 from pipeline.formats.base import ChatFormatError
-from pipeline.rollout.trajectory import Message
+from pipeline.rollout import Message
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from pipeline.formats.base import ChatFormatError
 from pipeline.formats.codec import compact_tool_result
 from pipeline.formats.parsers import call_from_text
 from pipeline.formats.template import TemplateFormat
-from pipeline.rollout.trajectory import Message, ToolCall
+from pipeline.rollout import Message, ToolCall
 
 CALL_OPEN, CALL_CLOSE = "<tool_call>", "</tool_call>"
 TOOLS_HEAD = (

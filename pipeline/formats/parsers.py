@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.rollout.trajectory import ToolCall
+from pipeline.rollout import ToolCall
 
 _NAME_RE = re.compile(r"""["']name["']\s*:\s*["']([^"'\\]*)["']""")
 _HERMES_RE = re.compile(r"<tool_call>(.*?)(?:</tool_call>|(?=<tool_call>)|\Z)", re.S)  # unclosed: to next/end

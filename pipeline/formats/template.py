@@ -18,7 +18,7 @@ from typing import Any
 from pipeline.digest import sha256_json
 from pipeline.formats.base import ChatFormatError, single_token_id
 from pipeline.formats.parsers import PARSERS, split_thinking
-from pipeline.rollout.trajectory import Message
+from pipeline.rollout import Message
 
 
 @dataclass(frozen=True)

@@ -4,33 +4,40 @@
 outcome tables that the power simulation (bench/bench_gate_power.py) also runs.
 """
 
+from pipeline.gate.aa import aa_check, write_aa
 from pipeline.gate.config import EVAL_TASKS, PASS_AT_1, TRACKABLE, GateConfig
 from pipeline.gate.decision import GateDecision, GateInputs, decide, read_gate, write_gate
 from pipeline.gate.errors import GateInputError
-from pipeline.gate.load import RunInputs, load_run
+from pipeline.gate.load import RunInputs, load_run, sha256_file
 from pipeline.gate.power import OUTCOMES, Outcome
+from pipeline.gate.render import OUTCOME_WORD, decision_table
 from pipeline.gate.stats import Evaluation, MetricTest, PassHatK, TaskOutcome, evaluate, holm, sign_flip_pvalue
 
 __all__ = [
     "EVAL_TASKS",
-    "OUTCOMES",
-    "PASS_AT_1",
-    "TRACKABLE",
     "Evaluation",
     "GateConfig",
     "GateDecision",
     "GateInputError",
     "GateInputs",
     "MetricTest",
+    "OUTCOMES",
+    "OUTCOME_WORD",
     "Outcome",
+    "PASS_AT_1",
     "PassHatK",
     "RunInputs",
+    "TRACKABLE",
     "TaskOutcome",
+    "aa_check",
     "decide",
+    "decision_table",
     "evaluate",
     "holm",
     "load_run",
     "read_gate",
+    "sha256_file",
     "sign_flip_pvalue",
+    "write_aa",
     "write_gate",
 ]

@@ -22,8 +22,7 @@ from pipeline.gate.load import RunInputs, load_run, sha256_file
 from pipeline.gate.power import Outcome
 from pipeline.gate.stats import MetricTest, PassHatK, evaluate
 from pipeline.strict import Strict
-from pipeline.world.registry import load_world
-from pipeline.world.tables import World
+from pipeline.world import World, load_world
 
 log = logging.getLogger(__name__)
 

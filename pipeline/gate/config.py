@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from pipeline.grading import Tau2Config, VerdictName
 from pipeline.grading.modes import FAILURE_MODES, LOOP_MODES
-from pipeline.grading.tau2_reward import Tau2Config, VerdictName
-from pipeline.rollout.runner import Limits
+from pipeline.rollout import Limits
 
 PASS_AT_1 = "pass@1"
 TRACKABLE: tuple[str, ...] = (PASS_AT_1, *FAILURE_MODES)

@@ -22,15 +22,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from pipeline.dataset.io import TaskFileError, read_tasks
-from pipeline.dataset.provenance import ProvenanceError, check_provenance
+from pipeline.dataset import ProvenanceError, TaskFileError, check_provenance, read_tasks
 from pipeline.gate.config import EVAL_TASKS, GateConfig
 from pipeline.gate.errors import GateInputError
 from pipeline.gate.load import RunInputs, load_run, sha256_file
 from pipeline.gate.power import Outcome
 from pipeline.gate.stats import MetricTest, PassHatK, evaluate
-from pipeline.world.registry import load_world
-from pipeline.world.tables import World
+from pipeline.world import World, load_world
 
 log = logging.getLogger(__name__)
 

@@ -15,14 +15,12 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from pipeline.dataset.task import Task
+from pipeline.dataset import Task
 from pipeline.gate.errors import GateInputError
 from pipeline.gate.stats import TaskOutcome
-from pipeline.grading.grader import grade
-from pipeline.grading.tau2_reward import Tau2Config, VerdictName
-from pipeline.rollout.runner import Limits
-from pipeline.rollout.trajectory import Trajectory
-from pipeline.world.tables import World
+from pipeline.grading import Tau2Config, VerdictName, grade
+from pipeline.rollout import Limits, Trajectory
+from pipeline.world import World
 
 log = logging.getLogger(__name__)
 TRAJECTORIES = "trajectories.jsonl"
@@ -119,7 +117,7 @@ def load_run(
     """Re-grade every trajectory of ``run_dir``; infrastructure-error trials are counted and left out.
 
     A trial passes under ``verdict``: 'strict' (ours) or 'tau2' (the τ²-compatible reward)."""
-    from pipeline.grading.failure_modes import analyze
+    from pipeline.grading import analyze
 
     run_dir = Path(run_dir)
     trajectories, digest = read_trajectories(run_dir)

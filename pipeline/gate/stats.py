@@ -38,8 +38,7 @@ from pydantic import Field, model_serializer
 from pipeline.gate.config import PASS_AT_1, GateConfig
 from pipeline.gate.errors import GateInputError
 from pipeline.gate.power import Outcome, mde, outcome, sign_decisive, standard_error, tasks_needed
-from pipeline.metrics.intervals import bootstrap_draws, paired_bootstrap_draws, percentile_interval, task_clusters
-from pipeline.metrics.passk import pass_hat_k
+from pipeline.metrics import bootstrap_draws, paired_bootstrap_draws, pass_hat_k, percentile_interval, task_clusters
 from pipeline.strict import Strict
 
 DIGITS = 6

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.dataset.branching import branches, condition
-from pipeline.dataset.task import Task
+from pipeline.dataset import Task, branches, condition
 from pipeline.grading.mode_rules import Finding
 from pipeline.grading.timeline import Step, Timeline
 

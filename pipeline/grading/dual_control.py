@@ -22,8 +22,8 @@ from typing import Literal
 from pipeline.grading.mode_rules import Finding
 from pipeline.grading.modes import DUAL_CONTROL
 from pipeline.grading.verdict import Verdict
-from pipeline.rollout.trajectory import Trajectory
-from pipeline.world.vocabulary import EMPTY, Vocabulary
+from pipeline.rollout import Trajectory
+from pipeline.world import EMPTY, Vocabulary
 
 DualControlMode = Literal["unverified_fix", "wrong_instruction", "skipped_step"]
 DUAL_CONTROL_MODES: tuple[str, ...] = tuple(DUAL_CONTROL)

@@ -49,7 +49,7 @@ from typing import Any, Literal
 
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
-from pipeline.dataset.task import Task
+from pipeline.dataset import Task
 from pipeline.grading.branches import branch_findings
 from pipeline.grading.dual_control import DUAL_CONTROL_MODES, DualControlMode, dual_control_findings
 from pipeline.grading.inaction import inaction_findings
@@ -58,11 +58,9 @@ from pipeline.grading.modes import FAILURE_MODES, PRIORITY, FailureMode
 from pipeline.grading.timeline import Timeline, build_timeline
 from pipeline.grading.utterances import claims_completion, order_ids, refuses
 from pipeline.grading.verdict import Verdict
-from pipeline.rollout.runner import MALFORMED
-from pipeline.rollout.trajectory import Trajectory
+from pipeline.rollout import MALFORMED, Trajectory
 from pipeline.strict import Strict
-from pipeline.world.registry import resolve_domain
-from pipeline.world.vocabulary import EMPTY, Vocabulary
+from pipeline.world import EMPTY, Vocabulary, resolve_domain
 
 Signature = Literal[
     "tool_error_unrecovered",

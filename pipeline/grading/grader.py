@@ -14,10 +14,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.dataset.assertions import check_assertions
-from pipeline.dataset.replay import replay_gold
-from pipeline.dataset.setup import start_session
-from pipeline.dataset.task import Task
+from pipeline.dataset import Task, check_assertions, replay_gold, start_session
 from pipeline.digest import sha256_json
 from pipeline.errors import TaskError
 from pipeline.grading.judge import Judge, is_enabled
@@ -26,10 +23,8 @@ from pipeline.grading.static_checks import StaticInput, call_key, run_static_che
 from pipeline.grading.task_checks import evaluate_task_checks
 from pipeline.grading.tau2_reward import Tau2Config, tau2_reward
 from pipeline.grading.verdict import ComponentResult, Verdict
-from pipeline.rollout.protocols import InfrastructureError
-from pipeline.rollout.runner import NOT_RUN, Limits, not_run_message, run_tool_call
-from pipeline.rollout.trajectory import Message, Trajectory
-from pipeline.world.tables import Session, World
+from pipeline.rollout import NOT_RUN, InfrastructureError, Limits, Message, Trajectory, not_run_message, run_tool_call
+from pipeline.world import Session, World
 
 log = logging.getLogger(__name__)
 CACHE_SIZE = 4096

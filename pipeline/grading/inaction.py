@@ -19,12 +19,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.dataset.task import Task
+from pipeline.dataset import Task
 from pipeline.grading.mode_rules import Finding
 from pipeline.grading.timeline import Step, Timeline
 from pipeline.grading.utterances import claims_completion, closes, refuses
 from pipeline.grading.verdict import Verdict
-from pipeline.rollout.trajectory import Trajectory
+from pipeline.rollout import Trajectory
 
 MODE = "inaction"
 

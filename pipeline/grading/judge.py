@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from pipeline.dataset.task import Task
+from pipeline.dataset import Task
 from pipeline.grading.verdict import ComponentResult
-from pipeline.rollout.trajectory import Trajectory
+from pipeline.rollout import Trajectory
 
 
 @runtime_checkable

@@ -15,13 +15,11 @@ import logging
 import re
 import threading
 
-from pipeline.dataset.task import Task
-from pipeline.endpoint.client import ChatClient, EndpointConfig
-from pipeline.endpoint.wire import text_of
+from pipeline.dataset import Task
+from pipeline.endpoint import ChatClient, EndpointConfig, text_of
 from pipeline.errors import InputError
 from pipeline.grading.verdict import ComponentResult, Verdict
-from pipeline.rollout.protocols import InfrastructureError
-from pipeline.rollout.trajectory import Trajectory, Usage
+from pipeline.rollout import InfrastructureError, Trajectory, Usage
 
 log = logging.getLogger(__name__)
 DEFAULT_RUBRIC = (
@@ -158,7 +156,7 @@ class LLMJudge:
     def review_user(self, task: Task, trajectory: Trajectory) -> ComponentResult:
         """Did the user simulator play its scenario? A component 'user_simulator' (never required): failed when
         the customer stopped early, leaked its instructions, or asked for what its scenario does not."""
-        from pipeline.users.tau2_llm import scenario_prompt
+        from pipeline.users import scenario_prompt
 
         prompt = f"Scenario:\n{scenario_prompt(task.user_script)}\n\nTranscript:\n{transcript(trajectory)}"
         usage, problem = Usage(), ""

@@ -21,8 +21,8 @@ from pipeline.grading.utterances import (
     status_claims,
     status_compatible,
 )
-from pipeline.rollout.runner import MALFORMED
-from pipeline.world.vocabulary import EMPTY, Vocabulary
+from pipeline.rollout import MALFORMED
+from pipeline.world import EMPTY, Vocabulary
 
 
 @dataclass(frozen=True)

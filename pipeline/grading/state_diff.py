@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pipeline.grading.verdict import DiffKind, FieldDiff
-from pipeline.world.tables import World, dump_record
+from pipeline.world import World, dump_record
 
 _MISSING: Any = object()
 DIFF_KINDS: tuple[DiffKind, ...] = ("wrong_value", "unrequested_change", "missing_change")

@@ -15,8 +15,8 @@ from pipeline.digest import canonical_json
 from pipeline.grading.confirmation import affirms as affirms  # re-exported: the rules and tests read it here
 from pipeline.grading.confirmation import asks_yes_no, read_reply
 from pipeline.grading.verdict import ComponentResult
-from pipeline.world.domain import StaticInput as StaticInput
-from pipeline.world.tables import World
+from pipeline.world import StaticInput as StaticInput
+from pipeline.world import World
 
 
 def call_key(name: str, arguments: Mapping[str, Any] | None) -> str:

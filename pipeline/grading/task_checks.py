@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pipeline.dataset.task import (
+from pipeline.dataset import (
     CommunicatedCheck,
     NoWritesCheck,
     OrderStatusCheck,
@@ -17,7 +17,7 @@ from pipeline.dataset.task import (
     TransferCheck,
 )
 from pipeline.grading.verdict import ComponentResult
-from pipeline.world.tables import World
+from pipeline.world import World
 
 
 def evaluate_check(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.dataset.task import EnvAssertion, Evaluation, Task
+from pipeline.dataset import EnvAssertion, Evaluation, Task
 from pipeline.errors import TaskError
 
 DEFAULT_BASIS = ("DB", "COMMUNICATE")  # τ²-bench's reward basis when a task names none

@@ -37,17 +37,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pipeline.dataset.assertions import check_assertions
-from pipeline.dataset.setup import start_session
-from pipeline.dataset.task import Task
+from pipeline.dataset import Task, check_assertions, start_session
 from pipeline.digest import sha256_json
 from pipeline.errors import TaskError
 from pipeline.grading.judge import Judge, is_enabled
 from pipeline.grading.tau2_criteria import DEFAULT_BASIS
 from pipeline.grading.verdict import Tau2Check, Tau2Result
-from pipeline.rollout.trajectory import USER_ENDED, Message, Trajectory
-from pipeline.world.tables import Session, ToolEvent, World
-from pipeline.world.tools import execute
+from pipeline.rollout import USER_ENDED, Message, Trajectory
+from pipeline.world import Session, ToolEvent, World, execute
 
 VerdictName = Literal["strict", "tau2"]
 VERDICTS: tuple[str, ...] = VerdictName.__args__  # type: ignore[attr-defined]

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pipeline.rollout.trajectory import STOP_TOKEN, Trajectory
+from pipeline.rollout import STOP_TOKEN, Trajectory
 
 log = logging.getLogger(__name__)
 
@@ -134,7 +134,7 @@ def build_timeline(trajectory: Trajectory) -> Timeline:
 
 def _tools(trajectory: Trajectory):
     """The tool registry of the trajectory's domain (for kinds, when a trajectory carries no world log)."""
-    from pipeline.world.registry import resolve_domain
+    from pipeline.world import resolve_domain
 
     return resolve_domain(trajectory.domain).tools
 

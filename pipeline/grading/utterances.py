@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from pipeline.world.vocabulary import Vocabulary
+from pipeline.world import Vocabulary
 
 _CLAIM = re.compile(
     r"\b(has|have) been (cancell?ed|modified|updated|changed|requested|returned|exchanged|refunded|submitted|placed)\b"

@@ -13,11 +13,8 @@ import typing
 from collections.abc import Iterable
 from pathlib import Path
 
-from pipeline.dataset.io import TaskFileError
-from pipeline.dataset.replay import replay_gold
-from pipeline.dataset.setup import TaskSetupError
-from pipeline.dataset.task import OrderStatusCheck, Task, ToolNotCalledCheck
-from pipeline.world.tables import World, WorldLoadError
+from pipeline.dataset import OrderStatusCheck, Task, TaskFileError, TaskSetupError, ToolNotCalledCheck, replay_gold
+from pipeline.world import World, WorldLoadError
 
 # refusals of a gold call that mean the task is wrong, not the agent (a write on a missing record, or after the
 # gold transfer); τ²-bench tasks do attempt a few writes the policy refuses (precondition) and look up records
@@ -91,7 +88,7 @@ def _problems(world: World, task: Task) -> list[str]:
 def _gold_check_problems(world: World, task: Task, session) -> list[str]:
     """The task's checks graded on its own gold end state: a check the gold fails makes the task unsolvable. A check
     on what the agent tells the customer (`communicated`) is about the conversation, which gold actions do not hold."""
-    from pipeline.dataset.task import CommunicatedCheck
+    from pipeline.dataset import CommunicatedCheck
     from pipeline.grading.task_checks import evaluate_check
 
     log = [event.to_dict() for event in session.log]
@@ -147,8 +144,8 @@ def validate_file(path: Path, world_ref: str | None = None, domain: str | None =
 
     Without `world_ref` the world is the one the tasks name (all must name one); raises on any problem.
     """
-    from pipeline.dataset.io import read_tasks
-    from pipeline.world.registry import load_world
+    from pipeline.dataset import read_tasks
+    from pipeline.world import load_world
 
     tasks = read_tasks(path)
     if not tasks:

@@ -37,7 +37,7 @@ def write_agent_ref(model_dir: Path, spec: str, **extra: object) -> Path:
 def write_checkpoint_ref(model_dir: Path, backend: str = "hf", options: str = "", **extra: object) -> Path:
     """`agent.json` for the checkpoint in `model_dir/checkpoint`, with its digest; `options` are the spec's
     settings after the path (`temperature=0.7,draft=4`), kept when the directory moves."""
-    from pipeline.agents.registry import directory_digest
+    from pipeline.agents import directory_digest
 
     if backend not in CHECKPOINT_BACKENDS:
         raise AgentRefError(f"backend {backend!r}: a checkpoint is loaded by one of {', '.join(CHECKPOINT_BACKENDS)}")

@@ -28,7 +28,7 @@ def run_stage(name: str, fn: Callable[[Params], Any]) -> Any:
     except ParamsError as exc:
         print(f"stage {name}: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
-    from pipeline.tracking.bounds import TrackingUnavailableError
+    from pipeline.tracking import TrackingUnavailableError
 
     start, status = time.time(), "FAILED"
     try:

@@ -14,9 +14,8 @@ from pathlib import Path
 from pipeline.loop import paths
 from pipeline.loop.agentref import AGENT_FILE
 from pipeline.loop.params import Params
-from pipeline.metrics.headline import IterationHeadline, headline
-from pipeline.metrics.summary import MeasureSummary
-from pipeline.tracking.config import TrackingConfig
+from pipeline.metrics import IterationHeadline, MeasureSummary, headline
+from pipeline.tracking import TrackingConfig
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +23,7 @@ log = logging.getLogger(__name__)
 def tracking_config(p: Params) -> TrackingConfig:
     location = p.promote.artifact_location
     if location and "://" not in location and not Path(location).is_absolute():
-        from pipeline.tracking.config import repo_root
+        from pipeline.tracking import repo_root
 
         location = str(repo_root() / location)
     return TrackingConfig(experiment=p.promote.experiment, model_name=p.promote.model_name, artifact_location=location)
@@ -32,8 +31,7 @@ def tracking_config(p: Params) -> TrackingConfig:
 
 def _registered(source: str, config: TrackingConfig) -> str | None:
     """The version a registry source names: the alias's version now, or the number itself."""
-    from pipeline.tracking import challenger_version, champion_version
-    from pipeline.tracking.headline import store_exists
+    from pipeline.tracking import challenger_version, champion_version, store_exists
 
     if source.removeprefix("v").isdigit():
         return source.removeprefix("v")
@@ -74,7 +72,7 @@ def current_headline(p: Params, config: TrackingConfig) -> IterationHeadline:
 
 def iteration_history(p: Params) -> list[IterationHeadline]:
     """Earlier iterations from the store, then this one. A store that cannot be read leaves only this one."""
-    from pipeline.tracking.headline import earlier_iterations
+    from pipeline.tracking import earlier_iterations
 
     config = tracking_config(p)
     this = current_headline(p, config)

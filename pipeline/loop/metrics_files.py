@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pipeline.metrics.summary import MeasureSummary
+from pipeline.metrics import MeasureSummary
 
 
 def _r(x: float | None) -> float | None:

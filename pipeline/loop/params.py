@@ -25,19 +25,19 @@ from pydantic import (
     model_validator,
 )
 
-from pipeline.curate.config import LOOP_INPUTS as CURATE_INPUTS
-from pipeline.curate.config import CurateConfig, loop_curate_config
+from pipeline.curate import LOOP_INPUTS as CURATE_INPUTS
+from pipeline.curate import CurateConfig, loop_curate_config
 from pipeline.errors import InputError
-from pipeline.gate.config import EVAL_TASKS, GateConfig
-from pipeline.measure.config import LOOP_INPUTS, MeasureConfig, loop_measure_config
+from pipeline.gate import EVAL_TASKS, GateConfig
+from pipeline.measure import LOOP_INPUTS, MeasureConfig, loop_measure_config
 from pipeline.strict import Strict
-from pipeline.synth.config import SynthConfig
+from pipeline.synth import SynthConfig
 from pipeline.target import TargetConfig
-from pipeline.train.sft_config import INPUTS as SFT_INPUTS
-from pipeline.train.sft_config import SFTConfig
+from pipeline.train import INPUTS as SFT_INPUTS
+from pipeline.train import SFTConfig
 
 if TYPE_CHECKING:
-    from pipeline.embedded.build import EmbeddedConfig
+    from pipeline.embedded import EmbeddedConfig
 
 
 log = logging.getLogger(__name__)
@@ -219,7 +219,7 @@ class Params(Strict):
     @classmethod
     def _embedded_fits(cls, v: dict[str, Any]) -> dict[str, Any]:
         if v:  # only then is torch worth importing: {} is the defaults, valid by construction
-            from pipeline.embedded.build import EmbeddedConfig
+            from pipeline.embedded import EmbeddedConfig
 
             try:
                 EmbeddedConfig.model_validate(v)
@@ -274,7 +274,7 @@ class Params(Strict):
 
     def embedded_config(self) -> EmbeddedConfig:
         """The `embedded` section as the EmbeddedConfig it is (imports torch)."""
-        from pipeline.embedded.build import EmbeddedConfig
+        from pipeline.embedded import EmbeddedConfig
 
         return EmbeddedConfig.model_validate(self.embedded)
 

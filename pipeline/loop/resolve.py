@@ -40,19 +40,19 @@ def resolve_params(params: Params, source: str = "params.yaml") -> None:
 
 
 def _domain(params: Params) -> None:
-    from pipeline.world.registry import resolve_domain
+    from pipeline.world import resolve_domain
 
     resolve_domain(params.world.domain)
 
 
 def _world(params: Params, ref: str) -> None:
-    from pipeline.world.registry import load_world
+    from pipeline.world import load_world
 
     load_world(ref, params.world.domain)  # cached: the stage that needs it loads it once
 
 
 def _worlds_differ(params: Params) -> None:
-    from pipeline.world.registry import load_world
+    from pipeline.world import load_world
 
     train = load_world(params.world.train_world, params.world.domain)
     held_out = load_world(params.world.eval_world, params.world.domain)
@@ -66,7 +66,7 @@ def _worlds_differ(params: Params) -> None:
 
 
 def _user(spec: str) -> None:
-    from pipeline.users.registry import make_user
+    from pipeline.users import make_user
 
     make_user(spec)  # parses the spec and reads the endpoint variables; nothing is called
 
@@ -74,7 +74,7 @@ def _user(spec: str) -> None:
 def _judge(spec: str | None) -> None:
     if spec in (None, "", "none"):
         return  # no judge: nothing to import (the client library takes seconds)
-    from pipeline.grading.llm_judge import make_judge
+    from pipeline.grading import make_judge
 
     make_judge(spec)
 
@@ -84,7 +84,7 @@ def _ray_address(address: str | None) -> None:
         return
     if not _RAY_ADDRESS.match(address):
         raise InputError(f"{address!r}: expected HOST:PORT, ray://HOST:PORT, auto or local")
-    from pipeline.trials.ray_cluster import check_client
+    from pipeline.trials import check_client
 
     check_client(address)
 
@@ -104,7 +104,7 @@ def _agent(value: str) -> None:
         return
     if kind == "openai":
         return  # an endpoint's model: checked when called
-    from pipeline.agents.registry import make_agent
+    from pipeline.agents import make_agent
 
     make_agent(spec)
 

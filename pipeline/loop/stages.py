@@ -25,7 +25,7 @@ from pipeline.loop.agentref import (
 )
 from pipeline.loop.metrics_files import gate_metrics, measure_metrics, write_metrics
 from pipeline.loop.params import Params, ParamsError
-from pipeline.measure.config import sampled
+from pipeline.measure import sampled
 from pipeline.progress import track
 
 log = logging.getLogger(__name__)
@@ -33,8 +33,8 @@ log = logging.getLogger(__name__)
 
 def make_eval_tasks(p: Params) -> int:
     """The frozen held-out tasks, drawn from the evaluation world (never used for training)."""
-    from pipeline.dataset.io import write_tasks
-    from pipeline.world.registry import load_world
+    from pipeline.dataset import write_tasks
+    from pipeline.world import load_world
 
     world = load_world(p.world.eval_world, p.world.domain)
     generate_tasks = world.domain.require("tasks", needed_for="the held-out evaluation tasks (stage eval_tasks)")
@@ -44,7 +44,7 @@ def make_eval_tasks(p: Params) -> int:
 
 def build_embedded_data(p: Params) -> dict:
     """What the embedded default trains on: its tokenizer and flawed corpus, encoded (a minute, not an hour)."""
-    from pipeline.embedded.data import build_data
+    from pipeline.embedded import build_data
 
     if paths.EMBEDDED_DATA.exists():
         shutil.rmtree(paths.EMBEDDED_DATA)
@@ -53,7 +53,7 @@ def build_embedded_data(p: Params) -> dict:
 
 def build_embedded(p: Params) -> dict:
     """The embedded default checkpoint, trained on the `embedded_data` stage's output from nothing downloaded."""
-    from pipeline.embedded.build import build_baseline as build
+    from pipeline.embedded import build_baseline as build
 
     out = paths.EMBEDDED_MODEL
     if out.exists():
@@ -175,9 +175,9 @@ def make_targets(p: Params):
 
 
 def synthesize(p: Params):
-    from pipeline.synth.synthesize import synthesize as run
+    from pipeline.synth import synthesize as run
     from pipeline.target import Targets
-    from pipeline.world.registry import load_world
+    from pipeline.world import load_world
 
     if paths.SYNTH_DIR.exists():
         shutil.rmtree(paths.SYNTH_DIR)
@@ -204,12 +204,10 @@ def write_anchors(
     (its training partition where its customers are split), verified by the grader; for a domain whose synthesis
     selects from a pool, of pool tasks drawn with `seed` and verified like selected ones. None may hold an
     evaluation customer or a held-out task of `held_out` (`pipeline.authoring.heldout`)."""
-    from pipeline.authoring.heldout import held_out as held
-    from pipeline.authoring.selection_kit import SelectionKit
-    from pipeline.authoring.templates import generate_tasks
-    from pipeline.embedded.corpus import run_corpus
-    from pipeline.synth.select import anchor_trajectories
-    from pipeline.synth.verify import VerifyConfig
+    from pipeline.authoring import SelectionKit, generate_tasks
+    from pipeline.authoring import held_out as held
+    from pipeline.embedded import run_corpus
+    from pipeline.synth import VerifyConfig, anchor_trajectories
 
     kit = world.domain.capability("synthesis")
     tasks = []
@@ -227,7 +225,7 @@ def write_anchors(
 
 
 def curate(p: Params) -> dict:
-    from pipeline.curate.curate import curate as run
+    from pipeline.curate import curate as run
 
     config = p.curate.model_copy(
         update={
@@ -262,7 +260,7 @@ def train_candidate(p: Params) -> str:
         spec = method.removeprefix("agent:")
         write_agent_ref(out, spec, method=method)
         return spec
-    from pipeline.train.sft import run_sft
+    from pipeline.train import run_sft
 
     base = read_agent_spec(paths.BASELINE_MODEL)
     if not base.startswith("hf:"):
@@ -284,8 +282,8 @@ def train_candidate(p: Params) -> str:
 
 def gate(p: Params):
     """Candidate against the baseline it was trained from (the champion, or the embedded default at first)."""
-    from pipeline.gate.decision import decide, write_gate
-    from pipeline.world.registry import load_world
+    from pipeline.gate import decide, write_gate
+    from pipeline.world import load_world
 
     world = load_world(p.world.eval_world, p.world.domain)
     decision = decide(paths.CANDIDATE_RUN, paths.BASELINE_RUN, eval_tasks_file(p), world, p.gate)
@@ -296,7 +294,7 @@ def gate(p: Params):
 
 def report(p: Params) -> Path:
     from pipeline.loop.history import iteration_history
-    from pipeline.report.build import build_report
+    from pipeline.report import build_report
 
     return build_report(
         paths.BASELINE_RUN,

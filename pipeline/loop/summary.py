@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from pipeline.loop import paths
-from pipeline.metrics.headline import pct, pp
+from pipeline.metrics import pct, pp
 
 
 def _load(path: Path) -> dict:

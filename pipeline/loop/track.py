@@ -26,7 +26,7 @@ from pipeline.loop.agentref import agent_label, packaged, read_agent_spec
 from pipeline.loop.history import current_headline, tracking_config
 from pipeline.loop.params import Params
 from pipeline.loop.track_inputs import LoopData, StageTimes, about
-from pipeline.trials.resume import atomic_write
+from pipeline.trials import atomic_write
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ TRACKED_STAGES = [
 
 def _traces(p: Params, tracker, run, run_dir: Path, role: str, data: LoopData, times) -> None:
     """The measurement's trials as traces under its stage run (off the hot path: read back from its files)."""
-    from pipeline.tracking.traces import log_trial_traces
+    from pipeline.tracking import log_trial_traces
 
     if not p.promote.traces:
         run.set_tags({"agentloop.traces": "off (promote.traces: false)"})
@@ -80,7 +80,7 @@ def _traces(p: Params, tracker, run, run_dir: Path, role: str, data: LoopData, t
 def track_and_promote(p: Params, lock_path: Path = Path("dvc.lock")) -> dict[str, Any]:
     """Log the iteration and promote; an MLflow store that cannot be reached (down from the start or gone
     part-way) fails within the bounds of `pipeline.tracking.bounds`, as one TrackingUnavailableError."""
-    from pipeline.tracking.bounds import check_reachable, tracking_errors
+    from pipeline.tracking import check_reachable, tracking_errors
 
     uri = tracking_config(p).tracking_uri
     check_reachable(uri)
@@ -89,12 +89,11 @@ def track_and_promote(p: Params, lock_path: Path = Path("dvc.lock")) -> dict[str
 
 
 def _track_and_promote(p: Params, lock_path: Path) -> dict[str, Any]:
-    from pipeline.gate.decision import read_gate
+    from pipeline.gate import read_gate
     from pipeline.loop.stages import eval_tasks_file
-    from pipeline.metrics.summary import MeasureSummary
-    from pipeline.report.history import HISTORY_PLOT
-    from pipeline.tracking import IterationTracker, champion_version, dvc_stage_hashes, promote
-    from pipeline.tracking.datasets import log_datasets
+    from pipeline.metrics import MeasureSummary
+    from pipeline.report import HISTORY_PLOT
+    from pipeline.tracking import IterationTracker, champion_version, dvc_stage_hashes, log_datasets, promote
 
     began = time.time()
     config = tracking_config(p)
@@ -165,7 +164,7 @@ def _log_inputs(p: Params, tracker, stage, sections: dict[str, Any], data: LoopD
     """The stage runs up to training: the evaluation tasks, the baseline and its measurement, the targets, the
     synthesized pool and the curated selection."""
     from pipeline.loop.stages import eval_tasks_file
-    from pipeline.tracking.datasets import log_datasets
+    from pipeline.tracking import log_datasets
 
     client = tracker.client
     with stage("eval_tasks", params=sections["world"]) as run:
@@ -195,8 +194,7 @@ def _log_inputs(p: Params, tracker, stage, sections: dict[str, Any], data: LoopD
 
 def _log_train(tracker, stage, sections: dict[str, Any], trained_on) -> str:
     """The train stage run, registering the candidate checkpoint; returns its model version."""
-    from pipeline.tracking import register_checkpoint
-    from pipeline.tracking.datasets import dataset_tags, log_datasets
+    from pipeline.tracking import dataset_tags, log_datasets, register_checkpoint
 
     with stage("train", role="candidate", params=sections["train"]) as run:
         log_datasets(tracker.client, run.run_id, [(ds, "training") for ds in trained_on])
@@ -212,7 +210,7 @@ def _log_outcome(
     p: Params, tracker, stage, sections: dict[str, Any], data: LoopData, st: StageTimes, summary, decision
 ) -> None:
     """The stage runs after training: the candidate's measurement, the gate and the report."""
-    from pipeline.tracking.datasets import log_datasets
+    from pipeline.tracking import log_datasets
 
     client = tracker.client
     with stage("remeasure", role="candidate", params=sections["measure"]) as run:

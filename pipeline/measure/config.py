@@ -14,9 +14,9 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from pipeline.digest import sha256_json
-from pipeline.grading.tau2_reward import VerdictName
-from pipeline.metrics.cost import PriceTable
-from pipeline.rollout.runner import Limits
+from pipeline.grading import VerdictName
+from pipeline.metrics import PriceTable
+from pipeline.rollout import Limits
 
 # A path written in YAML is text; params.yaml is validated strictly, so the text is turned into a Path first.
 PathText = Annotated[Path, BeforeValidator(lambda v: Path(v) if isinstance(v, str) else v)]
@@ -115,7 +115,7 @@ class MeasureConfig(BaseModel):
 
     def fingerprint(self, tasks: list) -> str:
         """What decides the trials' results; a journal is resumed only under the same fingerprint."""
-        from pipeline.agents.registry import checkpoint_digest
+        from pipeline.agents import checkpoint_digest
 
         keep = {"world", "agent", "user", "judge", "trials", "seed", "limits"}
         agent = self.agent_spec()

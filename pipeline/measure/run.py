@@ -28,25 +28,25 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from pathlib import Path
 
-from pipeline.agents.registry import make_agent
-from pipeline.dataset.io import read_tasks
+from pipeline.agents import make_agent
+from pipeline.dataset import read_tasks
 from pipeline.dataset.provenance import PROVENANCE_FILE, Provenance, provenance_text
-from pipeline.grading.failure_modes import analyze
-from pipeline.grading.tau2_reward import VerdictName
-from pipeline.grading.validate import check_tasks
+from pipeline.grading import VerdictName, analyze, check_tasks
 from pipeline.measure.config import MeasureConfig
-from pipeline.metrics.buckets import bucket_of
-from pipeline.metrics.cost import PriceTable
-from pipeline.metrics.errors import MetricsInputError
-from pipeline.metrics.passk import pass_hat_k
-from pipeline.metrics.summary import MeasureSummary, TrialRecord, summarize
+from pipeline.metrics import (
+    MeasureSummary,
+    MetricsInputError,
+    PriceTable,
+    TrialRecord,
+    bucket_of,
+    pass_hat_k,
+    summarize,
+)
 from pipeline.outputs import folder_lock
-from pipeline.rollout.trajectory import Usage
-from pipeline.trials.executor import SerialExecutor
-from pipeline.trials.resume import TrialJournal, atomic_write
-from pipeline.trials.trial import TrialResult
-from pipeline.users.registry import make_user
-from pipeline.world.registry import load_world
+from pipeline.rollout import Usage
+from pipeline.trials import SerialExecutor, TrialJournal, TrialResult, atomic_write
+from pipeline.users import make_user
+from pipeline.world import load_world
 
 log = logging.getLogger(__name__)
 RUN_FILES = (
@@ -81,7 +81,7 @@ def trial_record(result: TrialResult, cost: float, verdict: VerdictName = "stric
 
 def make_executor(config: MeasureConfig, judge=None):
     if config.executor == "ray":
-        from pipeline.trials.ray_executor import RayExecutor
+        from pipeline.trials import RayExecutor
 
         return RayExecutor(
             address=config.ray_address,
@@ -105,7 +105,7 @@ def measure(
 def _measure(
     config: MeasureConfig, out_dir: Path, on_trial: Callable[[TrialRecord], None] | None = None
 ) -> MeasureSummary:
-    from pipeline.grading.llm_judge import judge_usage, make_judge
+    from pipeline.grading import judge_usage, make_judge
 
     tasks_file, world_ref = config.tasks, config.world
     if tasks_file is None or world_ref is None:

@@ -19,21 +19,37 @@ from pipeline.metrics.aggregate import (
 from pipeline.metrics.buckets import BUCKETS, Bucket, bucket_of, bucket_shares, consistency_buckets
 from pipeline.metrics.cost import CostSummary, Price, PriceTable, cost_summary
 from pipeline.metrics.errors import MetricsInputError
-from pipeline.metrics.intervals import Interval, bootstrap, paired_bootstrap, resample_tasks, task_clusters
+from pipeline.metrics.headline import IterationHeadline, headline, pct, pp
+from pipeline.metrics.intervals import (
+    Interval,
+    bootstrap,
+    bootstrap_draws,
+    paired_bootstrap,
+    paired_bootstrap_draws,
+    percentile_interval,
+    resample_tasks,
+    task_clusters,
+)
 from pipeline.metrics.pareto import dominates, pareto_frontier
 from pipeline.metrics.passk import check_counts, pass_at_k, pass_hat_k
+from pipeline.metrics.summary import DIFF_KINDS, MeasureSummary, TrialRecord, summarize
 
 __all__ = [
     "BUCKETS",
     "Bucket",
     "CostSummary",
+    "DIFF_KINDS",
     "Interval",
+    "IterationHeadline",
+    "MeasureSummary",
     "MetricsInputError",
     "Outcome",
     "Price",
     "PriceTable",
     "Results",
+    "TrialRecord",
     "bootstrap",
+    "bootstrap_draws",
     "bucket_of",
     "bucket_shares",
     "check_counts",
@@ -41,16 +57,22 @@ __all__ = [
     "cost_summary",
     "count_outcomes",
     "dominates",
+    "headline",
     "mean_pass_at_k",
     "mean_pass_hat_k",
     "paired_bootstrap",
+    "paired_bootstrap_draws",
     "pareto_frontier",
     "pass_at_k",
     "pass_curve",
     "pass_hat_k",
+    "pct",
     "per_task_pass_at_k",
     "per_task_pass_hat_k",
+    "percentile_interval",
+    "pp",
     "resample_tasks",
+    "summarize",
     "task_clusters",
     "task_counts",
 ]

@@ -16,7 +16,7 @@ from pydantic import Field
 
 from pipeline.metrics.aggregate import Results, task_counts
 from pipeline.metrics.errors import MetricsInputError
-from pipeline.rollout.trajectory import Usage
+from pipeline.rollout import Usage
 from pipeline.strict import Strict
 
 

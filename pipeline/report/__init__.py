@@ -1,6 +1,26 @@
 """The report: one self-contained HTML page explaining a candidate against its baseline, plots included."""
 
-from pipeline.report.build import build_report
-from pipeline.report.inputs import ReportInputError
+from __future__ import annotations
 
-__all__ = ["ReportInputError", "build_report"]
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pipeline.report.build import build_report
+    from pipeline.report.history import HISTORY_PLOT
+    from pipeline.report.inputs import ReportInputError
+
+__all__ = ["HISTORY_PLOT", "ReportInputError", "build_report"]
+
+_LAZY = {
+    "HISTORY_PLOT": "pipeline.report.history",
+    "ReportInputError": "pipeline.report.inputs",
+    "build_report": "pipeline.report.build",
+}
+"""Exports imported when first used: their modules need matplotlib."""
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_LAZY[name]), name)

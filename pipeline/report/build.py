@@ -13,12 +13,9 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from pipeline.dataset.io import read_tasks
-from pipeline.dataset.provenance import ProvenanceError, check_provenance
+from pipeline.dataset import ProvenanceError, check_provenance, read_tasks
 from pipeline.grading.failure_modes import FAILURE_MODES, SIGNATURES
-from pipeline.metrics.buckets import BUCKETS, bucket_of
-from pipeline.metrics.headline import IterationHeadline, pp
-from pipeline.metrics.summary import DIFF_KINDS, MeasureSummary
+from pipeline.metrics import BUCKETS, DIFF_KINDS, IterationHeadline, MeasureSummary, bucket_of, pp
 from pipeline.report import plots
 from pipeline.report.conversation import render_flip
 from pipeline.report.cost_view import cost_section

@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pipeline.dataset.task import Task
+from pipeline.dataset import Task
 from pipeline.report.flips import CallRef, DecisiveCall, Flip, align_messages, write_tools
 from pipeline.report.html import Safe, esc, join, note, table, tag
-from pipeline.rollout.trajectory import Message, ToolCall
+from pipeline.rollout import Message, ToolCall
 
 MAX_TEXT = 2000
 KIND_TEXT = {

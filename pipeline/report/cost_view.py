@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.metrics.pareto import pareto_frontier
-from pipeline.metrics.summary import MeasureSummary
+from pipeline.metrics import MeasureSummary, pareto_frontier
 from pipeline.report import plots
 from pipeline.report.html import Safe, note, num, pct, section, table
 

@@ -17,10 +17,10 @@ from itertools import zip_longest
 from typing import Any, Literal
 
 from pipeline.digest import canonical_json
-from pipeline.grading.verdict import Verdict
+from pipeline.grading import Verdict
 from pipeline.report.inputs import RunData
-from pipeline.rollout.trajectory import Message, ToolCall, Trajectory
-from pipeline.world.registry import resolve_domain
+from pipeline.rollout import Message, ToolCall, Trajectory
+from pipeline.world import resolve_domain
 
 Direction = Literal["fixed", "regressed"]
 DecisiveKind = Literal["changed_arguments", "changed_tool", "extra_in_failing", "missing_in_failing", "context"]

@@ -119,7 +119,7 @@ def _from_decision(data: dict[str, Any]) -> GateView | None:
     try:
         from pydantic import ValidationError
 
-        from pipeline.gate.decision import GateDecision
+        from pipeline.gate import GateDecision
     except ImportError:  # the gate package is optional for reading
         return None
     try:
@@ -208,7 +208,7 @@ def read_gate(path: Path) -> GateView:
 def check_gate_matches(gate: GateView, gate_path: Path, baseline: Path, candidate: Path, tasks: Path) -> None:
     """A gate.json that records its inputs (as `agentloop gate` writes it) must be about these runs and tasks:
     the sha256 of each file it re-graded must equal the file's now, or the report would show another decision."""
-    from pipeline.gate.load import sha256_file
+    from pipeline.gate import sha256_file
 
     inputs = gate.raw.get("inputs")
     if not isinstance(inputs, dict):

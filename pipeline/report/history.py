@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pipeline.metrics.headline import IterationHeadline, pct, pp
+from pipeline.metrics import IterationHeadline, pct, pp
 from pipeline.report import plots
 from pipeline.report.html import Safe, note, section, table
 

@@ -14,10 +14,9 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from pipeline.errors import InputError
-from pipeline.grading.failure_modes import FailureAnalysis
-from pipeline.grading.verdict import Verdict
-from pipeline.metrics.summary import MeasureSummary
-from pipeline.rollout.trajectory import Trajectory
+from pipeline.grading import FailureAnalysis, Verdict
+from pipeline.metrics import MeasureSummary
+from pipeline.rollout import Trajectory
 
 TrialKey = tuple[str, int]
 

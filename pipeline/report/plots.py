@@ -12,9 +12,7 @@ from collections.abc import Mapping, Sequence
 from matplotlib.figure import Figure
 
 from pipeline.grading.modes import FAILURE_MODES
-from pipeline.metrics.buckets import BUCKETS
-from pipeline.metrics.headline import IterationHeadline
-from pipeline.metrics.summary import DIFF_KINDS, MeasureSummary
+from pipeline.metrics import BUCKETS, DIFF_KINDS, IterationHeadline, MeasureSummary
 from pipeline.report.gate_view import IntervalView
 
 BASELINE, CANDIDATE = "#8a8f98", "#1f6fd1"

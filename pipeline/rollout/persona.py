@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from pipeline.dataset.task import PERSONAS, Task
+from pipeline.dataset import PERSONAS, Task
 
 
 def choose_persona(task_id: str, trial: int) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from pipeline.dataset.task import Task
+from pipeline.dataset import Task
 from pipeline.errors import InfrastructureError
 from pipeline.rollout.trajectory import Message, Termination, ToolCall, Usage
 

@@ -9,8 +9,7 @@ from dataclasses import dataclass, field
 
 from pydantic import Field
 
-from pipeline.dataset.setup import start_session
-from pipeline.dataset.task import Task
+from pipeline.dataset import Task, start_session
 from pipeline.rollout.persona import persona_for
 from pipeline.rollout.protocols import (
     Agent,
@@ -32,9 +31,7 @@ from pipeline.rollout.trajectory import (
     customer_view,
 )
 from pipeline.strict import Strict
-from pipeline.world.registry import domain_spec
-from pipeline.world.tables import Session, ToolEvent, World
-from pipeline.world.tools import execute
+from pipeline.world import Session, ToolEvent, World, domain_spec, execute
 
 log = logging.getLogger(__name__)
 MALFORMED = "malformed_arguments"  # the error category of a call whose arguments are not a JSON object

@@ -22,7 +22,7 @@ from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from pipeline.endpoint.wire import call_to_openai, message_from_openai
+from pipeline.endpoint import call_to_openai, message_from_openai
 from pipeline.errors import InputError
 from pipeline.serve.connections import DEFAULT_MAX_CONNECTIONS, DEFAULT_READ_TIMEOUT_S, bounded_protocol
 from pipeline.serve.engine import Engine, Generation, GenerationParams, Limiter, PromptTooLongError

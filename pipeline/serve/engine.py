@@ -17,10 +17,9 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pipeline.agents.backends.hf import HFAgent, HFAgentEpisode
+from pipeline.agents import HFAgent, HFAgentEpisode
 from pipeline.errors import InputError, PromptTooLongError
-from pipeline.rollout.protocols import EpisodeInfo
-from pipeline.rollout.trajectory import Message
+from pipeline.rollout import EpisodeInfo, Message
 from pipeline.serve.guard import max_token_bytes
 
 log = logging.getLogger(__name__)

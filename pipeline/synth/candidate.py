@@ -11,11 +11,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field, replace
 
-from pipeline.authoring.assemble import assemble
-from pipeline.authoring.drafts import Draft, Want
-from pipeline.authoring.kit import Grounding, SynthesisKit
-from pipeline.authoring.taxonomy import Taxonomy
-from pipeline.dataset.task import Messes, Task
+from pipeline.authoring import Draft, Grounding, SynthesisKit, Taxonomy, Want, assemble
+from pipeline.dataset import Messes, Task
 
 MAX_USERS_TRIED = 300
 

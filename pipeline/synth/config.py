@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from pipeline.authoring.taxonomy import DIALS
+from pipeline.authoring import DIALS
 from pipeline.synth.judge import JudgeConfig
 from pipeline.synth.verify import VerifyConfig
 

@@ -13,8 +13,8 @@ import random
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from pipeline.authoring.taxonomy import MESS_DIALS, Taxonomy
-from pipeline.dataset.task import Task
+from pipeline.authoring import MESS_DIALS, Taxonomy
+from pipeline.dataset import Task
 from pipeline.errors import InputError
 from pipeline.synth.candidate import Spec
 

@@ -17,9 +17,9 @@ import urllib.request
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pipeline.dataset.task import Task
+from pipeline.dataset import Task
 from pipeline.errors import InputError
-from pipeline.rollout.protocols import InfrastructureError
+from pipeline.rollout import InfrastructureError
 
 INTRO = "You check synthetic customer-service tasks for {business}."
 STAGES: dict[str, str] = {

@@ -14,13 +14,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pipeline.errors import TaskError
-from pipeline.rollout.runner import run_episode
+from pipeline.rollout import run_episode
 from pipeline.synth.result import SynthesisResult
-from pipeline.users.scripted import ScriptedUser
-from pipeline.world.tables import World
+from pipeline.users import ScriptedUser
+from pipeline.world import World
 
 if TYPE_CHECKING:
-    from pipeline.explore.llm import LLMRoles
+    from pipeline.explore import LLMRoles
 
 
 class LLMTrajectoryError(TaskError):
@@ -29,8 +29,8 @@ class LLMTrajectoryError(TaskError):
 
 def refine(world: World, result: SynthesisResult, roles: LLMRoles, proposals: int, seed: int = 0) -> SynthesisResult:
     """`result` with the model's verified rewordings and evolutions, and the gold trajectories that go with them."""
-    from pipeline.explore.llm import with_llm
-    from pipeline.grading.grader import grade
+    from pipeline.explore import with_llm
+    from pipeline.grading import grade
 
     before = {t.id: (t, traj) for t, traj in zip(result.tasks, result.trajectories, strict=True)}
     tasks = with_llm(world, result.tasks, roles, proposals, seed=seed)

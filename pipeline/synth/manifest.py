@@ -8,10 +8,10 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pipeline.authoring.taxonomy import DIALS
-from pipeline.dataset.task import Task
+from pipeline.authoring import DIALS
+from pipeline.dataset import Task
 from pipeline.synth.rework import Outcome
-from pipeline.target.split import Targets
+from pipeline.target import Targets
 
 
 def synthesis_manifest(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from pipeline.dataset.task import Task
+from pipeline.dataset import Task
 
 log = logging.getLogger(__name__)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pipeline.dataset.task import Task
-from pipeline.rollout.trajectory import Trajectory
+from pipeline.dataset import Task
+from pipeline.rollout import Trajectory
 
 
 @dataclass

@@ -14,7 +14,7 @@ import logging
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
-from pipeline.authoring.kit import Grounding, SynthesisKit
+from pipeline.authoring import Grounding, SynthesisKit
 from pipeline.synth.candidate import Candidate, build
 from pipeline.synth.verify import Verification, Verifier
 

@@ -19,20 +19,18 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from pipeline.authoring.selection_kit import SelectionKit
-from pipeline.dataset.assertions import check_assertions
-from pipeline.dataset.replay import replay_gold
-from pipeline.dataset.task import Task
-from pipeline.grading.grader import grade
-from pipeline.rollout.runner import run_episode
+from pipeline.authoring import SelectionKit
+from pipeline.dataset import Task, check_assertions, replay_gold
+from pipeline.grading import grade
+from pipeline.rollout import run_episode
 from pipeline.synth.result import SynthesisResult
 
 if TYPE_CHECKING:
-    from pipeline.rollout.trajectory import Trajectory
+    from pipeline.rollout import Trajectory
     from pipeline.synth.config import SynthConfig
     from pipeline.synth.verify import VerifyConfig
-    from pipeline.target.split import Targets
-    from pipeline.world.tables import World
+    from pipeline.target import Targets
+    from pipeline.world import World
 
 log = logging.getLogger(__name__)
 

@@ -20,14 +20,21 @@ import random
 from collections.abc import Callable
 from pathlib import Path
 
-from pipeline.authoring.coverage import CoverageTracker
-from pipeline.authoring.heldout import held_out as held
-from pipeline.authoring.kit import kit_of, template_kit_of
-from pipeline.authoring.partition import EvalWorldError as EvalWorldError
-from pipeline.authoring.partition import Partitioned, ensure_generated, needs_partition, partition
-from pipeline.authoring.selection_kit import SelectionKit
-from pipeline.authoring.taxonomy import PLAIN, TemplateSpec
-from pipeline.dataset.io import write_tasks
+from pipeline.authoring import (
+    PLAIN,
+    CoverageTracker,
+    Partitioned,
+    SelectionKit,
+    TemplateSpec,
+    ensure_generated,
+    kit_of,
+    needs_partition,
+    partition,
+    template_kit_of,
+)
+from pipeline.authoring import EvalWorldError as EvalWorldError
+from pipeline.authoring import held_out as held
+from pipeline.dataset import Task, write_tasks
 from pipeline.dataset.provenance import (
     PROVENANCE_FILE,
     Provenance,
@@ -36,7 +43,6 @@ from pipeline.dataset.provenance import (
     file_sha256,
     provenance_text,
 )
-from pipeline.dataset.task import Task
 from pipeline.errors import InputError
 from pipeline.grading.modes import FAILURE_MODES
 from pipeline.outputs import staged_folder
@@ -49,9 +55,8 @@ from pipeline.synth.result import SynthesisResult
 from pipeline.synth.rework import Outcome, Reworker
 from pipeline.synth.select import select
 from pipeline.synth.verify import Verifier
-from pipeline.target.split import Targets
-from pipeline.world.registry import domain_spec
-from pipeline.world.tables import World
+from pipeline.target import Targets
+from pipeline.world import World, domain_spec
 
 log = logging.getLogger(__name__)
 

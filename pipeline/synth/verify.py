@@ -18,24 +18,15 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pipeline.authoring.assemble import gold_problems
-from pipeline.curate.select import task_key
-from pipeline.dataset.replay import replay_actions
-from pipeline.dataset.task import Task
-from pipeline.grading.grader import grade
-from pipeline.grading.static_checks import (
-    StaticInput,
-    check_authorization,
-    check_policy_violations,
-    check_tool_budget,
-)
-from pipeline.rollout.protocols import InfrastructureError
-from pipeline.rollout.runner import Limits, run_episode
-from pipeline.rollout.trajectory import Trajectory
+from pipeline.authoring import gold_problems
+from pipeline.curate import task_key
+from pipeline.dataset import Task, replay_actions
+from pipeline.grading import StaticInput, check_authorization, check_policy_violations, check_tool_budget, grade
+from pipeline.rollout import InfrastructureError, Limits, Trajectory, run_episode
 from pipeline.synth.candidate import Candidate
 from pipeline.synth.judge import JudgeCascade
-from pipeline.users.scripted import ScriptedUser
-from pipeline.world.tables import World
+from pipeline.users import ScriptedUser
+from pipeline.world import World
 
 log = logging.getLogger(__name__)
 Kind = Literal[

@@ -3,14 +3,7 @@ and its failed trials into the cells (template × dial × outcome) the synthesis
 
 from pipeline.target.cells import VerdictsReadError, failure_cells
 from pipeline.target.config import DEFAULT_DIALS, TargetConfig
-from pipeline.target.split import (
-    MetricsReadError,
-    ModeTarget,
-    Targets,
-    make_targets,
-    read_rates,
-    split_budget,
-)
+from pipeline.target.split import MetricsReadError, ModeTarget, Targets, make_targets, read_rates, split_budget
 
 __all__ = [
     "DEFAULT_DIALS",

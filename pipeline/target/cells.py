@@ -17,14 +17,10 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from pipeline.authoring.coverage import task_cells
-from pipeline.authoring.kit import SynthesisKit, kit_of
-from pipeline.authoring.selection_kit import SelectionKit, cells_by_mode
-from pipeline.dataset.io import read_tasks
-from pipeline.dataset.task import Task
+from pipeline.authoring import SelectionKit, SynthesisKit, cells_by_mode, kit_of, task_cells
+from pipeline.dataset import Task, read_tasks
 from pipeline.errors import InputError
-from pipeline.world.domain import Domain
-from pipeline.world.registry import resolve_domain
+from pipeline.world import Domain, resolve_domain
 
 
 class VerdictsReadError(InputError, ValueError):

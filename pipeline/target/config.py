@@ -7,7 +7,7 @@ from typing import Annotated
 
 from pydantic import Field, field_validator
 
-from pipeline.authoring.taxonomy import DIALS
+from pipeline.authoring import DIALS
 from pipeline.grading.modes import BY_NAME, FAILURE_MODES, LOOP_MODES
 from pipeline.strict import Strict
 

@@ -190,7 +190,7 @@ def run_provenance(metrics: Path, verdicts: Path | None, tasks: Path | None, dom
     run of another domain or task file is refused (its failures would be read in the wrong taxonomy), as are
     metrics and verdicts of two different runs. Without a record, the domain its trajectories name is checked."""
     from pipeline.target.cells import recorded_domain
-    from pipeline.world.registry import resolve_domain
+    from pipeline.world import resolve_domain
 
     name = resolve_domain(domain).name if domain else None
     by_path = {Path(p).resolve().parent: Path(p).parent for p in (verdicts, metrics) if p is not None}

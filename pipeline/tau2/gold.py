@@ -15,11 +15,10 @@ import json
 from collections.abc import Sequence
 from typing import Literal, Protocol
 
-from pipeline.dataset.task import Action, Task
+from pipeline.dataset import Action, Task
 from pipeline.errors import TaskError
-from pipeline.rollout.runner import run_tool_call
-from pipeline.rollout.trajectory import STOP_TOKEN, Message, ToolCall, Trajectory
-from pipeline.world.tables import World
+from pipeline.rollout import STOP_TOKEN, Message, ToolCall, Trajectory, run_tool_call
+from pipeline.world import World
 
 Perturbation = Literal["missing_write", "wrong_argument", "extra_write", "info_not_communicated", "max_steps"]
 PERTURBATIONS: tuple[str, ...] = Perturbation.__args__  # type: ignore[attr-defined]

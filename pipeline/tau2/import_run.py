@@ -22,19 +22,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from pipeline.dataset.assertions import known_assertions
-from pipeline.dataset.io import write_tasks
-from pipeline.dataset.setup import start_session
-from pipeline.dataset.task import Task
+from pipeline.dataset import Task, known_assertions, start_session, write_tasks
 from pipeline.errors import AgentloopError, InputError
-from pipeline.grading.grader import grade
-from pipeline.grading.tau2_criteria import Tau2CriteriaError, apply_criteria
-from pipeline.grading.tau2_reward import Tau2Config, VerdictName
-from pipeline.rollout.runner import run_tool_call
-from pipeline.rollout.trajectory import CustomerCall, Message, ToolCall, Trajectory
-from pipeline.trials.resume import atomic_write
-from pipeline.trials.trial import TrialResult
-from pipeline.world.tables import World
+from pipeline.grading import Tau2Config, Tau2CriteriaError, VerdictName, apply_criteria, grade
+from pipeline.rollout import CustomerCall, Message, ToolCall, Trajectory, run_tool_call
+from pipeline.trials import TrialResult, atomic_write
+from pipeline.world import World
 
 log = logging.getLogger(__name__)
 NOT_EVALUABLE = frozenset({"infrastructure_error", "context_window_exceeded"})  # τ²-bench leaves these out too
@@ -173,7 +166,7 @@ def to_trajectory(
 
 
 def _tasks(results: Tau2Results, domain_dir: Path) -> tuple[World, dict[str, Task], str]:
-    from pipeline.world.registry import domain_of_directory
+    from pipeline.world import domain_of_directory
 
     try:
         importer = domain_of_directory(domain_dir).require("tau2_importer", needed_for="import tau2-run")
@@ -201,8 +194,8 @@ def import_run(
     resamples: int = 1000,
 ) -> dict:
     """Import and re-grade; writes the run directory and returns the tau2_import.json record."""
-    from pipeline.measure.run import trial_record, write_per_task
-    from pipeline.metrics.summary import summarize
+    from pipeline.measure import trial_record, write_per_task
+    from pipeline.metrics import summarize
 
     started = time.perf_counter()
     # the tool messages are our tools' replies, not τ²-bench's record: its strict replay check does not apply

@@ -15,11 +15,9 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipeline.dataset.io import write_tasks
-from pipeline.dataset.replay import replay_gold
-from pipeline.dataset.task import Task
-from pipeline.grading.validate import check_tasks
-from pipeline.world.tables import World, WorldLoadError
+from pipeline.dataset import Task, replay_gold, write_tasks
+from pipeline.grading import check_tasks
+from pipeline.world import World, WorldLoadError
 
 log = logging.getLogger(__name__)
 SPLITS_FILE = "split_tasks.json"
@@ -68,7 +66,7 @@ def select_split(tasks: list[Task], splits: dict[str, list[str]], split: str | N
 
 def import_tau2(path: str | Path, split: str | None = None, domain: str | None = None) -> Imported:
     """Load a τ²-bench domain directory through its domain's importer and keep the tasks of `split`."""
-    from pipeline.world.registry import domain_of_directory, resolve_domain
+    from pipeline.world import domain_of_directory, resolve_domain
 
     path = Path(path)
     if not path.is_dir():

@@ -25,10 +25,9 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from pipeline.dataset.replay import replay_gold
-from pipeline.dataset.task import Action, Task
+from pipeline.dataset import Action, Task, replay_gold
 from pipeline.errors import TaskError
-from pipeline.world.tables import World
+from pipeline.world import World
 
 CLASSES = ("gold_fails", "passes_empty", "policy_tool", "underspecified_count")
 _VERBS = (
@@ -78,8 +77,8 @@ def gold_fails(world: World, task: Task) -> list[Finding]:
 
 
 def passes_empty(world: World, task: Task) -> list[Finding]:
-    from pipeline.grading.tau2_reward import tau2_reward
-    from pipeline.rollout.trajectory import Trajectory
+    from pipeline.grading import tau2_reward
+    from pipeline.rollout import Trajectory
 
     empty = Trajectory(
         task_id=task.id, agent="nothing", user="nothing", world=world.name, domain=world.domain.name,
@@ -159,7 +158,7 @@ def summary(findings: list[Finding], tasks: int) -> dict:
 def lint_directory(path: str | Path, split: str | None = None, domain: str | None = None) -> tuple[dict, list[Finding]]:
     """Lint a τ²-bench domain directory's tasks (or one split): its summary and every finding."""
     from pipeline.tau2.importer import read_splits, select_split
-    from pipeline.world.registry import domain_of_directory, resolve_domain
+    from pipeline.world import domain_of_directory, resolve_domain
 
     path = Path(path)
     d = resolve_domain(domain) if domain else domain_of_directory(path)

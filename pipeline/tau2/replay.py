@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.dataset.replay import replay_task, write_lines
-from pipeline.world.registry import domain_of_directory, resolve_domain
+from pipeline.dataset import replay_task, write_lines
+from pipeline.world import domain_of_directory, resolve_domain
 
 
 def write_replay(path: str | Path, out_file: str | Path, domain: str | None = None) -> list[dict]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from pipeline.rollout.trajectory import Trajectory
+from pipeline.rollout import Trajectory
 
 # τ²-bench records the user's transfer and out-of-scope signals as user_stop
 _TERMINATION = {

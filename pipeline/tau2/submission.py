@@ -27,7 +27,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from pipeline.errors import InputError
-from pipeline.metrics.passk import pass_hat_k
+from pipeline.metrics import pass_hat_k
 from pipeline.strict import Strict
 
 DOMAINS = ("retail", "airline", "telecom")

@@ -1,7 +1,15 @@
 """MLflow tracking of the loop: a parent run per iteration, nested stage runs, and the checkpoint registry."""
 
-from pipeline.tracking.config import TrackingConfig
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+from pipeline.tracking.bounds import TrackingUnavailableError, check_reachable, tracking_errors
+from pipeline.tracking.config import TrackingConfig, repo_root
+from pipeline.tracking.datasets import dataset_tags, log_datasets
 from pipeline.tracking.dvc import dvc_stage_hashes
+from pipeline.tracking.headline import earlier_iterations, store_exists
 from pipeline.tracking.registry import (
     CHALLENGER,
     CHAMPION,
@@ -16,6 +24,9 @@ from pipeline.tracking.registry import (
 )
 from pipeline.tracking.tracker import IterationTracker, RunLogger
 
+if TYPE_CHECKING:
+    from pipeline.tracking.traces import log_trial_traces
+
 __all__ = [
     "CHALLENGER",
     "CHAMPION",
@@ -24,11 +35,29 @@ __all__ = [
     "RegistryError",
     "RunLogger",
     "TrackingConfig",
+    "TrackingUnavailableError",
     "challenger_version",
     "champion_checkpoint",
     "champion_version",
+    "check_reachable",
+    "dataset_tags",
     "dvc_stage_hashes",
+    "earlier_iterations",
     "fetch_version",
+    "log_datasets",
+    "log_trial_traces",
     "promote",
     "register_checkpoint",
+    "repo_root",
+    "store_exists",
+    "tracking_errors",
 ]
+
+_LAZY = {"log_trial_traces": "pipeline.tracking.traces"}
+"""Exports imported when first used: their modules need openai."""
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_LAZY[name]), name)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from pipeline.metrics.headline import IterationHeadline, pct, pp
+from pipeline.metrics import IterationHeadline, pct, pp
 from pipeline.tracking.config import TrackingConfig
 
 if TYPE_CHECKING:

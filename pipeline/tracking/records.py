@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pipeline.digest import sha256_json
 
 if TYPE_CHECKING:
-    from pipeline.metrics.summary import MeasureSummary
+    from pipeline.metrics import MeasureSummary
 
 MAX_PARAM_CHARS = 6000  # MLflow's limit on a param value
 MAX_TAG_CHARS = 8000  # MLflow's limit on a tag value

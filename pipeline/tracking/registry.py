@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pipeline.agents.registry import directory_digest
+from pipeline.agents import directory_digest
 from pipeline.errors import InputError, TrackingError
 from pipeline.tracking.config import TrackingConfig
 from pipeline.tracking.records import GateRecord

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pipeline.rollout.trajectory import Message, ToolCall, Trajectory
+from pipeline.rollout import Message, ToolCall, Trajectory
 
 USER_SPAN = "USER"  # MLflow has no span type for the simulated customer; a plain, self-explaining one
 _NS = 1_000_000_000

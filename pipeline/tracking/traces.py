@@ -20,9 +20,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pipeline.errors import InputError, TrackingError
-from pipeline.grading.failure_modes import FailureAnalysis
-from pipeline.grading.verdict import Verdict
-from pipeline.rollout.trajectory import Trajectory
+from pipeline.grading import FailureAnalysis, Verdict
+from pipeline.rollout import Trajectory
 from pipeline.tracking.trace_spans import trial_spans
 from pipeline.tracking.trace_writer import TRACES_PER_CALL, BuiltTrace, build_trace, bulk_writes, write_traces
 from pipeline.tracking.verdict_feedback import verdict_feedback

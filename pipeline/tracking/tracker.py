@@ -30,8 +30,7 @@ from pipeline.tracking.records import (
 if TYPE_CHECKING:
     from mlflow import MlflowClient
 
-    from pipeline.metrics.headline import IterationHeadline
-    from pipeline.metrics.summary import MeasureSummary
+    from pipeline.metrics import IterationHeadline, MeasureSummary
 
 log = logging.getLogger(__name__)
 

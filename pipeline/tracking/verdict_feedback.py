@@ -10,10 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pipeline.grading.failure_modes import FailureAnalysis
-from pipeline.grading.llm_judge import USAGE_NOTE
-from pipeline.grading.state_diff import count_by_kind
-from pipeline.grading.verdict import FieldDiff, Verdict
+from pipeline.grading import USAGE_NOTE, FailureAnalysis, FieldDiff, Verdict, count_by_kind
 
 GRADER = "agentloop.grader"
 MAX_DIFF_LINES = 20

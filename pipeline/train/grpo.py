@@ -31,14 +31,11 @@ from typing import Any
 
 import torch
 
-from pipeline.authoring.heldout import held_out
-from pipeline.dataset.io import read_tasks
-from pipeline.dataset.provenance import check_provenance
-from pipeline.dataset.task import Task
+from pipeline.authoring import held_out
+from pipeline.dataset import Task, check_provenance, read_tasks
 from pipeline.errors import InputError
-from pipeline.formats import CodecFormat
-from pipeline.formats.codec import CodecConfig
-from pipeline.grading.validate import check_tasks
+from pipeline.formats import CodecConfig, CodecFormat
+from pipeline.grading import check_tasks
 from pipeline.progress import track
 from pipeline.train.finite import FiniteCallback, NonFiniteTrainingError, first_non_finite
 from pipeline.train.grpo_config import GRPOConfig
@@ -57,8 +54,8 @@ from pipeline.train.progress_callback import TrackerCallback
 from pipeline.train.sft_base import TrainBase, load_base
 from pipeline.train.sft_data import file_sha256
 from pipeline.train.time_budget import TimeBudgetCallback
-from pipeline.users.scripted import ScriptedUser
-from pipeline.world.registry import load_world
+from pipeline.users import ScriptedUser
+from pipeline.world import load_world
 
 log = logging.getLogger(__name__)
 

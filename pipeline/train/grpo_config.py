@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pipeline.rollout.runner import Limits
+from pipeline.rollout import Limits
 from pipeline.train.lora import LoraSpec, lora_record
 
 

@@ -12,13 +12,10 @@ from typing import Any, Protocol
 
 import torch
 
-from pipeline.agents.backends.hf import episode_seed, sample
+from pipeline.agents import episode_seed, sample
 from pipeline.errors import InfrastructureError, TrainingError
-from pipeline.formats import ChatFormat, CodecFormat
-from pipeline.formats.base import single_token_id
-from pipeline.formats.codec import IM_END, CodecConfig
-from pipeline.rollout.protocols import EpisodeInfo
-from pipeline.rollout.trajectory import Message, Usage
+from pipeline.formats import IM_END, ChatFormat, CodecConfig, CodecFormat, single_token_id
+from pipeline.rollout import EpisodeInfo, Message, Usage
 from pipeline.train.grpo_transcript import Transcript
 
 log = logging.getLogger(__name__)
@@ -70,9 +67,7 @@ def local_generate_batch(
     token drawn from its request's own stream, so the tokens and logprobs are those of one at a time up to float
     rounding. None where the model's cache cannot be batched, or where the lean path runs it (the embedded
     default on CPU: exact, and faster one at a time than through transformers)."""
-    from pipeline.agents.backends.hf import PrefixCache
-    from pipeline.agents.backends.hf_padded import PaddedBatch, TokenRow
-    from pipeline.agents.backends.lean import LeanLlama
+    from pipeline.agents import LeanLlama, PaddedBatch, PrefixCache, TokenRow
 
     if LeanLlama.wrap(model) is not None or not PaddedBatch.supports(model):
         return None
@@ -166,7 +161,7 @@ class PolicyAgent:
 
     def decoder(self) -> Any:
         """With `generate_batch`, the turns of all episodes in flight go to the engine together."""
-        from pipeline.rollout.decoders import OneByOne
+        from pipeline.rollout import OneByOne
 
         return PolicyDecoder(self) if self.generate_batch is not None else OneByOne(self)
 

@@ -29,12 +29,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.dataset.task import Task
+from pipeline.dataset import Task
 from pipeline.errors import PromptTooLongError
-from pipeline.grading.grader import grade
-from pipeline.rollout.protocols import EpisodeInfo, InfrastructureError, User
-from pipeline.rollout.runner import Limits, run_episode
-from pipeline.rollout.trajectory import Trajectory
+from pipeline.grading import grade
+from pipeline.rollout import EpisodeInfo, InfrastructureError, Limits, Trajectory, User, run_episode
 from pipeline.train.grpo_policy import (  # noqa: F401  (re-exported: the rollouts' public names)
     Generate,
     PolicyAgent,
@@ -46,9 +44,8 @@ from pipeline.train.grpo_policy import (  # noqa: F401  (re-exported: the rollou
     vllm_generate_batch,
 )
 from pipeline.train.grpo_transcript import Transcript
-from pipeline.trials.batch import run_batched
-from pipeline.trials.trial import trial_seed
-from pipeline.world.tables import World
+from pipeline.trials import run_batched, trial_seed
+from pipeline.world import World
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pipeline.formats import ChatFormat, ChatFormatError
-from pipeline.rollout.trajectory import Message
+from pipeline.rollout import Message
 
 MARK = "<<agentloop:turn>>"  # appended to a turn's content to find it in a re-rendered conversation
 

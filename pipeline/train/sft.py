@@ -33,10 +33,10 @@ from typing import Any
 
 import torch
 
-from pipeline.agents.backends.denormals import flushed_denormals
+from pipeline.agents import flushed_denormals
 from pipeline.errors import InputError
 from pipeline.progress import track
-from pipeline.rollout.trajectory import Trajectory
+from pipeline.rollout import Trajectory
 from pipeline.train.finite import FiniteCallback, NonFiniteTrainingError, first_non_finite
 from pipeline.train.lora import peft_config
 from pipeline.train.progress_callback import TrackerCallback

@@ -17,12 +17,11 @@ from typing import Any, cast
 import torch
 from transformers import PreTrainedModel
 
-from pipeline.agents.checkpoint import META_FILE, CheckpointMeta, load_checkpoint, read_meta, save_checkpoint
+from pipeline.agents import META_FILE, CheckpointMeta, load_checkpoint, read_meta, save_checkpoint
 from pipeline.errors import InputError
-from pipeline.formats import CODEC, ChatFormat
-from pipeline.formats.codec import CodecConfig, encode_conversation
+from pipeline.formats import CODEC, ChatFormat, CodecConfig, encode_conversation
 from pipeline.outputs import staged_folder
-from pipeline.rollout.trajectory import Trajectory
+from pipeline.rollout import Trajectory
 from pipeline.train.sft_config import Overlong
 from pipeline.train.sft_data import world_prompt
 from pipeline.train.sft_template import encode_with_template
@@ -107,7 +106,7 @@ def load_base(path: str | Path, train_dtype: torch.dtype = torch.float32) -> Tra
     if (path / META_FILE).exists() and read_meta(path).chat_format == CODEC:
         ckpt = load_checkpoint(path)  # exactly as agentloop checkpoints always loaded
         return TrainBase(ckpt.model, ckpt.tokenizer, ckpt.meta, path)
-    from pipeline.agents.backends.loading import load_model
+    from pipeline.agents import load_model
 
     loaded = load_model(path, dtype=str(train_dtype).removeprefix("torch."))
     if loaded.format.name == CODEC:  # an outside directory in the codec format: recorded now, load it as ours

@@ -10,13 +10,12 @@ import random
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pipeline.authoring.heldout import HeldOut
-from pipeline.dataset.io import read_tasks
-from pipeline.dataset.task import Task
+from pipeline.authoring import HeldOut
+from pipeline.dataset import Task, read_tasks
 from pipeline.errors import AgentloopError, InputError
-from pipeline.grading.grader import grade
-from pipeline.rollout.trajectory import Trajectory
-from pipeline.world.registry import load_world, resolve_domain
+from pipeline.grading import grade
+from pipeline.rollout import Trajectory
+from pipeline.world import load_world, resolve_domain
 
 if TYPE_CHECKING:
     from pipeline.train.sft_config import SFTConfig

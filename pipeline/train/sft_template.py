@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pipeline.formats import ChatFormat, ChatFormatError
-from pipeline.rollout.trajectory import Message, Trajectory
+from pipeline.rollout import Message, Trajectory
 from pipeline.train.sft_data import world_prompt
 
 log = logging.getLogger(__name__)

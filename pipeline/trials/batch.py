@@ -23,15 +23,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.dataset.task import Task
-from pipeline.grading.grader import grade
-from pipeline.grading.judge import Judge
-from pipeline.rollout.decoders import decoder_for
-from pipeline.rollout.protocols import Agent, InfrastructureError, User
-from pipeline.rollout.runner import AgentTurn, Limits, episode_steps
-from pipeline.rollout.trajectory import Trajectory
+from pipeline.dataset import Task
+from pipeline.grading import Judge, grade
+from pipeline.rollout import Agent, AgentTurn, InfrastructureError, Limits, Trajectory, User, decoder_for, episode_steps
 from pipeline.trials.trial import TrialResult, trial_seed
-from pipeline.world.tables import World
+from pipeline.world import World
 
 log = logging.getLogger(__name__)
 

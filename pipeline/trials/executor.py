@@ -7,13 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterator, Sequence
 
-from pipeline.dataset.task import Task
-from pipeline.grading.judge import Judge
-from pipeline.rollout.protocols import Agent, User
-from pipeline.rollout.runner import Limits
+from pipeline.dataset import Task
+from pipeline.grading import Judge
+from pipeline.rollout import Agent, Limits, User
 from pipeline.trials.batch import run_batched
 from pipeline.trials.trial import TrialResult, run_trial
-from pipeline.world.tables import World
+from pipeline.world import World
 
 
 class SerialExecutor:

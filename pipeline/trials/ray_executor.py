@@ -33,12 +33,9 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.dataset.task import Task
-from pipeline.grading.grader import grade
-from pipeline.grading.judge import Judge
-from pipeline.rollout.protocols import Agent, User
-from pipeline.rollout.runner import Limits
-from pipeline.rollout.trajectory import Trajectory
+from pipeline.dataset import Task
+from pipeline.grading import Judge, grade
+from pipeline.rollout import Agent, Limits, Trajectory, User
 from pipeline.trials.ray_cluster import (
     RayExecutorError,
     connect,
@@ -49,7 +46,7 @@ from pipeline.trials.ray_cluster import (
     wait_started,
 )
 from pipeline.trials.trial import TrialResult, run_trial, trial_seed
-from pipeline.world.tables import World
+from pipeline.world import World
 
 log = logging.getLogger(__name__)
 __all__ = ["RayExecutor", "RayExecutorError", "TrialWorker", "import_ray", "lost_result"]

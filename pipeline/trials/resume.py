@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO
 
-from pipeline.dataset.task import Task
+from pipeline.dataset import Task
 from pipeline.errors import InputError
-from pipeline.grading.verdict import Verdict
-from pipeline.rollout.trajectory import Trajectory
+from pipeline.grading import Verdict
+from pipeline.rollout import Trajectory
 from pipeline.trials.trial import TrialResult
 
 log = logging.getLogger(__name__)

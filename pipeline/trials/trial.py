@@ -10,14 +10,10 @@ import hashlib
 import logging
 from dataclasses import dataclass
 
-from pipeline.dataset.task import Task
-from pipeline.grading.grader import grade
-from pipeline.grading.judge import Judge
-from pipeline.grading.verdict import Verdict
-from pipeline.rollout.protocols import Agent, User
-from pipeline.rollout.runner import Limits, run_episode
-from pipeline.rollout.trajectory import Trajectory
-from pipeline.world.tables import World
+from pipeline.dataset import Task
+from pipeline.grading import Judge, Verdict, grade
+from pipeline.rollout import Agent, Limits, Trajectory, User, run_episode
+from pipeline.world import World
 
 log = logging.getLogger(__name__)
 

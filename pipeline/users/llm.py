@@ -14,12 +14,10 @@ import hashlib
 import logging
 from typing import Any
 
-from pipeline.dataset.task import UserScript
+from pipeline.dataset import UserScript
+from pipeline.endpoint import text_of
 from pipeline.endpoint.client import ChatClient, ContextLengthError, EndpointConfig
-from pipeline.endpoint.wire import text_of
-from pipeline.rollout.persona import persona_for
-from pipeline.rollout.protocols import EpisodeInfo, InfrastructureError, UserReply
-from pipeline.rollout.trajectory import STOP_TOKEN, Message
+from pipeline.rollout import STOP_TOKEN, EpisodeInfo, InfrastructureError, Message, UserReply, persona_for
 
 log = logging.getLogger(__name__)
 

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pipeline.dataset.task import Request
-    from pipeline.rollout.protocols import EpisodeInfo, UserReply
+    from pipeline.dataset import Request
+    from pipeline.rollout import EpisodeInfo, UserReply
     from pipeline.users.scripted import ScriptedUserEpisode
 
 FORGOT = "I'm sorry, I don't remember my email address."

@@ -19,7 +19,7 @@ import os
 from typing import Any
 
 from pipeline.errors import InputError
-from pipeline.rollout.protocols import User
+from pipeline.rollout import User
 
 
 class UnknownUserError(InputError, ValueError):
@@ -28,7 +28,7 @@ class UnknownUserError(InputError, ValueError):
 
 def user_endpoint():
     """The simulator's endpoint: its own variables first, then the shared ones."""
-    from pipeline.endpoint.client import ChatClient, EndpointConfig
+    from pipeline.endpoint import ChatClient, EndpointConfig
 
     return ChatClient(
         EndpointConfig.from_env(
@@ -55,7 +55,7 @@ def _settings(spec: str, rest: str, allowed: tuple[str, ...]) -> dict[str, float
 
 
 def make_tau2_user(spec: str, body: str) -> User:
-    from pipeline.endpoint.client import EndpointConfig
+    from pipeline.endpoint import EndpointConfig
     from pipeline.users.tau2_llm import Tau2LLMUser
 
     head, _, rest = body.partition(",")

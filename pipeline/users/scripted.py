@@ -12,10 +12,8 @@ import hashlib
 import random
 import re
 
-from pipeline.dataset.task import Request, Task
-from pipeline.rollout.persona import persona_for
-from pipeline.rollout.protocols import EpisodeInfo, UserReply
-from pipeline.rollout.trajectory import STOP_TOKEN, Message
+from pipeline.dataset import Request, Task
+from pipeline.rollout import STOP_TOKEN, EpisodeInfo, Message, UserReply, persona_for
 from pipeline.users.phrasing import Phrasing
 
 # Persona wrappers; "{x}" is the persona-neutral content. Non-confirming replies avoid words a grader reads
@@ -73,7 +71,7 @@ def phrasing_of(domain: str | None) -> Phrasing:
     """The phrasing a domain declares (`DEFAULT_PHRASING` for none, or when the domain is not known here)."""
     if domain is None:
         return DEFAULT_PHRASING
-    from pipeline.world.registry import resolve_domain
+    from pipeline.world import resolve_domain
 
     found = resolve_domain(domain).capability("user_phrasing")
     return found if isinstance(found, Phrasing) else DEFAULT_PHRASING

@@ -23,13 +23,21 @@ import hashlib
 import logging
 from typing import TYPE_CHECKING, Any, overload
 
-from pipeline.dataset.task import Scenario, UserScript
-from pipeline.endpoint.wire import call_from_openai, call_to_openai, text_of
-from pipeline.rollout.protocols import EpisodeInfo, InfrastructureError, UserReply
-from pipeline.rollout.trajectory import USER_SIGNALS, Message, Termination, ToolCall, Usage
+from pipeline.dataset import Scenario, UserScript
+from pipeline.endpoint import call_from_openai, call_to_openai, text_of
+from pipeline.rollout import (
+    USER_SIGNALS,
+    EpisodeInfo,
+    InfrastructureError,
+    Message,
+    Termination,
+    ToolCall,
+    Usage,
+    UserReply,
+)
 
 if TYPE_CHECKING:
-    from pipeline.endpoint.client import ChatClient
+    from pipeline.endpoint import ChatClient
 
 log = logging.getLogger(__name__)
 
@@ -159,7 +167,7 @@ class Tau2LLMUser:
     def client(self):
         """The shared endpoint client (`pipeline.endpoint.client`): its deadlines and retry policy."""
         if self._client is None:
-            from pipeline.endpoint.client import ChatClient, EndpointConfig
+            from pipeline.endpoint import ChatClient, EndpointConfig
 
             self._client = ChatClient(
                 EndpointConfig(

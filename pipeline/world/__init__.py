@@ -1,2 +1,35 @@
 """The world: records in tables, copy-on-write sessions, the tools that read and write them, and the `Domain`
 boundary a world's domain is reached through."""
+
+from pipeline.world.arith import ExpressionError, evaluate
+from pipeline.world.domain import Domain, Invariant, StaticInput
+from pipeline.world.registry import DEFAULT_DOMAIN, domain_of_directory, domain_spec, load_world, resolve_domain
+from pipeline.world.tables import Record, Session, ToolEvent, World, WorldLoadError, dump_full, dump_record
+from pipeline.world.tools import ToolError, ToolRegistry, execute, synchronise
+from pipeline.world.vocabulary import EMPTY, Vocabulary
+
+__all__ = [
+    "DEFAULT_DOMAIN",
+    "Domain",
+    "EMPTY",
+    "ExpressionError",
+    "Invariant",
+    "Record",
+    "Session",
+    "StaticInput",
+    "ToolError",
+    "ToolEvent",
+    "ToolRegistry",
+    "Vocabulary",
+    "World",
+    "WorldLoadError",
+    "domain_of_directory",
+    "domain_spec",
+    "dump_full",
+    "dump_record",
+    "evaluate",
+    "execute",
+    "load_world",
+    "resolve_domain",
+    "synchronise",
+]

@@ -24,11 +24,10 @@ from pipeline.errors import WorldError
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from pipeline.authoring.kit import SynthesisKit
-    from pipeline.dataset.task import Task
-    from pipeline.grading.verdict import ComponentResult
-    from pipeline.rollout.protocols import Agent
-    from pipeline.rollout.trajectory import Message
+    from pipeline.authoring import SynthesisKit
+    from pipeline.dataset import Task
+    from pipeline.grading import ComponentResult
+    from pipeline.rollout import Agent, Message
     from pipeline.users.scripted import Phrasing
     from pipeline.world.tables import Session, World
     from pipeline.world.tools import ToolRegistry

@@ -21,10 +21,8 @@ from pipeline.agents.backends.denormals import flushed_denormals
 from pipeline.agents.backends.draws import pick
 from pipeline.agents.backends.lean import LeanCache, LeanLlama
 from pipeline.agents.backends.loading import cache_argument, load_model
-from pipeline.formats import CodecFormat
-from pipeline.formats.codec import CodecConfig
-from pipeline.rollout.protocols import EpisodeInfo
-from pipeline.rollout.trajectory import Message, Usage
+from pipeline.formats import CodecConfig, CodecFormat
+from pipeline.rollout import EpisodeInfo, Message, Usage
 
 log = logging.getLogger(__name__)
 
@@ -187,7 +185,7 @@ class HFAgent:
         else through the model's own forward (`hf_padded`) where its cache allows; otherwise one at a time."""
         from pipeline.agents.backends.hf_batch import HFDecoder
         from pipeline.agents.backends.hf_padded import PaddedDecoder
-        from pipeline.rollout.decoders import OneByOne
+        from pipeline.rollout import OneByOne
 
         if self.lean and LeanLlama.wrap(self.model) is not None:
             return HFDecoder(self)

@@ -33,7 +33,7 @@ from pipeline.agents.backends.lean import LeanCache, LeanLlama
 
 if TYPE_CHECKING:
     from pipeline.agents.backends.hf import HFAgent, HFAgentEpisode
-    from pipeline.rollout.trajectory import Message
+    from pipeline.rollout import Message
 
 
 @dataclass

@@ -33,7 +33,7 @@ from pipeline.agents.backends.loading import cache_argument
 
 if TYPE_CHECKING:
     from pipeline.agents.backends.hf import HFAgent, HFAgentEpisode, PrefixCache
-    from pipeline.rollout.trajectory import Message
+    from pipeline.rollout import Message
 
     class _KVLayer(Protocol):
         """A cache layer as the batch reads it: a `DynamicLayer` holding tokens (`supports` admits no other)."""

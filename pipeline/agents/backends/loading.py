@@ -21,8 +21,7 @@ import torch
 
 from pipeline.agents.checkpoint import META_FILE, CheckpointMeta, load_tokenizer, read_meta, verify_codec
 from pipeline.errors import InputError
-from pipeline.formats import CODEC, ChatFormat, ChatFormatError, CodecFormat, detect_format, get_format
-from pipeline.formats.codec import CodecConfig
+from pipeline.formats import CODEC, ChatFormat, ChatFormatError, CodecConfig, CodecFormat, detect_format, get_format
 
 log = logging.getLogger(__name__)
 DType = Literal["auto", "float32", "bfloat16", "float16"]

@@ -14,10 +14,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pipeline.endpoint import message_from_openai, to_openai_messages
 from pipeline.endpoint.client import ChatClient, ContextLengthError, EndpointConfig
-from pipeline.endpoint.wire import message_from_openai, to_openai_messages
-from pipeline.rollout.protocols import EpisodeInfo
-from pipeline.rollout.trajectory import Message, Usage
+from pipeline.rollout import EpisodeInfo, Message, Usage
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +78,7 @@ class OpenAIAgent:
 
     def decoder(self):
         """Many episodes' requests in flight at once (as many as the runner keeps episodes in flight)."""
-        from pipeline.rollout.decoders import Concurrent
+        from pipeline.rollout import Concurrent
 
         return Concurrent()
 

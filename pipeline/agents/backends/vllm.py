@@ -26,8 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.errors import InfrastructureError, PromptTooLongError
-from pipeline.rollout.protocols import EpisodeInfo
-from pipeline.rollout.trajectory import Message, Usage
+from pipeline.rollout import EpisodeInfo, Message, Usage
 
 log = logging.getLogger(__name__)
 

@@ -16,9 +16,8 @@ from contextlib import suppress
 from typing import Any
 
 from pipeline.agents.scripted import phrases as P
-from pipeline.dataset.task import Action, Task
-from pipeline.rollout.protocols import EpisodeInfo
-from pipeline.rollout.trajectory import Message, ToolCall
+from pipeline.dataset import Action, Task
+from pipeline.rollout import EpisodeInfo, Message, ToolCall
 
 log = logging.getLogger(__name__)
 Steps = Generator[Message, None, Any]

@@ -11,8 +11,7 @@ from pydantic import BaseModel, ValidationError
 
 from pipeline.domains.airline.schema import TABLES, AirlineDB
 from pipeline.domains.airline.tools import TOOLS
-from pipeline.world.domain import Domain, Invariant
-from pipeline.world.tables import World, WorldLoadError
+from pipeline.world import Domain, Invariant, World, WorldLoadError
 
 POLICY_PATH = Path(__file__).with_name("policy.md")
 _GEN = re.compile(r"^gen-(\d+)(?:-(\d+)x(\d+)x(\d+))?$")
@@ -110,7 +109,7 @@ class AirlineDomain(Domain):
 
     def flaws(self):
         def make(rates: dict[str, float], seed: int = 0):
-            from pipeline.agents.scripted.flaws import FlawConfig
+            from pipeline.agents import FlawConfig
             from pipeline.domains.airline.flawed import AirlineFlawedAgent
 
             return AirlineFlawedAgent(FlawConfig(rates=rates, seed=seed))

@@ -22,16 +22,23 @@ import random
 import re
 import string
 
-from pipeline.agents.scripted.flaws import INACTION, MODES, FlawConfig, PlantingAgent, inaction_variants
-from pipeline.agents.scripted.flaws import unit as _unit
-from pipeline.agents.scripted.inaction import InactionEpisode
-from pipeline.agents.scripted.script import Steps, appears_in
-from pipeline.dataset.task import Action, Request, Task
+from pipeline.agents import (
+    INACTION,
+    MODES,
+    FlawConfig,
+    InactionEpisode,
+    PlantingAgent,
+    Steps,
+    appears_in,
+    inaction_variants,
+)
+from pipeline.agents import unit as _unit
+from pipeline.dataset import Action, Request, Task
 from pipeline.domains.airline import phrases as A
 from pipeline.domains.airline.oracle import AirlineOracle, AirlineOracleEpisode
 from pipeline.domains.airline.schema import CABINS
 from pipeline.domains.airline.vocabulary import WRITE_INTENTS
-from pipeline.rollout.protocols import EpisodeInfo
+from pipeline.rollout import EpisodeInfo
 
 __all__ = ["MODES", "AirlineFlawedAgent", "FlawConfig", "plan"]
 _ADD = re.compile(r"^(\d+) \+ (\d+)$")

@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 from pipeline.domains.airline.grounding import FREE_BAGS
 from pipeline.domains.airline.tools import BAG_FEE, INSURANCE_PER_PASSENGER, NOW
 from pipeline.domains.retail.catalog import CARD_BRANDS, CITIES, FIRST_NAMES, LAST_NAMES, STREETS
-from pipeline.world.tables import World
+from pipeline.world import World
 
 if TYPE_CHECKING:
     from pipeline.domains.airline.domain import AirlineDomain

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.dataset.task import Action, Task
-from pipeline.tau2.gold import by_user_id
+from pipeline.dataset import Action, Task
+from pipeline.tau2 import by_user_id
 
 
 class AirlineGold:

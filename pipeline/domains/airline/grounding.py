@@ -12,11 +12,11 @@ import random
 from datetime import datetime, timedelta
 from typing import cast
 
-from pipeline.authoring.drafts import Draft, act
-from pipeline.dataset.task import Request
+from pipeline.authoring import Draft, act
+from pipeline.dataset import Request
 from pipeline.domains.airline.schema import Flight, PaymentMethod, Reservation, User
 from pipeline.domains.airline.tools import BAG_FEE, FLOWN, NOW
-from pipeline.world.tables import World
+from pipeline.world import World
 
 # free checked bags per passenger: membership → cabin → bags (the policy's table)
 FREE_BAGS = {

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pipeline.grading.verdict import ComponentResult
-from pipeline.world.domain import Invariant
+from pipeline.grading import ComponentResult
+from pipeline.world import Invariant
 
 _CENT = 0.005
 

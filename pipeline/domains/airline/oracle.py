@@ -18,14 +18,14 @@ import logging
 import re
 from datetime import datetime, timedelta
 
+from pipeline.agents import YES as _YES
+from pipeline.agents import ScriptedEpisode, Steps, appears_in, evidence
 from pipeline.agents.scripted import phrases as P
-from pipeline.agents.scripted.script import YES as _YES
-from pipeline.agents.scripted.script import ScriptedEpisode, Steps, appears_in, evidence
-from pipeline.dataset.task import Action, Request
+from pipeline.dataset import Action, Request
 from pipeline.domains.airline import phrases as A
 from pipeline.domains.airline.tools import FLOWN, NOW
 from pipeline.domains.airline.vocabulary import VOCABULARY, WRITE_INTENTS
-from pipeline.rollout.protocols import EpisodeInfo
+from pipeline.rollout import EpisodeInfo
 
 log = logging.getLogger(__name__)
 USER_ID_RE = re.compile(r"\b[a-z]+_[a-z]+_\d+\b")

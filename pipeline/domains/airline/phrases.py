@@ -8,7 +8,7 @@ states a price only once a tool has shown it (`calculate`).
 
 from __future__ import annotations
 
-from pipeline.agents.scripted.phrases import ANYTHING_ELSE, YES_NO, money
+from pipeline.agents import ANYTHING_ELSE, YES_NO, money
 
 ASK_USER_ID = "I'd be happy to help. First I need to identify you: what is your user id?"
 ASK_USER_ID_FIRST = "Before I can do that, I need to identify you: what is your user id?"

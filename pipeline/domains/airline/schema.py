@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from pipeline.world.tables import Record
+from pipeline.world import Record
 
 Cabin = Literal["basic_economy", "economy", "business"]
 CABINS: tuple[str, ...] = Cabin.__args__  # type: ignore[attr-defined]

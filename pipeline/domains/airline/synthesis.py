@@ -10,15 +10,13 @@ A template's failure-mode tags are the modes the airline flawed agent can plant 
 
 from __future__ import annotations
 
-from pipeline.authoring.kit import SynthesisKit
-from pipeline.authoring.taxonomy import Taxonomy, TemplateSpec
-from pipeline.authoring.templates import expand_cycle
-from pipeline.dataset.task import KnownInfo, Request
+from pipeline.authoring import SynthesisKit, Taxonomy, TemplateSpec, expand_cycle
+from pipeline.dataset import KnownInfo, Request
 from pipeline.domains.airline.grounding import Ctx
 from pipeline.domains.airline.schema import User
 from pipeline.domains.airline.templates import TEMPLATES
 from pipeline.grading.modes import FAILURE_MODES
-from pipeline.world.tables import World
+from pipeline.world import World
 
 ALL = FAILURE_MODES
 _WRITES = tuple(m for m in ALL if m != "misread")  # a write no misread variant of the flawed agent applies to

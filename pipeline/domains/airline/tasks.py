@@ -13,15 +13,14 @@ import random
 from collections import Counter
 from dataclasses import dataclass, field
 
-from pipeline.dataset.replay import replay_actions
+from pipeline.dataset import replay_actions
 from pipeline.dataset.task import Action, KnownInfo, Messes, NoWritesCheck, Provenance, Task, UserScript
 from pipeline.domains.airline.grounding import Ctx, Draft, act
 from pipeline.domains.airline.templates import TEMPLATES
 from pipeline.domains.airline.vocabulary import VOCABULARY
 from pipeline.errors import InputError
-from pipeline.grading.evidence import EvidencePool
-from pipeline.world.tables import World
-from pipeline.world.tools import execute
+from pipeline.grading import EvidencePool
+from pipeline.world import World, execute
 
 log = logging.getLogger(__name__)
 PAIR = "two_requests"

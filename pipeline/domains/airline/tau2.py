@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any, cast
 
 from pipeline.dataset.task import Action, Evaluation, KnownInfo, Provenance, Scenario, Task, UserScript
 from pipeline.errors import TaskError
-from pipeline.grading.tau2_criteria import unsupported_criteria
-from pipeline.world.tables import World, WorldLoadError
+from pipeline.grading import unsupported_criteria
+from pipeline.world import World, WorldLoadError
 
 if TYPE_CHECKING:
     from pipeline.domains.airline.schema import Reservation
-    from pipeline.world.domain import Domain
+    from pipeline.world import Domain
 
 log = logging.getLogger(__name__)
 _USER_ID = re.compile(r"\b[a-z]+_[a-z]+_\d{3,5}\b")

@@ -12,8 +12,8 @@ import random
 from collections.abc import Callable
 from typing import cast
 
-from pipeline.authoring.drafts import Want, act
-from pipeline.dataset.task import Request
+from pipeline.authoring import Want, act
+from pipeline.dataset import Request
 from pipeline.domains.airline.grounding import (
     CANCELLED_FLIGHT_CERTIFICATE,
     COVERED_REASON,

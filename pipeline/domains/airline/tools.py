@@ -27,9 +27,7 @@ from pipeline.domains.airline.schema import (
     User,
 )
 from pipeline.strict import Strict
-from pipeline.world.arith import ExpressionError, evaluate
-from pipeline.world.tables import Session, dump_record
-from pipeline.world.tools import ToolError, ToolRegistry
+from pipeline.world import ExpressionError, Session, ToolError, ToolRegistry, dump_record, evaluate
 
 TOOLS = ToolRegistry()
 NOW = datetime(2024, 5, 15, 15, 0, 0)  # the policy's "current time"

@@ -12,7 +12,7 @@ are not checked in airline conversations.
 from __future__ import annotations
 
 from pipeline.domains.airline.schema import CABINS, FlightStatus
-from pipeline.world.vocabulary import Vocabulary
+from pipeline.world import Vocabulary
 
 FLIGHT_STATUSES: tuple[str, ...] = FlightStatus.__args__  # type: ignore[attr-defined]
 RESERVATION_STATUSES: tuple[str, ...] = ("cancelled",)

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ValidationError
 
 from pipeline.domains.retail.schema import TABLES
 from pipeline.domains.retail.tools import TOOLS
-from pipeline.world.domain import Domain, Invariant
+from pipeline.world import Domain, Invariant
 
 _GEN = re.compile(r"^gen-(\d+)(?:-(\d+)x(\d+)x(\d+))?$")
 
@@ -91,7 +91,7 @@ class RetailDomain(Domain):
     def generator(self):
         def generate(seed: int, sizes: dict[str, int], name: str | None = None) -> Any:
             from pipeline.domains.retail.generator import GeneratorConfig, build_world, generated_world_name
-            from pipeline.world.tables import WorldLoadError
+            from pipeline.world import WorldLoadError
 
             unknown = sorted(set(sizes) - {"n_products", "n_users", "n_orders"})
             if unknown:
@@ -105,7 +105,7 @@ class RetailDomain(Domain):
         return generate
 
     def tasks(self):
-        from pipeline.authoring.templates import generate_tasks
+        from pipeline.authoring import generate_tasks
 
         return generate_tasks
 

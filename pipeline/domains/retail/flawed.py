@@ -21,16 +21,24 @@ from __future__ import annotations
 
 import random
 
+from pipeline.agents import (
+    INACTION,
+    MODES,
+    FlawConfig,
+    InactionEpisode,
+    Mode,
+    PlantingAgent,
+    Steps,
+    appears_in,
+    inaction_variants,
+)
+from pipeline.agents import unit as _unit
 from pipeline.agents.scripted import phrases as P
-from pipeline.agents.scripted.flaws import INACTION, MODES, FlawConfig, Mode, PlantingAgent, inaction_variants
-from pipeline.agents.scripted.flaws import unit as _unit
-from pipeline.agents.scripted.inaction import InactionEpisode
-from pipeline.agents.scripted.script import Steps, appears_in
-from pipeline.dataset.task import Action, Request, Task
+from pipeline.dataset import Action, Request, Task
 from pipeline.domains.retail import phrases as R
 from pipeline.domains.retail.oracle import OracleAgent, OracleEpisode
 from pipeline.domains.retail.tools import WRITE_TOOLS
-from pipeline.rollout.protocols import EpisodeInfo
+from pipeline.rollout import EpisodeInfo
 
 __all__ = ["MODES", "FlawConfig", "FlawedAgent", "FlawedEpisode", "Mode", "plan"]
 WRONG_WRITE = {

@@ -37,7 +37,7 @@ from pipeline.domains.retail.state import RetailWorld
 from pipeline.errors import InputError
 
 if TYPE_CHECKING:
-    from pipeline.world.domain import Domain
+    from pipeline.world import Domain
 
 logger = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.dataset.task import Action, Task
+from pipeline.dataset import Action, Task
 
 
 class RetailGold:

@@ -5,8 +5,8 @@ Each reads the grader's StaticInput (world, world log, final state delta) and re
 
 from __future__ import annotations
 
-from pipeline.grading.verdict import ComponentResult
-from pipeline.world.domain import Invariant
+from pipeline.grading import ComponentResult
+from pipeline.world import Invariant
 
 # (base status, final status) pairs an episode may leave an order in; an untouched order is not checked.
 LEGAL_TRANSITIONS: frozenset[tuple[str, str]] = frozenset(

@@ -18,15 +18,14 @@ import logging
 import re
 from typing import Any
 
+from pipeline.agents import YES as _YES
+from pipeline.agents import ScriptedEpisode, Steps, appears_in, evidence
 from pipeline.agents.scripted import phrases as P
-from pipeline.agents.scripted.script import YES as _YES
-from pipeline.agents.scripted.script import ScriptedEpisode, Steps, appears_in, evidence
-from pipeline.dataset.task import Action, Request
+from pipeline.dataset import Action, Request
 from pipeline.domains.retail import phrases as R
 from pipeline.domains.retail.schema import CANCEL_REASONS, PaymentMethod
 from pipeline.domains.retail.tools import WRITE_TOOLS
-from pipeline.rollout.protocols import EpisodeInfo
-from pipeline.rollout.trajectory import Message
+from pipeline.rollout import EpisodeInfo, Message
 
 log = logging.getLogger(__name__)
 __all__ = ["OracleAgent", "OracleEpisode", "Steps", "appears_in", "evidence"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pipeline.agents.scripted.phrases import YES_NO
+from pipeline.agents import YES_NO
 
 ASK_EMAIL_FIRST = "Before I can do that, I need to verify your identity: what is the email address on your account?"
 ASK_EMAIL = "I'd be happy to help. First I need to verify your identity: what is the email address on your account?"

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from pipeline.world.tables import Record
+from pipeline.world import Record
 
 OrderStatus = Literal[
     "pending",

@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from pipeline.domains.retail.schema import TABLES, Order, Product, RetailDB, User
-from pipeline.world.tables import Session as _Session
-from pipeline.world.tables import ToolEvent, World, WorldLoadError
+from pipeline.world import Session as _Session
+from pipeline.world import ToolEvent, World, WorldLoadError
 
 if TYPE_CHECKING:
-    from pipeline.world.domain import Domain
+    from pipeline.world import Domain
 
 __all__ = ["RetailWorld", "Session", "ToolEvent", "WorldLoadError"]
 

@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from pipeline.dataset.replay import replay_gold
+from pipeline.dataset import replay_gold
 from pipeline.dataset.task import Action, Evaluation, KnownInfo, Messes, Provenance, Scenario, Task, UserScript
 from pipeline.domains.retail.state import RetailWorld, WorldLoadError
 from pipeline.errors import TaskError
-from pipeline.grading.tau2_criteria import unsupported_criteria
+from pipeline.grading import unsupported_criteria
 
 if TYPE_CHECKING:
-    from pipeline.world.domain import Domain
+    from pipeline.world import Domain
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pipeline.world.tables import Session, ToolEvent
+from pipeline.world import Session, ToolEvent
 
 
 def _positions(item_ids: list[str], old_ids: list[str]) -> list[int]:

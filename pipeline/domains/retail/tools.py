@@ -12,7 +12,7 @@ import json
 from collections import Counter
 from typing import Any, cast
 
-from pipeline.agents.scripted.phrases import TRANSFER
+from pipeline.agents import TRANSFER
 from pipeline.domains.retail.schema import (
     CANCEL_REASONS,
     Address,
@@ -23,9 +23,8 @@ from pipeline.domains.retail.schema import (
     dump_record,
 )
 from pipeline.domains.retail.state import Session, ToolEvent, email_key, name_zip_key
-from pipeline.world.arith import ExpressionError, evaluate
-from pipeline.world.tools import ToolError, ToolRegistry
-from pipeline.world.tools import execute as _execute
+from pipeline.world import ExpressionError, ToolError, ToolRegistry, evaluate
+from pipeline.world import execute as _execute
 
 TOOLS = ToolRegistry()
 TRANSFER_MESSAGE = TRANSFER  # what the agent says when it hands the customer over

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 from pipeline.users.phrasing import FORGOT, Phrasing
 
 if TYPE_CHECKING:
-    from pipeline.dataset.task import Request
-    from pipeline.rollout.protocols import UserReply
-    from pipeline.users.scripted import ScriptedUserEpisode
+    from pipeline.dataset import Request
+    from pipeline.rollout import UserReply
+    from pipeline.users import ScriptedUserEpisode
 
 NAME_ZIP = "My name is {first} {last} and my zip code is {zip}."
 EMAIL = "My email is {email}."

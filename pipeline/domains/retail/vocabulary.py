@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Literal
 
 from pipeline.domains.retail.schema import CANCEL_REASONS, ORDER_STATUSES
-from pipeline.world.vocabulary import Vocabulary
+from pipeline.world import Vocabulary
 
 Intent = Literal[
     "cancel",

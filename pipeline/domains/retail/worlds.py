@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pipeline.dataset.replay import write_lines
+from pipeline.dataset import write_lines
 from pipeline.domains.retail.domain import RETAIL
 from pipeline.domains.retail.generator import GeneratorConfig, build_world
 from pipeline.domains.retail.state import RetailWorld

@@ -12,9 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from pipeline.dataset.task import Task
-from pipeline.rollout.protocols import EpisodeInfo, UserReply
-from pipeline.rollout.trajectory import Message, Termination, ToolCall
+from pipeline.dataset import Task
+from pipeline.rollout import EpisodeInfo, Message, Termination, ToolCall, UserReply
 
 _CHECK = r"(check|look|see|tell me|what does|what do|show|run|try)"
 _CHANGE = r"(turn|toggle|switch|enable|disable|grant|give|allow|set|change)"

@@ -35,8 +35,7 @@ from pipeline.domains.telecom.tools import (
     line_by_phone,
 )
 from pipeline.errors import WorldError
-from pipeline.world.domain import Domain
-from pipeline.world.tables import Session, World, WorldLoadError
+from pipeline.world import Domain, Session, World, WorldLoadError
 
 POLICY_PATH = Path(__file__).with_name("policy.md")
 
@@ -165,9 +164,9 @@ class TelecomDomain(Domain):
         def make(rates: dict[str, float], seed: int = 0):
             """A dual-control mode given no rate of its own is planted at its mode's (`flawed:misread=0.2` plants
             wrong instructions at 0.2)."""
-            from pipeline.agents.scripted.flaws import FlawConfig
+            from pipeline.agents import FlawConfig
             from pipeline.domains.telecom.flawed import TelecomFlawedAgent
-            from pipeline.grading.dual_control import PARENT
+            from pipeline.grading import PARENT
 
             inherited = {m: rates[p] for m, p in PARENT.items() if m not in rates and p in rates}
             return TelecomFlawedAgent(FlawConfig(rates={**rates, **inherited}, seed=seed))

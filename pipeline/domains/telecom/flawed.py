@@ -25,14 +25,21 @@ from __future__ import annotations
 
 import random
 
-from pipeline.agents.scripted.flaws import DUAL_CONTROL_MODES, INACTION, FlawConfig, PlantingAgent, inaction_variants
-from pipeline.agents.scripted.flaws import unit as _unit
-from pipeline.agents.scripted.inaction import not_acting
-from pipeline.agents.scripted.script import Steps, appears_in
-from pipeline.dataset.task import Task
+from pipeline.agents import (
+    DUAL_CONTROL_MODES,
+    INACTION,
+    FlawConfig,
+    PlantingAgent,
+    Steps,
+    appears_in,
+    inaction_variants,
+    not_acting,
+)
+from pipeline.agents import unit as _unit
+from pipeline.dataset import Task
 from pipeline.domains.telecom.oracle import TelecomOracle, TelecomOracleEpisode
-from pipeline.grading.dual_control import PARENT
-from pipeline.rollout.protocols import EpisodeInfo
+from pipeline.grading import PARENT
+from pipeline.rollout import EpisodeInfo
 
 __all__ = ["DUAL_CONTROL_MODES", "FlawConfig", "TelecomFlawedAgent", "plan"]
 PLANTED = ("plan_adherence", "invention", INACTION, *DUAL_CONTROL_MODES)

@@ -16,9 +16,9 @@ from __future__ import annotations
 import json
 import re
 
-from pipeline.agents.scripted.script import ScriptedEpisode, Steps
+from pipeline.agents import ScriptedEpisode, Steps
 from pipeline.domains.telecom.tools import TODAY
-from pipeline.rollout.protocols import EpisodeInfo
+from pipeline.rollout import EpisodeInfo
 
 PHONE_RE = re.compile(r"\b\d{3}-\d{3}-\d{4}\b")
 ASK = {

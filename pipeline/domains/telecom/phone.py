@@ -23,8 +23,7 @@ from pipeline.domains.telecom.schema import (
     Surroundings,
     VpnDetails,
 )
-from pipeline.world.tables import Session
-from pipeline.world.tools import ToolError, ToolRegistry
+from pipeline.world import Session, ToolError, ToolRegistry
 
 Generation = Literal["2G", "3G", "4G", "5G"]
 

@@ -12,7 +12,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from pipeline.world.tables import Record
+from pipeline.world import Record
 
 LineStatus = Literal["Active", "Suspended", "Pending Activation", "Closed"]
 BillStatus = Literal["Draft", "Issued", "Awaiting Payment", "Paid", "Overdue", "Disputed"]

@@ -12,11 +12,11 @@ tasks that hold those faults under that issue.
 
 from __future__ import annotations
 
-from pipeline.authoring.selection_kit import SelectionKit
-from pipeline.dataset.task import Task
+from pipeline.authoring import SelectionKit
+from pipeline.dataset import Task
 from pipeline.domains.telecom.tasks import parse_id, training_pool
 from pipeline.errors import TaskError
-from pipeline.world.tables import World
+from pipeline.world import World
 
 
 class TelecomKit(SelectionKit):

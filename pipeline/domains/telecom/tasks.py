@@ -19,9 +19,9 @@ import re
 from functools import cache
 from pathlib import Path
 
-from pipeline.dataset.task import Task
+from pipeline.dataset import Task
 from pipeline.errors import TaskError
-from pipeline.world.tables import World, WorldLoadError
+from pipeline.world import World, WorldLoadError
 
 SPLIT_FILE = "split_tasks.json"
 _ID = re.compile(r"^\[(?P<issue>[^\]]+)\](?P<faults>[^\[]*)(?:\[PERSONA:(?P<persona>[^\]]*)\])?$")
@@ -56,7 +56,7 @@ def directory(world: World) -> Path:
 @cache
 def _load(path: Path, tasks_file: str) -> tuple[Task, ...]:
     from pipeline.domains.telecom.tau2 import Tau2Telecom
-    from pipeline.world.registry import resolve_domain
+    from pipeline.world import resolve_domain
 
     return tuple(Tau2Telecom(resolve_domain("telecom")).load(path, tasks_file)[1])
 

@@ -13,14 +13,14 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pipeline.dataset.assertions import known_assertions
+from pipeline.dataset import known_assertions
 from pipeline.dataset.task import Action, Evaluation, KnownInfo, Provenance, Scenario, Task, UserScript
 from pipeline.errors import TaskError
-from pipeline.grading.tau2_criteria import env_assertions, unsupported_criteria
-from pipeline.world.tables import World, WorldLoadError
+from pipeline.grading import env_assertions, unsupported_criteria
+from pipeline.world import World, WorldLoadError
 
 if TYPE_CHECKING:
-    from pipeline.world.domain import Domain
+    from pipeline.world import Domain
 
 _PHONE = re.compile(r"\b\d{3}-\d{3}-\d{4}\b")
 _NAME = re.compile(r"\bYou are\s+([A-Z][a-z]+)\s+([A-Z][a-z]+)\b")

@@ -16,8 +16,7 @@ from datetime import date, timedelta
 from pydantic import BaseModel
 
 from pipeline.domains.telecom.schema import Bill, Customer, Line, LineItem
-from pipeline.world.tables import Session, dump_record
-from pipeline.world.tools import ToolError, ToolRegistry
+from pipeline.world import Session, ToolError, ToolRegistry, dump_record
 
 TOOLS = ToolRegistry()
 SETUP = ToolRegistry()

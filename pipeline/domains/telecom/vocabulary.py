@@ -13,7 +13,7 @@ mobile data or roaming off, Data Saver on, a 2G or 3G network mode).
 
 from __future__ import annotations
 
-from pipeline.world.vocabulary import Vocabulary
+from pipeline.world import Vocabulary
 
 WORKFLOW_STEPS = {
     r"Airplane Mode: ON": "toggle_airplane_mode",

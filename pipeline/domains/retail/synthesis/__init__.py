@@ -1,6 +1,6 @@
 """Retail's synthesis kit (the retail domain's `synthesis()` capability) and its template names."""
 
-from pipeline.authoring.templates import PAIR, expand_cycle
+from pipeline.authoring import PAIR, expand_cycle
 from pipeline.domains.retail.synthesis.atomic import TEMPLATES
 from pipeline.domains.retail.synthesis.grounding import Ctx
 from pipeline.domains.retail.synthesis.kit import RETAIL_KIT, RetailKit

@@ -10,8 +10,8 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from pipeline.authoring.drafts import Draft, Want, act
-from pipeline.dataset.task import Request
+from pipeline.authoring import Draft, Want, act
+from pipeline.dataset import Request
 from pipeline.domains.retail.phrases import describe_item, describe_options, describe_payment, format_address
 from pipeline.domains.retail.schema import CANCEL_REASONS, User
 from pipeline.domains.retail.synthesis.grounding import BAD_REASONS, NOT_PENDING, Ctx, address_dict, draft, reason_said

@@ -10,8 +10,8 @@ import random
 from collections import Counter
 from typing import cast
 
-from pipeline.authoring.drafts import Draft
-from pipeline.dataset.task import Action, Request
+from pipeline.authoring import Draft
+from pipeline.dataset import Action, Request
 from pipeline.domains.retail.schema import Address, Order, Product, User
 from pipeline.domains.retail.state import RetailWorld
 

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from typing import cast
 
-from pipeline.authoring.drafts import Draft
-from pipeline.authoring.kit import SynthesisKit
-from pipeline.dataset.task import KnownInfo, OrderStatusCheck, Request, TaskCheck
+from pipeline.authoring import Draft, SynthesisKit
+from pipeline.dataset import KnownInfo, OrderStatusCheck, Request, TaskCheck
 from pipeline.domains.retail.schema import User
 from pipeline.domains.retail.state import RetailWorld
 from pipeline.domains.retail.synthesis.atomic import TEMPLATES
 from pipeline.domains.retail.synthesis.grounding import Ctx
 from pipeline.domains.retail.synthesis.taxonomy import TAXONOMY
-from pipeline.world.tables import Session, World
+from pipeline.world import Session, World
 
 NOTES = {
     "forgot_email": "You do not remember your email address; you can give your name and zip code.",

@@ -8,7 +8,7 @@ invented, a confirmed write can be skipped, a request the policy allows can be l
 
 from __future__ import annotations
 
-from pipeline.authoring.taxonomy import Taxonomy, TemplateSpec
+from pipeline.authoring import Taxonomy, TemplateSpec
 from pipeline.grading.modes import FAILURE_MODES
 
 ALL = tuple(FAILURE_MODES)
