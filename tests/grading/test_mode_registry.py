@@ -157,8 +157,13 @@ def test_tasks_are_synthesized_for_the_fourth_mode_when_it_is_weighted(spec):
 
 
 FLOW = """
-import dataclasses, json
-from pipeline.grading import modes
+import dataclasses, importlib.util, json, sys
+
+# the registry module on its own, with one more mode, in place before anything (grading's __init__ included) reads it
+spec = importlib.util.spec_from_file_location("pipeline.grading.modes", "pipeline/grading/modes.py")
+modes = importlib.util.module_from_spec(spec)
+sys.modules["pipeline.grading.modes"] = modes
+spec.loader.exec_module(modes)
 
 extra = modes.ModeSpec(name="test_mode", description="a mode for this test only", rules=("never",), priority=9,
                        planted="nothing", variants=("test_variant",), dials={"pushback": 0.5})
