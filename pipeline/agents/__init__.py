@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
 from pipeline.agents.registry import FromDomain, by_domain, checkpoint_digest, directory_digest, make_agent
@@ -20,6 +19,7 @@ from pipeline.agents.scripted.flaws import (
 from pipeline.agents.scripted.inaction import InactionEpisode, not_acting
 from pipeline.agents.scripted.phrases import ANYTHING_ELSE, TRANSFER, YES_NO, money
 from pipeline.agents.scripted.script import YES, ScriptedEpisode, Steps, appears_in, evidence
+from pipeline.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from pipeline.agents.backends.denormals import flushed_denormals
@@ -111,8 +111,4 @@ _LAZY = {
 }
 """Exports imported when first used: their modules need safetensors, scipy, tokenizers, …."""
 
-
-def __getattr__(name: str):
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(_LAZY[name]), name)
+__getattr__ = lazy_exports(__name__, _LAZY)

@@ -3,10 +3,10 @@ format."""
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
 from pipeline.endpoint.wire import call_from_openai, call_to_openai, message_from_openai, text_of, to_openai_messages
+from pipeline.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from pipeline.endpoint.client import ChatClient, EndpointConfig
@@ -24,8 +24,4 @@ __all__ = [
 _LAZY = {"ChatClient": "pipeline.endpoint.client", "EndpointConfig": "pipeline.endpoint.client"}
 """Exports imported when first used: their modules need openai."""
 
-
-def __getattr__(name: str):
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(_LAZY[name]), name)
+__getattr__ = lazy_exports(__name__, _LAZY)

@@ -3,7 +3,6 @@ judge; failure modes; task files validated against their world."""
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
 from pipeline.grading.dual_control import PARENT
@@ -18,6 +17,7 @@ from pipeline.grading.tau2_criteria import Tau2CriteriaError, apply_criteria, en
 from pipeline.grading.tau2_reward import VERDICTS, Tau2Config, VerdictName, tau2_reward
 from pipeline.grading.validate import check_tasks, validate_file
 from pipeline.grading.verdict import ComponentResult, FieldDiff, Verdict
+from pipeline.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from pipeline.grading.llm_judge import USAGE_NOTE, judge_usage, make_judge
@@ -65,8 +65,4 @@ _LAZY = {
 }
 """Exports imported when first used: their modules need openai."""
 
-
-def __getattr__(name: str):
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(_LAZY[name]), name)
+__getattr__ = lazy_exports(__name__, _LAZY)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from pipeline.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from pipeline.report.build import build_report
@@ -19,8 +20,4 @@ _LAZY = {
 }
 """Exports imported when first used: their modules need matplotlib."""
 
-
-def __getattr__(name: str):
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(_LAZY[name]), name)
+__getattr__ = lazy_exports(__name__, _LAZY)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
+from pipeline.lazy import lazy_exports
 from pipeline.tracking.bounds import TrackingUnavailableError, check_reachable, tracking_errors
 from pipeline.tracking.config import TrackingConfig, repo_root
 from pipeline.tracking.datasets import dataset_tags, log_datasets
@@ -56,8 +56,4 @@ __all__ = [
 _LAZY = {"log_trial_traces": "pipeline.tracking.traces"}
 """Exports imported when first used: their modules need openai."""
 
-
-def __getattr__(name: str):
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(_LAZY[name]), name)
+__getattr__ = lazy_exports(__name__, _LAZY)

@@ -3,9 +3,9 @@ beside its config; LoRA's one type."""
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
+from pipeline.lazy import lazy_exports
 from pipeline.train.grpo_config import GRPOConfig
 from pipeline.train.sft_config import INPUTS, SFTConfig
 
@@ -18,8 +18,4 @@ __all__ = ["GRPOConfig", "INPUTS", "SFTConfig", "run_grpo", "run_sft"]
 _LAZY = {"run_grpo": "pipeline.train.grpo", "run_sft": "pipeline.train.sft"}
 """Exports imported when first used: their modules need peft, safetensors, scipy, …."""
 
-
-def __getattr__(name: str):
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(_LAZY[name]), name)
+__getattr__ = lazy_exports(__name__, _LAZY)

@@ -1,14 +1,3 @@
-"""Training tests run tiny models: one torch thread is faster than two, and far faster when the cores are busy."""
+"""The embedded default's tests train tiny models too: one torch thread, as training's tests."""
 
-from __future__ import annotations
-
-import pytest
-import torch
-
-
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+from tests.train.conftest import one_torch_thread  # noqa: F401 (an autouse fixture, here for this folder too)

@@ -7,7 +7,7 @@ import torch
 
 
 @pytest.fixture(autouse=True)
-def _one_torch_thread():
+def one_torch_thread():
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     yield
