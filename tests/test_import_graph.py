@@ -175,3 +175,34 @@ def test_the_layer_check_sees_an_upward_import(tmp_path):
         f"world (layer 1) -> grading (layer 7): {fake}:2",
         f"world (layer 1) -> grading (layer 7): {fake}:2 (runs pipeline.grading's __init__)",
     ]
+
+
+def _exports(init: Path) -> dict[str, str]:
+    """Name → the module it comes from, for each name a package's `__init__` lists in `__all__`."""
+    tree = ast.parse(init.read_text(encoding="utf-8"))
+    listed: set[str] = set()
+    source: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and any(ast.unparse(t) == "__all__" for t in node.targets):
+            listed = set(ast.literal_eval(node.value))
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            source.update({a.asname or a.name: node.module for a in node.names})
+    return {name: source.get(name, "") for name in listed}
+
+
+def test_a_name_a_package_exports_is_imported_from_the_package():
+    """Across packages, what a package lists in `__all__` comes from the package, not from the module behind it."""
+    mods = modules()
+    exports = {name: _exports(path) for name, path in mods.items() if path.name == "__init__.py"}
+    past = []
+    for name, path in mods.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").count(".") >= 2):
+                continue
+            package = ".".join(node.module.split(".")[:2])
+            if _package(package) == _package(name) or package not in exports:
+                continue
+            named = sorted(a.name for a in node.names if exports[package].get(a.name) == node.module)
+            if named:
+                past.append(f"{path.relative_to(ROOT)}:{node.lineno}: {', '.join(named)} from {node.module}")
+    assert not past, "import these from their package:\n" + "\n".join(past)

@@ -12,8 +12,7 @@ from typing import Any
 
 from pipeline.authoring.drafts import Draft
 from pipeline.authoring.kit import Grounding, SynthesisKit, authenticate
-from pipeline.dataset import replay_actions
-from pipeline.dataset.task import (
+from pipeline.dataset import (
     Action,
     KnownInfo,
     Messes,
@@ -23,6 +22,7 @@ from pipeline.dataset.task import (
     Task,
     TaskCheck,
     UserScript,
+    replay_actions,
 )
 from pipeline.world import World, execute
 

@@ -12,7 +12,8 @@ import re
 from typing import Any
 
 from pipeline.explore.speech import speak, spoken, words
-from pipeline.users.phrasing import FORGOT, Phrasing
+from pipeline.users import FORGOT
+from pipeline.users.phrasing import Phrasing
 from pipeline.world import ToolRegistry
 
 

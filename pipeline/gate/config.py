@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from pipeline.grading import Tau2Config, VerdictName
-from pipeline.grading.modes import FAILURE_MODES, LOOP_MODES
+from pipeline.grading import LOOP_MODES, Tau2Config, VerdictName
+from pipeline.grading.modes import FAILURE_MODES
 from pipeline.rollout import Limits
 
 PASS_AT_1 = "pass@1"

@@ -29,8 +29,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pipeline.agents import make_agent
-from pipeline.dataset import read_tasks
-from pipeline.dataset.provenance import PROVENANCE_FILE, Provenance, provenance_text
+from pipeline.dataset import PROVENANCE_FILE, provenance_text, read_tasks
+from pipeline.dataset.provenance import Provenance
 from pipeline.grading import VerdictName, analyze, check_tasks
 from pipeline.measure.config import MeasureConfig
 from pipeline.metrics import (

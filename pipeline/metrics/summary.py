@@ -11,7 +11,8 @@ from collections.abc import Sequence
 
 from pydantic import Field, model_serializer
 
-from pipeline.grading.failure_modes import FAILURE_MODES, SIGNATURES, FailureAnalysis
+from pipeline.grading import SIGNATURES, FailureAnalysis
+from pipeline.grading.failure_modes import FAILURE_MODES
 from pipeline.metrics.aggregate import count_outcomes, mean_pass_at_k, mean_pass_hat_k, per_task_pass_hat_k
 from pipeline.metrics.buckets import bucket_shares
 from pipeline.metrics.cost import CostSummary, cost_summary

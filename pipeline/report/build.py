@@ -14,7 +14,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pipeline.dataset import ProvenanceError, check_provenance, read_tasks
-from pipeline.grading.failure_modes import FAILURE_MODES, SIGNATURES
+from pipeline.grading import SIGNATURES
+from pipeline.grading.failure_modes import FAILURE_MODES
 from pipeline.metrics import BUCKETS, DIFF_KINDS, IterationHeadline, MeasureSummary, bucket_of, pp
 from pipeline.report import plots
 from pipeline.report.conversation import render_flip

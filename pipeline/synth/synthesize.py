@@ -34,15 +34,16 @@ from pipeline.authoring import (
 )
 from pipeline.authoring import EvalWorldError as EvalWorldError
 from pipeline.authoring import held_out as held
-from pipeline.dataset import Task, write_tasks
-from pipeline.dataset.provenance import (
+from pipeline.dataset import (
     PROVENANCE_FILE,
-    Provenance,
     ProvenanceError,
+    Task,
     check_record,
     file_sha256,
     provenance_text,
+    write_tasks,
 )
+from pipeline.dataset.provenance import Provenance
 from pipeline.errors import InputError
 from pipeline.grading.modes import FAILURE_MODES
 from pipeline.outputs import staged_folder

@@ -8,7 +8,8 @@ from typing import Annotated
 from pydantic import Field, field_validator
 
 from pipeline.authoring import DIALS
-from pipeline.grading.modes import BY_NAME, FAILURE_MODES, LOOP_MODES
+from pipeline.grading import BY_NAME, LOOP_MODES
+from pipeline.grading.modes import FAILURE_MODES
 from pipeline.strict import Strict
 
 __all__ = ["DEFAULT_DIALS", "TargetConfig"]

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from pydantic import Field, ValidationError
 
-from pipeline.dataset.provenance import Provenance, ProvenanceError, check_provenance, file_sha256
+from pipeline.dataset import ProvenanceError, check_provenance, file_sha256
+from pipeline.dataset.provenance import Provenance
 from pipeline.errors import InputError
 from pipeline.grading.modes import FAILURE_MODES
 from pipeline.strict import Strict

@@ -15,8 +15,8 @@ import logging
 from typing import Any
 
 from pipeline.dataset import UserScript
-from pipeline.endpoint import text_of
-from pipeline.endpoint.client import ChatClient, ContextLengthError, EndpointConfig
+from pipeline.endpoint import ChatClient, EndpointConfig, text_of
+from pipeline.endpoint.client import ContextLengthError
 from pipeline.rollout import STOP_TOKEN, EpisodeInfo, InfrastructureError, Message, UserReply, persona_for
 
 log = logging.getLogger(__name__)

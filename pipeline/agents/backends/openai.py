@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pipeline.endpoint import message_from_openai, to_openai_messages
-from pipeline.endpoint.client import ChatClient, ContextLengthError, EndpointConfig
+from pipeline.endpoint import ChatClient, EndpointConfig, message_from_openai, to_openai_messages
+from pipeline.endpoint.client import ContextLengthError
 from pipeline.rollout import EpisodeInfo, Message, Usage
 
 log = logging.getLogger(__name__)

@@ -16,7 +16,8 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from pipeline.grading.modes import BY_NAME, DUAL_CONTROL, FAILURE_MODES
+from pipeline.grading import BY_NAME, DUAL_CONTROL
+from pipeline.grading.modes import FAILURE_MODES
 
 MODES: tuple[str, ...] = FAILURE_MODES
 """The modes a flawed agent may plant, in planting order (the registry's)."""

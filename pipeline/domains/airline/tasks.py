@@ -13,8 +13,7 @@ import random
 from collections import Counter
 from dataclasses import dataclass, field
 
-from pipeline.dataset import replay_actions
-from pipeline.dataset.task import Action, KnownInfo, Messes, NoWritesCheck, Provenance, Task, UserScript
+from pipeline.dataset import Action, KnownInfo, Messes, NoWritesCheck, Provenance, Task, UserScript, replay_actions
 from pipeline.domains.airline.grounding import Ctx, Draft, act
 from pipeline.domains.airline.templates import TEMPLATES
 from pipeline.domains.airline.vocabulary import VOCABULARY

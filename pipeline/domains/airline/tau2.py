@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from pipeline.dataset.task import Action, Evaluation, KnownInfo, Provenance, Scenario, Task, UserScript
+from pipeline.dataset import Action, Evaluation, KnownInfo, Provenance, Scenario, Task, UserScript
 from pipeline.errors import TaskError
 from pipeline.grading import unsupported_criteria
 from pipeline.world import World, WorldLoadError

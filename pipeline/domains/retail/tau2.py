@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from pipeline.dataset import replay_gold
-from pipeline.dataset.task import Action, Evaluation, KnownInfo, Messes, Provenance, Scenario, Task, UserScript
+from pipeline.dataset import Action, Evaluation, KnownInfo, Messes, Provenance, Scenario, Task, UserScript, replay_gold
 from pipeline.domains.retail.state import RetailWorld, WorldLoadError
 from pipeline.errors import TaskError
 from pipeline.grading import unsupported_criteria

@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from pipeline.users.phrasing import FORGOT, Phrasing
+from pipeline.users import FORGOT
+from pipeline.users.phrasing import Phrasing
 
 if TYPE_CHECKING:
     from pipeline.dataset import Request

@@ -13,8 +13,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pipeline.dataset import known_assertions
-from pipeline.dataset.task import Action, Evaluation, KnownInfo, Provenance, Scenario, Task, UserScript
+from pipeline.dataset import Action, Evaluation, KnownInfo, Provenance, Scenario, Task, UserScript, known_assertions
 from pipeline.errors import TaskError
 from pipeline.grading import env_assertions, unsupported_criteria
 from pipeline.world import World, WorldLoadError
