@@ -17,6 +17,7 @@ customer's explicit confirmation), so a driver that wants the strict verdict say
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
@@ -26,10 +27,21 @@ from pipeline.dataset import Task, start_session, user_state
 from pipeline.errors import InputError
 from pipeline.grading import Judge, Tau2Config, Verdict, grade
 from pipeline.rollout import CustomerCall, Limits, Message, ToolCall, Trajectory, not_run_message, run_tool_call
-from pipeline.world import Domain, Session, World, domain_spec, dump_record, load_world, resolve_domain
+from pipeline.world import (
+    Domain,
+    Session,
+    World,
+    domain_spec,
+    dump_record,
+    filter_field_problem,
+    load_world,
+    resolve_domain,
+)
 
 Side = Literal["assistant", "user"]
 SIDES: tuple[str, ...] = ("assistant", "user")
+CALL_FIELDS: tuple[str, ...] = ("name", "arguments", "id", "raw_arguments")
+"""The fields a call given as a mapping may have."""
 DRIVER = "environment"
 """The agent and user names a facade-driven trajectory records."""
 
@@ -93,14 +105,19 @@ class Environment:
         tau2: Tau2Config | None = None,
         verdict: Literal["strict", "tau2"] = "strict",
     ) -> None:
+        _expect("domain", domain, (str, Domain), "a domain name, module:attribute or a Domain")
+        _expect("world", world, (str, World), "a World or a world reference (a directory, a db.json, a name)")
+        _expect("task", task, (Task, type(None)), "a Task or None")
+        _expect("limits", limits, (Limits, type(None)), "a Limits or None")
+        _expect("judge", judge, (Judge, type(None)), "a Judge (with a judge(task, trajectory) method) or None")
+        _expect("tau2", tau2, (Tau2Config, type(None)), "a Tau2Config or None")
+        _one_of("verdict", verdict, ("strict", "tau2"))
         self.domain = resolve_domain(domain) if isinstance(domain, str) else domain
         self.world = load_world(world, domain_spec(self.domain)) if isinstance(world, str) else world
         if self.world.domain.name != self.domain.name:
             raise EnvironmentUsageError(
                 f"world {self.world.name!r} belongs to domain {self.world.domain.name!r}, not {self.domain.name!r}"
             )
-        if verdict not in ("strict", "tau2"):
-            raise EnvironmentUsageError(f"verdict {verdict!r}: expected 'strict' or 'tau2'")
         self.limits, self.judge, self.tau2, self.verdict_kind = limits or Limits(), judge, tau2, verdict
         self.task: Task | None = None
         self.session: Session | None = None
@@ -129,6 +146,8 @@ class Environment:
 
         `authenticated_user_id` is whom the session starts authenticated as: None, as in measure, leaves it to the
         agent's identity tool; the task's `customer_user_id` replays as its gold actions are replayed."""
+        _expect("task", task, Task, "a Task")
+        _expect("authenticated_user_id", authenticated_user_id, (str, type(None)), "a user id (a string) or None")
         if task.world != self.world.name:
             raise EnvironmentUsageError(
                 f"task {task.id!r}: field world is {task.world!r}, but this environment serves {self.world.name!r}"
@@ -151,8 +170,7 @@ class Environment:
 
         `call` is a ToolCall or a mapping with `name` and `arguments` (and optionally `id`)."""
         session, trajectory = self._started("run")
-        if side not in SIDES:
-            raise EnvironmentUsageError(f"side {side!r}: expected one of {', '.join(SIDES)}")
+        _one_of("side", side, SIDES)
         call = self._tool_call(call, len(trajectory.messages) + len(trajectory.customer_calls))
         if side == "user":
             result = run_tool_call(session, call, requestor="user")
@@ -181,6 +199,7 @@ class Environment:
     def query_data(self, table: str, filters: Mapping[str, Any] | Callable[[Any], bool] | None = None) -> list[dict]:
         """The records of `table` matching `filters` ({dotted.field: value}, all must hold, or a predicate on the
         record), in key order, as τ²-bench JSON: as the session sees them now, or the base world before `init`."""
+        _expect("table", table, str, "a table name (a string)")
         if table not in self.world.table_names:
             raise EnvironmentUsageError(f"unknown table {table!r}; tables are {', '.join(self.world.table_names)}")
         if filters is None:
@@ -189,9 +208,13 @@ class Environment:
             match = filters
         elif isinstance(filters, Mapping):
             wanted = dict(filters)
+            record_type = {**self.domain.tables, **self.domain.user_tables}.get(table)
+            for path in wanted:
+                if record_type is not None and (problem := filter_field_problem(table, record_type, path)):
+                    raise EnvironmentUsageError(problem)
             match = lambda record: all(_field(record, k) == v for k, v in wanted.items())  # noqa: E731
         else:
-            raise EnvironmentUsageError(f"filters: expected a mapping or a predicate, got {type(filters).__name__}")
+            _expect("filters", filters, Mapping, "a mapping {dotted.field: value}, a predicate or None")
         if self.session is None:
             records = self.world.table(table)
             found = [records[key] for key in sorted(records)]
@@ -224,8 +247,8 @@ class Environment:
     def say(self, text: str, side: Side = "assistant") -> None:
         """A message of the conversation: the agent's words ('assistant') or the customer's ('user')."""
         _, trajectory = self._started("say")
-        if side not in SIDES:
-            raise EnvironmentUsageError(f"side {side!r}: expected one of {', '.join(SIDES)}")
+        _expect("text", text, str, "a string")
+        _one_of("side", side, SIDES)
         trajectory.messages.append(Message(role=side, content=text))
 
     # ---- internals ----------------------------------------------------------------------------------------------
@@ -238,17 +261,44 @@ class Environment:
     def _tool_call(call: ToolCall | Mapping[str, Any], n: int) -> ToolCall:
         if isinstance(call, ToolCall):
             return call
-        if not isinstance(call, Mapping) or not isinstance(call.get("name"), str):
-            raise EnvironmentUsageError(f"call: expected a ToolCall or a mapping with a string 'name', got {call!r}")
+        _expect("call", call, Mapping, "a ToolCall or a mapping with a string 'name'")
+        if unknown := sorted(map(str, set(call) - set(CALL_FIELDS))):
+            raise EnvironmentUsageError(
+                f"call: unknown field {', '.join(map(repr, unknown))}; a call's fields are {', '.join(CALL_FIELDS)}"
+            )
+        _expect("call's name", call.get("name"), str, "a tool name (a string)")
         arguments = call.get("arguments", {})
         if arguments is not None and not isinstance(arguments, Mapping):
             raise EnvironmentUsageError(f"call {call['name']!r}: field arguments must be an object, got {arguments!r}")
+        if arguments is not None and (bad := [k for k in arguments if not isinstance(k, str)]):
+            raise EnvironmentUsageError(
+                f"call {call['name']!r}: field arguments has a key that is not a string: {bad[0]!r}"
+            )
+        _expect("call's id", call.get("id"), (str, type(None)), "a string or None")
+        _expect("call's raw_arguments", call.get("raw_arguments"), (str, type(None)), "a string or None")
         return ToolCall(
             id=str(call.get("id") or f"call-{n}"),
             name=call["name"],
             arguments=dict(arguments) if arguments is not None else None,
             raw_arguments=call.get("raw_arguments"),
         )
+
+
+def _expect(name: str, value: Any, kinds: type | tuple[type, ...], what: str) -> None:
+    """The one check at the facade's boundary: `value`, the argument `name`, is one of `kinds`, else a one-line
+    EnvironmentUsageError naming the argument, what it expects and what it got."""
+    if not isinstance(value, kinds) or (isinstance(value, str) and not value and kinds is not str):
+        raise EnvironmentUsageError(f"argument {name}: expected {what}, got {_shown(value)}")
+
+
+def _one_of(name: str, value: Any, allowed: tuple[str, ...]) -> None:
+    if not isinstance(value, str) or value not in allowed:
+        raise EnvironmentUsageError(f"{name} {_shown(value)}: expected one of {', '.join(map(repr, allowed))}")
+
+
+def _shown(value: Any) -> str:
+    """A value in a one-line message: its type and a short repr."""
+    return f"{type(value).__name__} {reprlib.repr(value)}" if not isinstance(value, str) else reprlib.repr(value)
 
 
 def _field(record: Any, path: str) -> Any:

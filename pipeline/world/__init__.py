@@ -4,7 +4,16 @@ boundary a world's domain is reached through."""
 from pipeline.world.arith import ExpressionError, evaluate
 from pipeline.world.domain import Domain, Invariant, StaticInput
 from pipeline.world.registry import DEFAULT_DOMAIN, domain_of_directory, domain_spec, load_world, resolve_domain
-from pipeline.world.tables import Record, Session, ToolEvent, World, WorldLoadError, dump_full, dump_record
+from pipeline.world.tables import (
+    Record,
+    Session,
+    ToolEvent,
+    World,
+    WorldLoadError,
+    dump_full,
+    dump_record,
+    filter_field_problem,
+)
 from pipeline.world.tools import ToolError, ToolRegistry, execute, synchronise
 from pipeline.world.vocabulary import EMPTY, Vocabulary
 
@@ -28,6 +37,7 @@ __all__ = [
     "dump_full",
     "dump_record",
     "evaluate",
+    "filter_field_problem",
     "execute",
     "load_world",
     "resolve_domain",

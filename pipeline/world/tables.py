@@ -12,7 +12,8 @@ import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from types import UnionType
+from typing import TYPE_CHECKING, Any, Union, cast, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict
 
@@ -140,11 +141,50 @@ class World:
             match = where
         else:
             filters = dict(where)
+            record_type = {**self.domain.tables, **self.domain.user_tables}.get(table)
+            for path in filters:
+                if record_type is not None and (problem := filter_field_problem(table, record_type, path)):
+                    raise RecordError(problem)
             match = lambda r: all(_dotted(r, k) == v for k, v in filters.items())  # noqa: E731
         return [records[k] for k in sorted(records) if match(records[k])]
 
     def session(self, authenticated_user_id: str | None = None) -> Session:
         return Session(self, authenticated_user_id=authenticated_user_id)
+
+
+def filter_field_problem(table: str, record_type: type[BaseModel], path: Any) -> str | None:
+    """What is wrong with `path` as a {dotted.field: value} filter on `table`'s records, or None: every part must
+    be a field its record type has (a dict's part is any key, then its values' fields); nothing is read past a
+    list or a plain value. A filter on a field the records lack would match nothing or, compared with None, all."""
+    if not isinstance(path, str) or not path:
+        return f"filter field {path!r} on table {table!r}: expected a non-empty string (a field or dotted.field)"
+    annotation: Any = record_type
+    for depth, part in enumerate(path.split(".")):
+        annotation = _one_type(annotation)
+        where = ".".join(path.split(".")[:depth]) or None
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            if part not in annotation.model_fields:
+                fields = ", ".join(annotation.model_fields)
+                inside = f"field {where!r} of " if where else ""
+                return f"filter field {path!r}: {inside}table {table!r} has no field {part!r}; its fields are {fields}"
+            annotation = annotation.model_fields[part].annotation
+        elif get_origin(annotation) in (dict, Mapping):
+            args = get_args(annotation)
+            annotation = args[1] if len(args) == 2 else Any
+        elif annotation is Any:
+            return None
+        else:
+            kind = getattr(get_origin(annotation) or annotation, "__name__", str(annotation))
+            return f"filter field {path!r} on table {table!r}: {where!r} is a {kind}; a filter reads nothing inside it"
+    return None
+
+
+def _one_type(annotation: Any) -> Any:
+    """An optional field's type without its None; a union of several other types reads as Any."""
+    if get_origin(annotation) in (Union, UnionType):
+        others = [a for a in get_args(annotation) if a is not type(None)]
+        return others[0] if len(others) == 1 else Any
+    return annotation
 
 
 def _dotted(record: Any, path: str) -> Any:

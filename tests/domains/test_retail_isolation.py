@@ -120,6 +120,8 @@ def test_query_by_predicate_and_by_dotted_filter(tau2_world):
     assert tau2_world.query("orders", {"status": "no such status"}) == []
     with pytest.raises(KeyError, match="unknown table"):
         tau2_world.query("customers")
+    with pytest.raises(KeyError, match="table 'orders' has no field 'no_such_field'; its fields are order_id"):
+        tau2_world.query("orders", {"no_such_field": None})  # not every order, as a missing field read as None was
 
 
 def test_query_sees_the_base_world_not_sessions(tau2_world):

@@ -200,3 +200,101 @@ def test_the_tool_budget_is_measures(loaded):
 
 def test_the_facade_names_no_domain():
     assert _domain_imports([ROOT / "pipeline" / "environment" / "memory.py"]) == []
+
+
+@pytest.fixture(scope="module")
+def retail() -> tuple[Environment, list[Task]]:
+    from tests.needs import need_tau2
+
+    path = need_tau2("retail")
+    _, tasks = resolve_domain("retail").require("tau2_importer").load(path)
+    return Environment("retail", str(path)), tasks
+
+
+def _started(env: Environment, tasks: list[Task]) -> Environment:
+    fresh = Environment(env.domain, env.world)
+    fresh.init(tasks[0])
+    return fresh
+
+
+# (what is given, the call on a facade (a fresh one, or one started with `_started`), what the one line names)
+BAD_ARGUMENTS = [
+    ("a domain that is a number", lambda env, tasks: Environment(123, env.world), "argument domain: .* got int 123"),
+    ("no world", lambda env, tasks: Environment("retail", None), "argument world: .* got NoneType None"),
+    ("an empty world name", lambda env, tasks: Environment("retail", ""), "argument world: .* got ''"),
+    ("a task that is a name", lambda env, tasks: Environment("retail", env.world, "0"), "argument task: .* got '0'"),
+    ("limits as a dict", lambda env, tasks: Environment(env.domain, env.world, limits={}), "argument limits"),
+    ("a judge without judge()", lambda env, tasks: Environment(env.domain, env.world, judge="x"), "argument judge"),
+    ("tau2 as a string", lambda env, tasks: Environment(env.domain, env.world, tau2="x"), "argument tau2"),
+    ("no verdict", lambda env, tasks: Environment(env.domain, env.world, verdict=None), "verdict NoneType None"),
+    ("init(None)", lambda env, tasks: Environment(env.domain, env.world).init(None), "argument task: .* None"),
+    ("init(a dict)", lambda env, tasks: Environment(env.domain, env.world).init({"id": "0"}), "argument task: .* dict"),
+    (
+        "a user id that is a number",
+        lambda env, tasks: Environment(env.domain, env.world).init(tasks[0], authenticated_user_id=7),
+        "argument authenticated_user_id: .* got int 7",
+    ),
+    ("state() before init", lambda env, tasks: Environment(env.domain, env.world).state(), r"state\(\) before init"),
+    ("reward() before init", lambda env, tasks: Environment(env.domain, env.world).reward(), r"reward\(\) before init"),
+    ("say() before init", lambda env, tasks: Environment(env.domain, env.world).say("hi"), r"say\(\) before init"),
+    ("a table that is None", lambda env, tasks: env.query_data(None), "argument table: .* got NoneType None"),
+    ("a table in a list", lambda env, tasks: env.query_data(["orders"]), "argument table: .* got list"),
+    ("an unknown table", lambda env, tasks: env.query_data("shoes"), "unknown table 'shoes'; tables are products"),
+    ("filters as a list", lambda env, tasks: env.query_data("orders", [1]), "argument filters: .* got list"),
+    (
+        "a filter on a field orders lack",
+        lambda env, tasks: env.query_data("orders", {"no_such_field": None}),
+        "filter field 'no_such_field': table 'orders' has no field 'no_such_field'; its fields are order_id, user_id",
+    ),
+    (
+        "a filter on a nested field addresses lack",
+        lambda env, tasks: env.query_data("orders", {"address.planet": "Mars"}),
+        "field 'address' of table 'orders' has no field 'planet'; its fields are address1",
+    ),
+    (
+        "a filter inside a list",
+        lambda env, tasks: env.query_data("orders", {"items.name": "Lamp"}),
+        "'items' is a list; a filter reads nothing inside it",
+    ),
+    ("a filter field that is a number", lambda env, tasks: env.query_data("orders", {1: 2}), "filter field 1"),
+    ("say(a dict)", lambda env, tasks: _started(env, tasks).say({"a": 1}), "argument text: .* got dict"),
+    ("say() as a customer", lambda env, tasks: _started(env, tasks).say("hi", "customer"), "side 'customer'"),
+    ("run(None)", lambda env, tasks: _started(env, tasks).run(None), "argument call: .* got NoneType None"),
+    ("run() on no side", lambda env, tasks: _started(env, tasks).run({"name": "x"}, None), "side NoneType None"),
+    ("a call without a name", lambda env, tasks: _started(env, tasks).run({"arguments": {}}), "argument call's name"),
+    (
+        "a call with a misspelt field",
+        lambda env, tasks: _started(env, tasks).run({"name": "x", "argumnts": {}}),
+        "call: unknown field 'argumnts'; a call's fields are name, arguments, id, raw_arguments",
+    ),
+    ("a call id in a list", lambda env, tasks: _started(env, tasks).run({"name": "x", "id": [1]}), "call's id"),
+    (
+        "an argument name that is a number",
+        lambda env, tasks: _started(env, tasks).run({"name": "x", "arguments": {1: 2}}),
+        "field arguments has a key that is not a string: 1",
+    ),
+    (
+        "raw arguments that are a number",
+        lambda env, tasks: _started(env, tasks).run({"name": "x", "raw_arguments": 5}),
+        "argument call's raw_arguments",
+    ),
+]
+
+
+@pytest.mark.parametrize(("given", "call", "named"), BAD_ARGUMENTS, ids=[case[0] for case in BAD_ARGUMENTS])
+def test_every_argument_is_checked_at_the_boundary_in_one_line(retail, given, call, named):
+    env, tasks = retail
+    with pytest.raises(EnvironmentUsageError, match=named) as raised:
+        call(env, tasks)
+    assert "\n" not in str(raised.value)
+
+
+def test_a_filter_on_fields_the_records_have_still_reads(retail):
+    env, _ = retail
+    orders = env.query_data("orders")
+    city = orders[0]["address"]["city"]
+    assert env.query_data("orders", {"address.city": city}) == [o for o in orders if o["address"]["city"] == city]
+    users = env.query_data("users")
+    key, method = next(iter(users[0]["payment_methods"].items()))  # a dict's part is any key, then its values' fields
+    assert users[0] in env.query_data("users", {f"payment_methods.{key}.source": method["source"]})
+    assert env.query_data("orders", {"cancel_reason": None}) == [o for o in orders if "cancel_reason" not in o]
