@@ -4,6 +4,7 @@ SmolLM2 GGUF becomes a plain transformers directory whose model computes what tr
 from __future__ import annotations
 
 import json
+import struct
 
 import numpy as np
 import pytest
@@ -89,3 +90,33 @@ def test_smollm2_imports_as_a_plain_directory_that_computes_what_the_gguf_does(t
         got = model.float()(ids).logits[0, -1]
     assert int(got.argmax()) == int(want.argmax())
     assert torch.allclose(got, want, atol=0.5), float((got - want).abs().max())  # bf16 weights vs fp32
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"GGUF",  # the magic alone
+        b"GGUF" + struct.pack("<I", 3),  # a version and nothing after it
+        b"GGUF" + struct.pack("<IQQ", 3, 1, 1) + bytes(range(64)),  # counts whose tensors and fields are garbage
+        b"GGUF" + struct.pack("<IQQ", 3, 0, 2) + b"\xff" * 40,  # a field whose key length runs past the end
+    ],
+    ids=["magic-only", "version-only", "garbage-tables", "overlong-key"],
+)
+def test_a_malformed_gguf_is_refused_in_one_line_naming_it(tmp_path, body):
+    path = tmp_path / "m.gguf"
+    path.write_bytes(body)
+    with pytest.raises(GGUFImportError) as err:
+        import_gguf(path, tmp_path / "out")
+    assert str(err.value).startswith(f"{path}: not a readable GGUF file") and "\n" not in str(err.value)
+    assert not (tmp_path / "out").exists()
+    result = CliRunner().invoke(app, ["model", "import", str(path), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2 and "not a readable GGUF file" in result.output and result.exception is not None
+
+
+def test_an_unknown_format_is_refused_before_the_gguf_is_read_or_out_written(tmp_path):
+    path = _write_gguf(tmp_path / "m.gguf", "llama", np.zeros((4, 4), np.float32))
+    result = CliRunner().invoke(
+        app, ["model", "import", str(path), "--out", str(tmp_path / "out"), "--format", "no_such_format"]
+    )
+    assert result.exit_code == 2 and "unknown chat format 'no_such_format'" in result.output
+    assert not (tmp_path / "out").exists()

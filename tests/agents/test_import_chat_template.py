@@ -57,3 +57,23 @@ def test_a_refused_import_leaves_the_tokenizer_as_it_was(tmp_path):
     result = CliRunner().invoke(app, ["model", "import", str(model), "--chat-template", str(tmp_path / "gemma3.jinja")])
     assert result.exit_code == 2 and "exists" in result.output
     assert AutoTokenizer.from_pretrained(str(model)).chat_template is None
+
+
+def _files(path):
+    return {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(path.iterdir()) if p.is_file()}
+
+
+def test_every_option_is_checked_before_any_file_is_written(tmp_path):
+    model = without_template(build_checkpoint(FAMILIES["gemma3"], tmp_path / "base", corpus()))
+    (tmp_path / "gemma3.jinja").write_text(template("gemma3"))
+    before = _files(model)
+    runner = CliRunner()
+    for extra in ([], ["--chat-template", str(tmp_path / "gemma3.jinja")], ["--force"]):
+        result = runner.invoke(app, ["model", "import", str(model), "--format", "no_such_format", *extra])
+        assert result.exit_code == 2 and "unknown chat format 'no_such_format'" in result.output, extra
+        assert _files(model) == before, extra  # tokenizer_config.json and the template file untouched
+    # a known format the tokenizer cannot carry (agentloop's codec tokens): refused before the template is saved
+    result = runner.invoke(
+        app, ["model", "import", str(model), "--format", "agentloop", "--chat-template", str(tmp_path / "gemma3.jinja")]
+    )
+    assert result.exit_code == 2 and "\n" not in result.output.strip() and _files(model) == before

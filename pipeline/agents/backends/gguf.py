@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import logging
+import struct
 import time
 from collections import Counter
 from pathlib import Path
@@ -77,30 +78,43 @@ def dequantizable() -> set[str]:
     return names
 
 
+MALFORMED = (ValueError, OSError, KeyError, IndexError, TypeError, OverflowError, EOFError, MemoryError, struct.error)
+"""What the `gguf` reader (numpy views over the file) and transformers' GGUF loader raise on a truncated file or
+garbage after a valid magic: an index past an empty array, a struct that does not unpack, a count too large."""
+
+
+def _said(exc: BaseException) -> str:
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
 def check_gguf(path: Path) -> dict[str, Any]:
-    """Architecture and tensor types of a GGUF file; GGUFImportError when transformers cannot read it."""
+    """Architecture and tensor types of a GGUF file; GGUFImportError when transformers cannot read it (a file
+    whose header, fields or tensor table do not parse is refused in one line naming it)."""
     from gguf import GGUFReader
     from transformers.modeling_gguf_pytorch_utils import GGUF_SUPPORTED_ARCHITECTURES
 
     try:
         reader = GGUFReader(str(path))
-    except (ValueError, OSError, KeyError) as exc:
-        raise GGUFImportError(f"{path}: not a readable GGUF file ({exc})") from None
-    field = reader.fields.get("general.architecture")
-    if field is None:
+        field = reader.fields.get("general.architecture")
+        arch = str(field.contents()) if field is not None else None
+        tensors = [(t.name, t.tensor_type.name) for t in reader.tensors]
+        name = reader.fields.get("general.name")
+        title = str(name.contents()) if name is not None else None
+    except MALFORMED as exc:
+        raise GGUFImportError(f"{path}: not a readable GGUF file, truncated or malformed ({_said(exc)})") from None
+    if arch is None:
         raise GGUFImportError(f"{path}: the GGUF file names no architecture (general.architecture)")
-    arch = str(field.contents())
     if arch not in GGUF_SUPPORTED_ARCHITECTURES or arch in ("general", "tokenizer"):
         known = ", ".join(a for a in GGUF_SUPPORTED_ARCHITECTURES if a not in ("general", "tokenizer"))
         raise GGUFImportError(f"{path}: unsupported GGUF architecture {arch!r} (transformers reads: {known})")
-    types = Counter(t.tensor_type.name for t in reader.tensors)
+    types = Counter(kind for _, kind in tensors)
     bad = sorted(set(types) - dequantizable())
     if bad:
-        example = {b: next(t.name for t in reader.tensors if t.tensor_type.name == b) for b in bad}
+        example = {b: next(n for n, kind in tensors if kind == b) for b in bad}
         which = ", ".join(f"{b} ({types[b]} tensors, e.g. {example[b]})" for b in bad)
         raise GGUFImportError(f"{path}: unsupported GGUF quantization {which}")
-    name = reader.fields.get("general.name")
-    return {"architecture": arch, "tensor_types": dict(types), "name": str(name.contents()) if name else None}
+    return {"architecture": arch, "tensor_types": dict(types), "name": title}
 
 
 def _sha256(path: Path) -> str:
@@ -126,10 +140,13 @@ def import_gguf(
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
-    from pipeline.agents.backends.loading import import_model
+    from pipeline.agents.backends.loading import format_of, import_model
+    from pipeline.formats import get_format
 
     if dtype not in GGUF_DTYPES:
         raise GGUFImportError(f"dtype {dtype!r}: expected one of {', '.join(GGUF_DTYPES)}")
+    if chat_format is not None:
+        get_format(chat_format)  # an unknown name is refused before the file is read or `out` is written
     path = find_gguf(source)
     out = Path(out)
     if out.exists() and any(out.iterdir()) and not force:
@@ -141,9 +158,8 @@ def import_gguf(
         config = AutoConfig.from_pretrained(where, gguf_file=name, local_files_only=True)
         tokenizer = AutoTokenizer.from_pretrained(where, gguf_file=name, local_files_only=True)
         loaded = AutoModelForCausalLM.from_pretrained(where, gguf_file=name, dtype=torch.float32, local_files_only=True)
-    except (ValueError, NotImplementedError, KeyError) as exc:  # what the pre-check could not foresee
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise GGUFImportError(f"{path}: transformers cannot read this GGUF file: {first}") from None
+    except (NotImplementedError, *MALFORMED) as exc:  # what the pre-check could not foresee
+        raise GGUFImportError(f"{path}: transformers cannot read this GGUF file: {_said(exc)}") from None
     config.dtype = getattr(torch, dtype)
     if getattr(config, "quantization_config", None) is not None:
         del config.quantization_config
@@ -154,6 +170,9 @@ def import_gguf(
         raise GGUFImportError(
             f"{path}: the dequantized weights do not fit {type(model).__name__}: {missing or unexpected}"
         )
+    if chat_template is not None:
+        tokenizer.chat_template = chat_template
+    format_of(tokenizer, chat_format)  # checked against the tokenizer as it will be saved, before `out` is written
     if loaded.generation_config is not None:
         model.generation_config = loaded.generation_config
     del loaded

@@ -69,8 +69,20 @@ def unreadable(path: Path) -> Iterator[None]:
         raise InputError(f"{path}: transformers cannot read this checkpoint: {first}") from exc
 
 
-def describe(path: str | Path, chat_format: str | None = None) -> tuple[CheckpointMeta, ChatFormat, Any]:
-    """The metadata of an outside checkpoint (its tokenizer and config only, no weights), its format, tokenizer."""
+def format_of(tokenizer: Any, chat_format: str | None = None) -> tuple[str, ChatFormat]:
+    """The format `chat_format` names (else the one the tokenizer's chat template calls for), checked against the
+    tokenizer: ChatFormatError naming the format when it is unknown or the tokenizer cannot carry it."""
+    name = chat_format or detect_format(tokenizer)
+    fmt = get_format(name)
+    fmt.check_tokenizer(tokenizer)
+    return name, fmt
+
+
+def describe(
+    path: str | Path, chat_format: str | None = None, tokenizer: Any = None
+) -> tuple[CheckpointMeta, ChatFormat, Any]:
+    """The metadata of an outside checkpoint (its tokenizer and config only, no weights), its format, tokenizer.
+    `tokenizer`: the one to describe it with instead of the one saved there (one given a template not yet saved)."""
     from transformers import AutoConfig, AutoTokenizer
 
     path = Path(path)
@@ -78,11 +90,10 @@ def describe(path: str | Path, chat_format: str | None = None) -> tuple[Checkpoi
         raise InputError(
             f"{path}: no model here (no config.json: neither an agentloop checkpoint nor a transformers one)"
         )
-    with unreadable(path):
-        tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-    name = chat_format or detect_format(tokenizer)
-    fmt = get_format(name)
-    fmt.check_tokenizer(tokenizer)
+    if tokenizer is None:
+        with unreadable(path):
+            tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    name, fmt = format_of(tokenizer, chat_format)
     with unreadable(path):
         config = AutoConfig.from_pretrained(str(path), local_files_only=True)
     fields: dict[str, Any] = {
@@ -104,19 +115,25 @@ def import_model(
     """Write `agentloop.json` for an outside checkpoint; refuses to replace an existing one unless `force`.
 
     `chat_template`: Jinja text given to the tokenizer first (saved as transformers saves one), for a base model's
-    checkpoint that holds none or one to replace."""
+    checkpoint that holds none or one to replace. Everything is checked before any file is written: the format's
+    name, the checkpoint's config and tokenizer, the format against the tokenizer as it will be saved."""
     path = Path(path)
+    if chat_format is not None:
+        get_format(chat_format)  # an unknown name is refused before anything is read or written
     if not path.is_dir():
         raise InputError(f"{path}: no such model directory")
     if (path / META_FILE).exists() and not force:
         raise InputError(f"{path / META_FILE} exists (use --force to record the format again)")
+    tokenizer = None
     if chat_template is not None:
         from transformers import AutoTokenizer
 
-        tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+        with unreadable(path):
+            tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
         tokenizer.chat_template = chat_template
+    meta, _, _ = describe(path, chat_format, tokenizer)  # raises before the tokenizer is rewritten
+    if tokenizer is not None:
         tokenizer.save_pretrained(str(path))
-    meta, _, _ = describe(path, chat_format)
     (path / META_FILE).write_text(meta.model_dump_json(indent=2) + "\n", encoding="utf-8")
     log.info("%s: recorded chat format %r (%s, %s)", path, meta.chat_format, meta.architecture, meta.dtype)
     return meta
