@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+import torch
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from transformers import AutoModelForCausalLM, LlamaForCausalLM, PreTrainedModel, PreTrainedTokenizerFast
 
@@ -145,8 +146,65 @@ def load_checkpoint(directory: str | Path, codec_config: CodecConfig | None = No
     tokenizer = load_tokenizer(path)
     # an agentloop checkpoint is the embedded family: a LlamaForCausalLM
     model = cast("LlamaForCausalLM", AutoModelForCausalLM.from_pretrained(str(path), local_files_only=True))
+    check_finite(model, path)
     model.eval()
     return Checkpoint(model=model, tokenizer=tokenizer, meta=meta, path=path)
+
+
+class NonFiniteWeightsError(InputError, ValueError):
+    """A checkpoint whose weights hold NaN or infinity (a diverged run's, a corrupted file): every reply it gives is
+    noise, so it is refused where it is loaded rather than measured as an agent that fails every task."""
+
+
+_CHUNK = 1 << 24
+"""Elements checked at a time: the boolean mask of a large embedding is built in parts, not whole."""
+
+
+def _nonfinite(tensor: torch.Tensor) -> int:
+    """How many values of a floating-point tensor are NaN or ±inf (0 for any other dtype or a meta tensor)."""
+    if not tensor.is_floating_point() or tensor.device.type == "meta":
+        return 0
+    flat = tensor.detach().reshape(-1)
+    return sum(int((~torch.isfinite(part)).sum()) for part in flat.split(_CHUNK))
+
+
+def _refuse_nonfinite(path: Path, found: list[tuple[str, int, int]], total: int) -> None:
+    if found:
+        name, bad, size = found[0]
+        raise NonFiniteWeightsError(
+            f"{path}: the weights are not finite: parameter {name!r} holds {bad} NaN/inf of {size} values"
+            f" ({len(found)} of {total} parameters hold some); a diverged or corrupted checkpoint is not measured"
+        )
+
+
+@torch.no_grad()
+def check_finite(model: torch.nn.Module, path: str | Path) -> None:
+    """Refuse a loaded model any of whose parameters holds NaN or infinity (NonFiniteWeightsError naming the
+    checkpoint folder and the first such parameter); one pass over the weights, on the device they sit on."""
+    params = list(model.named_parameters())
+    found = [(name, bad, p.numel()) for name, p in params if (bad := _nonfinite(p))]
+    _refuse_nonfinite(Path(path), found, len(params))
+
+
+def check_finite_files(path: str | Path) -> None:
+    """`check_finite` on the safetensors files of a checkpoint folder, for an engine that loads the weights
+    itself (vLLM): each tensor read through a memory map, on the CPU."""
+    from safetensors import safe_open
+
+    path, total = Path(path), 0
+    found: list[tuple[str, int, int]] = []
+    for file in sorted(path.glob("*.safetensors")):
+        try:
+            with safe_open(str(file), framework="pt") as weights:
+                for name in weights.keys():  # noqa: SIM118 - a safe_open handle is not iterable
+                    tensor = weights.get_tensor(name)
+                    total += 1
+                    if bad := _nonfinite(tensor):
+                        found.append((name, bad, tensor.numel()))
+        except (OSError, ValueError, RuntimeError) as exc:  # safetensors' own SafetensorError is an OSError
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise InputError(f"{file}: not a readable safetensors file ({first})") from None
+    _refuse_nonfinite(path, found, total)
 
 
 def save_tokenizer(tokenizer: PreTrainedTokenizerFast, directory: str | Path) -> None:

@@ -19,7 +19,14 @@ from typing import Any, Literal
 
 import torch
 
-from pipeline.agents.checkpoint import META_FILE, CheckpointMeta, load_tokenizer, read_meta, verify_codec
+from pipeline.agents.checkpoint import (
+    META_FILE,
+    CheckpointMeta,
+    check_finite,
+    load_tokenizer,
+    read_meta,
+    verify_codec,
+)
 from pipeline.errors import InputError
 from pipeline.formats import CODEC, ChatFormat, ChatFormatError, CodecConfig, CodecFormat, detect_format, get_format
 
@@ -214,6 +221,7 @@ def load_model(
         placement = {}  # exactly as agentloop checkpoints always loaded
     with unreadable(Path(path)):
         model = AutoModelForCausalLM.from_pretrained(str(path), local_files_only=True, **placement).eval()
+    check_finite(model, path)  # a NaN/inf checkpoint is refused here, not measured as pass^1 0%
     log.info("loaded %s as %s (%s) in format %r", path, type(model).__name__, _dtype_name(model.config), fmt.name)
     return LoadedModel(model, tokenizer, fmt, meta, Path(path))
 

@@ -65,10 +65,12 @@ class VLLMAgent:
     def __init__(self, checkpoint_dir: str | Path, config: VLLMConfig | None = None, name: str | None = None) -> None:
         import_vllm()  # fail here, with the install hint, on a machine without vLLM
         from pipeline.agents.backends.loading import resolve_format
+        from pipeline.agents.checkpoint import check_finite_files
 
         self.path = Path(checkpoint_dir)
         self.config = config or VLLMConfig()
         self.format, self.tokenizer, self.meta, _ = resolve_format(self.path)
+        check_finite_files(self.path)  # the engine loads the weights itself: their files are checked once, here
         self.stop_ids = sorted(self.format.stop_ids(self.tokenizer))
         self.context = self.config.max_model_len or _model_context(self.path)
         self._llm: Any = None
