@@ -217,10 +217,21 @@ class Environment:
             _expect("filters", filters, Mapping, "a mapping {dotted.field: value}, a predicate or None")
         if self.session is None:
             records = self.world.table(table)
-            found = [records[key] for key in sorted(records)]
+            found = [(key, records[key]) for key in sorted(records)]
         else:
-            found = [self.session.get(table, key) for key in self.session.keys(table)]
-        return [dump_record(record) for record in found if match(record)]
+            found = [(key, self.session.get(table, key)) for key in self.session.keys(table)]
+        kept = []
+        for key, record in found:
+            try:
+                keep = match(record)
+            except Exception as exc:  # noqa: BLE001 - the caller's predicate: any error it raises is named, typed
+                raise EnvironmentUsageError(
+                    f"filters: the predicate raised {type(exc).__name__} ({reprlib.repr(str(exc))}) on {table}/{key};"
+                    f" it is given the record object ({type(record).__name__}: fields as attributes)"
+                ) from exc
+            if keep:
+                kept.append(dump_record(record))
+        return kept
 
     def reward(self) -> Reward:
         """The grader's verdict on the calls (and words) so far, as measure grades an episode: the calls replayed

@@ -256,6 +256,11 @@ BAD_ARGUMENTS = [
         lambda env, tasks: env.query_data("orders", {"items.name": "Lamp"}),
         "'items' is a list; a filter reads nothing inside it",
     ),
+    (
+        "a predicate that raises",
+        lambda env, tasks: env.query_data("orders", lambda r: r["status"] == "pending"),
+        r"filters: the predicate raised TypeError .* on orders/#W\d+; it is given the record object \(Order",
+    ),
     ("a filter field that is a number", lambda env, tasks: env.query_data("orders", {1: 2}), "filter field 1"),
     ("say(a dict)", lambda env, tasks: _started(env, tasks).say({"a": 1}), "argument text: .* got dict"),
     ("say() as a customer", lambda env, tasks: _started(env, tasks).say("hi", "customer"), "side 'customer'"),
