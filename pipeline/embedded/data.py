@@ -30,6 +30,7 @@ from transformers import PreTrainedTokenizerFast
 
 from pipeline.embedded.train_loop import Example
 from pipeline.errors import InputError
+from pipeline.outputs import atomic_write
 
 log = logging.getLogger(__name__)
 EXAMPLES_FILE = "examples.safetensors"
@@ -78,7 +79,7 @@ def build_data(config, out: str | Path) -> dict[str, Any]:
         "situations": situation_counts(world, tasks),
         "sha256": digests(out),
     }
-    (out / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    atomic_write(out / MANIFEST_FILE, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     log.info("embedded data → %s: %d examples, %d tokens", out, len(examples), manifest["corpus_tokens"])
     return manifest
 

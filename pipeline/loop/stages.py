@@ -26,6 +26,7 @@ from pipeline.loop.agentref import (
 from pipeline.loop.metrics_files import gate_metrics, measure_metrics, write_metrics
 from pipeline.loop.params import Params, ParamsError
 from pipeline.measure import sampled
+from pipeline.outputs import atomic_write
 from pipeline.progress import track
 
 log = logging.getLogger(__name__)
@@ -220,7 +221,7 @@ def write_anchors(
     guard = held([held_out], world)
     guard.check_tasks(tasks, str(paths.ANCHORS))
     guard.check_trajectories(gold, {t.id: t for t in tasks}, str(paths.ANCHORS))
-    paths.ANCHORS.write_text("".join(t.without_timings().model_dump_json() + "\n" for t in gold))
+    atomic_write(paths.ANCHORS, "".join(t.without_timings().model_dump_json() + "\n" for t in gold))
     return len(gold)
 
 
