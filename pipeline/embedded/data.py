@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file, save
 from transformers import PreTrainedTokenizerFast
 
 from pipeline.embedded.train_loop import Example
@@ -144,11 +144,9 @@ def _save_examples(examples: list[Example], path: Path) -> None:
     offsets = [0]
     for e in examples:
         offsets.append(offsets[-1] + len(e.ids))
-    save_file(
-        {
-            "ids": torch.tensor([i for e in examples for i in e.ids], dtype=torch.int32),
-            "weights": torch.tensor([w for e in examples for w in e.mask], dtype=torch.float32),
-            "offsets": torch.tensor(offsets, dtype=torch.int64),
-        },
-        str(path),
-    )
+    tensors = {
+        "ids": torch.tensor([i for e in examples for i in e.ids], dtype=torch.int32),
+        "weights": torch.tensor([w for e in examples for w in e.mask], dtype=torch.float32),
+        "offsets": torch.tensor(offsets, dtype=torch.int64),
+    }
+    atomic_write(path, save(tensors))  # the bytes save_file writes, written whole or not at all
