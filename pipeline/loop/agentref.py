@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import InputError
-from pipeline.outputs import atomic_write
+from pipeline.outputs import atomic_write, writing
 
 AGENT_FILE = "agent.json"
 CHECKPOINT_DIR = "checkpoint"
@@ -115,7 +115,8 @@ def packaged(model_dir: Path, scratch: Path) -> Path:
     backend, src, options = found
     if scratch.exists():
         shutil.rmtree(scratch)
-    shutil.copytree(src, scratch / CHECKPOINT_DIR)
+    with writing(scratch, "the copy to register is incomplete; free space and run again"):
+        shutil.copytree(src, scratch / CHECKPOINT_DIR)
     extra = {k: v for k, v in ref.items() if k != "spec"}
     write_checkpoint_ref(scratch, backend, options, **extra)
     return scratch

@@ -54,7 +54,7 @@ class TrialJournal:
         end = data.rfind(b"\n") + 1
         if end < len(data):
             log.warning("%s: dropping a torn last record (%d bytes)", self.path, len(data) - end)
-            with self.path.open("r+b") as fh:
+            with writing(self.path, "the journal is as it was; free space and run again"), self.path.open("r+b") as fh:
                 fh.truncate(end)
                 os.fsync(fh.fileno())
         lines = data[:end].splitlines()

@@ -125,3 +125,13 @@ def test_measure_over_a_finished_run_on_a_full_disk_keeps_its_files(tasks_file, 
     assert len(result.output.strip().splitlines()) == 1
     assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
     assert leftovers(out) == []
+
+
+def test_cutting_a_torn_journal_on_a_full_disk_is_a_typed_error(tasks_file, tmp_path, full_disk):  # noqa: F811
+    from pipeline.dataset import read_tasks
+    from pipeline.trials import TrialJournal
+
+    path = tmp_path / "journal.jsonl"
+    path.write_bytes(b'{"journal": 1, "fingerprint": "f"}\n{"task_id": "x", "tri')
+    with pytest.raises(WriteError, match="journal.jsonl could not be written: No space left on device"):
+        TrialJournal(path, "f").load(read_tasks(tasks_file))
