@@ -1247,6 +1247,66 @@ def _(tmp: Path) -> Outcome:
     return cli([*args, "--model-organization", " ", "--submitting-organization", "Lab"], "model_organization")
 
 
+# ---- issue 58: a full disk while writing ----------------------------------------------------------------------------
+def _full_disk(fn: Callable[[], Outcome]) -> Outcome:
+    """`fn` run with the disk full: every fsync fails with ENOSPC, as a write that did not fit reports it."""
+    import errno
+
+    def no_space(fd: int) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    fsync, os.fsync = os.fsync, no_space
+    try:
+        return fn()
+    finally:
+        os.fsync = fsync
+
+
+def _stray(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.rglob("*") if ".tmp" in p.name or ".partial-" in p.name)
+
+
+@case(58, "class 3: export tau2-submission over an existing file on a full disk")
+def _(tmp: Path) -> Outcome:
+    args = ["export", "tau2-submission", "--run", str(_small_run(tmp) / "run"), "--out", str(out := tmp / "s.json")]
+    args += ["--model-organization", "Lab", "--submitting-organization", "Lab"]
+    import logging
+
+    from typer.testing import CliRunner
+
+    from pipeline.cli import app
+
+    handlers = list(logging.root.handlers)
+    first = CliRunner().invoke(app, args)
+    logging.root.handlers[:] = handlers  # as `cli`: the command's handler writes to the runner's stream
+    if first.exit_code != 0:
+        return silent(f"the first export failed: {first.output[:160]}")
+    before = out.read_bytes()
+    got = _full_disk(lambda: cli([*args, "--model-organization", "Other"], "No space left on device"))
+    if out.read_bytes() != before:
+        return lost(f"submission.json changed to {len(out.read_bytes())} bytes")
+    return lost(f"left behind: {_stray(tmp)}") if _stray(tmp) else got
+
+
+@case(58, "class 3: measure on a full disk (a fresh run folder, then a finished one)")
+def _(tmp: Path) -> Outcome:
+    import shutil
+
+    small = _small_run(tmp)
+    args = ["measure", "--world", SMALL, "--tasks", str(small / "tasks.jsonl"), "--trials", "1", "--out"]
+    shutil.copytree(small / "run", done := tmp / "done")
+    before = {p.name: p.read_bytes() for p in done.iterdir() if p.is_file()}
+    finished = _full_disk(lambda: cli([*args, str(done)], "trajectories.jsonl could not be written"))
+    if {p.name: p.read_bytes() for p in done.iterdir() if p.is_file()} != before:
+        return lost("a finished run's files changed")
+    if finished.status != "clear_error":
+        return finished
+    fresh = _full_disk(lambda: cli([*args, str(tmp / "fresh")], "journal.jsonl could not be written"))
+    if stray := _stray(tmp):
+        return lost(f"left behind: {stray}")
+    return Outcome(fresh.status, f"{finished.detail[:100]} | {fresh.detail[:100]}")
+
+
 # ---- the harness --------------------------------------------------------------------------------------------------
 def run_case(c: Case, timeout: float) -> tuple[Outcome, float]:
     box: dict[str, Outcome] = {}

@@ -16,6 +16,7 @@ from transformers import AutoModelForCausalLM, LlamaForCausalLM, PreTrainedModel
 
 from pipeline.errors import InputError
 from pipeline.formats import CodecConfig, CodecMismatchError, check_tokenizer, codec_hash
+from pipeline.outputs import atomic_write
 
 log = logging.getLogger(__name__)
 META_FILE = "agentloop.json"
@@ -106,7 +107,7 @@ def save_checkpoint(
     path.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(path), safe_serialization=True)
     tokenizer.save_pretrained(str(path))
-    (path / META_FILE).write_text(meta.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    atomic_write(path / META_FILE, meta.model_dump_json(indent=2) + "\n")
     return path
 
 

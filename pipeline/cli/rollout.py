@@ -26,7 +26,7 @@ def rollout(
     """Run scripted episodes (agent ↔ scripted user ↔ tools), grade each, and write trajectories + verdicts."""
     from pipeline.dataset import check_provenance, read_tasks
     from pipeline.grading import check_tasks, grade
-    from pipeline.outputs import check_output
+    from pipeline.outputs import atomic_file, check_output
     from pipeline.rollout import run_episode
     from pipeline.users import ScriptedUser
     from pipeline.world import load_world
@@ -44,10 +44,9 @@ def rollout(
     check_provenance(tasks, w)  # tasks made in another domain or world (or its tables since changed)
     check_tasks(w, task_list, str(tasks))  # as measure: tasks of another world would be graded for nothing
     user = ScriptedUser()
-    out.parent.mkdir(parents=True, exist_ok=True)
     passed = total = 0
     progress_bar = track("episodes", len(task_list) * trials, "episodes", console=console)
-    with out.open("w") as ft, verdict_path.open("w") as fv, progress_bar as progress:
+    with atomic_file(out) as ft, atomic_file(verdict_path) as fv, progress_bar as progress:
         for task in task_list:
             for trial in range(trials):
                 traj = run_episode(w, task, the_agent, user, trial=trial, seed=seed)

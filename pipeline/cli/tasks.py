@@ -70,11 +70,12 @@ def _with_llm(loaded, tasks, out: Path, llm: str, proposals: int, seed: int):
     import json
 
     from pipeline.explore import LLMRoles, LLMSpec, with_llm
+    from pipeline.outputs import atomic_write
 
     roles = LLMRoles(LLMSpec.parse(llm), seed=seed)
     tasks = with_llm(loaded, tasks, roles, proposals, seed=seed)
     report = out.with_name(out.name.removesuffix(".jsonl") + ".llm.json")
-    report.write_text(json.dumps(roles.report.to_dict(), indent=2) + "\n", encoding="utf-8")
+    atomic_write(report, json.dumps(roles.report.to_dict(), indent=2) + "\n")
     r = roles.report
     rejected, dropped = sum(r.phrasing_rejected.values()), dict(r.dropped)
     console.print(

@@ -48,7 +48,7 @@ def world_generate(
 ) -> None:
     """Generate a fresh seeded world with a domain's generator (retail's: products, users, orders; airline's:
     flights, users, reservations). Sizes not given take the generator's defaults."""
-    from pipeline.outputs import check_output
+    from pipeline.outputs import atomic_write, check_output
     from pipeline.world import resolve_domain
 
     check_output(out, "--out", folder=True, owned=("db.json", "policy.md"))
@@ -56,10 +56,9 @@ def world_generate(
     d = resolve_domain(domain)
     generate = d.require("generator", "world generate")
     world = generate(seed, {k: v for k, v in given.items() if v is not None})
-    out.mkdir(parents=True, exist_ok=True)
     data = world.to_dict()
-    (out / "db.json").write_text(json.dumps(data, indent=1))
-    (out / "policy.md").write_text(d.policy())
+    atomic_write(out / "db.json", json.dumps(data, indent=1))
+    atomic_write(out / "policy.md", d.policy())
     console.print(f"world {world.name}: {', '.join(f'{len(v)} {k}' for k, v in data.items())} → {out}")
 
 

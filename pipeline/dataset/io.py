@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from pipeline.dataset.task import Task
 from pipeline.errors import InputError
+from pipeline.outputs import atomic_file
 
 MAX_TASK_FILE_BYTES = 1 << 30  # 1 GiB: far above any task set (200 tasks are ~1 MB), far below a runaway file
 
@@ -62,14 +63,10 @@ def read_tasks(path: str | Path) -> list[Task]:
 
 
 def write_tasks(path: str | Path, tasks: Iterable[Task]) -> int:
-    """Write atomically (temp file + rename) so a crash never leaves half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
+    """Write atomically (pipeline.outputs.atomic_file) so a crash or a full disk never leaves half a file."""
     n = 0
-    with tmp.open("w") as fh:
+    with atomic_file(path) as fh:
         for task in tasks:
             fh.write(task.model_dump_json(exclude_defaults=False) + "\n")
             n += 1
-    tmp.replace(path)
     return n

@@ -7,7 +7,6 @@ action runs on the side its requestor names (the customer's own tools in a domai
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 from pipeline.dataset.assertions import check_assertions
 from pipeline.dataset.setup import start_session
 from pipeline.dataset.task import Action, Task
+from pipeline.outputs import atomic_file
 from pipeline.world import Session, World, dump_full, execute
 
 
@@ -63,15 +63,9 @@ def user_state(session: Session) -> dict:
 
 
 def write_lines(out_file: str | Path, lines: list[dict]) -> list[dict]:
-    """Write JSON lines atomically (temp file + rename): a reader never sees half a replay; returns the lines."""
-    out = Path(out_file)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    try:
-        with tmp.open("w", encoding="utf-8") as fh:
-            for line in lines:
-                fh.write(json.dumps(line, ensure_ascii=False) + "\n")
-        tmp.replace(out)
-    finally:
-        tmp.unlink(missing_ok=True)
+    """Write JSON lines atomically (pipeline.outputs.atomic_file): a reader never sees half a replay; returns the
+    lines."""
+    with atomic_file(out_file) as fh:
+        for line in lines:
+            fh.write(json.dumps(line, ensure_ascii=False) + "\n")
     return lines

@@ -25,11 +25,12 @@ from pathlib import Path
 from typing import Any, cast
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file, save
 from transformers import PreTrainedTokenizerFast
 
 from pipeline.embedded.train_loop import Example
 from pipeline.errors import InputError
+from pipeline.outputs import atomic_write
 
 log = logging.getLogger(__name__)
 EXAMPLES_FILE = "examples.safetensors"
@@ -78,7 +79,7 @@ def build_data(config, out: str | Path) -> dict[str, Any]:
         "situations": situation_counts(world, tasks),
         "sha256": digests(out),
     }
-    (out / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    atomic_write(out / MANIFEST_FILE, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     log.info("embedded data → %s: %d examples, %d tokens", out, len(examples), manifest["corpus_tokens"])
     return manifest
 
@@ -143,11 +144,9 @@ def _save_examples(examples: list[Example], path: Path) -> None:
     offsets = [0]
     for e in examples:
         offsets.append(offsets[-1] + len(e.ids))
-    save_file(
-        {
-            "ids": torch.tensor([i for e in examples for i in e.ids], dtype=torch.int32),
-            "weights": torch.tensor([w for e in examples for w in e.mask], dtype=torch.float32),
-            "offsets": torch.tensor(offsets, dtype=torch.int64),
-        },
-        str(path),
-    )
+    tensors = {
+        "ids": torch.tensor([i for e in examples for i in e.ids], dtype=torch.int32),
+        "weights": torch.tensor([w for e in examples for w in e.mask], dtype=torch.float32),
+        "offsets": torch.tensor(offsets, dtype=torch.int64),
+    }
+    atomic_write(path, save(tensors))  # the bytes save_file writes, written whole or not at all

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from pipeline.outputs import atomic_write
 from pipeline.strict import Strict
 
 
@@ -145,7 +146,7 @@ class WorldModel(Strict):
     def write(self, path: str | Path) -> Path:
         out = Path(path)
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(self.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        atomic_write(out, self.model_dump_json(indent=2) + "\n")
         return out
 
     @classmethod

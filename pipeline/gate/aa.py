@@ -21,6 +21,7 @@ from pipeline.gate.decision import read_heldout_tasks
 from pipeline.gate.load import RunInputs, load_run, sha256_file
 from pipeline.gate.power import Outcome
 from pipeline.gate.stats import MetricTest, PassHatK, evaluate
+from pipeline.outputs import atomic_write
 from pipeline.strict import Strict
 from pipeline.world import World, load_world
 
@@ -93,5 +94,5 @@ def write_aa(check: AACheck, path: Path) -> Path:
     """Write aa.json (sorted keys)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(check.model_dump(mode="json"), indent=2, sort_keys=True) + "\n")
+    atomic_write(path, json.dumps(check.model_dump(mode="json"), indent=2, sort_keys=True) + "\n")
     return path

@@ -28,6 +28,7 @@ from pipeline.gate.errors import GateInputError
 from pipeline.gate.load import RunInputs, load_run, sha256_file
 from pipeline.gate.power import Outcome
 from pipeline.gate.stats import MetricTest, PassHatK, evaluate
+from pipeline.outputs import atomic_write
 from pipeline.world import World, load_world
 
 log = logging.getLogger(__name__)
@@ -156,7 +157,7 @@ def write_gate(decision: GateDecision, path: Path) -> Path:
     """Write gate.json (sorted keys, stable bytes for the same decision)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(decision.model_dump(mode="json"), indent=2, sort_keys=True) + "\n")
+    atomic_write(path, json.dumps(decision.model_dump(mode="json"), indent=2, sort_keys=True) + "\n")
     return path
 
 

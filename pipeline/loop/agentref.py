@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import InputError
+from pipeline.outputs import atomic_write, writing
 
 AGENT_FILE = "agent.json"
 CHECKPOINT_DIR = "checkpoint"
@@ -52,7 +53,7 @@ def write_checkpoint_ref(model_dir: Path, backend: str = "hf", options: str = ""
 def _write(model_dir: Path, ref: dict[str, Any]) -> Path:
     model_dir.mkdir(parents=True, exist_ok=True)
     path = model_dir / AGENT_FILE
-    path.write_text(json.dumps(ref, indent=2, sort_keys=True) + "\n")
+    atomic_write(path, json.dumps(ref, indent=2, sort_keys=True) + "\n")
     return path
 
 
@@ -114,7 +115,8 @@ def packaged(model_dir: Path, scratch: Path) -> Path:
     backend, src, options = found
     if scratch.exists():
         shutil.rmtree(scratch)
-    shutil.copytree(src, scratch / CHECKPOINT_DIR)
+    with writing(scratch, "the copy to register is incomplete; free space and run again"):
+        shutil.copytree(src, scratch / CHECKPOINT_DIR)
     extra = {k: v for k, v in ref.items() if k != "spec"}
     write_checkpoint_ref(scratch, backend, options, **extra)
     return scratch

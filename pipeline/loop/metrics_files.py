@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.metrics import MeasureSummary
+from pipeline.outputs import atomic_write
 
 
 def _r(x: float | None) -> float | None:
@@ -57,5 +58,5 @@ def gate_metrics(decision: dict[str, Any]) -> dict[str, Any]:
 def write_metrics(path: Path, metrics: dict[str, Any]) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(metrics, indent=2) + "\n")
+    atomic_write(path, json.dumps(metrics, indent=2) + "\n")
     return path

@@ -9,13 +9,13 @@ A stage DVC skipped keeps the record of the run that made its outputs.
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pipeline.loop import paths
+from pipeline.outputs import atomic_write
 
 log = logging.getLogger(__name__)
 
@@ -38,12 +38,9 @@ def record_path(stage: str, root: Path | None = None) -> Path:
 
 
 def write_stage_time(record: StageTime, root: Path | None = None) -> Path:
-    """Atomic (temp file + rename), so a reader never sees half a record."""
+    """Atomic (pipeline.outputs.atomic_write), so a reader never sees half a record."""
     path = record_path(record.stage, root)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(record.model_dump_json() + "\n")
-    tmp.replace(path)
+    atomic_write(path, record.model_dump_json() + "\n")
     return path
 
 

@@ -26,6 +26,7 @@ from pipeline.loop.agentref import (
 from pipeline.loop.metrics_files import gate_metrics, measure_metrics, write_metrics
 from pipeline.loop.params import Params, ParamsError
 from pipeline.measure import sampled
+from pipeline.outputs import atomic_write, writing
 from pipeline.progress import track
 
 log = logging.getLogger(__name__)
@@ -75,7 +76,8 @@ def build_baseline(p: Params) -> str:
     if source == "embedded":
         if not (paths.EMBEDDED_MODEL / "agentloop.json").exists():
             raise InputError(f"{paths.EMBEDDED_MODEL}: no embedded checkpoint; run `dvc repro embedded`")
-        shutil.copytree(paths.EMBEDDED_MODEL, out / CHECKPOINT_DIR)
+        with writing(out, "the baseline folder is incomplete; free space and run the stage again"):
+            shutil.copytree(paths.EMBEDDED_MODEL, out / CHECKPOINT_DIR)
         write_checkpoint_ref(out, "hf", source=source)
         return read_agent_spec(out)
     return _fetch_registered(p, source, out)
@@ -220,7 +222,7 @@ def write_anchors(
     guard = held([held_out], world)
     guard.check_tasks(tasks, str(paths.ANCHORS))
     guard.check_trajectories(gold, {t.id: t for t in tasks}, str(paths.ANCHORS))
-    paths.ANCHORS.write_text("".join(t.without_timings().model_dump_json() + "\n" for t in gold))
+    atomic_write(paths.ANCHORS, "".join(t.without_timings().model_dump_json() + "\n" for t in gold))
     return len(gold)
 
 

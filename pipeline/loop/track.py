@@ -26,7 +26,7 @@ from pipeline.loop.agentref import agent_label, packaged, read_agent_spec
 from pipeline.loop.history import current_headline, tracking_config
 from pipeline.loop.params import Params
 from pipeline.loop.track_inputs import LoopData, StageTimes, about
-from pipeline.trials import atomic_write
+from pipeline.outputs import atomic_write
 
 log = logging.getLogger(__name__)
 

@@ -42,9 +42,9 @@ from pipeline.metrics import (
     pass_hat_k,
     summarize,
 )
-from pipeline.outputs import folder_lock
+from pipeline.outputs import atomic_file, atomic_write, folder_lock
 from pipeline.rollout import Usage
-from pipeline.trials import SerialExecutor, TrialJournal, TrialResult, atomic_write
+from pipeline.trials import SerialExecutor, TrialJournal, TrialResult
 from pipeline.users import make_user
 from pipeline.world import load_world
 
@@ -238,7 +238,7 @@ def write_per_task(path: Path, records: list[TrialRecord], k: int) -> None:
     by_task: dict[str, list[TrialRecord]] = defaultdict(list)
     for r in records:
         by_task[r.task_id].append(r)
-    with path.open("w", newline="") as fh:
+    with atomic_file(path, newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["task_id", "template", "valid_trials", "passes", f"pass_hat_{k}", "bucket", "dominant_mode"])
         for task_id in sorted(by_task):

@@ -11,6 +11,10 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
+from pipeline.outputs.atomic import writing
+
+_KEPT = "the previous folder, if any, is left as it was"
+
 
 def _alive(pid: int) -> bool:
     try:
@@ -33,24 +37,28 @@ def _sweep(parent: Path, name: str) -> None:
 @contextlib.contextmanager
 def staged_folder(out: Path | str) -> Iterator[Path]:
     """Yield a fresh empty folder to write the output into; on a clean exit it replaces `out` (renames: the old
-    folder moves aside, the new one into place, the old one is removed). On an error nothing changes at `out`."""
+    folder moves aside, the new one into place, the old one is removed). On an error nothing changes at `out`; an
+    OSError (a full disk) becomes a WriteError naming `out`."""
     out = Path(out)
     parent = out.parent
-    parent.mkdir(parents=True, exist_ok=True)
-    _sweep(parent, out.name)
-    tmp = parent / f".{out.name}.partial-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
+    with writing(out, _KEPT):
+        parent.mkdir(parents=True, exist_ok=True)
+        _sweep(parent, out.name)
+        tmp = parent / f".{out.name}.partial-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
     try:
-        yield tmp
+        with writing(out, _KEPT):  # an OSError writing the folder (a full disk) is named, in one line
+            yield tmp
+            _fsync_tree(tmp)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    _fsync_tree(tmp)
-    old = parent / f".{out.name}.old-{os.getpid()}"
-    if out.exists():
-        out.rename(old)
-    tmp.rename(out)
+    with writing(out, _KEPT):
+        old = parent / f".{out.name}.old-{os.getpid()}"
+        if out.exists():
+            out.rename(old)
+        tmp.rename(out)
     shutil.rmtree(old, ignore_errors=True)
 
 

@@ -17,6 +17,7 @@ from pipeline.dataset import ProvenanceError, check_provenance, read_tasks
 from pipeline.grading import SIGNATURES
 from pipeline.grading.failure_modes import FAILURE_MODES
 from pipeline.metrics import BUCKETS, DIFF_KINDS, IterationHeadline, MeasureSummary, bucket_of, pp
+from pipeline.outputs import atomic_write
 from pipeline.report import plots
 from pipeline.report.conversation import render_flip
 from pipeline.report.cost_view import cost_section
@@ -55,7 +56,7 @@ class _Plots:
         png = plots.to_png(fig)
         self.folder.mkdir(parents=True, exist_ok=True)
         path = self.folder / f"{name}.png"
-        path.write_bytes(png)
+        atomic_write(path, png)
         self.written.append(path)
         return img(png, alt, name)
 
@@ -312,6 +313,6 @@ def build_report(
         f"({base.path.name}) · candidate {cand.agent} ({cand.path.name}) · passes by the {verdict} verdict"
     )
     header = join([tag("h1", "agentloop report: baseline vs candidate"), tag("div", meta, cls="meta"), tag("nav", nav)])
-    out.write_text(page("agentloop report", header, sections), encoding="utf-8")
+    atomic_write(out, page("agentloop report", header, sections))
     log.info("report → %s (%d plots, %d flips)", out, len(pl.written), len(flips))
     return out

@@ -19,6 +19,7 @@ from pipeline.dataset import ProvenanceError, check_provenance, file_sha256
 from pipeline.dataset.provenance import Provenance
 from pipeline.errors import InputError
 from pipeline.grading.modes import FAILURE_MODES
+from pipeline.outputs import atomic_write
 from pipeline.strict import Strict
 from pipeline.target.config import TargetConfig
 
@@ -63,7 +64,7 @@ class Targets(Strict):
 
     def write(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(self.text())
+        atomic_write(path, self.text())
 
     @classmethod
     def read(cls, path: Path) -> Targets:

@@ -25,8 +25,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pipeline.dataset import Task, known_assertions, start_session, write_tasks
 from pipeline.errors import AgentloopError, InputError
 from pipeline.grading import Tau2Config, Tau2CriteriaError, VerdictName, apply_criteria, grade
+from pipeline.outputs import atomic_write
 from pipeline.rollout import CustomerCall, Message, ToolCall, Trajectory, run_tool_call
-from pipeline.trials import TrialResult, atomic_write
+from pipeline.trials import TrialResult
 from pipeline.world import World
 
 log = logging.getLogger(__name__)

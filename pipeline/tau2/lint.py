@@ -27,6 +27,7 @@ from pathlib import Path
 
 from pipeline.dataset import Action, Task, replay_gold
 from pipeline.errors import TaskError
+from pipeline.outputs import atomic_write
 from pipeline.world import World
 
 CLASSES = ("gold_fails", "passes_empty", "policy_tool", "underspecified_count")
@@ -176,4 +177,4 @@ def lint_directory(path: str | Path, split: str | None = None, domain: str | Non
 
 
 def write_findings(out: str | Path, report: dict, findings: list[Finding]) -> None:
-    Path(out).write_text(json.dumps({**report, "findings": [asdict(f) for f in findings]}, indent=2) + "\n")
+    atomic_write(out, json.dumps({**report, "findings": [asdict(f) for f in findings]}, indent=2) + "\n")

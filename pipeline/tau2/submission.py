@@ -28,6 +28,7 @@ from pydantic import BaseModel, Field
 
 from pipeline.errors import InputError
 from pipeline.metrics import pass_hat_k
+from pipeline.outputs import atomic_write
 from pipeline.strict import Strict
 
 DOMAINS = ("retail", "airline", "telecom")
@@ -287,4 +288,4 @@ def write_submission(out: str | Path, submission: Submission) -> None:
     data = submission.model_dump(mode="json", exclude_none=True)
     for domain, results in data["results"].items():
         data["results"][domain] = {f"pass_{k}": results.get(f"pass_{k}") for k in range(1, MAX_K + 1)} | results
-    Path(out).write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    atomic_write(out, json.dumps(data, indent=2, ensure_ascii=False) + "\n")

@@ -6,7 +6,7 @@ from pipeline.trials.batch import run_batched
 from pipeline.trials.executor import SerialExecutor
 from pipeline.trials.ray_cluster import check_client
 from pipeline.trials.ray_executor import RayExecutor
-from pipeline.trials.resume import TrialJournal, atomic_write
+from pipeline.trials.resume import TrialJournal
 from pipeline.trials.trial import TrialResult, trial_seed
 
 __all__ = [
@@ -14,7 +14,6 @@ __all__ = [
     "SerialExecutor",
     "TrialJournal",
     "TrialResult",
-    "atomic_write",
     "check_client",
     "run_batched",
     "trial_seed",

@@ -20,6 +20,7 @@ from typing import BinaryIO
 from pipeline.dataset import Task
 from pipeline.errors import InputError
 from pipeline.grading import Verdict
+from pipeline.outputs import writing
 from pipeline.rollout import Trajectory
 from pipeline.trials.trial import TrialResult
 
@@ -53,7 +54,7 @@ class TrialJournal:
         end = data.rfind(b"\n") + 1
         if end < len(data):
             log.warning("%s: dropping a torn last record (%d bytes)", self.path, len(data) - end)
-            with self.path.open("r+b") as fh:
+            with writing(self.path, "the journal is as it was; free space and run again"), self.path.open("r+b") as fh:
                 fh.truncate(end)
                 os.fsync(fh.fileno())
         lines = data[:end].splitlines()
@@ -101,7 +102,12 @@ class TrialJournal:
         return done, broken
 
     def append(self, result: TrialResult) -> None:
-        """Write one finished trial and fsync it before returning."""
+        """Write one finished trial and fsync it before returning. An OSError (a full disk) becomes a WriteError:
+        the run stops, and the journal keeps every trial finished before it (a torn last line is cut on resume)."""
+        with writing(self.path, "the journal keeps the trials finished so far; free space and run again to resume"):
+            self._append(result)
+
+    def _append(self, result: TrialResult) -> None:
         if self._fh is None:
             new = not self.path.exists() or self.path.stat().st_size == 0
             self._fh = self.path.open("ab")
@@ -147,13 +153,3 @@ def _record(line: bytes) -> dict | None:
     except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
-
-
-def atomic_write(path: Path, text: str) -> None:
-    """Replace `path` with `text` all at once (a reader never sees half a file)."""
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    tmp.replace(path)

@@ -168,3 +168,29 @@ def test_a_trial_without_the_tau2_reward_is_named(tmp_path):
         + ["--model-organization", "L", "--submitting-organization", "L"],
     )
     assert result.exit_code == 2 and "use --verdict strict" in result.output
+
+
+def test_a_full_disk_leaves_the_existing_submission_intact(tmp_path, monkeypatch):
+    import errno
+    import os
+
+    import click
+
+    run = _run(tmp_path, "retail", "retail", {"0": [True] * 4})
+    out = tmp_path / "submission.json"
+    args = ["export", "tau2-submission", "--out", str(out), "--model-organization", "Lab", "--submitting-organization"]
+    args += ["Lab", "--contact-email", "team@example.org", "--run", str(run)]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    before = out.read_bytes()
+    json.loads(before)
+
+    def no_space(fd: int) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", no_space)
+    result = CliRunner().invoke(app, [*args[:-2], "--run", str(run), "--model-organization", "Other"])
+    output = click.unstyle(result.output)
+    assert result.exit_code == 2, output
+    assert "Traceback" not in output and "submission.json could not be written: No space left on device" in output
+    assert out.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []

@@ -26,6 +26,7 @@ from typing import Any
 
 from pipeline.agents.checkpoint import META_FILE, CheckpointMeta
 from pipeline.errors import InputError
+from pipeline.outputs import atomic_write
 
 log = logging.getLogger(__name__)
 GGUF_DTYPES = ("float32", "bfloat16", "float16")
@@ -188,7 +189,7 @@ def import_gguf(
         "dtype": dtype,
         **({"chat_template": "given at import"} if chat_template is not None else {}),
     }
-    (out / META_FILE).write_text(meta.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    atomic_write(out / META_FILE, meta.model_dump_json(indent=2) + "\n")
     log.info("%s → %s: %s, %s, format %r in %.1f s", path, out, meta.architecture, dtype, meta.chat_format,
              time.perf_counter() - started)  # fmt: skip
     return meta

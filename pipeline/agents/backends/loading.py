@@ -29,6 +29,7 @@ from pipeline.agents.checkpoint import (
 )
 from pipeline.errors import InputError
 from pipeline.formats import CODEC, ChatFormat, ChatFormatError, CodecConfig, CodecFormat, detect_format, get_format
+from pipeline.outputs import WriteError, atomic_write
 
 log = logging.getLogger(__name__)
 DType = Literal["auto", "float32", "bfloat16", "float16"]
@@ -141,7 +142,7 @@ def import_model(
     meta, _, _ = describe(path, chat_format, tokenizer)  # raises before the tokenizer is rewritten
     if tokenizer is not None:
         tokenizer.save_pretrained(str(path))
-    (path / META_FILE).write_text(meta.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    atomic_write(path / META_FILE, meta.model_dump_json(indent=2) + "\n")
     log.info("%s: recorded chat format %r (%s, %s)", path, meta.chat_format, meta.architecture, meta.dtype)
     return meta
 
@@ -193,9 +194,9 @@ def resolve_format(
         fmt = CodecFormat(verify_codec(path, meta, codec_config))
     if meta is None and record:
         try:
-            (path / META_FILE).write_text(described.model_dump_json(indent=2) + "\n", encoding="utf-8")
+            atomic_write(path / META_FILE, described.model_dump_json(indent=2) + "\n")
             log.info("%s: recorded chat format %r in %s", path, described.chat_format, META_FILE)
-        except OSError as exc:
+        except WriteError as exc:
             log.warning("%s: could not record %s (%s); the format is detected on each load", path, META_FILE, exc)
     return fmt, tokenizer, meta or described, False
 
