@@ -12,7 +12,7 @@ import typer
 from rich.table import Table
 
 from pipeline.cli.console import console as err
-from pipeline.cli.console import stdout, warn
+from pipeline.cli.console import load_mapping, stdout, warn
 from pipeline.cli.errors import fail, invalid
 
 
@@ -49,7 +49,6 @@ def gate_aa_cmd(
     check: bool = typer.Option(False, "--check", help="Exit 1 when the gate would falsely promote."),
 ) -> None:
     """A/A check: gate run A over run B and B over A; any promotion of an agent over itself is a false one."""
-    import yaml
     from pydantic import ValidationError
 
     from pipeline.gate import GateConfig, aa_check, write_aa
@@ -58,15 +57,12 @@ def gate_aa_cmd(
 
     given: dict[str, Any] = {"RUN_A": run_a, "RUN_B": run_b, "--tasks": tasks, "--world": world, "--config": config}
     check_output(out, inputs=given)
+    settings = load_mapping(config) if config is not None else {}  # not text, not YAML, not a mapping: one line
     try:
-        settings = yaml.safe_load(config.read_text()) if config is not None else {}
-        result = aa_check(run_a, run_b, tasks, load_world(world), GateConfig.model_validate(settings or {}))
-    except OSError as exc:
-        fail(f"{config}: {exc.strerror}")
-    except yaml.YAMLError as exc:
-        fail(f"{config}: not YAML ({exc})")
+        gate_config = GateConfig.model_validate(settings)
     except ValidationError as exc:
         fail(f"{config}: {invalid(exc)}")
+    result = aa_check(run_a, run_b, tasks, load_world(world), gate_config)
     write_aa(result, out)
     stdout().print(_table(result))
     if not result.same_agent:

@@ -23,6 +23,7 @@ class FolderBusyError(InputError, RuntimeError):
 def folder_lock(folder: Path | str, what: str = "run") -> Iterator[Path]:
     """Hold an exclusive lock on `folder` (created if missing) for the block; FolderBusyError when it is held."""
     path = Path(folder)
+    created = not path.exists()
     path.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -32,6 +33,12 @@ def folder_lock(folder: Path | str, what: str = "run") -> Iterator[Path]:
             raise FolderBusyError(
                 f"{path} is being written by another {what} right now; wait for it to finish or choose another folder"
             ) from None
-        yield path
+        try:
+            yield path
+        except BaseException:
+            if created:  # a run refused before it wrote anything leaves no empty folder where --out pointed
+                with contextlib.suppress(OSError):
+                    path.rmdir()
+            raise
     finally:
         os.close(fd)

@@ -85,6 +85,8 @@ def read_results(path: Path) -> Tau2Results:
         raise Tau2ImportError(f"{path}: file not found") from None
     except json.JSONDecodeError as exc:
         raise Tau2ImportError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    except UnicodeDecodeError as exc:
+        raise Tau2ImportError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     try:
         return Tau2Results.model_validate(data)
     except ValidationError as exc:

@@ -107,6 +107,8 @@ def domain_of_directory(path: Path) -> Domain:
         keys = set(json.loads(db.read_text(encoding="utf-8")))
     except json.JSONDecodeError as exc:
         raise WorldLoadError(f"{db}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    except UnicodeDecodeError as exc:
+        raise WorldLoadError(f"{db}: not UTF-8 text (byte {exc.start})") from None
     except (AttributeError, TypeError):
         raise WorldLoadError(f"{db}: expected a JSON object of tables") from None
     matches = [d for d in map(resolve_domain, BUILTIN_DOMAINS) if set(d.tables) == keys]
