@@ -169,3 +169,35 @@ def test_ray_client_address_without_rays_client(tasks_file, tmp_path, monkeypatc
     address = "ray://127.0.0.1:10001"
     result = measure(tasks_file, tmp_path / "run", "--executor", "ray", "--ray-address", address)
     clear_error(result, f"Ray address '{address}'", "ray[client]")
+
+
+BINARY = b"\x00\xff\xfe\x80garbage"
+
+
+def test_world_that_is_a_binary_json_file(tasks_file, tmp_path):
+    world = tmp_path / "db.json"
+    world.write_bytes(BINARY)
+    clear_error(measure(tasks_file, tmp_path / "run", "--world", str(world)), str(world), "not UTF-8 text")
+
+
+def test_gate_aa_config_that_is_a_binary_file(tasks_file, tmp_path):
+    config = tmp_path / "gate.yaml"
+    config.write_bytes(BINARY)
+    args = ["gate-aa", str(tmp_path), str(tmp_path), "--tasks", str(tasks_file), "--world", WORLD]
+    result = runner.invoke(app, [*args, "--config", str(config), "--out", str(tmp_path / "aa.json")])
+    clear_error(result, str(config), "not JSON or YAML")
+
+
+def test_tau2_results_that_are_a_binary_file(tmp_path):
+    results = tmp_path / "results.json"
+    results.write_bytes(BINARY)
+    args = ["import", "tau2-run", str(results), "--domain", "airline", "--out", str(tmp_path / "run")]
+    clear_error(runner.invoke(app, args), str(results), "not UTF-8 text")
+    assert not (tmp_path / "run").exists()
+
+
+def test_refused_measure_leaves_no_run_folder(tmp_path):
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("")
+    clear_error(measure(tasks, tmp_path / "run"), str(tasks), "empty task set")
+    assert not (tmp_path / "run").exists()

@@ -183,3 +183,15 @@ def test_two_measures_into_one_folder_at_once(tasks_file, tmp_path):
         clear_error(runner.invoke(app, args), "being written by another measure")
         assert time.monotonic() - t0 < 60
     assert not (out / "journal.jsonl").exists()
+
+
+def test_folder_lock_removes_the_folder_it_made_when_the_block_fails(tmp_path):
+    made, kept = tmp_path / "made", tmp_path / "kept"
+    kept.mkdir()
+    for folder in (made, kept):
+        with pytest.raises(ValueError), folder_lock(folder):
+            raise ValueError("refused")
+    assert not made.exists() and kept.is_dir()
+    with folder_lock(made):
+        pass
+    assert made.is_dir()  # a run that succeeds keeps its folder, empty or not
