@@ -201,3 +201,12 @@ def test_refused_measure_leaves_no_run_folder(tmp_path):
     tasks.write_text("")
     clear_error(measure(tasks, tmp_path / "run"), str(tasks), "empty task set")
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("raw", [BINARY, b"k: [2\n"], ids=["binary", "bad-yaml"])
+def test_train_baseline_config_that_is_not_yaml(tmp_path, raw):
+    config = tmp_path / "embedded.yaml"
+    config.write_bytes(raw)
+    args = ["train", "baseline", "--config", str(config), "--out", str(tmp_path / "ckpt")]
+    clear_error(runner.invoke(app, args), str(config), "not JSON or YAML")
+    assert not (tmp_path / "ckpt").exists()

@@ -35,7 +35,11 @@ def _overrides(config: Path | None) -> dict:
 
     if config is None:
         return {}
-    data = yaml.safe_load(config.read_text()) or {}
+    try:
+        data = yaml.safe_load(config.read_text(encoding="utf-8")) or {}  # an empty file: no overrides
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:  # not YAML (JSON is YAML), or not text
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        fail(f"{config}: not JSON or YAML ({first})")
     if not isinstance(data, dict):
         fail(f"{config}: expected a mapping of settings")
     return data
