@@ -109,6 +109,7 @@ def test_no_private_name_imported_across_modules():
 
 LAYERS: list[tuple[str, ...]] = [
     ("errors", "progress", "strict", "digest", "lazy"),  # the package's own bottom modules
+    ("protocol",),  # the boundaries to the outside: an environment's six functions
     ("world", "outputs"),  # the stateful world and its tools; outputs written atomically
     ("dataset",),  # tasks (and their set-up and gold replay in a world)
     ("rollout",),  # an episode: the trajectory, the participants' protocols, the runner
@@ -172,8 +173,8 @@ def test_the_layer_check_sees_an_upward_import(tmp_path):
     assert graph.has_edge("pipeline.world.fake", "pipeline.grading.static_checks")
     assert graph.has_edge("pipeline.world.fake", "pipeline.grading")  # grading's __init__ runs first
     assert upward(graph) == [
-        f"world (layer 1) -> grading (layer 7): {fake}:2",
-        f"world (layer 1) -> grading (layer 7): {fake}:2 (runs pipeline.grading's __init__)",
+        f"world (layer 2) -> grading (layer 8): {fake}:2",
+        f"world (layer 2) -> grading (layer 8): {fake}:2 (runs pipeline.grading's __init__)",
     ]
 
 

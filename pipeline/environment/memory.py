@@ -1,14 +1,15 @@
-"""Driving a domain's environment from outside: six functions over any `Domain`, on the paths measure uses.
+"""The built-in in-memory worlds as one implementation of the environment protocol (`pipeline.protocol`).
 
-`Environment` is a thin facade, not a second extension point: a domain provides it by being a `Domain` (see
-`pipeline.world.domain`); nothing here names one. It serves one world of one domain, one task at a time:
+`Environment` serves one world of any `Domain` (see `pipeline.world.domain`), one episode at a time; nothing
+here names a domain. The six functions, on the paths measure uses:
 
-- `get_metadata()`: the domain, the world and its digest, the policy, each side's tool schemas, the tables;
+- `get_metadata()`: the domain, the world and its digest, the policy, each side's tools and their kinds, the
+  tables with their key and owner fields;
 - `init(task)`: a fresh session in the task's starting state (its set-up actions run on both sides);
 - `run(call, side)`: one tool call on the side that makes it, through the same `execute` an episode uses (the
-  call validated, the domain's invariants kept, a refused call changes nothing); returns the tool message;
-- `state()`: both sides' state (the records that differ from the base world, the customer's side in full);
-- `query_data(table, filters)`: records as the session sees them now (the base world before `init`);
+  call validated, the domain's invariants kept, a refused call changes nothing); returns the `ToolResult`;
+- `state()`: the records that differ from the base world on each side, who is authenticated, the state hash;
+- `query_data(table, filters)`: key → record as the session sees them now (the base world before `init`);
 - `reward()`: the verdict measure's grader gives the calls made so far (replayed from the task's starting state).
 
 `say(text, side)` adds a conversation message: the static checks read the conversation (a write needs the
@@ -21,11 +22,21 @@ import reprlib
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ValidationError
 
-from pipeline.dataset import Task, start_session, user_state
+from pipeline.dataset import Task, start_session
 from pipeline.errors import InputError
 from pipeline.grading import Judge, Tau2Config, Verdict, grade
+from pipeline.protocol import (
+    SIDES,
+    CallRecord,
+    EnvironmentMetadata,
+    EnvironmentState,
+    Reward,
+    Side,
+    TableSchema,
+    ToolResult,
+)
 from pipeline.rollout import CustomerCall, Limits, Message, ToolCall, Trajectory, not_run_message, run_tool_call
 from pipeline.world import (
     Domain,
@@ -38,8 +49,6 @@ from pipeline.world import (
     resolve_domain,
 )
 
-Side = Literal["assistant", "user"]
-SIDES: tuple[str, ...] = ("assistant", "user")
 CALL_FIELDS: tuple[str, ...] = ("name", "arguments", "id", "raw_arguments")
 """The fields a call given as a mapping may have."""
 DRIVER = "environment"
@@ -48,42 +57,6 @@ DRIVER = "environment"
 
 class EnvironmentUsageError(InputError, ValueError):
     """A facade used out of order or with a world, task or side it does not serve; the message names which."""
-
-
-class EnvironmentMetadata(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    domain: str = Field(description="The domain's name (or module:attribute for one outside this repository).")
-    world: str = Field(description="The world's name; tasks refer to it in their `world` field.")
-    world_digest: str = Field(description="sha256 of the world's base database: equal digests, equal worlds.")
-    policy: str = Field(description="The policy document the agent is held to.")
-    tools: list[dict] = Field(description="OpenAI-style JSON schemas of the agent's tools ('assistant' side).")
-    user_tools: list[dict] = Field(
-        description="The customer's own tools ('user' side, dual control); empty where the customer only talks."
-    )
-    tables: dict[str, dict] = Field(description="The agent side's tables: name → JSON Schema of one record.")
-    user_tables: dict[str, dict] = Field(description="The customer side's tables, likewise; empty without any.")
-
-
-class EnvironmentState(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    world_digest: str = Field(description="The base world's digest (see EnvironmentMetadata).")
-    changed: dict[str, dict[str, dict]] = Field(
-        description="Agent side: per table, the records (τ²-bench JSON) that differ from the base world."
-    )
-    user_state: dict[str, Any] = Field(
-        description="Customer side in full, laid out as the domain's files are; empty without dual control."
-    )
-    hash: str = Field(description="sha256 over the base digest and every changed record; equal states, equal hashes.")
-
-
-class Reward(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    reward: float = Field(description="1.0 when the chosen verdict passes, else 0.0.")
-    verdict_kind: Literal["strict", "tau2"] = Field(description="Which verdict the reward reads (measure's choice).")
-    verdict: Verdict = Field(description="The grader's full verdict: every component, every state difference.")
 
 
 class Environment:
@@ -107,7 +80,7 @@ class Environment:
     ) -> None:
         _expect("domain", domain, (str, Domain), "a domain name, module:attribute or a Domain")
         _expect("world", world, (str, World), "a World or a world reference (a directory, a db.json, a name)")
-        _expect("task", task, (Task, type(None)), "a Task or None")
+        _expect("task", task, (Task, Mapping, type(None)), "a Task, its JSON object, or None")
         _expect("limits", limits, (Limits, type(None)), "a Limits or None")
         _expect("judge", judge, (Judge, type(None)), "a Judge (with a judge(task, trajectory) method) or None")
         _expect("tau2", tau2, (Tau2Config, type(None)), "a Tau2Config or None")
@@ -124,6 +97,7 @@ class Environment:
         self.trajectory: Trajectory | None = None
         self._authenticated: str | None = None
         self._calls = 0
+        self._first_event = 0
         if task is not None:
             self.init(task)
 
@@ -136,26 +110,41 @@ class Environment:
             world_digest=self.world.fingerprint,
             policy=self.world.policy,
             tools=self.world.tools.schemas(),
+            tool_kinds={name: spec.kind for name, spec in self.world.tools.tools.items()},
             user_tools=user_tools.schemas() if user_tools is not None else [],
-            tables={name: record.model_json_schema() for name, record in self.domain.tables.items()},
-            user_tables={name: record.model_json_schema() for name, record in self.domain.user_tables.items()},
+            user_tool_kinds={name: spec.kind for name, spec in user_tools.tools.items()} if user_tools else {},
+            tables={name: self._table_schema(name, record) for name, record in self.domain.tables.items()},
+            user_tables={name: self._table_schema(name, record) for name, record in self.domain.user_tables.items()},
+            identity_fields=list(self.domain.identity_fields()),
         )
 
-    def init(self, task: Task, *, authenticated_user_id: str | None = None) -> EnvironmentState:
-        """A fresh session in `task`'s starting state (its set-up actions run, on both sides); its state.
+    def init(
+        self, task: Task | Mapping[str, Any] | None = None, *, authenticated_user_id: str | None = None
+    ) -> EnvironmentState:
+        """A fresh session in `task`'s starting state (its set-up actions run, on both sides); its state. `task` is
+        a Task or its JSON object; None starts from the base world.
 
         `authenticated_user_id` is whom the session starts authenticated as: None, as in measure, leaves it to the
         agent's identity tool; the task's `customer_user_id` replays as its gold actions are replayed."""
-        _expect("task", task, Task, "a Task")
+        _expect("task", task, (Task, Mapping, type(None)), "a Task, its JSON object, or None")
         _expect("authenticated_user_id", authenticated_user_id, (str, type(None)), "a user id (a string) or None")
-        if task.world != self.world.name:
+        if task is not None and not isinstance(task, Task):
+            try:
+                task = Task.model_validate(dict(task))
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(map(str, first["loc"])) or "task"
+                raise EnvironmentUsageError(f"task: field {where}: {first['msg']}") from None
+        if task is not None and task.world != self.world.name:
             raise EnvironmentUsageError(
                 f"task {task.id!r}: field world is {task.world!r}, but this environment serves {self.world.name!r}"
             )
+        self.close()
         self.session = start_session(self.world, task, authenticated_user_id=authenticated_user_id)
         self.task, self._authenticated, self._calls = task, authenticated_user_id, 0
+        self._first_event = len(self.session.log)
         self.trajectory = Trajectory(
-            task_id=task.id,
+            task_id=task.id if task is not None else "",
             agent=DRIVER,
             user=DRIVER,
             world=self.world.name,
@@ -163,27 +152,29 @@ class Environment:
         )
         return self.state()
 
-    def run(self, call: ToolCall | Mapping[str, Any], side: Side = "assistant") -> Message:
-        """One tool call on `side` ('assistant': the agent; 'user': the customer's own tools, dual control); the
-        tool message the caller reads (`content`, `error`). A tool the side does not hold, bad arguments, a broken
+    def run(self, call: ToolCall | Mapping[str, Any], side: Side = "assistant") -> ToolResult:
+        """One tool call on `side` ('assistant': the agent; 'user': the customer's own tools, dual control); what
+        the caller reads (`content`, `error`, `category`). A tool the side does not hold, bad arguments, a broken
         rule or the agent's tool-call budget used up (`limits.max_tool_calls`) come back as errors, changing nothing.
 
         `call` is a ToolCall or a mapping with `name` and `arguments` (and optionally `id`)."""
         session, trajectory = self._started("run")
         _one_of("side", side, SIDES)
         call = self._tool_call(call, len(trajectory.messages) + len(trajectory.customer_calls))
+        logged = len(session.log)
         if side == "user":
             result = run_tool_call(session, call, requestor="user")
             trajectory.customer_calls.append(CustomerCall(at=len(trajectory.messages), call=call, result=result))
-            return result
-        trajectory.messages.append(Message(role="assistant", tool_calls=[call]))
-        if self._calls >= self.limits.max_tool_calls:
-            result = not_run_message(call)
         else:
-            result = run_tool_call(session, call)
-            self._calls += 1
-        trajectory.messages.append(result)
-        return result
+            trajectory.messages.append(Message(role="assistant", tool_calls=[call]))
+            if self._calls >= self.limits.max_tool_calls:
+                result = not_run_message(call)
+            else:
+                result = run_tool_call(session, call)
+                self._calls += 1
+            trajectory.messages.append(result)
+        category = session.log[-1].error_category if len(session.log) > logged and result.error else None
+        return ToolResult(content=result.content or "", error=result.error, category=category)
 
     def state(self) -> EnvironmentState:
         session, _ = self._started("state")
@@ -192,13 +183,18 @@ class Environment:
         return EnvironmentState(
             world_digest=self.world.fingerprint,
             changed={table: records for table, records in changed.items() if table not in user_tables},
-            user_state=user_state(session),
+            user_changed={table: records for table, records in changed.items() if table in user_tables},
+            authenticated_user_id=session.authenticated_user_id,
+            transferred=session.transferred,
             hash=session.state_hash(),
         )
 
-    def query_data(self, table: str, filters: Mapping[str, Any] | Callable[[Any], bool] | None = None) -> list[dict]:
-        """The records of `table` matching `filters` ({dotted.field: value}, all must hold, or a predicate on the
-        record), in key order, as τ²-bench JSON: as the session sees them now, or the base world before `init`."""
+    def query_data(
+        self, table: str, filters: Mapping[str, Any] | Callable[[Any], bool] | None = None
+    ) -> dict[str, dict]:
+        """key → record (τ²-bench JSON) of `table`'s records matching `filters` ({dotted.field: value}, all must
+        hold, or a predicate on the record), in key order: as the session sees them now, or the base world before
+        `init`."""
         _expect("table", table, str, "a table name (a string)")
         if table not in self.world.table_names:
             raise EnvironmentUsageError(f"unknown table {table!r}; tables are {', '.join(self.world.table_names)}")
@@ -220,7 +216,7 @@ class Environment:
             found = [(key, records[key]) for key in sorted(records)]
         else:
             found = [(key, self.session.get(table, key)) for key in self.session.keys(table)]
-        kept = []
+        kept: dict[str, dict] = {}
         for key, record in found:
             try:
                 keep = match(record)
@@ -230,19 +226,30 @@ class Environment:
                     f" it is given the record object ({type(record).__name__}: fields as attributes)"
                 ) from exc
             if keep:
-                kept.append(dump_record(record))
+                kept[key] = dump_record(record)
         return kept
 
     def reward(self) -> Reward:
-        """The grader's verdict on the calls (and words) so far, as measure grades an episode: the calls replayed
-        from the task's starting state, the end state against the gold actions' one, the static and task checks,
-        the env assertions; `reward` reads the verdict this facade was built with ('strict' or 'tau2')."""
+        """The grader's verdict on the calls (and words) so far, as a reward: 1.0 when the verdict this facade was
+        built with ('strict' or 'tau2') passes; `info` holds the verdict (see `verdict()`)."""
+        verdict = self.verdict()
+        passed = verdict.outcome(self.verdict_kind)
+        return Reward(
+            reward=1.0 if passed else 0.0,
+            info={"verdict_kind": self.verdict_kind, "verdict": verdict.model_dump(mode="json")},
+        )
+
+    def verdict(self) -> Verdict:
+        """The grader's full verdict on the episode so far, as measure grades an episode: the calls replayed from
+        the task's starting state, the end state against the gold actions' one, the static and task checks, the
+        env assertions."""
         session, trajectory = self._started("reward")
-        assert self.task is not None
+        if self.task is None:
+            raise EnvironmentUsageError("reward() of an episode started without a task: there is nothing to grade")
         trajectory.world_log = [event.to_dict() for event in session.log]
         trajectory.final_changed = session.changed()
         trajectory.final_hash = session.state_hash()
-        verdict = grade(
+        return grade(
             self.world,
             self.task,
             trajectory,
@@ -251,8 +258,25 @@ class Environment:
             authenticated_user_id=self._authenticated,
             tau2=self.tau2,
         )
-        passed = verdict.outcome(self.verdict_kind)
-        return Reward(reward=1.0 if passed else 0.0, verdict_kind=self.verdict_kind, verdict=verdict)
+
+    def calls(self) -> list[CallRecord]:
+        """Every call the world executed since `init`, in order (the world's own log; set-up actions excluded)."""
+        session, _ = self._started("calls")
+        return [
+            CallRecord(
+                side="user" if event.requestor == "user" else "assistant",
+                name=event.name,
+                arguments=event.arguments,
+                result=ToolResult(
+                    content=event.content, error=not event.ok, category=event.error_category if not event.ok else None
+                ),
+            )
+            for event in session.log[self._first_event :]
+        ]
+
+    def close(self) -> None:
+        """End the episode; the session is dropped (the base world never changes)."""
+        self.session, self.trajectory, self.task = None, None, None
 
     # ---- the conversation the checks read ---------------------------------------------------------------------
     def say(self, text: str, side: Side = "assistant") -> None:
@@ -261,6 +285,18 @@ class Environment:
         _expect("text", text, str, "a string")
         _one_of("side", side, SIDES)
         trajectory.messages.append(Message(role=side, content=text))
+
+    def _table_schema(self, name: str, record_type: type[BaseModel]) -> TableSchema:
+        """A table's schema, with the field that holds each record's key and the one naming its owner where one
+        field does so for every record of the base world."""
+        records = self.world.table(name)
+        dumped = {key: dump_record(record) for key, record in records.items()}
+        key_field = _common_field(dumped, lambda key, record: key)
+        owners = {key: self.domain.owner(name, record) for key, record in records.items()}
+        owner_field = None
+        if any(owner is not None for owner in owners.values()):
+            owner_field = _common_field(dumped, lambda key, record: owners[key])
+        return TableSchema(record=record_type.model_json_schema(), key=key_field, owner=owner_field)
 
     # ---- internals ----------------------------------------------------------------------------------------------
     def _started(self, what: str) -> tuple[Session, Trajectory]:
@@ -317,3 +353,23 @@ def _field(record: Any, path: str) -> Any:
     for part in path.split("."):
         value = value.get(part) if isinstance(value, dict) else getattr(value, part, None)
     return value
+
+
+def _common_field(records: Mapping[str, dict], wanted: Callable[[str, dict], Any]) -> str | None:
+    """The first top-level field (or one level down, dotted) whose value is `wanted(key, record)` in every record
+    where that is not None; None when no field is, or the table is empty."""
+    paths: list[str] | None = None
+    for key, record in records.items():
+        value = wanted(key, record)
+        if value is None:
+            continue
+        here = [
+            f"{field}.{inner}" if inner else field
+            for field, sub in record.items()
+            for inner in ([""] if not isinstance(sub, dict) else ["", *sub])
+            if (sub.get(inner) if inner else sub) == value
+        ]
+        paths = here if paths is None else [p for p in paths if p in here]
+        if not paths:
+            return None
+    return paths[0] if paths else None

@@ -12,6 +12,19 @@ from pipeline.rollout.runner import Limits
 from pipeline.world.registry import resolve_domain
 from tests.test_domain_boundary import ROOT, _domain_imports
 
+
+def _bare(env: Environment) -> Environment:
+    fresh = Environment(env.domain, env.world)
+    fresh.init()
+    return fresh
+
+
+def _dotted(record: dict, path: str):
+    for part in path.split("."):
+        record = record.get(part) if isinstance(record, dict) else None
+    return record
+
+
 DOMAINS = ("retail", "airline", "telecom")
 QUESTION, YES = "Shall I go ahead with that? (yes/no)", "Yes, please go ahead."
 
@@ -54,10 +67,11 @@ def _gold_rewards(env: Environment, tasks: list[Task]) -> None:
     for task in tasks:
         env.init(task, authenticated_user_id=task.customer_user_id)
         _replay(env, task)
-        reward = env.reward()
-        assert reward.verdict.component("replay_consistency").passed, task.id
+        reward, verdict = env.reward(), env.verdict()
+        assert verdict.component("replay_consistency").passed, task.id
+        assert reward.info["verdict"] == verdict.model_dump(mode="json")
         if reward.reward != 1.0:
-            failed = set(reward.verdict.failed_components)
+            failed = set(verdict.failed_components)
             assert failed <= _graded_only(env), (task.id, failed)
             excused.append(task.id)
     assert len(excused) <= 1, excused  # airline's task 32: its gold refund breaks the graded-only refund ceiling
@@ -88,7 +102,7 @@ def test_a_wrong_write_earns_reward_0(loaded):
         pytest.fail("no task's writes go through in another task's end state")
     reward = env.reward()
     assert reward.reward == 0.0
-    assert "state" in reward.verdict.failed_components and reward.verdict.diffs
+    assert "state" in env.verdict().failed_components and env.verdict().diffs
 
 
 def test_a_tool_of_the_other_side_is_refused_and_changes_nothing(loaded):
@@ -106,7 +120,7 @@ def test_a_tool_of_the_other_side_is_refused_and_changes_nothing(loaded):
         result = env.run({"name": name, "arguments": {}}, "assistant")
         assert result.error and f"unknown tool {name!r}" in result.content
     assert env.state() == start
-    assert env.reward().verdict.component("replay_consistency").passed
+    assert env.verdict().component("replay_consistency").passed
 
 
 def test_metadata_tells_the_domain_its_world_and_both_sides(loaded):
@@ -120,7 +134,13 @@ def test_metadata_tells_the_domain_its_world_and_both_sides(loaded):
     user_tools = list(domain.user_tools.tools) if domain.user_tools is not None else []
     assert [t["function"]["name"] for t in meta.user_tools] == user_tools
     assert list(meta.tables) == list(domain.tables) and list(meta.user_tables) == list(domain.user_tables)
-    assert all(schema["type"] == "object" and schema["properties"] for schema in meta.tables.values())
+    assert all(t.record["type"] == "object" and t.record["properties"] for t in meta.tables.values())
+    assert set(meta.tool_kinds) == set(domain.tools.tools) and "write" in meta.tool_kinds.values()
+    for name, table in meta.tables.items():  # the key field holds each record's key, the owner field its owner
+        for key, record in env.query_data(name).items():
+            assert table.key is None or record[table.key] == key
+            owner = domain.owner(name, env.world.table(name)[key])
+            assert table.owner is None or owner is None or _dotted(record, table.owner) == owner
 
 
 def test_init_runs_the_set_up_on_both_sides_and_every_init_starts_afresh(loaded):
@@ -129,9 +149,9 @@ def test_init_runs_the_set_up_on_both_sides_and_every_init_starts_afresh(loaded)
     task = (set_up or [t for t in tasks if _writes(env, t)])[0]
     first = env.init(task, authenticated_user_id=task.customer_user_id)
     assert first.world_digest == env.world.fingerprint
-    assert bool(env.domain.user_tables) == bool(first.user_state)
+    assert set(first.user_changed) == set(env.domain.user_tables)
     bare = Environment(env.domain, env.world).init(task.model_copy(update={"initial_state": None}))
-    assert (first != bare) == bool(set_up)  # telecom's set-up unseats a SIM, suspends a line: on either side
+    assert (first.hash != bare.hash) == bool(set_up)  # telecom's set-up unseats a SIM, suspends a line: on either side
     _replay(env, task)
     assert env.state().hash != first.hash
     assert env.init(task, authenticated_user_id=task.customer_user_id) == first
@@ -146,12 +166,12 @@ def test_query_data_reads_the_session_as_it_is_now(loaded):
     changed = env.state().changed
     table, key = next((table, key) for table, records in changed.items() for key in records)
     record = changed[table][key]
-    assert record in env.query_data(table) and record not in before.query_data(table)
+    assert env.query_data(table)[key] == record and before.query_data(table).get(key) != record
     assert len(env.query_data(table)) >= len(before.query_data(table)) > 0
     field, value = next((f, v) for f, v in record.items() if isinstance(v, str))
-    assert record in env.query_data(table, {field: value})
-    assert all(r[field] == value for r in env.query_data(table, {field: value}))
-    assert env.query_data(table, lambda r: False) == []
+    assert env.query_data(table, {field: value})[key] == record
+    assert all(r[field] == value for r in env.query_data(table, {field: value}).values())
+    assert env.query_data(table, lambda r: False) == {}
     with pytest.raises(EnvironmentUsageError, match="unknown table 'shoes'"):
         env.query_data("shoes")
 
@@ -184,7 +204,7 @@ def test_the_tau2_verdict_reads_tau2s_reward(loaded):
     for info in task.evaluation.communicate_info if task.evaluation else []:  # what τ²-bench wants told (COMMUNICATE)
         tau2.say(f"For the record: {info}.")
     reward = tau2.reward()
-    assert reward.verdict_kind == "tau2" and reward.reward == 1.0 and reward.verdict.tau2.passed
+    assert reward.info["verdict_kind"] == "tau2" and reward.reward == 1.0 and tau2.verdict().tau2.passed
     tau2.init(task, authenticated_user_id=task.customer_user_id)  # nothing done: the database is not the gold one
     assert tau2.reward().reward == 0.0
 
@@ -195,7 +215,7 @@ def test_the_tool_budget_is_measures(loaded):
     name = budgeted.get_metadata().tools[0]["function"]["name"]
     budgeted.run({"name": name, "arguments": {}})
     assert budgeted.run({"name": name, "arguments": {}}).content.startswith("Error: not run")
-    assert "static.tool_budget" in budgeted.reward().verdict.failed_components
+    assert "static.tool_budget" in budgeted.verdict().failed_components
 
 
 def test_the_facade_names_no_domain():
@@ -227,8 +247,9 @@ BAD_ARGUMENTS = [
     ("a judge without judge()", lambda env, tasks: Environment(env.domain, env.world, judge="x"), "argument judge"),
     ("tau2 as a string", lambda env, tasks: Environment(env.domain, env.world, tau2="x"), "argument tau2"),
     ("no verdict", lambda env, tasks: Environment(env.domain, env.world, verdict=None), "verdict NoneType None"),
-    ("init(None)", lambda env, tasks: Environment(env.domain, env.world).init(None), "argument task: .* None"),
-    ("init(a dict)", lambda env, tasks: Environment(env.domain, env.world).init({"id": "0"}), "argument task: .* dict"),
+    ("init(a number)", lambda env, tasks: Environment(env.domain, env.world).init(7), "argument task: .* int 7"),
+    ("init(a bad task)", lambda env, tasks: Environment(env.domain, env.world).init({"id": "0"}), "task: field "),
+    ("reward() with no task", lambda env, tasks: _bare(env).reward(), r"without a task: there is nothing"),
     (
         "a user id that is a number",
         lambda env, tasks: Environment(env.domain, env.world).init(tasks[0], authenticated_user_id=7),
@@ -297,9 +318,14 @@ def test_every_argument_is_checked_at_the_boundary_in_one_line(retail, given, ca
 def test_a_filter_on_fields_the_records_have_still_reads(retail):
     env, _ = retail
     orders = env.query_data("orders")
-    city = orders[0]["address"]["city"]
-    assert env.query_data("orders", {"address.city": city}) == [o for o in orders if o["address"]["city"] == city]
+    city = next(iter(orders.values()))["address"]["city"]
+    assert env.query_data("orders", {"address.city": city}) == {
+        k: o for k, o in orders.items() if o["address"]["city"] == city
+    }
     users = env.query_data("users")
-    key, method = next(iter(users[0]["payment_methods"].items()))  # a dict's part is any key, then its values' fields
-    assert users[0] in env.query_data("users", {f"payment_methods.{key}.source": method["source"]})
-    assert env.query_data("orders", {"cancel_reason": None}) == [o for o in orders if "cancel_reason" not in o]
+    user_id, user = next(iter(users.items()))
+    key, method = next(iter(user["payment_methods"].items()))  # a dict's part is any key, then its values' fields
+    assert env.query_data("users", {f"payment_methods.{key}.source": method["source"]})[user_id] == user
+    assert env.query_data("orders", {"cancel_reason": None}) == {
+        k: o for k, o in orders.items() if "cancel_reason" not in o
+    }

@@ -1,0 +1,31 @@
+"""The boundaries the loop reaches outside itself through: an environment's six functions (`environment`)."""
+
+from pipeline.protocol.environment import (
+    PROTOCOL_VERSION,
+    SIDES,
+    CallRecord,
+    EnvironmentFactory,
+    EnvironmentMetadata,
+    EnvironmentProtocol,
+    EnvironmentState,
+    Reward,
+    Side,
+    TableSchema,
+    ToolResult,
+    as_model,
+)
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "SIDES",
+    "CallRecord",
+    "EnvironmentFactory",
+    "EnvironmentMetadata",
+    "EnvironmentProtocol",
+    "EnvironmentState",
+    "Reward",
+    "Side",
+    "TableSchema",
+    "ToolResult",
+    "as_model",
+]
