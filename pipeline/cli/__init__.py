@@ -15,6 +15,7 @@ import typer
 
 from pipeline.cli import (
     curate,
+    env,
     gate,
     gate_aa,
     measure,
@@ -62,5 +63,6 @@ app.add_typer(train.app, name="train")
 app.add_typer(tau2.import_app, name="import")
 app.add_typer(tau2.export_app, name="export")
 app.add_typer(model.app, name="model")
+app.add_typer(env.app, name="env")
 
 __all__ = ["app"]

@@ -1,5 +1,12 @@
-"""The boundaries the loop reaches outside itself through: an environment's six functions (`environment`)."""
+"""The boundaries the loop reaches outside itself through: an environment's six functions (`environment`), and
+an environment served over HTTP as one of them (`client`)."""
 
+from pipeline.protocol.client import (
+    EnvironmentRequestError,
+    EnvironmentUnavailableError,
+    ServedEnvironment,
+    served_worlds,
+)
 from pipeline.protocol.environment import (
     PROTOCOL_VERSION,
     SIDES,
@@ -22,10 +29,14 @@ __all__ = [
     "EnvironmentFactory",
     "EnvironmentMetadata",
     "EnvironmentProtocol",
+    "EnvironmentRequestError",
     "EnvironmentState",
+    "EnvironmentUnavailableError",
     "Reward",
+    "ServedEnvironment",
     "Side",
     "TableSchema",
     "ToolResult",
     "as_model",
+    "served_worlds",
 ]
