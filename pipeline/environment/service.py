@@ -86,6 +86,23 @@ class ServiceFullError(InfrastructureError):
     """Every episode slot is taken by an episode in a call: none can be closed to make room."""
 
 
+class EnvironmentFailure(InfrastructureError):
+    """An environment raised something other than an `AgentloopError`: a bug of its own (answered 500)."""
+
+
+@contextlib.contextmanager
+def failures(world: str) -> Iterator[None]:
+    """An environment's own unexpected exception as an `EnvironmentFailure` (logged with its traceback), so the
+    service answers a 500 in its own shape and keeps the connection."""
+    try:
+        yield
+    except AgentloopError:
+        raise
+    except Exception as exc:
+        log.exception("the environment of world %s failed", world)
+        raise EnvironmentFailure(f"the environment of world {world!r} failed: {type(exc).__name__}: {exc}") from exc
+
+
 # ---- the registry ----------------------------------------------------------------------------------------------
 @dataclass(eq=False)
 class Episode:
@@ -467,7 +484,7 @@ def create_app(
     )
     def world_query(world: str, body: QueryIn) -> dict[str, dict[str, Any]]:
         """The base world's records of a table whose fields equal the predicate: key → record, in key order."""
-        with base_locks[world_of(world)]:
+        with base_locks[world_of(world)], failures(world):
             return dict(bases[world].query_data(body.table, body.predicate))
 
     @app.post(
@@ -480,9 +497,13 @@ def create_app(
     def open_episode(body: OpenEpisode, request: Request) -> EpisodeOut:
         """A fresh, isolated episode of the world in the task's starting state (its set-up run on both sides)."""
         world = world_of(body.world)
-        env = factory(world)
+        with failures(world):
+            env = factory(world)
         try:
-            state = as_model(EnvironmentState, env.init(body.task, authenticated_user_id=body.authenticated_user_id))
+            with failures(world):
+                state = as_model(
+                    EnvironmentState, env.init(body.task, authenticated_user_id=body.authenticated_user_id)
+                )
             episode = registry.add(world, env)
         except BaseException:
             with contextlib.suppress(Exception):
@@ -503,13 +524,13 @@ def create_app(
         """Execute one tool call on one side; a refused call changes nothing and comes back with `error` true."""
         call = body.call.model_dump(exclude_unset=True)
         call.setdefault("arguments", {})
-        with registry.use(episode_id) as episode:
+        with registry.use(episode_id) as episode, failures(episode.world):
             return as_model(ToolResult, episode.env.run(call, body.side))
 
     @app.get("/episodes/{episode_id}/state", tags=["episodes"], response_model=EnvironmentState, responses=on_episode)
     def state(episode_id: str) -> EnvironmentState:
         """The records the episode changed (each side), who is authenticated, the state hash."""
-        with registry.use(episode_id) as episode:
+        with registry.use(episode_id) as episode, failures(episode.world):
             return as_model(EnvironmentState, episode.env.state())
 
     @app.post(
@@ -520,26 +541,26 @@ def create_app(
     )
     def query(episode_id: str, body: QueryIn) -> dict[str, dict[str, Any]]:
         """A table's records as the episode sees them, whose fields equal the predicate: key → record."""
-        with registry.use(episode_id) as episode:
+        with registry.use(episode_id) as episode, failures(episode.world):
             return dict(episode.env.query_data(body.table, body.predicate))
 
     @app.get("/episodes/{episode_id}/reward", tags=["episodes"], response_model=Reward, responses=on_episode)
     def reward(episode_id: str) -> Reward:
         """The environment's own score of the episode so far."""
-        with registry.use(episode_id) as episode:
+        with registry.use(episode_id) as episode, failures(episode.world):
             return as_model(Reward, episode.env.reward())
 
     @app.post("/episodes/{episode_id}/say", tags=["episodes"], status_code=204, responses=_errors(400, 404, 422, 503))
     def say(episode_id: str, body: SayIn) -> Response:
         """A message of the conversation (a rule may read it, e.g. a customer's confirmation)."""
-        with registry.use(episode_id) as episode:
+        with registry.use(episode_id) as episode, failures(episode.world):
             episode.env.say(body.text, body.side)
         return Response(status_code=204)
 
     @app.get("/episodes/{episode_id}/calls", tags=["episodes"], response_model=list[CallRecord], responses=on_episode)
     def calls(episode_id: str) -> list[CallRecord]:
         """Every call the episode executed, in order."""
-        with registry.use(episode_id) as episode:
+        with registry.use(episode_id) as episode, failures(episode.world):
             return [as_model(CallRecord, c) for c in episode.env.calls()]
 
     @app.delete("/episodes/{episode_id}", tags=["episodes"], status_code=204)
@@ -594,6 +615,8 @@ def _error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(AgentloopError)
     async def _refused(_: Request, exc: AgentloopError) -> JSONResponse:
+        if isinstance(exc, EnvironmentFailure):
+            return answer(500, str(exc))
         if isinstance(exc, EpisodeNotFoundError | UnknownWorldError):
             return answer(404, str(exc))
         if isinstance(exc, InfrastructureError):
