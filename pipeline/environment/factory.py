@@ -114,7 +114,7 @@ def _own_factory(spec: str, make: Callable[[str], Any], worlds: list[str]) -> tu
             raise EnvironmentReferenceError(
                 f"domain {spec!r}: it made a {type(env).__name__}, not an environment (it lacks {', '.join(missing)})"
             )
-        return env  # type: ignore[no-any-return]
+        return env
 
     return factory, {name: name for name in names}
 
