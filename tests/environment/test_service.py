@@ -6,6 +6,7 @@ bounded in number; refusals are typed 4xx naming the field or the episode, failu
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -480,3 +481,50 @@ def test_env_serve_refuses_in_one_line():
         result = runner.invoke(cli, ["env", "serve", *args])
         assert result.exit_code == 2, (args, result.output)
         assert said in result.output and "Traceback" not in result.output, (args, result.output)
+
+
+def test_an_mcp_application_is_mounted_per_episode(monkeypatch):
+    """Where `pipeline.environment.mcp` exists, its `mcp_app(lookup)` is mounted at /episodes/{episode_id}/mcp: it
+    reads the episode id from the path, `lookup` gives that episode (its calls taking the episode's lock) or None,
+    and its own lifespan runs with the service's."""
+    import importlib.machinery
+    import types
+
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    started: list[str] = []
+
+    def mcp_app(lookup):
+        async def tools(request):
+            env = lookup(request.scope["path_params"]["episode_id"])
+            if env is None:
+                return JSONResponse({"error": "no such episode"}, status_code=404)
+            result = env.run({"name": "bump", "arguments": {"name": "b"}})
+            return JSONResponse(
+                {"tools": [t["function"]["name"] for t in env.get_metadata().tools], **result.model_dump()}
+            )
+
+        @contextlib.asynccontextmanager
+        async def lifespan(app):
+            started.append("up")
+            yield
+            started.append("down")
+
+        return Starlette(routes=[Route("/", tools, methods=["POST"])], lifespan=lifespan)
+
+    fake = types.ModuleType("pipeline.environment.mcp")
+    fake.__spec__ = importlib.machinery.ModuleSpec("pipeline.environment.mcp", None)
+    fake.mcp_app = mcp_app  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "pipeline.environment.mcp", fake)
+    factory, served = environment_factory(f"{__name__}:Counter", ["one"])
+    with serve_in_thread(create_app(factory, served)) as url:
+        env = ServedEnvironment(url, "one")
+        env.init()
+        reply = httpx.post(f"{env.mcp_url}/").json()
+        assert reply == {"tools": ["bump"], "content": "1", "error": False, "category": None}
+        assert env.query_data("counters", {"name": "b"})["b"]["count"] == 1  # the same episode, not a copy
+        assert httpx.post(f"{url}/episodes/nobody/mcp/").status_code == 404
+        env.close()
+    assert started == ["up", "down"]
