@@ -151,6 +151,11 @@ class World:
     def session(self, authenticated_user_id: str | None = None) -> Session:
         return Session(self, authenticated_user_id=authenticated_user_id)
 
+    def start(self, task: Any, authenticated_user_id: str | None = None) -> Session | None:
+        """A session already in `task`'s starting state, for a world whose episodes run elsewhere (an environment
+        behind the protocol runs the set-up itself); None: the loop runs the task's set-up on a `session()`."""
+        return None
+
 
 def filter_field_problem(table: str, record_type: type[BaseModel], path: Any) -> str | None:
     """What is wrong with `path` as a {dotted.field: value} filter on `table`'s records, or None: every part must
