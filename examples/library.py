@@ -76,7 +76,9 @@ class Library:
             content, ok = json.dumps(getattr(self, name)(**args)), True
         except Refused as exc:
             content, ok = f"Error: {exc}", False
-        self.log.append({"side": side, "name": name, "arguments": args, "result": {"content": content, "error": not ok}})
+        self.log.append(
+            {"side": side, "name": name, "arguments": args, "result": {"content": content, "error": not ok}}
+        )
         return {"content": content, "error": not ok, "category": None if ok else "precondition"}
 
     def state(self) -> dict:
@@ -111,7 +113,10 @@ class Library:
 
     def get_member(self, member_id):
         member = self._member(member_id)
-        return {**member, "holds": sorted(b["book_id"] for b in self.db["books"].values() if b.get("holder") == member_id)}
+        return {
+            **member,
+            "holds": sorted(b["book_id"] for b in self.db["books"].values() if b.get("holder") == member_id),
+        }
 
     def get_book(self, book_id):
         if book_id not in self.db["books"]:

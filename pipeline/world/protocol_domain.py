@@ -32,7 +32,15 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import to_jsonable_python
 
 from pipeline.errors import InfrastructureError, InputError, WorldError
-from pipeline.protocol import EnvironmentMetadata, EnvironmentProtocol, EnvironmentState, TableSchema, ToolResult, as_model
+from pipeline.protocol import (
+    EnvironmentMetadata,
+    EnvironmentProtocol,
+    EnvironmentState,
+    Reward,
+    TableSchema,
+    ToolResult,
+    as_model,
+)
 from pipeline.world.domain import Domain
 from pipeline.world.schema_types import arguments_model, record_model
 from pipeline.world.tables import Session, World, WorldLoadError, dump_record
@@ -111,7 +119,9 @@ class ProtocolDomain(Domain):
         except (InputError, InfrastructureError, WorldError):
             raise
         except Exception as exc:  # noqa: BLE001 - the environment's own code: named, typed
-            raise WorldLoadError(f"domain {self.name!r}: opening world {world!r} failed: {type(exc).__name__}: {exc}")
+            raise WorldLoadError(
+                f"domain {self.name!r}: opening world {world!r} failed: {type(exc).__name__}: {exc}"
+            ) from None
 
     def _learn(self, meta: EnvironmentMetadata) -> None:
         """Take the tables and tools the first world's metadata describes; a later world must describe the same."""
@@ -130,7 +140,9 @@ class ProtocolDomain(Domain):
             self._tables = {name: _record_type(name, t) for name, t in meta.tables.items()}
             self._user_tables = {name: _record_type(name, t) for name, t in meta.user_tables.items()}
             self._tools = self._registry(meta.tools, meta.tool_kinds, "assistant")
-            self._user_tools = self._registry(meta.user_tools, meta.user_tool_kinds, "user") if meta.user_tools else None
+            self._user_tools = (
+                self._registry(meta.user_tools, meta.user_tool_kinds, "user") if meta.user_tools else None
+            )
             self._metadata = meta
 
     @staticmethod
@@ -164,11 +176,15 @@ class ProtocolDomain(Domain):
             for name, record_type in {**self._tables, **self._user_tables}.items():
                 found = env.query_data(name, None)
                 if not isinstance(found, Mapping):
-                    raise ProtocolError(f"domain {self.name!r}: query_data({name!r}) returned {type(found).__name__}, not key → record")
+                    raise ProtocolError(
+                        f"domain {self.name!r}: query_data({name!r}) returned {type(found).__name__}, not key → record"
+                    )
                 tables[name] = {str(key): _record(record_type, name, key, rec) for key, rec in found.items()}
         finally:
             env.close()
-        return ProtocolWorld(tables, meta.policy, meta.world, self)
+        world = ProtocolWorld(tables, meta.policy, meta.world, self)
+        world.ref = ref
+        return world
 
     def policy(self) -> str:
         return self.metadata.policy
@@ -190,6 +206,8 @@ class ProtocolWorld(World):
     """A world of a protocol domain: its base records, read through `query_data`; sessions run on the environment."""
 
     domain: ProtocolDomain
+    ref: str = ""
+    """The reference the world was loaded by: what each episode's environment is made with."""
 
     def session(self, authenticated_user_id: str | None = None) -> Session:
         return ProtocolSession(self, authenticated_user_id=authenticated_user_id)
@@ -219,7 +237,7 @@ class ProtocolSession(Session):
     def open(self, task: Mapping[str, Any] | None) -> EnvironmentProtocol:
         """Start the episode (once): `init(task)` on a fresh environment of the world, then mirror its state."""
         if self.episode is None:
-            episode = self.world.domain._open(self.world.name)
+            episode = self.world.domain._open(self.world.ref or self.world.name)
             weakref.finalize(self, _close_quietly, episode)
             state = episode.init(task, authenticated_user_id=self.authenticated_user_id)
             self.episode = episode
@@ -261,6 +279,12 @@ class ProtocolSession(Session):
             self._journal.append((table, key, self.overlay[table].get(key)))
         self._edited_this_call.add((table, key))
 
+    def environment_reward(self) -> float | None:
+        if self.episode is None:
+            return None
+        reward = getattr(self.episode, "reward", None)
+        return _answer(Reward, reward(), f"{self.world.domain.name} reward()").reward if reward is not None else None
+
     def close(self) -> None:
         if self.episode is not None:
             _close_quietly(self.episode)
@@ -298,7 +322,9 @@ def _record(record_type: type[BaseModel], table: str, key: Any, value: Any) -> B
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(map(str, first["loc"])) or "record"
-        raise ProtocolError(f"{table}/{key}: field {field}: {first['msg']} (the table's schema says otherwise)") from None
+        raise ProtocolError(
+            f"{table}/{key}: field {field}: {first['msg']} (the table's schema says otherwise)"
+        ) from None
 
 
 def _answer(model: type[BaseModel], value: Any, what: str) -> Any:

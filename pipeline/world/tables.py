@@ -335,3 +335,7 @@ class Session:
 
     def state_hash(self) -> str:
         return sha256_json({"base": self.world.fingerprint, "changed": self.changed()})
+
+    def environment_reward(self) -> float | None:
+        """The environment's own score of this episode, where the episode runs in one (see `ProtocolSession`)."""
+        return None
