@@ -57,7 +57,7 @@ class ReplayedState:
         return [e for e in self.log if e.get("requestor", "assistant") == "assistant"]
 
 
-_cache: OrderedDict[tuple[str, str, str], ExpectedState] = OrderedDict()
+_cache: OrderedDict[tuple[str, str, str, str], ExpectedState] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
@@ -67,7 +67,7 @@ def expected_state(world: World, task: Task) -> ExpectedState:
         {"user": task.customer_user_id, "actions": [a.model_dump() for a in task.gold_actions]}
         | ({"setup": task.initial_state} if task.initial_state else {})
     )
-    key = (world.fingerprint, task.id, gold)
+    key = (world.domain.name, world.fingerprint, task.id, gold)
     with _cache_lock:
         hit = _cache.get(key)
         if hit is not None:

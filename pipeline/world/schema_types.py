@@ -9,7 +9,7 @@ the definition it names.
 
 from __future__ import annotations
 
-from typing import Any, Literal, Optional, Union
+from typing import Any, ClassVar, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -26,6 +26,8 @@ class LooseRecord(BaseModel):
     """A record of an environment known by its schema: declared fields typed, anything else kept as sent."""
 
     model_config = ConfigDict(extra="allow")
+    as_sent: ClassVar[bool] = True
+    """`dump_record` gives back exactly the fields the environment sent (nulls included, absent ones absent)."""
 
 
 def python_type(schema: Any, defs: dict[str, Any], where: str, depth: int = 0) -> Any:

@@ -42,7 +42,10 @@ class Record(Strict):
 
 def dump_record(record: BaseModel) -> dict:
     """A record as τ²-bench JSON: unset optional fields are omitted, as in db.json, unless the record type keeps
-    them (`keep_none = True`: a domain whose db.json writes every field, nulls included)."""
+    them (`keep_none = True`: a domain whose db.json writes every field, nulls included), or the record is one an
+    environment sent (`as_sent = True`: the fields it holds, as sent)."""
+    if getattr(record, "as_sent", False):  # a record an environment sent: exactly the fields it holds
+        return record.model_dump(mode="json", exclude_unset=True)
     return record.model_dump(mode="json", exclude_none=not getattr(record, "keep_none", False))
 
 
