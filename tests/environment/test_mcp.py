@@ -9,7 +9,7 @@ import asyncio
 import socket
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any
 
 import httpx
@@ -25,7 +25,7 @@ from starlette.routing import Route
 from pipeline.environment import Environment, McpEnvironmentClient, mcp_app
 from pipeline.environment.mcp import CATEGORY_META, McpRequestError, McpUnavailableError
 from pipeline.errors import InfrastructureError, InputError
-from pipeline.protocol import ToolResult
+from pipeline.protocol import EnvironmentMetadata, ToolResult
 
 WORLD = ("retail", "gen-3")
 ORDER, USER, EMAIL = "#W0006740", "olivia_schmidt_0627", "olivia.schmidt0685@example.com"  # a pending order
@@ -294,3 +294,52 @@ def test_the_client_names_a_server_it_cannot_reach_and_bad_arguments(served):
         with pytest.raises(InputError, match="arguments must be an object"):
             client.call("calculate", ["1 + 1"])  # type: ignore[arg-type]
         assert client.call("calculate", {"expression": "1 + 1"}) == ToolResult(content="2.0")
+
+
+class Counter:
+    """An environment of its own, not agentloop's tables: one counter, a tool that adds to it (results as JSON
+    objects, as a protocol implementation may return them) and a tool whose implementation crashes."""
+
+    def __init__(self) -> None:
+        self.value = 0
+
+    def get_metadata(self) -> EnvironmentMetadata:
+        def tool(name: str, description: str) -> dict[str, Any]:
+            parameters = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+            return {
+                "type": "function",
+                "function": {"name": name, "description": description, "parameters": parameters},
+            }
+
+        return EnvironmentMetadata(
+            domain="counter",
+            world="one",
+            world_digest="0",
+            policy="Add what the customer asks.",
+            tools=[tool("add", "Add n to the counter."), tool("crash", "A bug.")],
+            tool_kinds={"add": "write", "crash": "generic"},
+            tables={},
+        )
+
+    def run(self, call: Mapping[str, Any], side: str = "assistant") -> dict[str, Any]:
+        if call["name"] == "crash":
+            raise RuntimeError("a bug in the environment")
+        n = call["arguments"].get("n")
+        if not isinstance(n, int):
+            return {"content": "Error: n must be an integer", "error": True, "category": "invalid_arguments"}
+        self.value += n
+        return {"content": str(self.value)}
+
+
+def test_any_protocol_implementation_is_served_and_its_crash_is_infrastructure(served):
+    counter = Counter()
+    served.episodes["counter"] = counter  # type: ignore[assignment]
+    with McpEnvironmentClient(served.url("counter")) as client:
+        assert client.list_tools() == counter.get_metadata().tools
+        assert client.call("add", {"n": 2}) == ToolResult(content="2")
+        assert client.call("add", {"n": "x"}) == ToolResult(
+            content="Error: n must be an integer", error=True, category="invalid_arguments"
+        )
+        with pytest.raises(McpUnavailableError, match="tools/call 'crash'"):
+            client.call("crash", {"n": 1})
+        assert client.call("add", {"n": 3}) == ToolResult(content="5")
