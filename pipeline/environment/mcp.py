@@ -1,8 +1,8 @@
 """Each episode's agent-side tools as an MCP server (the official `mcp` SDK, streamable HTTP), and a synchronous
 client that drives an episode through them.
 
-`mcp_app(lookup)` is one stateless ASGI handler for every episode. Mounted at `/episodes/{episode_id}/mcp` (as
-`agentloop env serve` mounts it), it serves the episode its URL names: `lookup(episode_id)` gives the episode's
+`mcp_app(lookup)` is one stateless ASGI handler for every episode. Routed at `/episodes/{episode_id}/mcp` (as
+`agentloop env serve` routes it), it serves the episode its URL names: `lookup(episode_id)` gives the episode's
 environment, or None for an unknown or closed one, which is answered HTTP 404 with a JSON-RPC error naming the id
 before the MCP layer sees the request. Nothing is keyed on the `Mcp-Session-Id`: the episode is the URL, and no
 MCP session state outlives a request (stateless mode, JSON responses; both the handshake era and the 2026 per-request
@@ -72,8 +72,10 @@ class McpUnavailableError(InfrastructureError):
 
 # ---- the server ---------------------------------------------------------------------------------------------------
 def mcp_app(lookup: Callable[[str], EnvironmentProtocol | None]) -> ASGIApp:
-    """The ASGI app serving each episode's agent-side tools over MCP (see the module docstring); mount it at
-    `/episodes/{episode_id}/mcp`. `lookup(episode_id)` is the episode's environment, or None when there is none."""
+    """The ASGI app serving each episode's agent-side tools over MCP (see the module docstring), for the path
+    `/episodes/{episode_id}/mcp`: `Route("/episodes/{episode_id}/mcp", mcp_app(lookup))` (a Starlette `Mount` there
+    answers the URL without a trailing slash with a redirect first). `lookup(episode_id)` is the episode's
+    environment, or None when there is none."""
     return _EpisodeMcp(lookup)
 
 
@@ -135,12 +137,14 @@ class _EpisodeMcp:
     # ---- per environment: its tools (computed once), one call at a time -----------------------------------------
     def _agent_tools(self, env: EnvironmentProtocol) -> list[types.Tool]:
         try:
-            cached = self._tools.get(env)
+            with self._guard:
+                cached = self._tools.get(env)
         except TypeError:  # an environment that cannot be weakly referenced: nothing is cached
             return _tools(env)
         if cached is None:
             cached = _tools(env)
-            self._tools[env] = cached
+            with self._guard:
+                self._tools[env] = cached
         return cached
 
     def _run(self, env: EnvironmentProtocol, call: dict[str, Any]) -> ToolResult:
