@@ -20,7 +20,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from starlette.applications import Starlette
-from starlette.routing import Route
+from starlette.routing import Mount, Route
 
 from pipeline.environment import Environment, McpEnvironmentClient, mcp_app
 from pipeline.environment.mcp import CATEGORY_META, McpRequestError, McpUnavailableError
@@ -42,12 +42,13 @@ class Server:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
-        app = Starlette(routes=[Route(ROUTE, mcp_app(self.episodes.get))])
+        served = mcp_app(self.episodes.get)
+        app = Starlette(routes=[Route(ROUTE, served), Mount("/mounted/{episode_id}/mcp", app=served)])
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
-    def url(self, episode_id: str) -> str:
-        return f"http://127.0.0.1:{self.port}/episodes/{episode_id}/mcp"
+    def url(self, episode_id: str, at: str = "episodes") -> str:
+        return f"http://127.0.0.1:{self.port}/{at}/{episode_id}/mcp"
 
     def open(self, episode_id: str, domain: str = WORLD[0], world: str = WORLD[1], **init: Any) -> Environment:
         env = Environment(domain, world)
@@ -185,9 +186,20 @@ def test_an_unknown_or_closed_episode_is_a_404_naming_it(served):
 
     served.open("closing")
     assert [t.name for t in sdk(served.url("closing"), lambda s: s.list_tools()).tools]
-    served.episodes.pop("closing").close()
+    served.episodes["closing"].close()  # closed, still looked up: the environment refuses the call
+    result = sdk(served.url("closing"), lambda s: s.call_tool("list_all_product_types", {}))
+    assert result.is_error and "no session is running" in text(result)
+    served.episodes.pop("closing")
     with pytest.raises(McpRequestError, match="unknown or closed episode 'closing'"):
         McpEnvironmentClient(served.url("closing"))
+
+
+def test_a_mount_serves_it_too(served):
+    """Under a Starlette `Mount` the URL ends in a slash; without it the client follows the mount's redirect."""
+    served.open("mounted")
+    for url in (served.url("mounted", at="mounted") + "/", served.url("mounted", at="mounted")):
+        with McpEnvironmentClient(url) as client:
+            assert client.call("find_user_id_by_email", {"email": EMAIL}) == ToolResult(content=USER)
 
 
 def test_the_session_id_header_is_not_the_episode(served):
