@@ -8,27 +8,28 @@ one `scripts/postgres.sh start` serves (`postgresql://agentloop@127.0.0.1:$AGENT
 
 **Isolation: one transaction per episode, holding the episode's own copies of the tables.** Each world's base rows
 are committed once, in a schema of their own (`world_pg_<seed>_<digest>`, created on first use under an advisory
-lock, never written again). `init` opens a transaction on a connection of its own and copies the base tables into
-temporary tables created `ON COMMIT DROP` inside it (with an `episode` row: who is authenticated, whether the
-conversation was transferred); the tools' unqualified table names resolve to those copies. `close` rolls the
-transaction back, which drops the copies. Each call runs in a savepoint, released on success and rolled back on a
-refusal, so a refused call changes nothing. Why this and not a schema per episode:
+lock, never written again). `init` takes a connection of its own, opens a transaction and copies the base rows into
+the connection's temporary tables (created empty once per connection; with an `episode` row: who is authenticated,
+whether the conversation was transferred); the tools' unqualified table names resolve to those copies. `close`
+rolls the transaction back, which empties the copies again, and returns the connection to a per-process pool. Each
+call runs in a savepoint, released on success and rolled back on a refusal, so a refused call changes nothing.
+Why this and not a schema per episode:
 
 - *Nothing to leak.* A schema per episode is committed state: a client killed between `init` and `close` leaves it
-  behind until a janitor finds it. Temporary tables in an uncommitted transaction die with the connection: a killed
-  client's socket closes, its server process rolls back and exits, and nothing remains. A client that hangs
-  without closing its socket is cut off by the server itself after `AGENTLOOP_PG_EPISODE_TTL` seconds idle in the
-  transaction (`idle_in_transaction_session_timeout`, set on each episode's connection; TCP keepalives for a
-  vanished host); `janitor()` does the same on demand.
+  behind until a janitor finds it. An episode here is an uncommitted transaction on temporary tables, and both
+  die with the connection: a killed client's socket closes, its server process rolls back and exits, and nothing
+  remains. A client that hangs without closing its socket is cut off by the server itself after
+  `AGENTLOOP_PG_EPISODE_TTL` seconds (default 1800) idle in the transaction (`idle_in_transaction_session_timeout`,
+  set on each connection; TCP keepalives for a host that vanished); `janitor()` does the same on demand.
 - *Episodes never block each other.* Episodes writing straight into shared tables inside their transactions would
   be isolated too (nobody sees uncommitted rows) but would queue on row locks: two episodes changing the same
   subscription would wait for each other's `close`. Here every episode writes only its own copies; the base is only
   read.
 - *"Differs from the base" is one query.* `state()` is each copy `EXCEPT` its base table, in the same transaction.
+- *Cheap.* No DDL per episode: `init` is a few inserts (about a millisecond on a local server).
 
 The cost: an episode holds a connection from `init` to `close` (the server's `max_connections`, 200 from
-`scripts/postgres.sh`, bounds the episodes in flight), and `init` creates four small tables (a few milliseconds).
-Connections are pooled per process and reused after a rollback.
+`scripts/postgres.sh`, bounds the episodes in flight).
 
 `reward()` is this environment's own score, kept simple: 1.0 when the records the episode changed equal those the
 task's gold actions change when replayed from the task's starting state (τ²-bench's database check; a task without
@@ -41,6 +42,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -151,6 +153,7 @@ class _Pool:
 _pool = _Pool()
 _bases: set[tuple[str, str]] = set()
 _bases_lock = threading.Lock()
+_prepared: weakref.WeakSet[psycopg.Connection] = weakref.WeakSet()
 
 
 def close_idle_connections() -> None:
@@ -210,6 +213,24 @@ def _ensure_base(url: str, conn: psycopg.Connection, seed: int, world_digest: st
     return schema
 
 
+def _prepare(conn: psycopg.Connection, schema: str) -> None:
+    """The connection's own empty copies of the tables (temporary: they live as long as the connection; every
+    world's tables have the same columns), created once per connection, outside any episode's transaction."""
+    if conn in _prepared:
+        return
+    statements = [
+        sql.SQL("CREATE TEMP TABLE IF NOT EXISTS {} (LIKE {} INCLUDING ALL)").format(
+            sql.Identifier(table.name), sql.Identifier(schema, table.name)
+        )
+        for table in TABLES
+    ]
+    statements.append(
+        sql.SQL("CREATE TEMP TABLE IF NOT EXISTS episode (authenticated_user_id text, transferred boolean NOT NULL)")
+    )
+    conn.execute(sql.SQL("; ").join(statements))
+    _prepared.add(conn)
+
+
 # ---- the environment --------------------------------------------------------------------------------------------
 class PostgresEnvironment:
     """One world (`pg-<seed>`) of the subscriptions service, one episode at a time (see the module docstring)."""
@@ -257,19 +278,17 @@ class PostgresEnvironment:
             conn = _pool.take(self.url)
             try:
                 schema = _ensure_base(self.url, conn, self.seed, self.world_digest)
+                _prepare(conn, schema)
                 statements = [sql.SQL("BEGIN"), sql.SQL("SET LOCAL search_path TO pg_temp")]
                 for table in TABLES:
                     base = sql.Identifier(schema, table.name)
                     mine = sql.Identifier(table.name)
                     statements += [
-                        sql.SQL("CREATE TEMP TABLE {} (LIKE {} INCLUDING ALL) ON COMMIT DROP").format(mine, base),
+                        sql.SQL("DELETE FROM {}").format(mine),  # empty already: every episode is rolled back
                         sql.SQL("INSERT INTO {} SELECT * FROM {}").format(mine, base),
                     ]
                 statements += [
-                    sql.SQL(
-                        "CREATE TEMP TABLE episode (authenticated_user_id text, transferred boolean NOT NULL)"
-                        " ON COMMIT DROP"
-                    ),
+                    sql.SQL("DELETE FROM episode"),
                     sql.SQL("INSERT INTO episode VALUES ({}, false)").format(sql.Literal(authenticated_user_id)),
                 ]
                 conn.execute(sql.SQL("; ").join(statements))

@@ -52,7 +52,9 @@ def _admin(url: str) -> psycopg.Connection:
 
 
 def _leftovers(url: str) -> dict[str, int]:
-    """What episodes may leave in the database: temporary tables, schemas beyond the worlds', our backends."""
+    """What episodes may leave in the database: temporary tables, schemas beyond the worlds', our backends. This
+    process's idle pooled connections (each with its empty copies of the tables) are closed first."""
+    close_idle_connections()
     with _admin(url) as conn:
         temp = conn.execute(
             "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
@@ -389,15 +391,13 @@ def test_close_leaks_nothing(postgres_url):
         env.init(authenticated_user_id="C001")
         env.run({"name": "pause_subscription", "arguments": {"subscription_id": "S0001"}})
     during = _leftovers(postgres_url)
-    # six episodes open, each in its transaction; their tables are uncommitted, so no other session sees them
-    assert during["in_transaction"] == 6 and during["temp_tables"] == 0
+    # six episodes open, each in its transaction on a connection of its own with its own copies of the tables
+    assert during["in_transaction"] == during["connections"] == 6
+    assert during["temp_tables"] == 6 * (len(TABLES) + 1)
     for env in envs:
         env.close()
         env.close()  # twice is harmless
-    after = _leftovers(postgres_url)
-    assert (after["temp_tables"], after["schemas"], after["in_transaction"]) == (0, 0, 0)
-    close_idle_connections()
-    assert _leftovers(postgres_url)["connections"] == 0
+    assert _leftovers(postgres_url) == {"temp_tables": 0, "schemas": 0, "in_transaction": 0, "connections": 0}
     assert PostgresEnvironment("pg-0", url=postgres_url).query_data("subscriptions", {"subscription_id": "S0001"}) == {
         "S0001": BASE["subscriptions"][0]
     }
@@ -592,3 +592,21 @@ def test_the_script_is_idempotent():
     finally:
         sh("stop")
         subprocess.run(["rm", "-rf", folder], check=False)
+
+
+def test_a_reused_connection_starts_from_its_worlds_base(postgres_url):
+    """Episodes of two worlds, one after the other on one pooled connection: each starts from its own base."""
+    close_idle_connections()
+    first = PostgresEnvironment("pg-0", url=postgres_url)
+    first.init(authenticated_user_id="C001")
+    first.run({"name": "cancel_subscription", "arguments": {"subscription_id": "S0001", "reason": "x"}})
+    backend = first._conn.info.backend_pid
+    first.close()
+    second = PostgresEnvironment("pg-1", url=postgres_url)
+    second.init()
+    assert second._conn.info.backend_pid == backend
+    for table, records in rows(1).items():
+        key = next(t.key for t in TABLES if t.name == table)
+        assert second.query_data(table) == {r[key]: r for r in sorted(records, key=lambda r: r[key])}
+    assert second.state().changed == {}
+    second.close()
