@@ -40,11 +40,12 @@ grader computes its own verdict from `state()` and `calls()`.
 from __future__ import annotations
 
 import json
+import math
 import os
 import threading
 import weakref
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg import sql
@@ -71,6 +72,7 @@ APPLICATION = "agentloop-postgres-env"
 DEFAULT_TTL_S = 1800
 CALL_FIELDS = ("name", "arguments", "id")
 _SETUP_STATE_FIELDS = ("initialization_data", "message_history")
+T = TypeVar("T")
 
 
 class PostgresEnvUsageError(InputError, ValueError):
@@ -110,11 +112,12 @@ class _Pool:
         self.idle: dict[str, list[psycopg.Connection]] = {}
         self.pid = os.getpid()
 
-    def take(self, url: str) -> psycopg.Connection:
+    def take(self, url: str, *, fresh: bool = False) -> psycopg.Connection:
+        """An idle pooled connection (unless `fresh`), else a new one."""
         with self.lock:
             if self.pid != os.getpid():  # a forked child: the parent's sockets are not ours to use
                 self.idle, self.pid = {}, os.getpid()
-            idle = self.idle.get(url, [])
+            idle = self.idle.get(url, []) if not fresh else []
             while idle:
                 conn = idle.pop()
                 if not conn.closed and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
@@ -151,6 +154,28 @@ class _Pool:
 
 
 _pool = _Pool()
+
+
+def _on_connection(url: str, work: Callable[[psycopg.Connection], T], what: str) -> tuple[psycopg.Connection, T]:
+    """`work` on a pooled connection, again on a new one when the pooled one turns out dead (the server restarted,
+    or ended it); the connection and what `work` returned. Any other database error: DatabaseUnavailable."""
+    for fresh in (False, True):
+        conn = _pool.take(url, fresh=fresh)
+        try:
+            return conn, work(conn)
+        except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+            conn.close()
+            if fresh:
+                raise DatabaseUnavailable(f"{what} ({_first_line(exc)})") from None
+        except psycopg.DataError as exc:  # a value the database refused: the caller's
+            _pool.give(url, conn)
+            raise PostgresEnvUsageError(f"{what}: the database refused a value ({_first_line(exc)})") from None
+        except psycopg.Error as exc:
+            conn.close()
+            raise DatabaseUnavailable(f"{what} ({_first_line(exc)})") from None
+    raise AssertionError("unreachable")
+
+
 _bases: set[tuple[str, str]] = set()
 _bases_lock = threading.Lock()
 _prepared: weakref.WeakSet[psycopg.Connection] = weakref.WeakSet()
@@ -275,8 +300,8 @@ class PostgresEnvironment:
             )
         with self._lock:
             self.close()
-            conn = _pool.take(self.url)
-            try:
+
+            def open_episode(conn: psycopg.Connection) -> str:
                 schema = _ensure_base(self.url, conn, self.seed, self.world_digest)
                 _prepare(conn, schema)
                 statements = [sql.SQL("BEGIN"), sql.SQL("SET LOCAL search_path TO pg_temp")]
@@ -292,11 +317,9 @@ class PostgresEnvironment:
                     sql.SQL("INSERT INTO episode VALUES ({}, false)").format(sql.Literal(authenticated_user_id)),
                 ]
                 conn.execute(sql.SQL("; ").join(statements))
-            except psycopg.Error as exc:
-                conn.close()
-                raise DatabaseUnavailable(
-                    f"world {self.world}: could not open an episode ({_first_line(exc)})"
-                ) from None
+                return schema
+
+            conn, schema = _on_connection(self.url, open_episode, f"world {self.world}: could not open an episode")
             self._conn, self._schema, self._task = conn, schema, task_json
             self._ledger, self._said = [], []
             try:
@@ -359,6 +382,8 @@ class PostgresEnvironment:
                 )
             if value is None:
                 conditions.append(sql.SQL("t.{} IS NULL").format(sql.Identifier(field)))
+            elif isinstance(value, float) and not math.isfinite(value) or isinstance(value, str) and "\x00" in value:
+                raise PostgresEnvUsageError(f"predicate field {field!r}: {value!r} is no value a record can hold")
             elif isinstance(value, str | int | float | bool):
                 conditions.append(
                     sql.SQL("to_jsonb(t.{}) = {}::jsonb").format(sql.Identifier(field), sql.Literal(json.dumps(value)))
@@ -370,17 +395,29 @@ class PostgresEnvironment:
         where = sql.SQL(" AND ").join(conditions) if conditions else sql.SQL("true")
         with self._lock:
             if self._conn is None:
-                conn = _pool.take(self.url)
-                try:
-                    source = sql.Identifier(_ensure_base(self.url, conn, self.seed, self.world_digest), table)
-                    found = self._select(conn, source, where, spec)
-                except psycopg.Error as exc:
-                    conn.close()
-                    raise DatabaseUnavailable(f"world {self.world}: query_data failed ({_first_line(exc)})") from None
+                conn, found = _on_connection(
+                    self.url,
+                    lambda conn: self._select(
+                        conn,
+                        sql.Identifier(_ensure_base(self.url, conn, self.seed, self.world_digest), table),
+                        where,
+                        spec,
+                    ),
+                    f"world {self.world}: query_data failed",
+                )
                 _pool.give(self.url, conn)
                 return found
             conn, _ = self._started("query_data")
-            return self._select(conn, sql.Identifier(table), where, spec)
+            self._sql(conn, "SAVEPOINT query")
+            try:
+                found = self._select(conn, sql.Identifier(table), where, spec)
+            except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+                raise self._lost(exc) from None
+            except psycopg.Error as exc:  # the episode goes on as it was
+                self._sql(conn, "ROLLBACK TO SAVEPOINT query; RELEASE SAVEPOINT query")
+                raise PostgresEnvUsageError(f"predicate: the database refused it ({_first_line(exc)})") from None
+            self._sql(conn, "RELEASE SAVEPOINT query")
+            return found
 
     def reward(self) -> Reward:
         """1.0 when the episode's changed records equal the ones the task's gold actions leave (see the module
@@ -495,7 +532,8 @@ class PostgresEnvironment:
             raise self._lost(exc) from None
         except psycopg.Error as exc:  # a constraint the tool did not check first: refused all the same
             self._sql(conn, "ROLLBACK TO SAVEPOINT call; RELEASE SAVEPOINT call")
-            return ToolResult(content=f"Error: {name}: {_first_line(exc)}", error=True, category="precondition")
+            category = "invalid_arguments" if isinstance(exc, psycopg.DataError) else "precondition"
+            return ToolResult(content=f"Error: {name}: {_first_line(exc)}", error=True, category=category)
         except Exception as exc:  # noqa: BLE001 - a bug in a tool must not corrupt the episode
             self._sql(conn, "ROLLBACK TO SAVEPOINT call; RELEASE SAVEPOINT call")
             return ToolResult(content=f"Error: internal error in {name}: {exc}", error=True, category="internal")
@@ -541,7 +579,7 @@ class PostgresEnvironment:
         query = sql.SQL("SELECT to_jsonb(t) FROM {} t WHERE {} ORDER BY t.{}").format(
             source, where, sql.Identifier(spec.key)
         )
-        return {str(r[0][spec.key]): {c: r[0][c] for c in spec.column_names} for r in self._sql(conn, query).fetchall()}
+        return {str(r[0][spec.key]): {c: r[0][c] for c in spec.column_names} for r in conn.execute(query).fetchall()}
 
     def _task_json(self, task: Mapping[str, Any] | BaseModel | None) -> dict[str, Any] | None:
         if task is None:

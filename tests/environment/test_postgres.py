@@ -290,11 +290,16 @@ def test_query_data(env, postgres_url):
         ("customers", {"name.first": "x"}, "predicate field 'name.first'"),
         ("customers", {"name": ["x"]}, "expected a string, number, boolean or null, got list"),
         ("customers", ["name"], "predicate: expected an object"),
+        ("customers", {"balance_cents": float("nan")}, "nan is no value a record can hold"),
+        ("customers", {"name": "a\x00b"}, "is no value a record can hold"),
     ):
         with pytest.raises(PostgresEnvUsageError, match=message.replace("(", r"\(")) as info:
             env.query_data(table, predicate)
         assert "\n" not in str(info.value)
     assert not env.run({"name": "list_plans", "arguments": {}}).error  # a bad query leaves the episode usable
+    nul = env.run({"name": "find_customer_by_email", "arguments": {"email": "a\x00b"}})
+    assert (nul.error, nul.category) == (True, "invalid_arguments")  # refused by the database: refused all the same
+    assert not env.run({"name": "list_plans", "arguments": {}}).error
 
 
 def test_setup_actions_and_bad_tasks(env):
@@ -610,3 +615,27 @@ def test_a_reused_connection_starts_from_its_worlds_base(postgres_url):
         assert second.query_data(table) == {r[key]: r for r in sorted(records, key=lambda r: r[key])}
     assert second.state().changed == {}
     second.close()
+
+
+def test_a_pooled_connection_the_server_ended_is_replaced(postgres_url):
+    """The server ended this process's idle pooled connections (a restart, an administrator): the next episode
+    and the next query of the base world open new ones instead of failing."""
+    for _ in range(2):
+        env = PostgresEnvironment("pg-0", url=postgres_url)
+        env.init()
+        env.close()
+        with _admin(postgres_url) as conn:
+            ended = conn.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = %s",
+                (APPLICATION,),
+            ).fetchone()[0]
+        assert ended >= 1
+        time.sleep(0.2)
+    assert env.init().changed == {}
+    env.close()
+    with _admin(postgres_url) as conn:
+        conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s", (APPLICATION,)
+        )
+    time.sleep(0.2)
+    assert set(env.query_data("plans")) == {p["plan_id"] for p in BASE["plans"]}
