@@ -176,7 +176,9 @@ def _on_connection(url: str, work: Callable[[psycopg.Connection], T], what: str)
     raise AssertionError("unreachable")
 
 
-_bases: set[tuple[str, str]] = set()
+_bases: weakref.WeakKeyDictionary[psycopg.Connection, set[str]] = weakref.WeakKeyDictionary()
+"""Per connection, the base schemas it has seen exist (per connection, not per URL: a server re-created at the same
+address has none of them)."""
 _bases_lock = threading.Lock()
 _prepared: weakref.WeakSet[psycopg.Connection] = weakref.WeakSet()
 
@@ -192,27 +194,26 @@ def janitor(url: str | None = None, ttl_s: float | None = None) -> int:
     and drops its tables. The number ended. The server does the same by itself after the TTL; this is for now."""
     url = url or database_url()
     ttl = episode_ttl_s() if ttl_s is None else ttl_s
-    conn = _pool.take(url)
-    try:
-        cur = conn.execute(
+
+    def end(conn: psycopg.Connection) -> int:
+        found = conn.execute(
             "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = %s"
             " AND state LIKE 'idle in transaction%%' AND pid <> pg_backend_pid()"
             " AND now() - state_change > make_interval(secs => %s)",
             (APPLICATION, float(ttl)),
-        )
-        ended = cur.fetchone()
-    except psycopg.Error as exc:
-        conn.close()
-        raise DatabaseUnavailable(f"database {_shown_url(url)}: janitor failed ({_first_line(exc)})") from None
+        ).fetchone()
+        return int(found[0]) if found else 0
+
+    conn, ended = _on_connection(url, end, f"database {_shown_url(url)}: janitor failed")
     _pool.give(url, conn)
-    return int(ended[0]) if ended else 0
+    return ended
 
 
-def _ensure_base(url: str, conn: psycopg.Connection, seed: int, world_digest: str) -> str:
+def _ensure_base(conn: psycopg.Connection, seed: int, world_digest: str) -> str:
     """The base world's schema, created (once, whoever asks first) with its rows."""
     schema = base_schema(seed, world_digest)
     with _bases_lock:
-        if (url, schema) in _bases:
+        if schema in _bases.get(conn, ()):
             return schema
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (schema,))
@@ -234,7 +235,7 @@ def _ensure_base(url: str, conn: psycopg.Connection, seed: int, world_digest: st
                         [tuple(r[c] for c in table.column_names) for r in data[table.name]],
                     )
     with _bases_lock:
-        _bases.add((url, schema))
+        _bases.setdefault(conn, set()).add(schema)
     return schema
 
 
@@ -302,7 +303,7 @@ class PostgresEnvironment:
             self.close()
 
             def open_episode(conn: psycopg.Connection) -> str:
-                schema = _ensure_base(self.url, conn, self.seed, self.world_digest)
+                schema = _ensure_base(conn, self.seed, self.world_digest)
                 _prepare(conn, schema)
                 statements = [sql.SQL("BEGIN"), sql.SQL("SET LOCAL search_path TO pg_temp")]
                 for table in TABLES:
@@ -399,7 +400,7 @@ class PostgresEnvironment:
                     self.url,
                     lambda conn: self._select(
                         conn,
-                        sql.Identifier(_ensure_base(self.url, conn, self.seed, self.world_digest), table),
+                        sql.Identifier(_ensure_base(conn, self.seed, self.world_digest), table),
                         where,
                         spec,
                     ),

@@ -591,6 +591,15 @@ def test_the_script_is_idempotent():
         assert sh("stop").stdout.strip() == "not running"
         assert sh("status").returncode == 3
         assert sh("start").returncode == 0 and sh("status").returncode == 0
+        # a server re-created from nothing at the same address: the environment builds the base world again
+        episode = PostgresEnvironment("pg-2", url=url)
+        assert episode.init().changed == {}
+        episode.close()
+        assert sh("stop").returncode == 0
+        subprocess.run(["rm", "-rf", f"{folder}/data"], check=True)
+        assert sh("start").stdout.strip() == url
+        assert episode.init().changed == {} and len(episode.query_data("plans")) == len(rows(2)["plans"])
+        episode.close()
         bad = sh("start", "no-such;db")
         assert bad.returncode == 1 and "letters, digits and _ only" in bad.stderr
         assert sh("restart").returncode == 2
