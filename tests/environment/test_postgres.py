@@ -648,3 +648,58 @@ def test_a_pooled_connection_the_server_ended_is_replaced(postgres_url):
         )
     time.sleep(0.2)
     assert set(env.query_data("plans")) == {p["plan_id"] for p in BASE["plans"]}
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=6,
+)
+NAMES = st.sampled_from(
+    [
+        "find_customer_by_email",
+        "get_customer",
+        "get_subscription",
+        "list_plans",
+        "change_plan",
+        "pause_subscription",
+        "cancel_subscription",
+        "transfer_to_human_agents",
+        "set_balance",
+    ]
+)
+ARGUMENT_NAMES = st.sampled_from(["email", "customer_id", "subscription_id", "plan_id", "reason", "summary", "x"])
+
+
+@settings(
+    max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    calls=st.lists(
+        st.tuples(
+            NAMES, st.dictionaries(ARGUMENT_NAMES, JSON | st.sampled_from(["S0001", "C001", "basic"]), max_size=3)
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+    predicate=st.dictionaries(st.sampled_from(["status", "devices", "customer_id", "cancel_reason", "nope"]), JSON),
+)
+def test_any_call_and_any_predicate_is_a_result_or_a_one_line_error(postgres_url, calls, predicate):
+    """Whatever a client sends (the service passes it on as it came): a tool result, never an exception; an error
+    result changes nothing; a predicate gives rows or a one-line usage error; the episode stays usable."""
+    env = PostgresEnvironment("pg-0", url=postgres_url)
+    try:
+        env.init(authenticated_user_id="C001")
+        for name, arguments in calls:
+            before = env.state()
+            result = env.run({"name": name, "arguments": arguments})
+            assert isinstance(result, ToolResult)
+            if result.error:
+                assert env.state() == before and result.category and "\n" not in result.content
+        try:
+            env.query_data("subscriptions", predicate)
+        except PostgresEnvUsageError as exc:
+            assert "\n" not in str(exc)
+        assert not env.run({"name": "list_plans", "arguments": {}}).error
+    finally:
+        env.close()
