@@ -86,6 +86,9 @@ running() {
     [ -f "$data/PG_VERSION" ] && as_pg "$bin/pg_ctl" status -D "$data" >/dev/null 2>&1
 }
 
+# The port the running server listens on (postmaster.pid's fourth line).
+running_port() { as_pg sed -n 4p "$data/postmaster.pid" 2>/dev/null || echo "$port"; }
+
 psql_q() { as_pg "$bin/psql" -X -q -t -A -h 127.0.0.1 -p "$port" -U "$role" -d postgres -v ON_ERROR_STOP=1 "$@"; }
 
 ensure_db() {
@@ -125,7 +128,10 @@ start() {
         } | as_pg tee -a "$data/postgresql.conf" >/dev/null
         printf 'host all all 127.0.0.1/32 trust\n' | as_pg tee "$data/pg_hba.conf" >/dev/null
     fi
-    if ! running; then
+    if running; then
+        [ "$(running_port)" = "$port" ] ||
+            die "the server of $dir already runs on port $(running_port), not $port (AGENTLOOP_PG_PORT): stop it first"
+    else
         as_pg "$bin/pg_ctl" start -D "$data" -l "$log" -w -t 60 -o "-p $port" >/dev/null 2>&1 || {
             tail -n 5 "$log" >&2 2>/dev/null || true
             die "the server did not start on 127.0.0.1:$port (log: $log)"
@@ -146,7 +152,7 @@ stop() {
 
 status() {
     if running; then
-        echo "running on 127.0.0.1:$port (data: $data)"
+        echo "running on 127.0.0.1:$(running_port) (data: $data)"
     else
         echo "not running (data: $data)"
         exit 3

@@ -587,6 +587,14 @@ def test_the_script_is_idempotent():
             assert conn.execute("SHOW listen_addresses").fetchone()[0] == "127.0.0.1"
         status = sh("status")
         assert status.returncode == 0 and f"127.0.0.1:{port}" in status.stdout
+        other = subprocess.run(
+            ["bash", str(script), "start"],
+            env={**env, "AGENTLOOP_PG_PORT": str(port + 1 if port < 65535 else port - 1)},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert other.returncode == 1 and f"already runs on port {port}" in other.stderr
         assert sh("stop").stdout.strip() == "stopped"
         assert sh("stop").stdout.strip() == "not running"
         assert sh("status").returncode == 3
