@@ -141,6 +141,22 @@ def test_a_bad_world_name_is_one_line(world):
     assert "\n" not in str(info.value)
 
 
+def test_the_database_url_and_the_ttl_come_from_the_environment(monkeypatch):
+    from examples.postgres_env import database_url
+    from examples.postgres_env.environment import episode_ttl_s
+
+    monkeypatch.delenv("AGENTLOOP_PG_URL", raising=False)
+    monkeypatch.delenv("AGENTLOOP_PG_PORT", raising=False)
+    assert database_url() == "postgresql://agentloop@127.0.0.1:55432/agentloop"  # scripts/postgres.sh's default
+    monkeypatch.setenv("AGENTLOOP_PG_PORT", "6000")
+    assert database_url() == "postgresql://agentloop@127.0.0.1:6000/agentloop"
+    monkeypatch.setenv("AGENTLOOP_PG_URL", "postgresql://u@db:5432/x")
+    assert database_url() == PostgresEnvironment("pg-0").url == "postgresql://u@db:5432/x"
+    monkeypatch.setenv("AGENTLOOP_PG_EPISODE_TTL", "0")
+    with pytest.raises(PostgresEnvUsageError, match="AGENTLOOP_PG_EPISODE_TTL='0'"):
+        episode_ttl_s()
+
+
 def test_an_unreachable_database_is_infrastructure():
     env = PostgresEnvironment("pg-0", url="postgresql://agentloop@127.0.0.1:1/agentloop")
     with pytest.raises(DatabaseUnavailable, match="cannot connect") as info:
