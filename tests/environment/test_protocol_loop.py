@@ -20,3 +20,11 @@ def test_the_loop_promotes_on_an_environment_reached_through_its_functions(tmp_p
     assert gate["promote"] is True and gate["pass_hat_k"]["candidate"] > gate["pass_hat_k"]["champion"]
     verdicts = (repo / "runs" / "baseline" / "verdicts.jsonl").read_text()
     assert '"environment_reward"' in verdicts  # the environment's own score, beside the loop's verdict
+
+
+@pytest.mark.slow
+def test_the_loop_promotes_on_an_environment_on_postgresql(tmp_path, postgres_url, monkeypatch):
+    monkeypatch.setenv("AGENTLOOP_PG_URL", postgres_url)
+    repo = exp_run_one_world(tmp_path, "examples.postgres_env:PostgresEnvironment", "pg-0", BASELINE)
+    gate = json.loads((repo / "gate" / "gate.json").read_text())
+    assert gate["promote"] is True and gate["pass_hat_k"]["candidate"] > gate["pass_hat_k"]["champion"]
