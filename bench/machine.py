@@ -20,9 +20,27 @@ def torch_machine() -> dict:
     }
 
 
+def cpu() -> dict:
+    """The CPU's model and the instruction sets a timing depends on (AVX-512, AMX), from /proc/cpuinfo."""
+    model, flags = platform.processor() or platform.machine(), set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name":
+                model = value.strip()
+            elif key.strip() == "flags":
+                flags = set(value.split())
+                break
+    except OSError:
+        pass
+    wanted = ("avx2", "avx512f", "avx512_bf16", "amx_tile", "amx_bf16", "amx_int8")
+    return {"cpu_model": model, "cpu_flags": [f for f in wanted if f in flags]}
+
+
 def host_machine(load: tuple[float, float, float]) -> dict:
-    """Python, cores, platform and the load average when the bench started (`os.getloadavg()`)."""
+    """Python, cores, the CPU, platform and the load average when the bench started (`os.getloadavg()`)."""
     return {
+        **cpu(),
         "python": platform.python_version(),
         "cpu_count": os.cpu_count(),
         "platform": platform.platform(),

@@ -6,6 +6,13 @@ cd "$(dirname "$0")/.."
 if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
+# PostgreSQL's server (Debian package), for the example environment whose tools are SQL (examples/postgres_env) and
+# its tests; installed only, never started here: scripts/postgres.sh starts a server of agentloop's own (its own
+# user, port and data directory), and the tests start theirs.
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null 2>&1 &&
+    command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+fi
 python -m pip install --quiet --upgrade pip
 # The CPU build of torch first (a plain `torch` requirement would pull a multi-GB CUDA build).
 python -m pip install --quiet torch==2.13.0

@@ -58,3 +58,19 @@ def need_tau2(name: str) -> Path:
     except Tau2DataNotFound as exc:
         _missing(f"τ²-bench {name} data", str(exc))
         raise AssertionError("unreachable") from None
+
+
+def need_postgres() -> Path:
+    """The bin directory of a PostgreSQL server (Debian's `postgresql` package), as scripts/postgres.sh finds it."""
+    if found := os.environ.get("AGENTLOOP_PG_BIN"):
+        return need_path(
+            Path(found) / "initdb", "PostgreSQL's initdb", "AGENTLOOP_PG_BIN names its bin directory"
+        ).parent
+    versions = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parts[-3]))
+    if versions:
+        return versions[-1].parent
+    initdb = shutil.which("initdb")
+    if initdb is None:
+        _missing("the PostgreSQL server (initdb)", "apt-get install postgresql; scripts/setup.sh does")
+        raise AssertionError("unreachable")
+    return Path(initdb).resolve().parent

@@ -15,15 +15,20 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 def default_worlds(domain: str) -> list[str]:
     """The worlds `env serve` serves when --worlds is not given: a domain with a generator, the loop's evaluation
     and training worlds (`world.eval_world`, `world.train_world`: gen-101, gen-7); one without (telecom), its
-    τ²-bench data set's directory where it is found. An environment of one's own names its worlds."""
+    τ²-bench data set's directory where it is found; another service (http://HOST:PORT), the worlds it serves. An
+    environment of one's own names its worlds."""
     from pipeline.environment.factory import is_environment_reference
     from pipeline.loop.params import WorldParams
     from pipeline.tau2.data import Tau2DataNotFound, tau2_data_dir
-    from pipeline.world import resolve_domain
+    from pipeline.world import ProtocolDomain, resolve_domain
 
     if is_environment_reference(domain):
         fail(f"--worlds: name the worlds {domain} serves (an environment of your own has no default world)")
     found = resolve_domain(domain)
+    if isinstance(found, ProtocolDomain):
+        if not found.worlds:
+            fail(f"--worlds: name the worlds {domain} serves (an environment of your own has no default world)")
+        return list(found.worlds)
     if found.generator() is not None:
         defaults = WorldParams()
         return [defaults.eval_world, defaults.train_world]

@@ -105,6 +105,8 @@ def start_session(world: World, task: Task | None, authenticated_user_id: str | 
     A task's starting state is computed once per (world, set-up) and shared: a committed overlay record is never
     changed in place (a later call edits a copy), so each new session takes a shallow copy of the overlay.
     """
+    if task is not None and (started := world.start(task, authenticated_user_id)) is not None:
+        return started
     session = world.session(authenticated_user_id=authenticated_user_id)
     if task is None or not (task.initial_state or {}).get("initialization_actions"):
         return run_setup(session, task) if task is not None else session

@@ -8,7 +8,9 @@
   `Environment(domain, world)`;
 - or `module:attribute` naming an environment of one's own: a class whose instances implement
   `EnvironmentProtocol`, or a function making one, called with the world's name (`factory(world)`); the worlds are
-  names, and each environment's `get_metadata().world` must equal the name it was made for.
+  names, and each environment's `get_metadata().world` must equal the name it was made for. A domain the registry
+  resolves to an environment behind the six functions (`pipeline.world.ProtocolDomain`: another service's URL,
+  `http://HOST:PORT`) is served the same way, through its factory.
 
 It is a Domain when the object is a `Domain` instance or subclass, or a callable that takes no argument (the
 registry calls it); an environment when it is a class with the protocol's methods, or a callable that takes the
@@ -25,20 +27,16 @@ from typing import Any
 from pipeline.environment.memory import Environment
 from pipeline.errors import InputError
 from pipeline.protocol import EnvironmentFactory, EnvironmentProtocol
-from pipeline.world import Domain, World, domain_spec, load_world, resolve_domain
-
-PROTOCOL_METHODS: tuple[str, ...] = (
-    "get_metadata",
-    "init",
-    "run",
-    "state",
-    "query_data",
-    "reward",
-    "say",
-    "calls",
-    "close",
+from pipeline.world import (
+    Domain,
+    ProtocolDomain,
+    World,
+    domain_spec,
+    is_environment_factory,
+    load_world,
+    resolve_domain,
 )
-"""The methods an environment of one's own must have (`EnvironmentProtocol`)."""
+from pipeline.world.protocol_domain import PROTOCOL_METHODS
 
 
 class EnvironmentReferenceError(InputError, ValueError):
@@ -55,7 +53,10 @@ def environment_factory(domain: str, worlds: list[str]) -> tuple[EnvironmentFact
     made = _environment_maker(domain)
     if made is not None:
         return _own_factory(domain, made, worlds)
-    return _domain_factory(domain, resolve_domain(domain), worlds)
+    found = resolve_domain(domain)
+    if isinstance(found, ProtocolDomain):  # one behind the six functions already (a served one: http://HOST:PORT)
+        return _own_factory(domain, found.factory, worlds)
+    return _domain_factory(domain, found, worlds)
 
 
 def is_environment_reference(domain: str) -> bool:
@@ -77,8 +78,8 @@ def _environment_maker(spec: str) -> Callable[[str], Any] | None:
     if isinstance(obj, Domain) or (inspect.isclass(obj) and issubclass(obj, Domain)):
         return None
     if inspect.isclass(obj):
-        missing = [m for m in PROTOCOL_METHODS if not callable(getattr(obj, m, None))]
-        if missing:
+        if not is_environment_factory(obj):
+            missing = [m for m in PROTOCOL_METHODS if not callable(getattr(obj, m, None))]
             raise EnvironmentReferenceError(
                 f"domain {spec!r}: class {obj.__name__} is neither a Domain nor an environment (it lacks"
                 f" {', '.join(missing)} of the environment protocol)"
@@ -109,8 +110,8 @@ def _own_factory(spec: str, make: Callable[[str], Any], worlds: list[str]) -> tu
 
     def factory(world: str) -> EnvironmentProtocol:
         env = make(world)
-        missing = [m for m in PROTOCOL_METHODS if not callable(getattr(env, m, None))]
-        if missing:
+        if not is_environment_factory(env):
+            missing = [m for m in PROTOCOL_METHODS if not callable(getattr(env, m, None))]
             raise EnvironmentReferenceError(
                 f"domain {spec!r}: it made a {type(env).__name__}, not an environment (it lacks {', '.join(missing)})"
             )

@@ -24,16 +24,15 @@ not fit its schema is a 422 naming the field; what an environment refuses as the
 environment's own infrastructure failing (an `InfrastructureError`), or no room for another episode, is a 503.
 Every error body is `{"detail": message}`.
 
-Each episode's agent-side tools can also be served over MCP at `/episodes/{id}/mcp` (`mcp_url`): `mount_mcp`
-mounts the application `pipeline.environment.mcp.mcp_app(lookup)` makes, where that module is installed.
+Each episode's agent-side tools are also served over MCP at `/episodes/{id}/mcp` (`mcp_url`): `mount_mcp` routes
+there the application `pipeline.environment.mcp.mcp_app(lookup)` makes, `lookup` giving it the open episode (each
+of its calls taking the episode's lock).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
-import importlib.util
 import logging
 import secrets
 import threading
@@ -48,6 +47,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Route
 
 from pipeline.errors import AgentloopError, InfrastructureError, InputError, TaskError, WorldError
 from pipeline.protocol import (
@@ -116,6 +116,8 @@ class Episode:
     waiting: int = 0
     """Requests that looked the episode up and wait for (or hold) its lock: such an episode is not idle."""
     closed: bool = False
+    view: LockedEpisode | None = None
+    """The episode as an environment for the MCP server (`EpisodeRegistry.lookup`), made when first asked for."""
 
 
 class EpisodeRegistry:
@@ -231,10 +233,20 @@ class EpisodeRegistry:
         for episode_id in list(self._episodes):
             self.close(episode_id)
 
-    def lookup(self, episode_id: str) -> EnvironmentProtocol | None:
-        """The episode as an environment whose every call takes the episode's lock (None: no such episode); what
-        an MCP sub-application is given."""
-        return LockedEpisode(self, episode_id) if episode_id in self._episodes else None
+    def lookup(
+        self, episode_id: str, metadata: Mapping[str, EnvironmentMetadata] | None = None
+    ) -> EnvironmentProtocol | None:
+        """The episode as an environment whose every call takes the episode's lock and counts as use (None: no
+        such episode): what the MCP server is given. The same object each time for one episode (so what a caller
+        keys on it holds); `metadata` (world → its metadata) answers `get_metadata()` without a call."""
+        with self._lock:
+            episode = self._episodes.get(episode_id)
+            if episode is None:
+                return None
+            if episode.view is None:
+                known = metadata.get(episode.world) if metadata is not None else None
+                episode.view = LockedEpisode(self, episode_id, known)
+            return episode.view
 
     # ---- internals ----------------------------------------------------------------------------------------------
     def _touch(self, episode: Episode) -> None:
@@ -287,15 +299,17 @@ class LockedEpisode:
 
     `close()` closes the episode in the registry. A call after the episode closed raises `EpisodeNotFoundError`."""
 
-    def __init__(self, registry: EpisodeRegistry, episode_id: str) -> None:
-        self._registry, self.episode_id = registry, episode_id
+    def __init__(self, registry: EpisodeRegistry, episode_id: str, metadata: EnvironmentMetadata | None = None) -> None:
+        self._registry, self.episode_id, self._metadata = registry, episode_id, metadata
 
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         with self._registry.use(self.episode_id) as episode:
             return getattr(episode.env, method)(*args, **kwargs)
 
     def get_metadata(self) -> EnvironmentMetadata:
-        return as_model(EnvironmentMetadata, self._call("get_metadata"))
+        if self._metadata is None:
+            self._metadata = as_model(EnvironmentMetadata, self._call("get_metadata"))
+        return self._metadata
 
     def init(self, task: Mapping[str, Any] | None = None, *, authenticated_user_id: str | None = None) -> Any:
         return as_model(EnvironmentState, self._call("init", task, authenticated_user_id=authenticated_user_id))
@@ -434,28 +448,22 @@ def create_app(
             raise InputError(f"world {name!r}: the environment made for it says its world is {meta.world!r}")
         bases[name], metadata[name] = base, meta
     base_locks = {name: threading.Lock() for name in names}
-    mounted: list[Any] = []
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with contextlib.AsyncExitStack() as stack:
-            for sub in mounted:  # a mounted sub-application's own start-up (an MCP session manager)
-                context = getattr(getattr(sub, "router", None), "lifespan_context", None)
-                if context is not None:
-                    await stack.enter_async_context(context(sub))
-            sweeper = asyncio.create_task(_sweep_forever(registry, min(sweep_every_s, registry.ttl_s)))
-            try:
-                yield
-            finally:
-                sweeper.cancel()
-                await asyncio.to_thread(registry.close_all)
-                for base in bases.values():
-                    with contextlib.suppress(Exception):
-                        base.close()
+        sweeper = asyncio.create_task(_sweep_forever(registry, min(sweep_every_s, registry.ttl_s)))
+        try:
+            yield
+        finally:
+            sweeper.cancel()
+            await asyncio.to_thread(registry.close_all)
+            for base in bases.values():
+                with contextlib.suppress(Exception):
+                    base.close()
 
     title = f"agentloop environment service ({domain})" if domain else "agentloop environment service"
     app = FastAPI(title=title, version="1", lifespan=lifespan)
-    app.state.registry, app.state.mounted = registry, mounted
+    app.state.registry = registry
     _error_handlers(app)
 
     def world_of(world: str) -> str:
@@ -569,7 +577,7 @@ def create_app(
         registry.close(episode_id)
         return Response(status_code=204)
 
-    mount_mcp(app, registry.lookup)
+    mount_mcp(app, lambda episode_id: registry.lookup(episode_id, metadata))
     return app
 
 
@@ -582,16 +590,13 @@ async def _sweep_forever(registry: EpisodeRegistry, every_s: float) -> None:
             log.exception("sweeping expired episodes failed")
 
 
-def mount_mcp(app: FastAPI, lookup: Callable[[str], EnvironmentProtocol | None]) -> bool:
-    """Mount each episode's MCP server at `/episodes/{episode_id}/mcp` when `pipeline.environment.mcp` is
-    installed (its `mcp_app(lookup)` reads `scope["path_params"]["episode_id"]`); whether it was mounted. The
-    sub-application's own lifespan runs with the service's."""
-    if importlib.util.find_spec("pipeline.environment.mcp") is None:
-        return False
-    sub = importlib.import_module("pipeline.environment.mcp").mcp_app(lookup)
-    app.mount(MCP_PATH, sub)
-    app.state.mounted.append(sub)
-    return True
+def mount_mcp(app: FastAPI, lookup: Callable[[str], EnvironmentProtocol | None]) -> None:
+    """Route each episode's MCP server (`pipeline.environment.mcp.mcp_app(lookup)`: its agent-side tools) at
+    `/episodes/{episode_id}/mcp`. A route, not a mount: a mount would answer the URL without a trailing slash with a
+    redirect first."""
+    from pipeline.environment.mcp import mcp_app
+
+    app.router.routes.append(Route(MCP_PATH, mcp_app(lookup), include_in_schema=False))
 
 
 def _error_handlers(app: FastAPI) -> None:

@@ -38,7 +38,7 @@ from pipeline.explore.pairs import Pair, live
 from pipeline.explore.pairs import key as value_key
 from pipeline.explore.repair import attempt, repairs
 from pipeline.explore.speech import phrase, speak
-from pipeline.world import execute
+from pipeline.world import CounterfactualError, execute
 
 
 def shown(ctx: Grounding, user: str, table: str, key: str) -> dict[str, Any] | None:
@@ -130,7 +130,10 @@ class Conditional:
                 args = ctx.ex.arguments(tool, user, key, rng)
                 if args is None:
                     return None
-                call = ctx.ex.call(tool, user, args, state)
+                try:
+                    call = ctx.ex.call(tool, user, args, state)
+                except CounterfactualError:  # an environment reached through its functions: real records only
+                    return None
                 tried = [call] + [ctx.ex.call(tool, user, a, state) for a in repairs(args, call.error or "")]
                 done = next((c for c in tried if c.ok and c.changes), None)
                 if done is not None:

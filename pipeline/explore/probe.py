@@ -279,12 +279,12 @@ def explore(world: World, seed: int = 0, customers: int = 24, per_record: int = 
     )
 
 
-_CACHE: dict[tuple[str, str, int], WorldModel] = {}
+_CACHE: dict[tuple[str, str, str, int], WorldModel] = {}
 
 
 def world_model(world: World, seed: int = 0) -> WorldModel:
     """`explore(world, seed)`, once per process per world content and seed."""
-    key = (world.name, world.fingerprint, seed)
+    key = (world.domain.name, world.name, world.fingerprint, seed)
     if key not in _CACHE:
         _CACHE[key] = explore(world, seed)
     return _CACHE[key]

@@ -121,13 +121,13 @@ def candidates(
     return shaped
 
 
-_SHARED: dict[tuple[str, str, str], list[Any]] = {}
+_SHARED: dict[tuple[str, str, str, str], list[Any]] = {}
 
 
 def shared_values(world: World, name: str) -> list[Any]:
     """The scalar values of field `name`, or of a field named for it (`dispute_reason` for `reason`), at any depth,
     that two or more of the world's records hold, most shared first: the domain's own words for that field."""
-    key = (world.name, world.fingerprint, name)
+    key = (world.domain.name, world.name, world.fingerprint, name)
     if key not in _SHARED:
         held: Counter[Any] = Counter()
         for t in world.table_names:

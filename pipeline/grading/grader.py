@@ -57,7 +57,7 @@ class ReplayedState:
         return [e for e in self.log if e.get("requestor", "assistant") == "assistant"]
 
 
-_cache: OrderedDict[tuple[str, str, str], ExpectedState] = OrderedDict()
+_cache: OrderedDict[tuple[str, str, str, str], ExpectedState] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
@@ -67,7 +67,7 @@ def expected_state(world: World, task: Task) -> ExpectedState:
         {"user": task.customer_user_id, "actions": [a.model_dump() for a in task.gold_actions]}
         | ({"setup": task.initial_state} if task.initial_state else {})
     )
-    key = (world.fingerprint, task.id, gold)
+    key = (world.domain.name, world.fingerprint, task.id, gold)
     with _cache_lock:
         hit = _cache.get(key)
         if hit is not None:
@@ -192,8 +192,12 @@ def grade(
     if trajectory.infra_error:
         return _infra_verdict(trajectory, f"infrastructure error: {trajectory.error or 'unknown'}")
     limits = limits or Limits()
-    expected = expected_state(world, task)
-    replayed = replay_trajectory(world, trajectory, authenticated_user_id, task)
+    try:
+        expected = expected_state(world, task)
+        replayed = replay_trajectory(world, trajectory, authenticated_user_id, task)
+        environment_reward = replayed.session.environment_reward() if replayed.session is not None else None
+    except InfrastructureError as exc:  # the environment behind the protocol failed while replaying
+        return _infra_verdict(trajectory, f"environment unavailable while grading: {exc}")
     diagnostics = [f"gold action refused: {f}" for f in expected.failed_actions]
 
     state_ok = replayed.hash == expected.hash
@@ -265,6 +269,7 @@ def grade(
         expected_hash=expected.hash,
         diagnostics=diagnostics,
         tau2=tau2_result,
+        environment_reward=environment_reward,
     )
 
 

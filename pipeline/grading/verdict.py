@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_serializer
 
 from pipeline.errors import InputError
 from pipeline.strict import Strict
@@ -84,6 +84,18 @@ class Verdict(Strict):
     expected_hash: str = ""
     diagnostics: list[str] = Field(default_factory=list)
     tau2: Tau2Result | None = Field(default=None, description="The τ²-compatible reward (None: not computed).")
+    environment_reward: float | None = Field(
+        default=None,
+        description="The environment's own score of the episode (`reward()` of an environment behind the protocol),"
+        " reported beside the verdict, never in place of it; None (and left out of the record): it gives none.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_absent_reward(self, handler: Any) -> Any:
+        out = handler(self)
+        if isinstance(out, dict) and out.get("environment_reward", 0) is None:
+            del out["environment_reward"]
+        return out
 
     def component(self, name: str) -> ComponentResult | None:
         return next((c for c in self.components if c.name == name), None)

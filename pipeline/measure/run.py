@@ -169,7 +169,9 @@ def _measure(
     )
     valid = Counter(r.task_id for r in records if r.passed is not None)
     if not any(valid[t.id] >= max_k for t in tasks):
-        first = next((r.trajectory.error for r in results if r.verdict.infra_error), None)
+        first = next(
+            (r.trajectory.error or "; ".join(r.verdict.diagnostics) for r in results if r.verdict.infra_error), None
+        )
         raise MetricsInputError(
             f"{out_dir}: no task has {max_k} valid trial(s); every task lost trials to infrastructure errors (the"
             f" trajectories and verdicts are written; first: {first}); run the same command again to retry them"

@@ -99,8 +99,13 @@ def episode_steps(
     (`pipeline.trials.batch`); `run_episode` drives one.
     """
     limits = limits or Limits()
-    session = session or start_session(world, task)
     info, traj = _episode_start(world, task, agent, user, trial, seed)
+    try:
+        session = session or start_session(world, task)
+    except InfrastructureError as exc:  # the environment could not open the episode
+        log.warning("episode %s trial %d: infrastructure error at the start: %s", task.id, trial, exc)
+        traj.termination, traj.error = "infra_error", str(exc)
+        return traj
     ep = _Episode(session, traj, limits, dual=world.user_tools is not None, timings=Timings(started_at=time.time()))
     t_start = time.perf_counter()
     try:

@@ -1,8 +1,17 @@
-"""The world: records in tables, copy-on-write sessions, the tools that read and write them, and the `Domain`
-boundary a world's domain is reached through."""
+"""The world: records in tables, copy-on-write sessions, the tools that read and write them, the `Domain`
+boundary a world's domain is reached through, and the adapter that makes any environment behind the six functions
+(`pipeline.protocol`) a domain."""
 
 from pipeline.world.arith import ExpressionError, evaluate
 from pipeline.world.domain import Domain, Invariant, StaticInput
+from pipeline.world.protocol_domain import (
+    CounterfactualError,
+    ProtocolDomain,
+    ProtocolError,
+    ProtocolSession,
+    ProtocolWorld,
+    is_environment_factory,
+)
 from pipeline.world.registry import DEFAULT_DOMAIN, domain_of_directory, domain_spec, load_world, resolve_domain
 from pipeline.world.tables import (
     Record,
@@ -18,11 +27,16 @@ from pipeline.world.tools import ToolError, ToolRegistry, execute, synchronise
 from pipeline.world.vocabulary import EMPTY, Vocabulary
 
 __all__ = [
+    "CounterfactualError",
     "DEFAULT_DOMAIN",
     "Domain",
     "EMPTY",
     "ExpressionError",
     "Invariant",
+    "ProtocolDomain",
+    "ProtocolError",
+    "ProtocolSession",
+    "ProtocolWorld",
     "Record",
     "Session",
     "StaticInput",
@@ -39,6 +53,7 @@ __all__ = [
     "evaluate",
     "filter_field_problem",
     "execute",
+    "is_environment_factory",
     "load_world",
     "resolve_domain",
     "synchronise",

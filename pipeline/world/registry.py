@@ -1,7 +1,9 @@
 """Domain choice by name, and world references resolved to loaded worlds.
 
 A domain is named by a built-in name (`retail`, `airline`) or, for a package outside this repository, as
-`module:attribute` (the attribute a `Domain` instance, or a class or factory making one). A world reference is
+`module:attribute` (the attribute a `Domain` instance, or a class or factory making one; or an environment
+class behind the six functions of `pipeline.protocol`, which `ProtocolDomain` adapts), or by the URL of an
+environment `agentloop env serve` serves (`http://HOST:PORT`). A world reference is
 a domain directory (db.json + policy.md, e.g. a τ²-bench domain), a db.json file, or a name the domain reads
 (retail: `gen-<seed>` / `gen-<seed>-<products>x<users>x<orders>`). Without an explicit domain, a directory's
 domain is the one whose tables its db.json holds, and a name goes to the one domain that reads it; there is
@@ -18,6 +20,7 @@ from pathlib import Path
 
 from pipeline.errors import InputError
 from pipeline.world.domain import Domain
+from pipeline.world.protocol_domain import ProtocolDomain, is_environment_factory
 from pipeline.world.tables import World, WorldLoadError
 from pipeline.world.without_kit import WithoutKit
 
@@ -46,6 +49,8 @@ def resolve_domain(spec: str) -> Domain:
         _RESOLVED.setdefault(found.name, spec)
         copyreg.pickle(type(found), _reduce_domain)
         return found
+    if spec.startswith(("http://", "https://")):  # an environment served by `agentloop env serve`
+        return _served(spec)
     target = BUILTIN_DOMAINS.get(spec) or _RESOLVED.get(spec) or spec
     module_name, sep, attr = target.partition(":")
     if not sep or not module_name or not attr:
@@ -62,6 +67,10 @@ def resolve_domain(spec: str) -> Domain:
         obj = getattr(module, attr)
     except AttributeError:
         raise UnknownDomainError(f"domain {spec!r}: module {module_name!r} has no attribute {attr!r}") from None
+    if is_environment_factory(obj):  # an environment of your own behind the six functions
+        found = ProtocolDomain(obj, target)
+        copyreg.pickle(ProtocolDomain, _reduce_domain)
+        return found
     if not isinstance(obj, Domain) and callable(obj):
         try:
             obj = obj()
@@ -77,6 +86,17 @@ def resolve_domain(spec: str) -> Domain:
     return obj
 
 
+def _served(url: str) -> Domain:
+    """The environment served at `url`, as a domain: its worlds are the ones the service names."""
+    from pipeline.protocol.client import ServedEnvironment, served_worlds
+
+    base = url.rstrip("/")
+    worlds = served_worlds(base)
+    found = ProtocolDomain(lambda world: ServedEnvironment(base, world), url, worlds=worlds)
+    copyreg.pickle(ProtocolDomain, _reduce_domain)
+    return found
+
+
 def _said(exc: BaseException) -> str:
     """An exception as one line: its type and message (an abstract method left out names the method)."""
     return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
@@ -87,7 +107,7 @@ def _reduce_domain(domain: Domain) -> tuple:
     spec (to Ray workers, say) and comes back as the same registered instance there, so what it records (a
     trajectory's domain) reads the same in every process; any other pickles as a plain object."""
     spec = domain_spec(domain)
-    if spec in BUILTIN_DOMAINS or ":" in spec or spec.endswith("+generic"):
+    if isinstance(domain, ProtocolDomain) or spec in BUILTIN_DOMAINS or ":" in spec or spec.endswith("+generic"):
         return resolve_domain, (spec,)
     return object.__reduce_ex__(domain, 2)  # type: ignore[return-value]  # a tuple for any class with state
 
@@ -95,6 +115,8 @@ def _reduce_domain(domain: Domain) -> tuple:
 def domain_spec(domain: Domain) -> str:
     """What names `domain` in any process: its name for a built-in, else the `module:attribute` it was resolved by
     (its name when it was never resolved through this registry)."""
+    if isinstance(domain, ProtocolDomain):
+        return domain.spec
     return domain.name if domain.name in BUILTIN_DOMAINS else _RESOLVED.get(domain.name, domain.name)
 
 

@@ -42,7 +42,10 @@ class Record(Strict):
 
 def dump_record(record: BaseModel) -> dict:
     """A record as τ²-bench JSON: unset optional fields are omitted, as in db.json, unless the record type keeps
-    them (`keep_none = True`: a domain whose db.json writes every field, nulls included)."""
+    them (`keep_none = True`: a domain whose db.json writes every field, nulls included), or the record is one an
+    environment sent (`as_sent = True`: the fields it holds, as sent)."""
+    if getattr(record, "as_sent", False):  # a record an environment sent: exactly the fields it holds
+        return record.model_dump(mode="json", exclude_unset=True)
     return record.model_dump(mode="json", exclude_none=not getattr(record, "keep_none", False))
 
 
@@ -150,6 +153,11 @@ class World:
 
     def session(self, authenticated_user_id: str | None = None) -> Session:
         return Session(self, authenticated_user_id=authenticated_user_id)
+
+    def start(self, task: Any, authenticated_user_id: str | None = None) -> Session | None:
+        """A session already in `task`'s starting state, for a world whose episodes run elsewhere (an environment
+        behind the protocol runs the set-up itself); None: the loop runs the task's set-up on a `session()`."""
+        return None
 
 
 def filter_field_problem(table: str, record_type: type[BaseModel], path: Any) -> str | None:
@@ -330,3 +338,7 @@ class Session:
 
     def state_hash(self) -> str:
         return sha256_json({"base": self.world.fingerprint, "changed": self.changed()})
+
+    def environment_reward(self) -> float | None:
+        """The environment's own score of this episode, where the episode runs in one (see `ProtocolSession`)."""
+        return None

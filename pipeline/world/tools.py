@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from pipeline.errors import WorldError
+from pipeline.errors import InfrastructureError, WorldError
 from pipeline.world.domain import StaticInput
 from pipeline.world.tables import ToolEvent
 
@@ -208,6 +208,10 @@ def execute(s: Session, name: str, arguments: Any, requestor: str = "assistant")
         s.rollback_call()
         s.transferred = transferred
         event.error, event.error_category = str(exc), exc.category
+    except InfrastructureError:  # the environment behind the tool is unreachable: not the agent's doing
+        s.rollback_call()
+        s.transferred = transferred
+        raise
     except Exception as exc:  # a bug in a tool must not corrupt the episode  # noqa: BLE001
         s.rollback_call()
         s.transferred = transferred

@@ -6,7 +6,6 @@ bounded in number; refusals are typed 4xx naming the field or the episode, failu
 
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
 import sys
@@ -483,48 +482,45 @@ def test_env_serve_refuses_in_one_line():
         assert said in result.output and "Traceback" not in result.output, (args, result.output)
 
 
-def test_an_mcp_application_is_mounted_per_episode(monkeypatch):
-    """Where `pipeline.environment.mcp` exists, its `mcp_app(lookup)` is mounted at /episodes/{episode_id}/mcp: it
-    reads the episode id from the path, `lookup` gives that episode (its calls taking the episode's lock) or None,
-    and its own lifespan runs with the service's."""
-    import importlib.machinery
-    import types
+def test_each_episode_serves_its_agent_tools_over_mcp(retail):
+    """The episode's `mcp_url`, with the project's MCP client (the official SDK's): the agent's tools only, a call
+    changes that episode's state (seen through the HTTP functions) and no other's, a refusal is a tool error, and a
+    closed episode's URL is refused."""
+    from pipeline.environment import McpEnvironmentClient
+    from pipeline.environment.mcp import McpRequestError
 
-    from starlette.applications import Starlette
-    from starlette.responses import JSONResponse
-    from starlette.routing import Route
+    url, _ = retail
+    one, two = ServedEnvironment(url, SMALL), ServedEnvironment(url, SMALL)
+    user = next(iter(one.query_data("users")))
+    one.init(authenticated_user_id=user)
+    base = two.init(authenticated_user_id=user)
+    mcp = McpEnvironmentClient(one.mcp_url)
+    try:
+        names = [t["function"]["name"] for t in mcp.list_tools()]
+        assert names == [t["function"]["name"] for t in one.get_metadata().tools]
+        address = {"address1": "2 Mcp Rd", "address2": "", "city": "Y", "country": "USA", "state": "NY", "zip": "2"}
+        result = mcp.call("modify_user_address", {"user_id": user, **address})
+        assert not result.error, result.content
+        assert one.query_data("users")[user]["address"]["address1"] == "2 Mcp Rd"
+        assert [c.name for c in one.calls()] == ["modify_user_address"]
+        assert two.state() == base and two.calls() == []
+        refused = mcp.call("get_order_details", {"order_id": "#W0000000"})
+        assert refused.error and refused.content.startswith("Error:")
+    finally:
+        mcp.close()
+    closed = one.mcp_url
+    one.close(), two.close()
+    with pytest.raises(McpRequestError, match="unknown or closed episode"):
+        McpEnvironmentClient(closed)
 
-    started: list[str] = []
 
-    def mcp_app(lookup):
-        async def tools(request):
-            env = lookup(request.scope["path_params"]["episode_id"])
-            if env is None:
-                return JSONResponse({"error": "no such episode"}, status_code=404)
-            result = env.run({"name": "bump", "arguments": {"name": "b"}})
-            return JSONResponse(
-                {"tools": [t["function"]["name"] for t in env.get_metadata().tools], **result.model_dump()}
-            )
-
-        @contextlib.asynccontextmanager
-        async def lifespan(app):
-            started.append("up")
-            yield
-            started.append("down")
-
-        return Starlette(routes=[Route("/", tools, methods=["POST"])], lifespan=lifespan)
-
-    fake = types.ModuleType("pipeline.environment.mcp")
-    fake.__spec__ = importlib.machinery.ModuleSpec("pipeline.environment.mcp", None)
-    fake.mcp_app = mcp_app  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "pipeline.environment.mcp", fake)
-    factory, served = environment_factory(f"{__name__}:Counter", ["one"])
+def test_a_served_environment_can_be_served_again_by_its_url(counter_url):
+    """`--domain http://HOST:PORT` (the registry's served domain): its episodes are the other service's."""
+    factory, served = environment_factory(counter_url, ["two"])
+    assert served == {"two": "two"}
     with serve_in_thread(create_app(factory, served)) as url:
-        env = ServedEnvironment(url, "one")
+        env = ServedEnvironment(url, "two")
         env.init()
-        reply = httpx.post(f"{env.mcp_url}/").json()
-        assert reply == {"tools": ["bump"], "content": "1", "error": False, "category": None}
-        assert env.query_data("counters", {"name": "b"})["b"]["count"] == 1  # the same episode, not a copy
-        assert httpx.post(f"{url}/episodes/nobody/mcp/").status_code == 404
+        assert env.run({"name": "bump", "arguments": {"name": "b"}}).content == "1"
+        assert env.query_data("counters", {"count": 1}) == {"b": {"name": "b", "count": 1}}
         env.close()
-    assert started == ["up", "down"]
