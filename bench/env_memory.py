@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pipeline.protocol import ServedEnvironment, served_worlds  # noqa: E402
+from pipeline.protocol.client import ServedEnvironment, served_worlds  # noqa: E402
 
 ADDRESS = {"address1": "1 Bench St", "address2": "", "city": "X", "country": "USA", "state": "CA", "zip": "00001"}
 

@@ -1,12 +1,7 @@
-"""The boundaries the loop reaches outside itself through: an environment's six functions (`environment`), and
-an environment served over HTTP as one of them (`client`)."""
+"""The boundaries the loop reaches outside itself through: an environment's six functions (`environment`); an
+environment served over HTTP as one of them is `client.ServedEnvironment` (imported from its module: it needs
+httpx, which importing the protocol does not)."""
 
-from pipeline.protocol.client import (
-    EnvironmentRequestError,
-    EnvironmentUnavailableError,
-    ServedEnvironment,
-    served_worlds,
-)
 from pipeline.protocol.environment import (
     PROTOCOL_VERSION,
     SIDES,
@@ -29,14 +24,10 @@ __all__ = [
     "EnvironmentFactory",
     "EnvironmentMetadata",
     "EnvironmentProtocol",
-    "EnvironmentRequestError",
     "EnvironmentState",
-    "EnvironmentUnavailableError",
     "Reward",
-    "ServedEnvironment",
     "Side",
     "TableSchema",
     "ToolResult",
     "as_model",
-    "served_worlds",
 ]

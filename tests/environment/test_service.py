@@ -1,5 +1,5 @@
 """An environment served over HTTP (`pipeline.environment.service`, `agentloop env serve`) and driven through the
-client (`pipeline.protocol.ServedEnvironment`), against a real uvicorn server in a thread of the test process:
+client (`pipeline.protocol.client.ServedEnvironment`), against a real uvicorn server in a thread of the test process:
 τ²-bench's gold actions reach the same end states and rewards as in process; episodes are isolated, expire, stay
 bounded in number; refusals are typed 4xx naming the field or the episode, failures of the service
 `EnvironmentUnavailableError`; an environment of one's own (module:attribute) is served the same way."""
@@ -29,13 +29,15 @@ from pipeline.errors import InfrastructureError, InputError
 from pipeline.protocol import (
     EnvironmentMetadata,
     EnvironmentProtocol,
-    EnvironmentRequestError,
     EnvironmentState,
-    EnvironmentUnavailableError,
     Reward,
-    ServedEnvironment,
     TableSchema,
     ToolResult,
+)
+from pipeline.protocol.client import (
+    EnvironmentRequestError,
+    EnvironmentUnavailableError,
+    ServedEnvironment,
     served_worlds,
 )
 from pipeline.world import resolve_domain
