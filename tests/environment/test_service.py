@@ -526,3 +526,22 @@ def test_a_served_environment_can_be_served_again_by_its_url(counter_url):
         assert env.run({"name": "bump", "arguments": {"name": "b"}}).content == "1"
         assert env.query_data("counters", {"count": 1}) == {"b": {"name": "b", "count": 1}}
         env.close()
+
+
+def test_a_flawed_measure_through_the_service_gives_the_in_process_verdicts(tmp_path):
+    """`measure --domain http://HOST:PORT` against `env serve` of the example library, and the same measure with the
+    library in process: byte-identical verdicts (a flawed agent, so some trials fail)."""
+    runner = CliRunner()
+    factory, served = environment_factory("examples.library:Library", ["library-0"])
+    tasks = tmp_path / "tasks.jsonl"
+    local = ["--domain", "examples.library:Library", "--world", "library-0"]
+    generated = runner.invoke(cli, ["tasks", "generate", *local, "--n", "6", "--out", str(tasks)])
+    assert generated.exit_code == 0, generated.output
+    with serve_in_thread(create_app(factory, served)) as url:
+        for name, where in (("served", ["--domain", url, "--world", "library-0"]), ("local", local)):
+            args = ["measure", *where, "--tasks", str(tasks), "--agent", "flawed:invention=0.5", "--trials", "2"]
+            result = runner.invoke(cli, [*args, "--executor", "serial", "--out", str(tmp_path / name)])
+            assert result.exit_code == 0, result.output
+    verdicts = (tmp_path / "served" / "verdicts.jsonl").read_bytes()
+    assert verdicts == (tmp_path / "local" / "verdicts.jsonl").read_bytes()
+    assert b'"passed": false' in verdicts and b'"passed": true' in verdicts
