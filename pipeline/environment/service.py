@@ -259,7 +259,7 @@ class EpisodeRegistry:
         """Remove (holding the registry's lock) idle episodes `wanted` says to, least recently used first; each
         comes back with its own lock held and marked closed."""
         taken: list[Episode] = []
-        for episode in list(self._episodes.values()):
+        for episode in self._episodes.values():  # oldest first; usually the first is kept and the loop ends there
             if limit is not None and len(taken) >= limit:
                 break
             if not wanted(episode):
@@ -268,9 +268,10 @@ class EpisodeRegistry:
                 continue
             if episode.waiting or not episode.lock.acquire(blocking=False):
                 continue  # in a call: not idle
-            del self._episodes[episode.id]
             episode.closed = True
             taken.append(episode)
+        for episode in taken:
+            del self._episodes[episode.id]
         return taken
 
     @staticmethod

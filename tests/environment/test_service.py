@@ -545,3 +545,66 @@ def test_a_flawed_measure_through_the_service_gives_the_in_process_verdicts(tmp_
     verdicts = (tmp_path / "served" / "verdicts.jsonl").read_bytes()
     assert verdicts == (tmp_path / "local" / "verdicts.jsonl").read_bytes()
     assert b'"passed": false' in verdicts and b'"passed": true' in verdicts
+
+
+def test_many_threads_never_close_an_episode_under_a_call():
+    """Threads opening, calling and closing episodes at once, with a tiny bound and TTL, so episodes are evicted and
+    expire all the time: no environment is closed while a call runs in it, none is called after it closed, and
+    every one made is closed in the end."""
+    import random
+
+    violations: list[str] = []
+
+    class Watched(Counter):
+        def __init__(self, world: str) -> None:
+            super().__init__(world)
+            self.in_call = False
+
+        def run(self, call, side="assistant"):
+            if self.closed:
+                violations.append("called after close")
+            self.in_call = True
+            time.sleep(0.0005)
+            self.in_call = False
+            return ToolResult(content="ok")
+
+        def close(self) -> None:
+            if self.in_call:
+                violations.append("closed under a call")
+            self.closed = True
+
+    registry = EpisodeRegistry(ttl_s=0.005, max_episodes=4)
+    made: list[Watched] = []
+    lock = threading.Lock()
+
+    def worker(seed: int) -> None:
+        rng = random.Random(seed)
+        mine: list[str] = []
+        for _ in range(300):
+            action = rng.random()
+            try:
+                if action < 0.3 or not mine:
+                    env = Watched("w")
+                    with lock:
+                        made.append(env)
+                    try:
+                        mine.append(registry.add("w", env).id)
+                    except ServiceFullError:
+                        env.close()  # as the service does with an episode it found no room for
+                elif action < 0.85:
+                    with registry.use(rng.choice(mine)) as episode:
+                        episode.env.run({"name": "x"})
+                else:
+                    registry.close(mine.pop(rng.randrange(len(mine))))
+            except InputError:
+                pass  # expired or evicted meanwhile
+
+    threads = [threading.Thread(target=worker, args=(seed,)) for seed in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    registry.close_all()
+    assert violations == []
+    assert len(registry) == 0 and all(env.closed for env in made)
+    assert registry.expired + registry.evicted > 0
