@@ -1,4 +1,5 @@
-"""The boundaries the loop reaches outside itself through: an environment's six functions (`environment`)."""
+"""The boundaries the loop reaches outside itself through: an environment's six functions (`environment`) and an
+agent program that runs its own tool loop (`program`)."""
 
 from pipeline.protocol.environment import (
     PROTOCOL_VERSION,
@@ -14,8 +15,12 @@ from pipeline.protocol.environment import (
     ToolResult,
     as_model,
 )
+from pipeline.protocol.program import AgentProgram, ProgramEpisode, ProgramFactory
 
 __all__ = [
+    "AgentProgram",
+    "ProgramEpisode",
+    "ProgramFactory",
     "PROTOCOL_VERSION",
     "SIDES",
     "CallRecord",
