@@ -1,6 +1,6 @@
-"""The boundaries the loop reaches outside itself through: an environment's six functions (`environment`); an
-environment served over HTTP as one of them is `client.ServedEnvironment` (imported from its module: it needs
-httpx, which importing the protocol does not)."""
+"""The boundaries the loop reaches outside itself through: an environment's six functions (`environment`) and an
+agent program that runs its own tool loop (`program`). An environment served over HTTP is `client.ServedEnvironment`
+(imported from its module: it needs httpx, which importing the protocol does not)."""
 
 from pipeline.protocol.environment import (
     PROTOCOL_VERSION,
@@ -16,8 +16,12 @@ from pipeline.protocol.environment import (
     ToolResult,
     as_model,
 )
+from pipeline.protocol.program import AgentProgram, ProgramEpisode, ProgramFactory
 
 __all__ = [
+    "AgentProgram",
+    "ProgramEpisode",
+    "ProgramFactory",
     "PROTOCOL_VERSION",
     "SIDES",
     "CallRecord",
