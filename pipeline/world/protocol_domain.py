@@ -26,7 +26,7 @@ import threading
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_jsonable_python
@@ -37,6 +37,7 @@ from pipeline.protocol import (
     EnvironmentProtocol,
     EnvironmentState,
     Reward,
+    Side,
     TableSchema,
     ToolResult,
     as_model,
@@ -90,20 +91,20 @@ class ProtocolDomain(Domain):
             raise WorldError(f"domain {self.name!r}: no world of it was loaded yet, so its tools are not known")
         return self._metadata
 
-    @property  # type: ignore[override]
-    def tables(self) -> Mapping[str, type[BaseModel]]:
+    @property
+    def tables(self) -> Mapping[str, type[BaseModel]]:  # type: ignore[override]
         return self._tables
 
-    @property  # type: ignore[override]
-    def user_tables(self) -> Mapping[str, type[BaseModel]]:
+    @property
+    def user_tables(self) -> Mapping[str, type[BaseModel]]:  # type: ignore[override]
         return self._user_tables
 
-    @property  # type: ignore[override]
-    def tools(self) -> ToolRegistry:
+    @property
+    def tools(self) -> ToolRegistry:  # type: ignore[override]
         return self._tools
 
-    @property  # type: ignore[override]
-    def user_tools(self) -> ToolRegistry | None:
+    @property
+    def user_tools(self) -> ToolRegistry | None:  # type: ignore[override]
         return self._user_tools
 
     def _metadata_of(self, world: str) -> EnvironmentMetadata:
@@ -249,7 +250,9 @@ class ProtocolSession(Session):
     def call(self, name: str, side: str, arguments: dict) -> str:
         """Run one call in the episode (opened from the base world if it was not yet); its content, or ToolError."""
         episode = self.open(None)
-        result = _answer(ToolResult, episode.run({"name": name, "arguments": arguments}, side), f"run({name})")
+        result = _answer(
+            ToolResult, episode.run({"name": name, "arguments": arguments}, cast(Side, side)), f"run({name})"
+        )
         if result.error:
             message = result.content.removeprefix(ERROR_PREFIX)
             raise ToolError(message, result.category or "precondition")

@@ -68,9 +68,9 @@ def resolve_domain(spec: str) -> Domain:
     except AttributeError:
         raise UnknownDomainError(f"domain {spec!r}: module {module_name!r} has no attribute {attr!r}") from None
     if is_environment_factory(obj):  # an environment of your own behind the six functions
-        found = ProtocolDomain(obj, target)
+        adapted = ProtocolDomain(obj, target)
         copyreg.pickle(ProtocolDomain, _reduce_domain)
-        return found
+        return adapted
     if not isinstance(obj, Domain) and callable(obj):
         try:
             obj = obj()

@@ -9,7 +9,7 @@ the definition it names.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal, Optional, Union
+from typing import Any, ClassVar, Literal, Optional, Union, cast
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -56,12 +56,14 @@ def python_type(schema: Any, defs: dict[str, Any], where: str, depth: int = 0) -
     if kind == "number":
         return Union[int, float]  # noqa: UP007 - an integer stays one
     if kind == "array":
-        return list[python_type(schema.get("items"), defs, f"{where}[]", depth + 1)]  # type: ignore[misc]
+        item = python_type(schema.get("items"), defs, f"{where}[]", depth + 1)
+        return cast(Any, list)[item]
     if kind == "object" or "properties" in schema:
         if isinstance(schema.get("properties"), dict) and schema["properties"]:
             return record_model(schema, defs, where, depth + 1)
         extra = schema.get("additionalProperties")
-        return dict[str, python_type(extra, defs, f"{where}.*", depth + 1) if isinstance(extra, dict) else Any]
+        value = python_type(extra, defs, f"{where}.*", depth + 1) if isinstance(extra, dict) else Any
+        return cast(Any, dict)[str, value]
     return Any
 
 
