@@ -51,6 +51,13 @@ def _admin(url: str) -> psycopg.Connection:
     return psycopg.connect(url, autocommit=True, application_name="agentloop-tests")
 
 
+def _settled(url: str, wanted: dict[str, int], within_s: float = 10.0) -> None:
+    """Wait until the database holds `wanted` leftovers (a backend the server is ending takes a moment to go)."""
+    deadline = time.monotonic() + within_s
+    while _leftovers(url) != wanted and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
 def _leftovers(url: str) -> dict[str, int]:
     """What episodes may leave in the database: temporary tables, schemas beyond the worlds', our backends. This
     process's idle pooled connections (each with its empty copies of the tables) are closed first."""
@@ -407,6 +414,8 @@ def test_a_lost_connection_is_infrastructure_and_the_next_episode_works(env, pos
 
 # ---- isolation and leaks ------------------------------------------------------------------------------------------
 def test_close_leaks_nothing(postgres_url):
+    empty = {"temp_tables": 0, "schemas": 0, "in_transaction": 0, "connections": 0}
+    _settled(postgres_url, empty)  # what earlier tests' killed clients left is gone (the server ends them)
     envs = [PostgresEnvironment(f"pg-{i % 2}", url=postgres_url) for i in range(6)]
     for env in envs:
         env.init(authenticated_user_id="C001")
@@ -418,7 +427,7 @@ def test_close_leaks_nothing(postgres_url):
     for env in envs:
         env.close()
         env.close()  # twice is harmless
-    assert _leftovers(postgres_url) == {"temp_tables": 0, "schemas": 0, "in_transaction": 0, "connections": 0}
+    assert _leftovers(postgres_url) == empty
     assert PostgresEnvironment("pg-0", url=postgres_url).query_data("subscriptions", {"subscription_id": "S0001"}) == {
         "S0001": BASE["subscriptions"][0]
     }
