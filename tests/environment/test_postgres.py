@@ -427,6 +427,7 @@ def test_close_leaks_nothing(postgres_url):
     for env in envs:
         env.close()
         env.close()  # twice is harmless
+    _settled(postgres_url, empty)  # an ended backend drops its temporary tables as it exits
     assert _leftovers(postgres_url) == empty
     assert PostgresEnvironment("pg-0", url=postgres_url).query_data("subscriptions", {"subscription_id": "S0001"}) == {
         "S0001": BASE["subscriptions"][0]
