@@ -116,6 +116,7 @@ class Environment:
             tables={name: self._table_schema(name, record) for name, record in self.domain.tables.items()},
             user_tables={name: self._table_schema(name, record) for name, record in self.domain.user_tables.items()},
             identity_fields=list(self.domain.identity_fields()),
+            scores=False,  # reward() is the loop's own grader: nothing to add beside its verdict
         )
 
     def init(

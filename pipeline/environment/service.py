@@ -14,7 +14,7 @@ Endpoints (JSON; the schema is served at `/openapi.json`):
 - `GET /worlds`: the world names served; `GET /worlds/{world}/metadata`; `POST /worlds/{world}/query`
   (`{table, predicate}`: the base world's records, key → record);
 - `POST /episodes` (`{world, task, authenticated_user_id}`) → `{episode, world, state, url, mcp_url}`;
-- `POST /episodes/{id}/run` (`{call: {name, arguments}, side}`) → the `ToolResult`; `GET /episodes/{id}/state`;
+- `POST /episodes/{id}/run` (`{call: {name, arguments}, side}`) → the `ToolResult`, with the state after it; `GET /episodes/{id}/state`;
   `POST /episodes/{id}/query`; `GET /episodes/{id}/reward`; `POST /episodes/{id}/say` (`{text, side}`);
   `GET /episodes/{id}/calls`; `DELETE /episodes/{id}` (closes it; closing one that is gone is not an error).
 
@@ -530,11 +530,15 @@ def create_app(
         responses=_errors(400, 404, 422, 503),
     )
     def run(episode_id: str, body: RunIn) -> ToolResult:
-        """Execute one tool call on one side; a refused call changes nothing and comes back with `error` true."""
+        """Execute one tool call on one side; a refused call changes nothing and comes back with `error` true. The
+        episode's state after the call comes with it (`state`)."""
         call = body.call.model_dump(exclude_unset=True)
         call.setdefault("arguments", {})
         with registry.use(episode_id) as episode, failures(episode.world):
-            return as_model(ToolResult, episode.env.run(call, body.side))
+            result = as_model(ToolResult, episode.env.run(call, body.side))
+            if result.state is None:  # the state after the call rides along: the caller mirrors it at once
+                result = result.model_copy(update={"state": as_model(EnvironmentState, episode.env.state())})
+            return result
 
     @app.get("/episodes/{episode_id}/state", tags=["episodes"], response_model=EnvironmentState, responses=on_episode)
     def state(episode_id: str) -> EnvironmentState:

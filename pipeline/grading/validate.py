@@ -131,7 +131,7 @@ def _check_problems(world: World, check) -> list[str]:
         if record_type is None:
             return [f"domain {world.domain.name!r} has no orders table"]
         field = record_type.model_fields.get("status")
-        allowed = typing.get_args(field.annotation) if field is not None else ()
+        allowed = _literal_values(field.annotation) if field is not None else ()
         if allowed and check.status not in allowed:
             return [f"impossible status {check.status!r} for order {check.order_id}; statuses are {list(allowed)}"]
         if check.order_id not in world.table("orders"):
@@ -164,3 +164,13 @@ def validate_file(path: Path, world_ref: str | None = None, domain: str | None =
         world = load_world(world_ref, domain)
     check_tasks(world, tasks, str(path))
     return f"{path}: {len(tasks)} valid tasks (checked against world {world.name!r})"
+
+
+def _literal_values(annotation: typing.Any) -> tuple:
+    """The values a `Literal` annotation allows, also inside an optional (`Literal[...] | None`); () for any other."""
+    if typing.get_origin(annotation) is typing.Literal:
+        return typing.get_args(annotation)
+    for member in typing.get_args(annotation):
+        if typing.get_origin(member) is typing.Literal:
+            return typing.get_args(member)
+    return ()

@@ -68,6 +68,12 @@ class EnvironmentMetadata(_Model):
         default_factory=list,
         description="What a customer can state to be identified beyond the identity tools' arguments (e.g. email).",
     )
+    scores: bool = Field(
+        default=True,
+        description="Whether `reward()` scores an episode by the environment's own rules (the loop records it beside"
+        " its verdict); False: it has no score of its own to add (the built-in worlds: their reward is the loop's"
+        " own grader), and the loop does not ask.",
+    )
 
 
 class EnvironmentState(_Model):
@@ -95,6 +101,11 @@ class ToolResult(_Model):
     category: str | None = Field(
         default=None,
         description="A refusal's kind: invalid_arguments, not_found, precondition, unauthorized, transferred, …",
+    )
+    state: EnvironmentState | None = Field(
+        default=None,
+        description="The episode's state after the call, where the environment sends it along (a served one does:"
+        " it saves the caller a `state()` round trip); None: ask `state()`.",
     )
 
 

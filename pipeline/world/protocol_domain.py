@@ -256,7 +256,8 @@ class ProtocolSession(Session):
         if result.error:
             message = result.content.removeprefix(ERROR_PREFIX)
             raise ToolError(message, result.category or "precondition")
-        self.mirror(_answer(EnvironmentState, episode.state(), f"{self.world.domain.name} state()"))
+        state = result.state if result.state is not None else episode.state()
+        self.mirror(_answer(EnvironmentState, state, f"{self.world.domain.name} state()"))
         return result.content
 
     def mirror(self, state: EnvironmentState) -> None:
@@ -283,7 +284,7 @@ class ProtocolSession(Session):
         self._edited_this_call.add((table, key))
 
     def environment_reward(self) -> float | None:
-        if self.episode is None:
+        if self.episode is None or not self.world.domain.metadata.scores:
             return None
         reward = getattr(self.episode, "reward", None)
         return _answer(Reward, reward(), f"{self.world.domain.name} reward()").reward if reward is not None else None

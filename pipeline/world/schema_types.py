@@ -2,8 +2,8 @@
 
 An environment behind the protocol describes its records and its tools' parameters in JSON Schema; the loop's
 generic parts read pydantic models (which fields a record has, which argument is a list of strings). This builds
-them: objects with properties become models (every field optional, unknown fields kept, so any record the
-environment sends survives a round trip), `additionalProperties` a dict, arrays lists, `anyOf` a union, `$ref`
+them: objects with properties become models (the fields the schema requires required, the rest optional,
+unknown fields kept, so any record the environment sends survives a round trip), `additionalProperties` a dict, arrays lists, `anyOf` a union, `$ref`
 the definition it names.
 """
 
@@ -68,16 +68,19 @@ def python_type(schema: Any, defs: dict[str, Any], where: str, depth: int = 0) -
 
 
 def record_model(schema: dict[str, Any], defs: dict[str, Any] | None, where: str, depth: int = 0) -> type[BaseModel]:
-    """A model of an object schema: each property an optional field of its type, unknown fields kept."""
+    """A model of an object schema: each property a field of its type (optional unless required), unknown fields
+    kept."""
     defs = {**(defs or {}), **(schema.get("$defs") or {})}
     properties = schema.get("properties")
     if not isinstance(properties, dict):
         raise SchemaError(f"{where}: expected an object schema with properties, got {sorted(schema)}")
+    required = set(schema.get("required") or [])
     fields: dict[str, Any] = {}
     for name, sub in properties.items():
         if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
             raise SchemaError(f"{where}: property {name!r} is not a field name the loop can hold")
-        fields[name] = (Optional[python_type(sub, defs, f"{where}.{name}", depth)], None)  # noqa: UP045
+        annotation = python_type(sub, defs, f"{where}.{name}", depth)
+        fields[name] = (annotation, ...) if name in required else (Optional[annotation], None)  # noqa: UP045
     title = str(schema.get("title") or where.rsplit(".", 1)[-1] or "Record")
     model_name = "".join(part for part in title.replace("-", " ").replace(".", " ").title().split()) or "Record"
     return create_model(model_name, __base__=LooseRecord, **fields)
