@@ -1,0 +1,91 @@
+"""The two framework examples (OpenAI Agents SDK, pydantic-ai) run offline for real: the episode's tools are an
+in-memory retail world served with `mcp_app`, the model a scripted OpenAI-compatible server (tool calls, then a final
+text) behind the model proxy, so each framework's own tool loop runs: tool call → MCP → result → model → reply. The
+environment executed the calls, the proxy recorded the framework's calls with the tool results it sent back, and the
+reply came back; a second turn carries the first in its history."""
+
+from __future__ import annotations
+
+import importlib
+import json
+
+import pytest
+from starlette.applications import Starlette
+from starlette.routing import Route
+
+from pipeline.environment import Environment, mcp_app
+from pipeline.programs.proxy import ModelProxy
+from pipeline.protocol import AgentProgram, ProgramEpisode
+from tests.needs import need_module
+from tests.programs.scripted_model import MODEL, ScriptedModel, text, tool_call
+from tests.programs.serving import Served
+
+EMAIL, USER = "olivia.schmidt0685@example.com", "olivia_schmidt_0627"
+EXAMPLES = {
+    "openai_agents_program:OpenAIAgentsProgram": "agents",
+    "pydantic_ai_program:PydanticAIProgram": "pydantic_ai",
+}
+
+
+def factory(spec: str):
+    module, name = spec.split(":")
+    need_module(EXAMPLES[spec], install="pip install -e '.[programs]'")
+    return getattr(importlib.import_module(f"examples.programs.{module}"), name)
+
+
+@pytest.fixture
+def tools():
+    episodes: dict[str, Environment] = {}
+    app = Starlette(routes=[Route("/episodes/{episode_id}/mcp", mcp_app(episodes.get))])
+    with Served(app) as served:
+        yield served, episodes
+
+
+def tool_messages(messages: list[dict]) -> list[dict]:
+    return [m for m in messages if m.get("role") == "tool"]
+
+
+@pytest.mark.parametrize("spec", sorted(EXAMPLES))
+def test_the_frameworks_tool_loop_runs_through_mcp_and_the_proxy(spec, tools):
+    make = factory(spec)
+    served, episodes = tools
+    env = Environment("retail", "gen-3")
+    env.init()
+    episodes["ep"] = env
+    script = [
+        tool_call("find_user_id_by_email", {"email": EMAIL}),
+        text(f"Your user id is {USER}."),
+        tool_call("get_user_details", {"user_id": USER}),
+        text("Your details are on file."),
+    ]
+    with ScriptedModel(script) as model, ModelProxy(model.base_url) as proxy:
+        episode = ProgramEpisode(
+            mcp_url=f"{served.url}/episodes/ep/mcp",
+            policy="You are a retail support agent.",
+            model_base_url=proxy.open("ep"),
+            model=MODEL,
+            task_id="t1",
+        )
+        program = make()
+        assert isinstance(program, AgentProgram)
+        program.start(episode)
+        try:
+            assert program.respond(f"Hi, my email is {EMAIL}.") == f"Your user id is {USER}."
+            assert program.respond("What do you have on me?") == "Your details are on file."
+        finally:
+            program.close()
+        calls = proxy.close("ep").calls
+
+    assert [(c.name, c.arguments) for c in env.calls()] == [
+        ("find_user_id_by_email", {"email": EMAIL}),
+        ("get_user_details", {"user_id": USER}),
+    ]
+    assert len(calls) == 4 and all(c.status == 200 for c in calls)
+    first, second, third, fourth = calls
+    names = {t["function"]["name"] for t in first.tools or []}
+    assert {"find_user_id_by_email", "get_user_details"} <= names  # the MCP tools, as the framework declared them
+    assert any("retail support agent" in json.dumps(m) for m in first.messages)  # the policy as its instructions
+    (result,) = tool_messages(second.messages)  # the framework sent the tool's output back to the model
+    assert USER in json.dumps(result["content"]) and result["tool_call_id"] == first.tool_calls[0]["id"]
+    assert any(EMAIL in json.dumps(m) for m in third.messages)  # the second turn carries the first
+    assert len(tool_messages(fourth.messages)) == 2
