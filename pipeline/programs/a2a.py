@@ -9,8 +9,10 @@ when it answers with a task. A task left `input-required` is continued by the ne
 completed one ends, and the next message opens a new task in the same context. `close()` ends the context: A2A has no
 call that closes a context, so the open task, if any, is cancelled, and the connection is closed.
 
-What the remote agent does wrong is the program's failure (`A2AProgramError`, naming the URL): no agent card at the
-URL, a request it refuses, a task that fails or is rejected, no answer within `timeout` seconds of a turn.
+What the remote agent does wrong is the program's failure (`A2AProgramError`, naming the URL: the harness names it a
+program crash): no agent card at the URL, a request it refuses or fails (its server's error), a task that fails or is
+rejected, no answer within `timeout` seconds of a turn. Only a connection that cannot be made at all (refused, or not
+made within 10 s) is infrastructure (`A2AUnavailableError`): the trial is excluded, not blamed on the program.
 
     a2a:http://127.0.0.1:9999          the spec form; `a2a_program(url)` is the factory the harness calls
 """
@@ -30,9 +32,8 @@ import httpx
 from a2a.client import A2AClientError, Client, ClientConfig, create_client
 from a2a.helpers import get_artifact_text, get_message_text, new_text_message
 from a2a.types import CancelTaskRequest, GetTaskRequest, Message, Role, SendMessageRequest, Task, TaskState
-from google.protobuf.json_format import MessageToDict
 
-from pipeline.errors import AgentloopError, InputError
+from pipeline.errors import AgentloopError, InfrastructureError, InputError
 from pipeline.protocol import ProgramEpisode
 
 SPEC_PREFIX = "a2a:"
@@ -42,9 +43,13 @@ _FAILED = frozenset({TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_REJECTED,
 _DONE = _INTERRUPTED | _FAILED | {TaskState.TASK_STATE_COMPLETED}
 
 
-class A2AProgramError(AgentloopError):
-    """The A2A agent failed a turn (unreachable, refused, failed or rejected its task, too slow): the program's
-    failure; the message names the URL and what happened."""
+class A2AProgramError(InputError):
+    """The A2A agent failed a turn (refused or failed a request, failed or rejected its task, too slow): the
+    program's failure; the message names the URL and what happened."""
+
+
+class A2AUnavailableError(InfrastructureError):
+    """No connection to the A2A agent could be made (refused, or not in time): not the program's answer."""
 
 
 def a2a_program(url: str, *, timeout: float = 300.0) -> A2AProgram:
@@ -57,7 +62,7 @@ def a2a_program(url: str, *, timeout: float = 300.0) -> A2AProgram:
 def episode_from_message(message: Message | Mapping[str, Any]) -> ProgramEpisode | None:
     """The episode an A2A agent is given, read from the first message of its context (a `Message`, or its metadata
     as a mapping); None when the message carries none (a later message of the context)."""
-    metadata = MessageToDict(message.metadata) if isinstance(message, Message) else dict(message)
+    metadata = dict(message.metadata.items()) if isinstance(message, Message) else dict(message)
     if "mcp_url" not in metadata:
         return None
     fields = {k: v for k, v in metadata.items() if k in ProgramEpisode.model_fields}
@@ -195,8 +200,21 @@ def _task_text(task: Task) -> str:
     return "\n".join(t for t in (get_artifact_text(a) for a in task.artifacts) if t)
 
 
-def _translated(exc: BaseException, url: str, what: str) -> A2AProgramError:
+def _translated(exc: BaseException, url: str, what: str) -> A2AProgramError | A2AUnavailableError:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
-    detail = str(exc).strip() or type(exc).__name__
-    return A2AProgramError(f"a2a {url}: {what}: {type(exc).__name__}: {' '.join(detail.split())[:300]}")
+    detail = " ".join((str(exc).strip() or type(exc).__name__).split())[:300]
+    if _no_connection(exc):
+        return A2AUnavailableError(f"a2a {url}: {what}: cannot connect: {detail}")
+    return A2AProgramError(f"a2a {url}: {what}: {type(exc).__name__}: {detail}")
+
+
+def _no_connection(exc: BaseException | None) -> bool:
+    """Whether `exc` is, or was raised from, a connection that could not be made."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout | ConnectionRefusedError):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False

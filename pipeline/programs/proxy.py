@@ -592,7 +592,7 @@ def _sampled(choice: dict[str, Any]) -> tuple[list[int] | None, list[float] | No
     if isinstance(entries, list) and entries and all(isinstance(e, dict) for e in entries):
         values = [e.get("logprob") for e in entries]
         if all(isinstance(v, int | float) for v in values):
-            logprobs = [float(v) for v in values]  # type: ignore[arg-type]
+            logprobs = [float(v) for v in values if isinstance(v, int | float)]
         if ids is None:
             ids = _int_list([_entry_id(e) for e in entries])
     return ids, logprobs

@@ -27,8 +27,14 @@ from a2a.server.tasks import InMemoryTaskStore, TaskUpdater  # noqa: E402
 from a2a.types import AgentCapabilities, AgentCard, AgentInterface  # noqa: E402
 
 from pipeline.environment import Environment, McpEnvironmentClient, mcp_app  # noqa: E402
-from pipeline.errors import InputError  # noqa: E402
-from pipeline.programs.a2a import A2AProgram, A2AProgramError, a2a_program, episode_from_message  # noqa: E402
+from pipeline.errors import InfrastructureError, InputError  # noqa: E402
+from pipeline.programs.a2a import (  # noqa: E402
+    A2AProgram,
+    A2AProgramError,
+    A2AUnavailableError,
+    a2a_program,
+    episode_from_message,
+)
 from pipeline.protocol import AgentProgram, ProgramEpisode  # noqa: E402
 
 EMAIL, USER = "olivia.schmidt0685@example.com", "olivia_schmidt_0627"
@@ -183,8 +189,9 @@ def test_an_input_required_task_is_continued_and_a_failed_one_named(world, agent
 def test_an_unreachable_agent_and_bad_arguments_are_named(world):
     episode, _ = an_episode(world, "x")
     program = A2AProgram(f"http://127.0.0.1:{free_port()}", timeout=5)
-    with pytest.raises(A2AProgramError, match="fetch the agent card"):
-        program.start(episode)
+    with pytest.raises(A2AUnavailableError, match="fetch the agent card: cannot connect") as caught:
+        program.start(episode)  # nothing listens: infrastructure, not the program's answer
+    assert isinstance(caught.value, InfrastructureError)
     program.close()
     with pytest.raises(InputError, match="http"):
         a2a_program("a2a:localhost:9")
