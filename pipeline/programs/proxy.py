@@ -169,6 +169,10 @@ class ProxyError(InputError):
     """The proxy was asked for an episode it does not hold, or set up wrongly; the message names which."""
 
 
+class UpstreamAnswerError(InfrastructureError):
+    """The upstream answered 2xx with what is not a chat completion (recorded as a `bad_response` failure)."""
+
+
 class ProxyUnavailableError(InfrastructureError):
     """The proxy's own server did not start."""
 
@@ -391,7 +395,7 @@ class ModelProxy:
             return _error(failure.status, failure.message, "upstream_error", failure.kind)
         try:
             call = _answered_call(episode_id, index, at, latency, body, status, payload)
-        except (ValueError, TypeError) as exc:
+        except (UpstreamAnswerError, ValueError, TypeError) as exc:  # ValueError: pydantic's, a field mistyped
             failure = self._failure(episode_id, None, answer, at, latency, "chat/completions", bad=True, why=str(exc))
             return _error(failure.status, failure.message, "upstream_error", failure.kind)
         self._add_call(episode_id, call)
@@ -546,7 +550,7 @@ def _answered_call(
     choices = []
     for position, choice in enumerate(payload["choices"]):
         if not isinstance(choice, dict) or not isinstance(choice.get("message"), dict):
-            raise ValueError(f"choices[{position}] has no message")
+            raise UpstreamAnswerError(f"choices[{position}] has no message")
         ids, logprobs = _sampled(choice)
         choices.append(
             Completion(

@@ -160,11 +160,20 @@ def test_a_slow_upstream_is_a_timeout_504(proxy):
 
 
 def test_a_non_completion_answer_is_a_bad_response(proxy):
-    with ScriptedModel([lambda body, ids=False: (200, {"hello": "world"})]) as upstream:
+    answers = [
+        {"hello": "world"},
+        {"choices": [{"index": 0}]},
+        {"choices": [{"message": {}}], "usage": {"prompt_tokens": "many"}},
+    ]
+    with ScriptedModel([lambda body, ids=False, a=a: (200, a) for a in answers]) as upstream:
         served = proxy(upstream)
-        with pytest.raises(openai.APIStatusError) as caught:
-            client(served.open("ep")).chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "x"}])
-    assert caught.value.status_code == 502 and served.failures("ep")[0].kind == "bad_response"
+        llm = client(served.open("ep"))
+        for _ in answers:
+            with pytest.raises(openai.APIStatusError) as caught:
+                llm.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "x"}])
+            assert caught.value.status_code == 502
+    failures = served.failures("ep")
+    assert [f.kind for f in failures] == ["bad_response"] * 3 and "choices[0] has no message" in failures[1].message
 
 
 def test_the_upstreams_4xx_is_the_programs_request_forwarded_and_recorded(proxy):
