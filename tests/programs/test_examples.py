@@ -89,3 +89,71 @@ def test_the_frameworks_tool_loop_runs_through_mcp_and_the_proxy(spec, tools):
     assert USER in json.dumps(result["content"]) and result["tool_call_id"] == first.tool_calls[0]["id"]
     assert any(EMAIL in json.dumps(m) for m in third.messages)  # the second turn carries the first
     assert len(tool_messages(fourth.messages)) == 2
+
+
+@pytest.fixture(scope="module")
+def served_checkpoint(tmp_path_factory):
+    """`agentloop serve`'s app over a tiny random checkpoint fitted to say one line, served by uvicorn."""
+    import torch
+
+    from pipeline.agents.checkpoint import CheckpointMeta, ModelConfig, save_checkpoint
+    from pipeline.domains.retail.policy import POLICY_SUMMARY
+    from pipeline.domains.retail.tools import TOOLS
+    from pipeline.embedded.model import build_model
+    from pipeline.embedded.tokenizer import TokenizerConfig, build_corpus, train_tokenizer
+    from pipeline.formats.codec import CodecConfig, encode_conversation
+    from pipeline.rollout import Message
+    from pipeline.serve import create_app, load_engine
+    from pipeline.world.registry import load_world
+
+    world = load_world("gen-3")
+    codec = CodecConfig(system="compact", tool_results="compact", policy_summary=POLICY_SUMMARY)
+    tiny = ModelConfig(hidden_size=32, intermediate_size=64, num_layers=1, num_heads=2, max_position_embeddings=4096)
+    tokenizer = train_tokenizer(build_corpus(world, 10), TokenizerConfig(vocab_size=512))
+    model = build_model(tiny, tokenizer)
+    convo = [Message(role="user", content="hi"), Message(role="assistant", content="Hello, how can I help?")]
+    enc = encode_conversation(convo, TOOLS.schemas(), world.policy, tokenizer, codec)
+    ids = torch.tensor([enc.ids])
+    labels = torch.where(torch.tensor([enc.assistant_mask]) == 1, ids, -100)
+    torch.manual_seed(0)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=2e-2)
+    for _ in range(60):
+        loss = model(input_ids=ids, labels=labels).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    path = tmp_path_factory.mktemp("ckpt") / "tiny"
+    save_checkpoint(path, model, tokenizer, CheckpointMeta.for_codec(codec, model=tiny))
+    with Served(create_app(load_engine(path, name="tiny"), default_max_tokens=24)) as served:
+        yield f"{served.url}/v1"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spec", sorted(EXAMPLES))
+def test_the_examples_talk_to_agentloop_serve_through_the_proxy(spec, tools, served_checkpoint):
+    """A tiny model calls no tool sensibly: this proves the wire (framework → proxy → `agentloop serve` → reply)."""
+    make = factory(spec)
+    served, episodes = tools
+    env = Environment("retail", "gen-3")
+    env.init()
+    episodes["ep"] = env
+    with ModelProxy(served_checkpoint) as proxy:
+        episode = ProgramEpisode(
+            mcp_url=f"{served.url}/episodes/ep/mcp",
+            policy="You are a retail support agent.",
+            model_base_url=proxy.open("ep"),
+            model="tiny",
+            task_id="t1",
+        )
+        program = make()
+        program.start(episode)
+        try:
+            reply = program.respond("hi")
+        finally:
+            program.close()
+        record = proxy.close("ep")
+    assert reply == "Hello, how can I help?" and record.failures == []  # the line it was fitted to say
+    assert record.calls and all(c.status == 200 for c in record.calls), [c.error for c in record.calls]
+    first = record.calls[0]
+    assert first.model == "tiny" and first.usage is not None and first.usage.prompt_tokens > 0
+    assert first.tools and first.message is not None and first.token_ids is None  # agentloop serve returns no ids
