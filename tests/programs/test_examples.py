@@ -157,3 +157,15 @@ def test_the_examples_talk_to_agentloop_serve_through_the_proxy(spec, tools, ser
     first = record.calls[0]
     assert first.model == "tiny" and first.usage is not None and first.usage.prompt_tokens > 0
     assert first.tools and first.message is not None and first.token_ids is None  # agentloop serve returns no ids
+
+
+def test_the_docs_show_the_examples_as_they_are():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    docs = (root / "docs" / "programs.md").read_text(encoding="utf-8")
+    for spec in EXAMPLES:
+        module = spec.split(":")[0]
+        code = (root / "examples" / "programs" / f"{module}.py").read_text(encoding="utf-8")
+        assert f"```python\n{code}```" in docs, f"docs/programs.md: {module}.py is not shown as it is"
+        assert len(code.splitlines()) <= 30, f"{module}.py: an example is at most 30 lines"
