@@ -14,7 +14,8 @@ where the upstream returns them. To get them the proxy asks for them (`logprobs:
 `return_token_ids: true`) unless the program set those fields itself; an upstream that refuses the extra fields is
 asked once more without them and never again, and what the program did not ask for is taken out of its answer. Ids are
 read from vLLM's `token_ids` / `prompt_token_ids`, a choice's `tokens`, or the ids in `logprobs.content[]` (llama.cpp's
-`id`, vLLM's `token_id:N`); `agentloop serve` returns none (`token_ids` stays None), so training re-renders the text.
+`id`, vLLM's `token_id:N`); `agentloop serve` answers `return_token_ids` as vLLM does. Where the upstream returns none
+(`token_ids` stays None), training re-renders the text.
 
 Failures are named by whose they are. The upstream unreachable, timing out, answering 5xx or 429, or answering what
 is not a chat completion is an infrastructure failure: the program is answered 502 (504 for a timeout) in OpenAI's

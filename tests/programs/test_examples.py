@@ -156,7 +156,10 @@ def test_the_examples_talk_to_agentloop_serve_through_the_proxy(spec, tools, ser
     assert record.calls and all(c.status == 200 for c in record.calls), [c.error for c in record.calls]
     first = record.calls[0]
     assert first.model == "tiny" and first.usage is not None and first.usage.prompt_tokens > 0
-    assert first.tools and first.message is not None and first.token_ids is None  # agentloop serve returns no ids
+    assert first.tools and first.message is not None
+    # agentloop serve answers the proxy's `return_token_ids`: exactly the ids it rendered and sampled
+    assert first.token_ids is not None and len(first.token_ids) == first.usage.completion_tokens
+    assert first.prompt_token_ids is not None and len(first.prompt_token_ids) == first.usage.prompt_tokens
 
 
 def test_the_docs_show_the_examples_as_they_are():
