@@ -375,9 +375,9 @@ class ModelProxy:
         sent = {**body, **dict.fromkeys(added, True)}
         try:
             answer = await self._post(sent)
-            if added and answer.status_code == 400:  # an upstream that refuses the extra fields: ask plainly
+            if added and answer.status_code in (400, 422):  # an upstream refusing the extra fields: ask plainly
                 plain = await self._post(body)
-                if plain.status_code != 400:
+                if plain.status_code not in (400, 422):
                     self._ask, added, answer = False, [], plain
         except httpx.HTTPError as exc:
             failure = self._failure(episode_id, exc, None, at, time.perf_counter() - started, "chat/completions")

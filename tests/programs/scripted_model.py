@@ -93,6 +93,7 @@ class ScriptedModel:
         self.script, self.vllm_ids, self.delay = list(script), vllm_ids, delay
         self.requests: list[dict[str, Any]] = []
         self.refuse_fields: set[str] = set()
+        self.refuse_status = 400
         self.port = free_port()
         app = Starlette(
             routes=[
@@ -127,7 +128,7 @@ class ScriptedModel:
         self.requests.append({"body": body, "authorization": request.headers.get("authorization")})
         refused = sorted(self.refuse_fields & set(body))
         if refused:
-            return JSONResponse({"error": {"message": f"unknown fields {refused}"}}, status_code=400)
+            return JSONResponse({"error": {"message": f"unknown fields {refused}"}}, status_code=self.refuse_status)
         if self.delay:
             await asyncio.sleep(self.delay)
         step = self.script.pop(0) if len(self.script) > 1 else self.script[0]

@@ -112,9 +112,10 @@ def test_ids_in_logprobs_entries_are_read_too(proxy):
     assert _sampled({"message": {}, "logprobs": None}) == (None, None)
 
 
-def test_an_upstream_refusing_the_extra_fields_is_asked_plainly_from_then_on(proxy):
+@pytest.mark.parametrize("refusal", [400, 422])
+def test_an_upstream_refusing_the_extra_fields_is_asked_plainly_from_then_on(proxy, refusal):
     with ScriptedModel([text("ok")]) as upstream:
-        upstream.refuse_fields = {"return_token_ids"}
+        upstream.refuse_fields, upstream.refuse_status = {"return_token_ids"}, refusal
         served = proxy(upstream)
         llm = client(served.open("ep"))
         for _ in range(2):
