@@ -172,3 +172,59 @@ def test_the_docs_show_the_examples_as_they_are():
         code = (root / "examples" / "programs" / f"{module}.py").read_text(encoding="utf-8")
         assert f"```python\n{code}```" in docs, f"docs/programs.md: {module}.py is not shown as it is"
         assert len(code.splitlines()) <= 30, f"{module}.py: an example is at most 30 lines"
+
+
+@pytest.fixture(scope="module")
+def llama_cpp_server(tmp_path_factory):
+    """llama.cpp's OpenAI-compatible server (`llama_cpp.server`) with SmolLM2-135M-Instruct, on 127.0.0.1."""
+    import subprocess
+    import sys
+
+    from tests.agents.smollm2 import need_smollm2
+    from tests.programs.scripted_model import free_port
+    from tests.server_process import wait_until_up
+
+    need_module("llama_cpp.server", install='pip install "llama-cpp-python[server]"')
+    gguf = need_smollm2()
+    port = free_port()
+    log = tmp_path_factory.mktemp("llama") / "server.log"
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", "smollm2"]
+    cmd += ["--chat_format", "chatml-function-calling", "--n_ctx", "8192", "--n_threads", "2"]
+    cmd += ["--host", "127.0.0.1", "--port", str(port)]
+    with log.open("wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}/v1"
+    wait_until_up(proc, f"{url}/models", 120, "llama_cpp.server", log)
+    yield url
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+@pytest.mark.slow
+def test_the_agents_sdk_example_talks_to_llama_cpp_through_the_proxy(tools, llama_cpp_server):
+    """SmolLM2 behind llama.cpp's server: the framework's calls reach it through the proxy and its reply comes back
+    (what the model says is its own; llama-cpp-python returns no token ids, and ignores the fields asking for them)."""
+    make = factory("openai_agents_program:OpenAIAgentsProgram")
+    served, episodes = tools
+    env = Environment("retail", "gen-3")
+    env.init()
+    episodes["ep"] = env
+    with ModelProxy(llama_cpp_server) as proxy:
+        program = make()
+        program.start(
+            ProgramEpisode(
+                mcp_url=f"{served.url}/episodes/ep/mcp",
+                policy="You are a retail support agent.",
+                model_base_url=proxy.open("ep"),
+                model="smollm2",
+                task_id="t1",
+            )
+        )
+        try:
+            reply = program.respond("Hi, what can you do for me?")
+        finally:
+            program.close()
+        record = proxy.close("ep")
+    assert isinstance(reply, str) and record.failures == []
+    assert record.calls and all(c.status == 200 and c.usage is not None for c in record.calls)
+    assert record.calls[0].tools and record.calls[0].model == "smollm2"

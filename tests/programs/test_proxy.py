@@ -231,3 +231,24 @@ def test_bad_setup_is_named():
         ModelProxy("http://127.0.0.1:1/v1").open("ep")
     with pytest.raises(ProxyError, match="episode_id"):
         ModelProxy("http://127.0.0.1:1/v1", public_url="http://127.0.0.1:2").open("a/b")
+
+
+def test_episodes_in_flight_at_once_are_recorded_apart(proxy):
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ScriptedModel([text("ok")], delay=0.05) as upstream:
+        served = proxy(upstream)
+        ids = [f"ep{n}" for n in range(6)]
+        urls = {episode: served.open(episode) for episode in ids}
+
+        def drive(episode: str) -> None:
+            llm = client(urls[episode])
+            for turn in range(3):
+                llm.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": f"{episode}/{turn}"}])
+
+        with ThreadPoolExecutor(len(ids)) as pool:
+            list(pool.map(drive, ids))
+    for episode in ids:
+        calls = served.calls(episode)
+        assert [c.index for c in calls] == [0, 1, 2]
+        assert [c.messages[0]["content"] for c in calls] == [f"{episode}/{turn}" for turn in range(3)]
