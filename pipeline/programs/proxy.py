@@ -154,6 +154,9 @@ class UpstreamFailure(BaseModel):
     status: int = Field(description="What the program was answered: 502, or 504 for a timeout.")
     upstream_status: int | None = Field(default=None, description="The upstream's HTTP status, where it answered.")
     message: str = Field(description="One line: what failed, naming the upstream URL.")
+    request: dict[str, Any] | None = Field(
+        default=None, description="The program's request as it came (None for /models), to replay the failure."
+    )
 
 
 class EpisodeRecord(BaseModel):
@@ -380,24 +383,28 @@ class ModelProxy:
                 if plain.status_code not in (400, 422):
                     self._ask, added, answer = False, [], plain
         except httpx.HTTPError as exc:
-            failure = self._failure(episode_id, exc, None, at, time.perf_counter() - started, "chat/completions")
+            failure = self._failure(
+                episode_id, exc, None, at, time.perf_counter() - started, "chat/completions", request=body
+            )
             return _error(failure.status, failure.message, "upstream_error", failure.kind)
         latency = time.perf_counter() - started
         payload = _json_or_none(answer)
         status = answer.status_code
         if status >= 500 or status in _INFRASTRUCTURE_STATUSES:
-            failure = self._failure(episode_id, None, answer, at, latency, "chat/completions")
+            failure = self._failure(episode_id, None, answer, at, latency, "chat/completions", request=body)
             return _error(failure.status, failure.message, "upstream_error", failure.kind)
         if status >= 400:
             self._add_call(episode_id, _refused_call(episode_id, index, at, latency, body, status, payload, answer))
             return JSONResponse(payload if payload is not None else {"error": {"message": answer.text}}, status)
         if not isinstance(payload, dict) or not isinstance(payload.get("choices"), list):
-            failure = self._failure(episode_id, None, answer, at, latency, "chat/completions", bad=True)
+            failure = self._failure(episode_id, None, answer, at, latency, "chat/completions", bad=True, request=body)
             return _error(failure.status, failure.message, "upstream_error", failure.kind)
         try:
             call = _answered_call(episode_id, index, at, latency, body, status, payload)
         except (UpstreamAnswerError, ValueError, TypeError) as exc:  # ValueError: pydantic's, a field mistyped
-            failure = self._failure(episode_id, None, answer, at, latency, "chat/completions", bad=True, why=str(exc))
+            failure = self._failure(
+                episode_id, None, answer, at, latency, "chat/completions", bad=True, why=str(exc), request=body
+            )
             return _error(failure.status, failure.message, "upstream_error", failure.kind)
         self._add_call(episode_id, call)
         return JSONResponse(_without(payload, added), status)
@@ -432,6 +439,7 @@ class ModelProxy:
         *,
         bad: bool = False,
         why: str = "",
+        request: dict[str, Any] | None = None,
     ) -> UpstreamFailure:
         url = f"{self.upstream}/{path}"
         kind: FailureKind
@@ -458,6 +466,7 @@ class ModelProxy:
             status=status,
             upstream_status=upstream_status,
             message=" ".join(message.split())[:500],
+            request=request,
         )
         with self._lock:
             record = self._episodes.get(episode_id)

@@ -140,6 +140,7 @@ def test_upstream_failures_are_infrastructure_answered_502_or_504(proxy):
         ("server_error", 502, 503),
     ]
     assert [c.status for c in served.calls("ep")] == [200]  # a failure is not a call the program made
+    assert failures[0].request == {"model": MODEL, "messages": [{"role": "user", "content": "x"}]}
 
     # refused connections: nothing listens on the upstream's port
     gone = proxy(f"http://127.0.0.1:{free_port()}/v1")
