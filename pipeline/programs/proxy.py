@@ -168,9 +168,22 @@ class EpisodeRecord(BaseModel):
     calls: list[ModelCall] = Field(default_factory=list, description="Every answered call, in order.")
     failures: list[UpstreamFailure] = Field(default_factory=list, description="Every infrastructure failure.")
 
+    def infrastructure_error(self) -> UpstreamFailedError | None:
+        """The error that excludes the episode's trial when the upstream failed any of its calls (even one the
+        program retried with success: its turn ran on a model that was not there), else None."""
+        if not self.failures:
+            return None
+        first = self.failures[0]
+        more = f" (and {len(self.failures) - 1} more)" if len(self.failures) > 1 else ""
+        return UpstreamFailedError(f"episode {self.episode_id}: the model failed: {first.kind}: {first.message}{more}")
+
 
 class ProxyError(InputError):
     """The proxy was asked for an episode it does not hold, or set up wrongly; the message names which."""
+
+
+class UpstreamFailedError(InfrastructureError):
+    """The upstream model failed an episode's call (`EpisodeRecord.infrastructure_error`): the trial is excluded."""
 
 
 class UpstreamAnswerError(InfrastructureError):
@@ -650,3 +663,20 @@ def _error(status: int, message: str, kind: str = "invalid_request_error", code:
 
 def _unknown_episode(episode_id: str) -> JSONResponse:
     return _error(404, f"unknown or closed episode {episode_id!r}", code="episode_not_found")
+
+
+_SHARED: dict[tuple[str, str | None], ModelProxy] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def model_proxy(upstream_base_url: str, api_key: str | None = None, timeout: float = 120.0) -> ModelProxy:
+    """The process's proxy in front of `upstream_base_url` (one per upstream and key), started on first use on
+    127.0.0.1; every episode of a run opens its own URL on it."""
+    key = (upstream_base_url.rstrip("/") if isinstance(upstream_base_url, str) else upstream_base_url, api_key)
+    with _SHARED_LOCK:
+        proxy = _SHARED.get(key)
+        if proxy is None:
+            proxy = ModelProxy(upstream_base_url, api_key, timeout)
+            proxy.start()
+            _SHARED[key] = proxy
+        return proxy

@@ -253,3 +253,19 @@ def test_episodes_in_flight_at_once_are_recorded_apart(proxy):
         calls = served.calls(episode)
         assert [c.index for c in calls] == [0, 1, 2]
         assert [c.messages[0]["content"] for c in calls] == [f"{episode}/{turn}" for turn in range(3)]
+
+
+def test_the_shared_proxy_and_the_error_that_excludes_a_trial():
+    from pipeline.errors import InfrastructureError
+    from pipeline.programs.proxy import model_proxy
+
+    with ScriptedModel([status(502, "bad gateway"), text("ok")]) as upstream:
+        shared = model_proxy(upstream.base_url)
+        assert model_proxy(upstream.base_url + "/") is shared and model_proxy(upstream.base_url, "k") is not shared
+        llm = openai.OpenAI(base_url=shared.open("shared-ep"), api_key="x", max_retries=1)  # retries, succeeds
+        assert llm.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "x"}])
+        record = shared.close("shared-ep")
+    assert [c.status for c in record.calls] == [200] and len(record.failures) == 1
+    error = record.infrastructure_error()
+    assert isinstance(error, InfrastructureError) and "shared-ep: the model failed: server_error" in str(error)
+    assert record.model_copy(update={"failures": []}).infrastructure_error() is None
