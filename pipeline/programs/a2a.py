@@ -29,12 +29,16 @@ from collections.abc import Awaitable, Mapping
 from typing import Any, TypeVar
 
 import httpx
-from a2a.client import A2AClientError, Client, ClientConfig, create_client
-from a2a.helpers import get_artifact_text, get_message_text, new_text_message
-from a2a.types import CancelTaskRequest, GetTaskRequest, Message, Role, SendMessageRequest, Task, TaskState
 
 from pipeline.errors import AgentloopError, InfrastructureError, InputError
 from pipeline.protocol import ProgramEpisode
+
+try:
+    from a2a.client import A2AClientError, Client, ClientConfig, create_client
+    from a2a.helpers import get_artifact_text, get_message_text, new_text_message
+    from a2a.types import CancelTaskRequest, GetTaskRequest, Message, Role, SendMessageRequest, Task, TaskState
+except ImportError as exc:  # the optional extra
+    raise InputError(f"a2a: agents need the a2a-sdk ({exc.name} is missing): pip install -e '.[programs]'") from None
 
 SPEC_PREFIX = "a2a:"
 _T = TypeVar("_T")

@@ -200,3 +200,12 @@ def test_an_unreachable_agent_and_bad_arguments_are_named(world):
     with pytest.raises(InputError, match="before start"):
         A2AProgram("http://127.0.0.1:9").respond("hi")
     assert episode_from_message({"text": "no episode"}) is None
+
+
+def test_without_the_sdk_the_error_names_the_install():
+    import subprocess
+    import sys
+
+    code = "import sys; sys.modules['a2a'] = None\ntry:\n import pipeline.programs.a2a\nexcept Exception as e: print(repr(e))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.startswith("InputError(") and "pip install -e '.[programs]'" in out
