@@ -206,6 +206,7 @@ def test_without_the_sdk_the_error_names_the_install():
     import subprocess
     import sys
 
-    code = "import sys; sys.modules['a2a'] = None\ntry:\n import pipeline.programs.a2a\nexcept Exception as e: print(repr(e))"
+    code = "import sys; sys.modules['a2a'] = None\ntry:\n import pipeline.programs.a2a\n"
+    code += "except Exception as e: print(repr(e))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.startswith("InputError(") and "pip install -e '.[programs]'" in out
