@@ -13,11 +13,12 @@ import pytest
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from tests.needs import need_module
+from tests.needs import in_ci
 from tests.programs.scripted_model import free_port
 from tests.programs.serving import Served
 
-need_module("a2a", install="pip install -e '.[programs]'")
+if not in_ci():  # under CI=true a missing SDK fails the collection: scripts/setup.sh installs it
+    pytest.importorskip("a2a", reason="the a2a-sdk is not installed (pip install -e '.[programs]')")
 
 from a2a.helpers import new_task_from_user_message, new_text_message, new_text_part  # noqa: E402
 from a2a.server.agent_execution import AgentExecutor, RequestContext  # noqa: E402
