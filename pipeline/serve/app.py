@@ -89,7 +89,12 @@ def create_app(
             "data": [{"id": engine.name, "object": "model", "owned_by": "agentloop", "max_model_len": engine.context}],
         }
 
-    @app.post("/v1/chat/completions", response_model=ChatCompletionOut, responses=errors(400, 404, *common))
+    @app.post(
+        "/v1/chat/completions",
+        response_model=ChatCompletionOut,
+        response_model_exclude_unset=True,  # token ids only when asked for
+        responses=errors(400, 404, *common),
+    )
     def chat(req: ChatRequest) -> dict[str, Any]:
         raw = _check_request(req, engine, token_bytes)
         try:
@@ -112,7 +117,7 @@ def create_app(
             except PromptTooLongError as exc:
                 raise APIError(400, str(exc), code="context_length_exceeded") from None
         log.info("%d+%d tokens in %.3fs", gen.prompt_tokens, gen.completion_tokens, time.perf_counter() - t0)
-        return _completion(engine.name, gen)
+        return _completion(engine.name, gen, token_ids=(req.model_extra or {}).get("return_token_ids") is True)
 
     _documented_errors(app)
     return app
@@ -163,23 +168,30 @@ def _check_request(req: ChatRequest, engine: Engine, token_bytes: int | None) ->
     return raw
 
 
-def _completion(model: str, gen: Generation) -> dict[str, Any]:
-    """The chat.completion object of one generation."""
-    message: dict[str, Any] = {"role": "assistant", "content": gen.message.content}
+def _completion(model: str, gen: Generation, token_ids: bool = False) -> dict[str, Any]:
+    """The chat.completion object of one generation; with `token_ids`, the prompt's and the completion's ids (as
+    vLLM answers `return_token_ids: true`), where the engine gives them."""
+    message: dict[str, Any] = {"role": "assistant", "content": gen.message.content, "tool_calls": None}
     if gen.message.tool_calls:
         message["tool_calls"] = [call_to_openai(c) for c in gen.message.tool_calls]
-    return {
+    choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": gen.finish_reason, "logprobs": None}
+    out: dict[str, Any] = {
         "id": f"chatcmpl-{uuid.uuid4().hex}",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
-        "choices": [{"index": 0, "message": message, "finish_reason": gen.finish_reason, "logprobs": None}],
+        "choices": [choice],
         "usage": {
             "prompt_tokens": gen.prompt_tokens,
             "completion_tokens": gen.completion_tokens,
             "total_tokens": gen.prompt_tokens + gen.completion_tokens,
         },
     }
+    if token_ids and gen.completion_ids is not None:
+        choice["token_ids"] = gen.completion_ids
+    if token_ids and gen.prompt_ids is not None:
+        out["prompt_token_ids"] = gen.prompt_ids
+    return out
 
 
 def serve(

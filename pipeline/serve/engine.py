@@ -40,6 +40,10 @@ class Generation:
     prompt_tokens: int
     completion_tokens: int
     finish_reason: str
+    prompt_ids: list[int] | None = None
+    """The prompt's token ids as the engine rendered them (None: an engine that does not say)."""
+    completion_ids: list[int] | None = None
+    """The token ids sampled, in order, the stop token included (None: an engine that does not say)."""
 
 
 class Engine(Protocol):
@@ -55,6 +59,17 @@ def _finish(message: Message, completion_tokens: int, limit: int) -> str:
     if message.tool_calls:
         return "tool_calls"
     return "length" if completion_tokens >= limit else "stop"
+
+
+class _SampledEpisode(HFAgentEpisode):
+    """The hf backend's episode, keeping the ids of the prompt it rendered and of the completion it sampled."""
+
+    prompt_ids: list[int] | None = None
+    completion_ids: list[int] | None = None
+
+    def reply(self, prompt: list[int], completion: list[int], compute_s: float) -> Message:
+        self.prompt_ids, self.completion_ids = list(prompt), list(completion)
+        return super().reply(prompt, completion, compute_s)
 
 
 class CheckpointEngine:
@@ -80,7 +95,7 @@ class CheckpointEngine:
         agent = copy.copy(self.agent)  # shares the weights; per-request sampling settings
         agent.temperature, agent.top_p, agent.max_new_tokens = params.temperature, params.top_p, params.max_tokens
         info = EpisodeInfo(task=None, trial=0, seed=params.seed, policy=policy or "", tools=tools)  # type: ignore[arg-type]
-        episode = HFAgentEpisode(agent, info)
+        episode = _SampledEpisode(agent, info)
         episode.turn = sum(1 for m in messages if m.role == "assistant")  # call ids as the hf backend numbers them
         message = episode.act(messages)
         usage = message.usage
@@ -92,7 +107,12 @@ class CheckpointEngine:
         limit = min(params.max_tokens, self.context - usage.prompt_tokens)
         message.usage = message.latency_s = None
         return Generation(
-            message, usage.prompt_tokens, usage.completion_tokens, _finish(message, usage.completion_tokens, limit)
+            message,
+            usage.prompt_tokens,
+            usage.completion_tokens,
+            _finish(message, usage.completion_tokens, limit),
+            prompt_ids=episode.prompt_ids,
+            completion_ids=episode.completion_ids,
         )
 
 

@@ -63,6 +63,11 @@ class Choice(BaseModel):
     message: AssistantMessage
     finish_reason: Literal["stop", "length", "tool_calls"]
     logprobs: None = None
+    token_ids: list[int] | None = Field(
+        default=None,
+        description="The token ids sampled, the stop token included; only when the request asked"
+        " `return_token_ids: true` (vLLM's field).",
+    )
 
 
 class CompletionUsage(BaseModel):
@@ -78,6 +83,9 @@ class ChatCompletionOut(BaseModel):
     model: str
     choices: list[Choice]
     usage: CompletionUsage
+    prompt_token_ids: list[int] | None = Field(
+        default=None, description="The prompt's token ids; only when the request asked `return_token_ids: true`."
+    )
 
 
 def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
