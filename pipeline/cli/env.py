@@ -74,6 +74,16 @@ def env_serve(
     url = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
     shown = ", ".join(name if ref == name else f"{name} ({ref})" for name, ref in served.items())
     console.print(f"serving {domain} on {url} (worlds: {shown}; schema: {url}/openapi.json)", soft_wrap=True)
+    import socket
+
     import uvicorn
 
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    try:
+        sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        # accepted connections inherit it: a response written in parts (MCP's) never waits out a delayed ACK
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.bind((host, port))
+    except OSError as exc:
+        fail(f"--host {host} --port {port}: cannot listen there: {exc.strerror or exc}")
+    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
