@@ -118,7 +118,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("users",),  # simulated customers
     ("grading",),  # the verdict from the state an episode leaves; the failure modes
     ("agents", "authoring", "environment", "metrics", "trials"),  # agents (which plant the modes), writing tasks, …
-    ("curate", "explore", "gate", "measure", "serve", "target", "tracking", "train"),
+    ("curate", "explore", "gate", "measure", "programs", "serve", "target", "tracking", "train"),
     ("report", "synth", "tau2"),
     ("domains",),  # the built-in domains: plug-ins, loaded by name
     ("embedded",),  # the embedded default: a retail model built by the loop
