@@ -185,6 +185,7 @@ class ProgramAgentEpisode:
         self.episode_id: str | None = None
         self.mcp_url: str | None = None
         self._left_running = False
+        self._started = False
 
     def bind_tools(self, tools: EpisodeTools) -> None:
         self.tools = tools
@@ -217,6 +218,7 @@ class ProgramAgentEpisode:
                 seed=self.info.seed,
             )
         )
+        self._started = True
         return program
 
     def act(self, messages: list[Message]) -> Message:
@@ -227,7 +229,7 @@ class ProgramAgentEpisode:
         text = next((m.content or "" for m in reversed(messages) if m.role == "user"), "")
 
         def work() -> Any:
-            program = self.program if self.program is not None else self._begin()
+            program = self.program if self._started and self.program is not None else self._begin()
             return program.respond(text)
 
         turn = _Turn(work)
@@ -247,7 +249,7 @@ class ProgramAgentEpisode:
                 raise infra
             if not hub.alive:
                 raise HubError(f"the episode hub stopped during the program's turn: {_said(turn.error)}")
-            where = "respond" if self.program is not None else "starting"
+            where = "respond" if self._started else "starting"
             self.tools.fail("program_crash", f"{where}: {_said(turn.error)}")
             return Message(role="assistant", content="")
         reply = turn.value
