@@ -18,7 +18,7 @@ from __future__ import annotations
 from pipeline.environment import McpEnvironmentClient
 from pipeline.errors import InputError
 from pipeline.protocol import ProgramEpisode
-from pipeline.rollout import EpisodeInfo, Message
+from pipeline.rollout import Agent, EpisodeInfo, Message
 from pipeline.rollout.protocols import AgentEpisode
 
 MAX_STEPS = 1000
@@ -31,10 +31,10 @@ class ScriptedProgramError(InputError):
 
 
 class OracleProgram:
-    """A scripted agent (`agent`, an agent spec: `oracle` by default) as an agent program over MCP."""
+    """A scripted agent (`agent`: an agent spec, `oracle` by default, or an `Agent`) as an agent program over MCP."""
 
-    def __init__(self, agent: str = "oracle") -> None:
-        self.agent_spec = agent
+    def __init__(self, agent: str | Agent = "oracle") -> None:
+        self.agent = agent
         self.agent_episode: AgentEpisode | None = None
         self.client: McpEnvironmentClient | None = None
         self.messages: list[Message] = []
@@ -43,7 +43,8 @@ class OracleProgram:
         """The episode's full information (its task): what the scripted agent plays from."""
         from pipeline.agents import make_agent
 
-        self.agent_episode = make_agent(self.agent_spec).start(info)
+        agent = make_agent(self.agent) if isinstance(self.agent, str) else self.agent
+        self.agent_episode = agent.start(info)
 
     def start(self, episode: ProgramEpisode) -> None:
         self.client = McpEnvironmentClient(episode.mcp_url)

@@ -106,3 +106,67 @@ def not_a_program() -> object:
 
 
 NOT_CALLABLE = 3
+
+
+# ---- τ²-bench gold conversations, played by a scripted agent and a scripted customer --------------------------------
+class GoldAgent:
+    """Says the agent's side of a task's gold conversation (`pipeline.tau2.gold`), a message per turn."""
+
+    name = "gold"
+
+    def __init__(self, world) -> None:
+        self.world = world
+
+    def start(self, info):
+        from pipeline.tau2.gold import gold_conversation
+
+        said = [m for m in gold_conversation(self.world, info.task).messages if m.role == "assistant"]
+        return _Lines(said)
+
+
+class _Lines:
+    def __init__(self, lines) -> None:
+        self.lines = iter(lines)
+
+    def act(self, messages):
+        from pipeline.rollout import Message
+
+        line = next(self.lines, None)
+        return line.model_copy(deep=True) if line is not None else Message(role="assistant", content="Goodbye.")
+
+
+class GoldUser:
+    """Says the customer's side of a task's gold conversation; its last line ends the chat."""
+
+    name = "gold-user"
+
+    def __init__(self, world) -> None:
+        self.world = world
+
+    def start(self, info):
+        from pipeline.tau2.gold import gold_conversation
+
+        said = gold_conversation(self.world, info.task).messages
+        return _Customer([m.content or "" for m in said if m.role == "user"])
+
+
+class _Customer:
+    def __init__(self, lines) -> None:
+        self.lines = list(lines)
+
+    def respond(self, messages):
+        from pipeline.rollout import STOP_TOKEN, UserReply
+
+        line = self.lines.pop(0) if self.lines else STOP_TOKEN
+        return UserReply(content=line, stop=STOP_TOKEN in line)
+
+
+GOLD_WORLD: list = []
+"""The world `GoldProgram` plays in (the tests set it)."""
+
+
+class GoldProgram(OracleProgram):
+    """`GoldAgent` as an agent program over MCP."""
+
+    def __init__(self) -> None:
+        super().__init__(GoldAgent(GOLD_WORLD[0]))
