@@ -284,3 +284,44 @@ def test_the_program_is_given_its_mcp_url_policy_and_model_endpoint():
     assert len(episode.mcp_url.split("/episodes/")[1].split("/")[0]) >= 32, "an unguessable id"
     assert episode.policy == world().policy and episode.task_id == tasks()[0].id and episode.trial == 1
     assert (episode.model_base_url, episode.model) == ("http://127.0.0.1:8000/v1", "smol")
+
+
+# ---- episodes in flight -------------------------------------------------------------------------------------------
+def test_episodes_in_flight_play_their_programs_at_once():
+    from pipeline.trials.batch import run_batched
+
+    agent = make_agent(ORACLE)
+    assert type(agent.decoder()).__name__ == "Concurrent", "each in-flight episode's turn in its own thread"
+    jobs = [(task, trial) for task in tasks() for trial in (0, 1)]
+    results = list(run_batched(world(), jobs, agent, ScriptedUser(), width=6))
+    assert len(results) == len(jobs)
+    for result in results:
+        direct = run_trial(world(), result.task, make_agent("oracle"), ScriptedUser(), result.trial)
+        assert result.verdict == direct.verdict and result.verdict.passed
+    assert len(episode_hub()) == 0
+
+
+def test_calls_from_many_threads_are_executed_one_at_a_time_and_all_recorded():
+    import threading
+
+    from pipeline.dataset import start_session
+    from pipeline.rollout import EpisodeTools
+    from pipeline.rollout.runner import _Episode
+    from pipeline.rollout.trajectory import Timings
+
+    limits = Limits(max_tool_calls=20, max_steps_per_turn=50, max_turns=100)
+    session = start_session(world(), tasks()[0])
+    ep = _Episode(session, Trajectory(task_id="t", agent="a", user="u", world="w"), limits, False, Timings())
+    tools = EpisodeTools(ep)
+    tools._begin()
+    threads = [threading.Thread(target=tools.run, args=("list_all_product_types", {})) for _ in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    calls, ended, why, _ = tools._end()
+    assert len(calls) == len(session.log) == 20 == ep.tool_calls
+    assert [c.id for c, _ in calls] == [f"call_{i + 1}" for i in range(len(calls))]
+    assert ended == "turn_limit" and "budget" in (why or "")
+    message, _ = tools.run("list_all_product_types", {})
+    assert message.content == TURN_OVER and len(session.log) == len(calls), "after the turn: refused, not run"
