@@ -325,3 +325,12 @@ def test_calls_from_many_threads_are_executed_one_at_a_time_and_all_recorded():
     assert ended == "turn_limit" and "budget" in (why or "")
     message, _ = tools.run("list_all_product_types", {})
     assert message.content == TURN_OVER and len(session.log) == len(calls), "after the turn: refused, not run"
+
+
+def test_params_name_a_program_as_agent_program():
+    """`agent:program:…` (baseline.source, train.method): checked before the loop runs, as any agent spec."""
+    from pipeline.loop.resolve import _agent
+
+    _agent(f"agent:{ORACLE},turn_timeout=60")
+    with pytest.raises(UnknownAgentError, match="cannot import module 'nomodule_here'"):
+        _agent("agent:program:nomodule_here:X")
