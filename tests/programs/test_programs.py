@@ -334,3 +334,35 @@ def test_params_name_a_program_as_agent_program():
     _agent(f"agent:{ORACLE},turn_timeout=60")
     with pytest.raises(UnknownAgentError, match="cannot import module 'nomodule_here'"):
         _agent("agent:program:nomodule_here:X")
+
+
+def test_a_call_through_the_hub_does_not_wait_out_a_delayed_ack():
+    """The hub's connections send at once (TCP_NODELAY): a call takes about a millisecond, not the ~40 ms a
+    response written in two parts waits for the client's delayed ACK."""
+    import statistics
+    import time
+
+    from pipeline.dataset import start_session
+    from pipeline.environment import McpEnvironmentClient
+    from pipeline.programs import LiveEpisode
+    from pipeline.rollout import EpisodeTools
+    from pipeline.rollout.runner import _Episode
+    from pipeline.rollout.trajectory import Timings
+
+    limits = Limits(max_tool_calls=100, max_steps_per_turn=100, max_turns=300)
+    session = start_session(world(), tasks()[0])
+    ep = _Episode(session, Trajectory(task_id="t", agent="a", user="u", world="w"), limits, False, Timings())
+    tools = EpisodeTools(ep)
+    tools._begin()
+    hub = episode_hub()
+    episode_id = hub.register(LiveEpisode(tools))
+    try:
+        with McpEnvironmentClient(hub.url(episode_id)) as client:
+            took = []
+            for _ in range(15):
+                t0 = time.perf_counter()
+                client.call("list_all_product_types", {})
+                took.append(time.perf_counter() - t0)
+    finally:
+        hub.unregister(episode_id)
+    assert statistics.median(took) < 0.03, f"median {statistics.median(took) * 1000:.0f} ms a call"
