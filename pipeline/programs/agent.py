@@ -184,7 +184,6 @@ class ProgramAgentEpisode:
         self.view: LiveEpisode | None = None
         self.episode_id: str | None = None
         self.mcp_url: str | None = None
-        self._left_running = False
         self._started = False
 
     def bind_tools(self, tools: EpisodeTools) -> None:
@@ -238,7 +237,6 @@ class ProgramAgentEpisode:
         if self.view.failure is not None:
             raise HubError(f"the episode's MCP server failed: {_said(self.view.failure)}")
         if not finished:
-            self._left_running = True
             self.tools.fail(
                 "program_timeout", f"no reply within the turn's time limit of {self.agent.turn_timeout_s:g} s"
             )
