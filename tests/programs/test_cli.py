@@ -67,3 +67,13 @@ def test_measure_on_tau2_retail_gives_the_oracles_verdicts_as_a_program(tmp_path
     assert len(direct) == 2 * 114 and program == direct
     # the scripted customer ends a τ²-bench task at once (no scripted requests): tests/programs/test_tau2.py plays
     # the tasks' gold conversations in process and as a program, and compares those
+
+
+def test_measure_runs_a_program_on_an_environment_behind_the_six_functions(tmp_path):
+    """An environment of its own (examples.library), its generic oracle as a program: the in-process verdicts."""
+    tasks = tmp_path / "tasks.jsonl"
+    domain = ["--domain", "examples.library:Library"]
+    invoke("tasks", "generate", *domain, "--world", "library-0", "--n", "4", "--out", str(tasks))
+    direct, program = measure_both(tmp_path, "library-0", tasks, *domain)
+    assert len(direct) == 8 and program == direct
+    assert all(r["verdict"]["passed"] for r in program.values())
