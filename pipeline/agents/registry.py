@@ -14,12 +14,17 @@ openai:MODEL[,temperature=T,top_p=P,max_tokens=N,seed=S,send_seed=0|1]
                                         max_tokens) leaves the setting out of the request, for models that
                                         accept only their default (reasoning models)
 vllm:PATH[,temperature=T,...]           a checkpoint in the offline vLLM engine (the `gpu` extra)
+program:MODULE:FACTORY[,base_url=URL,model=NAME,turn_timeout=S]
+                                        an agent program that runs its own tool loop: FACTORY (a class or
+                                        function) makes one per episode; its tools are its episode's MCP server,
+                                        base_url/model the endpoint its model calls go to (`pipeline.programs`)
 scripted                                same as oracle
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import math
 import os
 from pathlib import Path
@@ -33,6 +38,9 @@ from pipeline.rollout import Agent
 if TYPE_CHECKING:
     from pipeline.world import Domain
 
+PROGRAM_AGENT = "pipeline.programs.agent:program_agent"
+"""The plug-in that makes a `program:` agent: `f(spec)`. Loaded by name when first asked for (as a domain's
+generic capabilities are): the agent programs' package sits above this one and is imported only then."""
 OMISSIBLE = frozenset({"temperature", "top_p", "max_tokens"})
 """openai settings that `none` leaves out of the request (the endpoint's default then holds)."""
 _HF_WORDS = {"device": "device", "dtype": "dtype", "format": "chat_format"}
@@ -200,8 +208,12 @@ def make_agent(spec: str, domain: Domain | None = None) -> Agent:
         from pipeline.agents.backends.vllm import VLLMAgent, VLLMConfig
 
         return VLLMAgent(target, _sampling(spec, VLLMConfig, settings))
+    if kind == "program" and body:
+        module, _, attribute = PROGRAM_AGENT.partition(":")
+        return getattr(importlib.import_module(module), attribute)(spec)
     raise UnknownAgentError(
-        f"unknown agent {spec!r}: expected oracle, flawed[:mode=rate,...], hf:PATH, openai:MODEL or vllm:PATH"
+        f"unknown agent {spec!r}: expected oracle, flawed[:mode=rate,...], hf:PATH, openai:MODEL, vllm:PATH or"
+        " program:MODULE:FACTORY"
     )
 
 

@@ -58,7 +58,7 @@ from pipeline.grading.modes import FAILURE_MODES, PRIORITY, FailureMode
 from pipeline.grading.timeline import Timeline, build_timeline
 from pipeline.grading.utterances import claims_completion, order_ids, refuses
 from pipeline.grading.verdict import Verdict
-from pipeline.rollout import MALFORMED, Trajectory
+from pipeline.rollout import MALFORMED, PROGRAM_FAILURES, Trajectory
 from pipeline.strict import Strict
 from pipeline.world import EMPTY, Vocabulary, resolve_domain
 
@@ -197,7 +197,9 @@ def signatures(task: Task, timeline: Timeline, verdict: Verdict, vocabulary: Voc
     failed = set(verdict.failed_components)
     if failed & {"static.policy_violation", "static.authorization", "static.after_transfer"}:
         out.append("policy_violation")
-    if timeline.termination in ("agent_stop", "turn_limit") or _unaddressed(task, timeline, vocabulary):
+    if timeline.termination in ("agent_stop", "turn_limit", *PROGRAM_FAILURES) or _unaddressed(
+        task, timeline, vocabulary
+    ):
         out.append("gave_up")
     if any(s.ok and s.name == "transfer_to_human_agents" for s in steps):
         out.append("transferred")

@@ -17,13 +17,23 @@ from typing import Any
 from pipeline.dataset import Task, check_assertions, replay_gold, start_session
 from pipeline.digest import sha256_json
 from pipeline.errors import TaskError
+from pipeline.grading.delivery import repeated_writes_component
 from pipeline.grading.judge import Judge, is_enabled
 from pipeline.grading.state_diff import count_by_kind, diff_states, summarize_diffs
 from pipeline.grading.static_checks import StaticInput, call_key, run_static_checks
 from pipeline.grading.task_checks import evaluate_task_checks
 from pipeline.grading.tau2_reward import Tau2Config, tau2_reward
 from pipeline.grading.verdict import ComponentResult, Verdict
-from pipeline.rollout import NOT_RUN, InfrastructureError, Limits, Message, Trajectory, not_run_message, run_tool_call
+from pipeline.rollout import (
+    NOT_RUN,
+    PROGRAM_FAILURES,
+    InfrastructureError,
+    Limits,
+    Message,
+    Trajectory,
+    not_run_message,
+    run_tool_call,
+)
 from pipeline.world import Session, World
 
 log = logging.getLogger(__name__)
@@ -236,6 +246,13 @@ def grade(
                 ],
             )
         )
+    if trajectory.termination in PROGRAM_FAILURES:  # the agent program failed its turn: the agent's failure
+        why = trajectory.error or PROGRAM_FAILURES[trajectory.termination]
+        components.append(ComponentResult(name="program", passed=False, details=[f"{trajectory.termination}: {why}"]))
+    repeated = repeated_writes_component(world, trajectory)
+    if repeated is not None:
+        components.append(repeated)
+        diagnostics.append(f"a write repeated within one agent turn (at-least-once delivery): {repeated.details[0]}")
     consistency = check_replay_consistency(trajectory, replayed)
     components.append(consistency)
     if not consistency.passed:

@@ -59,8 +59,8 @@ class MeasureConfig(BaseModel):
     )
     agent: str = Field(
         default="oracle",
-        description="Agent spec: oracle, flawed[:mode=rate,...], hf:PATH, openai:MODEL, vllm:PATH (the loop: the"
-        " baseline's or the candidate's checkpoint).",
+        description="Agent spec: oracle, flawed[:mode=rate,...], hf:PATH, openai:MODEL, vllm:PATH,"
+        " program:MODULE:FACTORY (an agent program; the loop: the baseline's or the candidate's checkpoint).",
     )
     trials: int = Field(default=4, ge=1, description="Trials per task (the k of pass^k); remeasure uses the same.")
     k: int | None = Field(default=None, ge=1, description="Largest k reported for pass@k / pass^k (default: trials).")

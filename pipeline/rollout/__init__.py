@@ -3,11 +3,13 @@ runner, the participants' protocols, personas, turn decoders)."""
 
 from pipeline.rollout.decoders import Concurrent, OneByOne, decoder_for
 from pipeline.rollout.persona import persona_for
-from pipeline.rollout.protocols import Agent, EpisodeInfo, InfrastructureError, User, UserReply
+from pipeline.rollout.protocols import Agent, EpisodeInfo, InfrastructureError, OwnToolLoop, User, UserReply
 from pipeline.rollout.runner import (
     MALFORMED,
     NOT_RUN,
+    TURN_OVER,
     AgentTurn,
+    EpisodeTools,
     Limits,
     episode_steps,
     not_run_message,
@@ -15,6 +17,7 @@ from pipeline.rollout.runner import (
     run_tool_call,
 )
 from pipeline.rollout.trajectory import (
+    PROGRAM_FAILURES,
     STOP_TOKEN,
     USER_ENDED,
     USER_SIGNALS,
@@ -32,13 +35,17 @@ __all__ = [
     "Concurrent",
     "CustomerCall",
     "EpisodeInfo",
+    "EpisodeTools",
     "InfrastructureError",
     "Limits",
     "MALFORMED",
     "Message",
     "NOT_RUN",
     "OneByOne",
+    "OwnToolLoop",
+    "PROGRAM_FAILURES",
     "STOP_TOKEN",
+    "TURN_OVER",
     "Termination",
     "ToolCall",
     "Trajectory",

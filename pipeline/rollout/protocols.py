@@ -7,11 +7,14 @@ many concurrent episodes.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pipeline.dataset import Task
 from pipeline.errors import InfrastructureError
 from pipeline.rollout.trajectory import Message, Termination, ToolCall, Usage
+
+if TYPE_CHECKING:
+    from pipeline.rollout.runner import EpisodeTools
 
 
 @dataclass
@@ -50,6 +53,22 @@ class UserReply:
 class AgentEpisode(Protocol):
     def act(self, messages: list[Message]) -> Message:
         """Next assistant message: text for the user, or tool call(s)."""
+        ...
+
+
+@runtime_checkable
+class OwnToolLoop(Protocol):
+    """An agent episode that runs its own tool loop (an agent program, `pipeline.programs`): its `act` is the
+    agent's whole turn and returns the reply text; the tool calls it makes meanwhile go through the `EpisodeTools`
+    the runner binds right after `start`, and the runner puts them in the trajectory before the reply. A model
+    agent's episode has neither method and is driven as before."""
+
+    def bind_tools(self, tools: EpisodeTools) -> None:
+        """The episode's tools (its session, under the episode's limits), before the first `act`."""
+        ...
+
+    def end_episode(self) -> None:
+        """The episode is over (also after a failure or an infrastructure error): free what it holds."""
         ...
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import threading
 import time
 from collections.abc import Generator
 from dataclasses import dataclass, field
@@ -10,17 +12,20 @@ from dataclasses import dataclass, field
 from pydantic import Field
 
 from pipeline.dataset import Task, start_session
+from pipeline.errors import InputError
 from pipeline.rollout.persona import persona_for
 from pipeline.rollout.protocols import (
     Agent,
     AgentEpisode,
     EpisodeInfo,
     InfrastructureError,
+    OwnToolLoop,
     User,
     UserEpisode,
     UserReply,
 )
 from pipeline.rollout.trajectory import (
+    PROGRAM_FAILURES,
     CustomerCall,
     Message,
     Termination,
@@ -37,6 +42,9 @@ log = logging.getLogger(__name__)
 MALFORMED = "malformed_arguments"  # the error category of a call whose arguments are not a JSON object
 # what the agent reads for a call past the episode's tool-call budget: it never reached the world
 NOT_RUN = "Error: not run: this episode's tool-call budget is used up"
+# what an agent running its own tool loop reads for a call made once its episode reached its turn limit (or after
+# its turn was over): it never reached the world, and the trajectory does not record it
+TURN_OVER = "Error: not run: this episode has reached its turn limit"
 
 
 class Limits(Strict):
@@ -108,8 +116,12 @@ def episode_steps(
         return traj
     ep = _Episode(session, traj, limits, dual=world.user_tools is not None, timings=Timings(started_at=time.time()))
     t_start = time.perf_counter()
+    own: OwnToolLoop | None = None
     try:
         agent_ep = agent.start(info)
+        if isinstance(agent_ep, OwnToolLoop):  # an agent program: its calls reach the session through `EpisodeTools`
+            own, ep.tools, traj.tool_loop = agent_ep, EpisodeTools(ep), "agent"
+            own.bind_tools(ep.tools)
         user_ep = user.start(info)
         termination: Termination | None = None
         while termination is None:
@@ -129,6 +141,11 @@ def episode_steps(
         log.warning("episode %s trial %d: infrastructure error: %s", task.id, trial, exc)
         traj.termination = "infra_error"
         traj.error = str(exc)
+    finally:
+        if ep.tools is not None:
+            ep.tools.close()
+        if own is not None:
+            own.end_episode()
     ep.timings.wall_s = time.perf_counter() - t_start
     traj.timings = ep.timings
     traj.agent_usage, traj.user_usage = ep.agent_usage, ep.user_usage
@@ -151,6 +168,110 @@ class _Episode:
     user_usage: Usage = field(default_factory=Usage)
     turns: int = 0
     tool_calls: int = 0
+    tools: EpisodeTools | None = None  # an agent that runs its own tool loop calls through this
+
+
+class EpisodeTools:
+    """One episode's agent-side tools for an agent that runs its own tool loop (an agent program: see
+    `pipeline.programs`). While the agent's `act` is under way, its calls arrive here from any thread (its episode's
+    MCP server) and `run` executes each in the episode's session, through `run_tool_call` as the runner does (the
+    world log is the ledger). When `act` returns, the runner puts each call in the trajectory before the reply, in
+    execution order, as an assistant message with the call followed by the tool message: exactly as a model agent's
+    calls read, so the grader's replay, static checks and failure modes read them as any agent's.
+
+    The episode's limits hold as for a model agent, each call counting as one assistant message: a call past the
+    tool-call budget is refused with `NOT_RUN` and recorded (as the runner records a model's call past it, so the
+    tool_budget check names it); once a call uses the budget up or reaches the turn's steps or the episode's turns,
+    the episode ends there (`turn_limit`), as the runner would stop a model agent, and the agent's reply is not said;
+    calls past such a limit, or after the turn is over (a program still running past its time), are answered
+    `TURN_OVER` and not recorded. `fail` ends the episode as the agent's own failure (`PROGRAM_FAILURES`).
+    """
+
+    def __init__(self, ep: _Episode) -> None:
+        self._ep = ep
+        self._lock = threading.Lock()
+        self._open = False
+        self._steps = 0
+        self._calls: list[tuple[ToolCall, Message]] = []
+        self._ended: Termination | None = None
+        self._why: str | None = None
+        self._tool_s = 0.0
+        self._recorded = 0  # calls recorded in the episode: the next call's id is call_<n + 1>
+
+    @property
+    def session(self) -> Session:
+        return self._ep.session
+
+    def run(self, name: str, arguments: dict | None) -> tuple[Message, str | None]:
+        """Execute one call of the agent's, `arguments` None when they are not a JSON object; the tool message the
+        agent reads and, for a refusal, its category. Thread-safe; calls run one at a time."""
+        with self._lock:
+            ep, limits = self._ep, self._ep.limits
+            call = ToolCall(
+                id=f"call_{self._recorded + 1}",
+                name=name,
+                arguments=arguments,
+                raw_arguments=json.dumps(arguments) if arguments is not None else None,
+            )
+            if not self._open:
+                return Message(role="tool", content=TURN_OVER, tool_call_id=call.id, name=name, error=True), None
+            if ep.tool_calls >= limits.max_tool_calls:  # past the budget: refused, recorded, the episode ends
+                result = not_run_message(call)
+                self._record(call, result, f"the agent made more tool calls than the budget of {limits.max_tool_calls}")
+                return result, None
+            if self._ended is not None:  # a turn or step limit was reached by an earlier call
+                return Message(role="tool", content=TURN_OVER, tool_call_id=call.id, name=name, error=True), None
+            t0 = time.perf_counter()
+            before = len(ep.session.log)
+            result = run_tool_call(ep.session, call)
+            dt = time.perf_counter() - t0
+            ep.timings.tool_s += dt
+            self._tool_s += dt
+            ep.tool_calls += 1
+            category = ep.session.log[-1].error_category if result.error and len(ep.session.log) > before else None
+            self._record(call, result, None)
+            if ep.tool_calls >= limits.max_tool_calls:
+                self._limit(f"the agent used up the tool-call budget of {limits.max_tool_calls}")
+            elif self._steps >= limits.max_steps_per_turn:
+                self._limit(f"the agent made {self._steps} tool calls in one turn (the limit)")
+            elif ep.turns >= limits.max_turns:
+                self._limit(f"the episode reached its turn limit of {limits.max_turns} messages")
+            return result, category
+
+    def _record(self, call: ToolCall, result: Message, over: str | None) -> None:
+        self._calls.append((call, result))
+        self._recorded += 1
+        self._steps += 1
+        self._ep.turns += 1
+        if over is not None:
+            self._limit(over)
+
+    def _limit(self, why: str) -> None:
+        if self._ended is None:
+            self._ended, self._why = "turn_limit", f"{why}; its reply was not said"
+
+    def fail(self, termination: Termination, why: str) -> None:
+        """The agent's turn failed (`termination` one of `PROGRAM_FAILURES`); the episode ends after it."""
+        if termination not in PROGRAM_FAILURES:
+            raise InputError(f"EpisodeTools.fail: {termination!r} is not an agent program's failure")
+        with self._lock:
+            if self._ended is None or self._ended == "turn_limit":
+                self._ended, self._why = termination, why
+
+    def _begin(self) -> None:
+        with self._lock:
+            self._open, self._steps, self._calls, self._tool_s = True, 0, [], 0.0
+
+    def _end(self) -> tuple[list[tuple[ToolCall, Message]], Termination | None, str | None, float]:
+        """The turn is over: the calls it made, how it ended the episode (None: it did not), why, its tool time."""
+        with self._lock:
+            self._open = False
+            return self._calls, self._ended, self._why, self._tool_s
+
+    def close(self) -> None:
+        """The episode is over: later calls are refused."""
+        with self._lock:
+            self._open = False
 
 
 def _episode_start(
@@ -212,9 +333,20 @@ def _agent_works(ep: _Episode, agent_ep: AgentEpisode) -> Generator[AgentTurn, M
     while True:
         if ep.turns >= limits.max_turns:
             return "turn_limit"
+        if ep.tools is not None:
+            ep.tools._begin()
         t0 = time.perf_counter()
         msg = yield AgentTurn(agent_ep, messages)
         dt = time.perf_counter() - t0
+        if ep.tools is not None:  # the calls the agent made itself during its turn, before its reply
+            calls, ended, why, tool_s = ep.tools._end()
+            dt -= tool_s
+            for call, result in calls:
+                messages += [Message(role="assistant", tool_calls=[call]), result]
+            if ended is not None:
+                timings.agent_s += dt
+                ep.traj.error = why
+                return ended
         timings.agent_s += dt
         msg.latency_s = msg.latency_s if msg.latency_s is not None else dt
         if msg.usage:

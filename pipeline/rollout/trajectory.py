@@ -12,7 +12,26 @@ from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from pipeline.strict import Strict
 
-Termination = Literal["agent_stop", "user_stop", "user_transfer", "user_out_of_scope", "turn_limit", "infra_error"]
+Termination = Literal[
+    "agent_stop",
+    "user_stop",
+    "user_transfer",
+    "user_out_of_scope",
+    "turn_limit",
+    "infra_error",
+    "program_crash",
+    "program_empty_reply",
+    "program_timeout",
+]
+PROGRAM_FAILURES: dict[str, str] = {
+    "program_crash": "the agent program raised an error",
+    "program_empty_reply": "the agent program replied with no text",
+    "program_timeout": "the agent program did not reply within its turn's time limit",
+}
+"""The terminations that are an agent program's own failure (an agent that runs its own tool loop, see
+`pipeline.programs`), each with what it means; the trajectory's `error` says what happened. Agent failures, graded as
+such: never infrastructure."""
+ToolLoop = Literal["runner", "agent"]
 STOP_TOKEN = "###STOP###"
 # τ²-bench's user stop signals and the termination each means here; all three are the user ending the chat
 # (τ²-bench records every one as USER_STOP), kept apart so that a run shows why its users left.
@@ -138,7 +157,17 @@ class Trajectory(Strict):
     )
     final_hash: str = ""
     termination: Termination = "agent_stop"
-    error: str | None = Field(default=None, description="Infrastructure error text, if any.")
+    error: str | None = Field(
+        default=None,
+        description="What ended the episode abnormally: the infrastructure error, or an agent program's failure or"
+        " the limit it ran into.",
+    )
+    tool_loop: ToolLoop = Field(
+        default="runner",
+        description="Who ran the agent's tool calls: the runner (a model or scripted agent: it parsed and executed"
+        " them) or the agent itself (an agent program, its calls delivered over its episode's MCP server, at least"
+        " once); left out of the JSON for the runner.",
+    )
     agent_usage: Usage = Field(default_factory=Usage)
     user_usage: Usage = Field(default_factory=Usage)
     timings: Timings = Field(default_factory=Timings)
@@ -148,6 +177,8 @@ class Trajectory(Strict):
         data = handler(self)
         if isinstance(data, dict) and not data.get("customer_calls"):
             data.pop("customer_calls", None)
+        if isinstance(data, dict) and data.get("tool_loop") == "runner":
+            data.pop("tool_loop", None)
         return data
 
     @property
