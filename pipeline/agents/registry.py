@@ -15,6 +15,7 @@ openai:MODEL[,temperature=T,top_p=P,max_tokens=N,seed=S,send_seed=0|1]
                                         accept only their default (reasoning models)
 vllm:PATH[,temperature=T,...]           a checkpoint in the offline vLLM engine (the `gpu` extra)
 program:MODULE:FACTORY[,base_url=URL,model=NAME,turn_timeout=S]
+a2a:URL[,base_url=URL,model=NAME,turn_timeout=S]
                                         an agent program that runs its own tool loop: FACTORY (a class or
                                         function) makes one per episode; its tools are its episode's MCP server,
                                         base_url/model the endpoint its model calls go to (`pipeline.programs`)
@@ -208,12 +209,12 @@ def make_agent(spec: str, domain: Domain | None = None) -> Agent:
         from pipeline.agents.backends.vllm import VLLMAgent, VLLMConfig
 
         return VLLMAgent(target, _sampling(spec, VLLMConfig, settings))
-    if kind == "program" and body:
+    if kind in ("program", "a2a") and body:  # an agent program, or one served over A2A
         module, _, attribute = PROGRAM_AGENT.partition(":")
         return getattr(importlib.import_module(module), attribute)(spec)
     raise UnknownAgentError(
-        f"unknown agent {spec!r}: expected oracle, flawed[:mode=rate,...], hf:PATH, openai:MODEL, vllm:PATH or"
-        " program:MODULE:FACTORY"
+        f"unknown agent {spec!r}: expected oracle, flawed[:mode=rate,...], hf:PATH, openai:MODEL, vllm:PATH,"
+        " program:MODULE:FACTORY or a2a:URL"
     )
 
 

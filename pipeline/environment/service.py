@@ -14,9 +14,10 @@ Endpoints (JSON; the schema is served at `/openapi.json`):
 - `GET /worlds`: the world names served; `GET /worlds/{world}/metadata`; `POST /worlds/{world}/query`
   (`{table, predicate}`: the base world's records, key → record);
 - `POST /episodes` (`{world, task, authenticated_user_id}`) → `{episode, world, state, url, mcp_url}`;
-- `POST /episodes/{id}/run` (`{call: {name, arguments}, side}`) → the `ToolResult`, with the state after it; `GET /episodes/{id}/state`;
-  `POST /episodes/{id}/query`; `GET /episodes/{id}/reward`; `POST /episodes/{id}/say` (`{text, side}`);
-  `GET /episodes/{id}/calls`; `DELETE /episodes/{id}` (closes it; closing one that is gone is not an error).
+- `POST /episodes/{id}/run` (`{call: {name, arguments}, side}`) → the `ToolResult`, with the state after it;
+  `GET /episodes/{id}/state`; `POST /episodes/{id}/query`; `GET /episodes/{id}/reward`;
+  `POST /episodes/{id}/say` (`{text, side}`); `GET /episodes/{id}/calls`; `DELETE /episodes/{id}` (closes it;
+  closing one that is gone is not an error).
 
 An unknown or expired episode is a 404 naming it, an unknown world a 404 naming the served ones; a body that does
 not fit its schema is a 422 naming the field; what an environment refuses as the caller's mistake (an

@@ -25,12 +25,13 @@ stop a thread): its episode is unregistered, so its later calls are refused (404
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 import math
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipeline.agents.registry import UnknownAgentError
 from pipeline.errors import InfrastructureError, InputError
@@ -38,8 +39,12 @@ from pipeline.programs.hub import HubError, LiveEpisode, episode_hub
 from pipeline.protocol import AgentProgram, ProgramEpisode
 from pipeline.rollout import Concurrent, EpisodeInfo, EpisodeTools, Message
 
+if TYPE_CHECKING:
+    from pipeline.programs.proxy import EpisodeRecord, ModelProxy
+
 log = logging.getLogger(__name__)
 KIND = "program"
+A2A = "a2a"
 TURN_TIMEOUT_S = 300.0
 WORDS = ("base_url", "model")
 NUMBERS = ("turn_timeout",)
@@ -83,8 +88,10 @@ class ProgramAgent:
 
     def __init__(self, spec: str) -> None:
         kind, _, body = spec.partition(":")
-        if kind != KIND or not body:
-            raise UnknownAgentError(f"agent {spec!r}: expected program:MODULE:FACTORY[,base_url=URL,model=NAME]")
+        if kind not in (KIND, A2A) or not body:
+            raise UnknownAgentError(
+                f"agent {spec!r}: expected program:MODULE:FACTORY[,base_url=URL,model=NAME] or a2a:URL[,...]"
+            )
         target, _, rest = body.partition(",")
         settings: dict[str, str] = {}
         for part in filter(None, (p.strip() for p in rest.split(","))):
@@ -107,16 +114,23 @@ class ProgramAgent:
             if not (math.isfinite(timeout) and timeout > 0):
                 given = settings["turn_timeout"]
                 raise UnknownAgentError(f"agent {spec!r}: turn_timeout must be seconds > 0, got {given!r}")
-        self.spec, self.target = spec, target.strip()
-        self.factory = resolve_factory(spec, self.target)
+        self.spec, self.target, self.kind = spec, target.strip(), kind
+        if kind == A2A:  # an agent served over A2A: one A2A context per episode (pipeline.programs.a2a)
+            if not self.target.startswith(("http://", "https://")):
+                raise UnknownAgentError(f"agent {spec!r}: expected a2a:URL (an http(s) URL), got {self.target!r}")
+            from pipeline.programs.a2a import a2a_program
+
+            self.factory: Callable[[], Any] = functools.partial(a2a_program, self.target)
+        else:
+            self.factory = resolve_factory(spec, self.target)
         self.base_url, self.model, self.turn_timeout_s = base_url, settings.get("model"), timeout
-        self.name = f"{KIND}:{self.target}"
+        self.name = f"{kind}:{self.target}"
 
     @property
     def settings(self) -> dict[str, Any]:
         """What decides this agent, for the run's record."""
         return {
-            "kind": KIND,
+            "kind": self.kind,
             "factory": self.target,
             "base_url": self.base_url,
             "model": self.model,
@@ -184,6 +198,7 @@ class ProgramAgentEpisode:
         self.view: LiveEpisode | None = None
         self.episode_id: str | None = None
         self.mcp_url: str | None = None
+        self.proxy: ModelProxy | None = None
         self._started = False
 
     def bind_tools(self, tools: EpisodeTools) -> None:
@@ -205,12 +220,18 @@ class ProgramAgentEpisode:
         scripted = getattr(program, "scripted_from", None)
         if callable(scripted):  # a scripted program (the oracle as a program) reads the task; no other program does
             scripted(self.info)
-        assert self.mcp_url is not None
+        assert self.mcp_url is not None and self.episode_id is not None
+        base_url = self.agent.base_url
+        if base_url is not None:  # the program's model calls go through the episode's proxy, which records them
+            from pipeline.programs.proxy import model_proxy
+
+            self.proxy = model_proxy(base_url)
+            base_url = self.proxy.open(self.episode_id)
         program.start(
             ProgramEpisode(
                 mcp_url=self.mcp_url,
                 policy=self.info.policy,
-                model_base_url=self.agent.base_url,
+                model_base_url=base_url,
                 model=self.agent.model,
                 task_id=self.info.task.id,
                 trial=self.info.trial,
@@ -236,6 +257,8 @@ class ProgramAgentEpisode:
         hub = episode_hub()
         if self.view.failure is not None:
             raise HubError(f"the episode's MCP server failed: {_said(self.view.failure)}")
+        if self.proxy is not None and self.episode_id is not None and self.proxy.failures(self.episode_id):
+            raise self._model_record().infrastructure_error() or HubError("the model proxy failed the episode")
         if not finished:
             self.tools.fail(
                 "program_timeout", f"no reply within the turn's time limit of {self.agent.turn_timeout_s:g} s"
@@ -257,8 +280,24 @@ class ProgramAgentEpisode:
             return Message(role="assistant", content="")
         return Message(role="assistant", content=reply)
 
+    def _model_record(self) -> EpisodeRecord:
+        """What the proxy recorded of the episode's model calls, now in the trajectory; the proxy stops serving it."""
+        assert self.proxy is not None and self.episode_id is not None
+        record = self.proxy.close(self.episode_id)
+        self.proxy = None
+        if self.tools is not None:
+            usage = [call.usage for call in record.calls if call.usage is not None]
+            self.tools.record_model_calls(
+                [call.model_dump(mode="json") for call in record.calls],
+                sum(u.prompt_tokens for u in usage),
+                sum(u.completion_tokens for u in usage),
+            )
+        return record
+
     def end_episode(self) -> None:
         """Unregister the episode's MCP server and close the program (its errors are logged, never raised)."""
+        if self.proxy is not None and self.episode_id is not None:
+            self._model_record()
         if self.episode_id is not None:
             episode_hub().unregister(self.episode_id)
             self.episode_id = None

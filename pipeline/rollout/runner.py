@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Generator
 from dataclasses import dataclass, field
+from typing import Any
 
 from pydantic import Field
 
@@ -201,6 +202,17 @@ class EpisodeTools:
     @property
     def session(self) -> Session:
         return self._ep.session
+
+    def record_model_calls(self, calls: list[dict[str, Any]], prompt_tokens: int, completion_tokens: int) -> None:
+        """The agent's model calls, as its model proxy recorded them, into the trajectory; their tokens into the
+        agent's usage."""
+        self._ep.traj.model_calls = list(calls)
+        self._ep.agent_usage = self._ep.agent_usage.model_copy(
+            update={
+                "prompt_tokens": self._ep.agent_usage.prompt_tokens + prompt_tokens,
+                "completion_tokens": self._ep.agent_usage.completion_tokens + completion_tokens,
+            }
+        )
 
     def run(self, name: str, arguments: dict | None) -> tuple[Message, str | None]:
         """Execute one call of the agent's, `arguments` None when they are not a JSON object; the tool message the

@@ -43,6 +43,10 @@ USER_SIGNALS: dict[str, Termination] = {
 USER_ENDED: tuple[str, ...] = tuple(USER_SIGNALS.values())
 
 
+MODEL_CALL_CLOCK = ("started_at", "latency_s")
+"""The wall-clock fields of a recorded model call, left out where a rerun must write the same bytes."""
+
+
 class Usage(Strict):
     """Tokens and compute of one message or a sum of them. The cached and reasoning counts are shares of the
     prompt and completion counts (as the OpenAI API reports them); at 0 they are left out of the JSON, so records
@@ -168,6 +172,11 @@ class Trajectory(Strict):
         " them) or the agent itself (an agent program, its calls delivered over its episode's MCP server, at least"
         " once); left out of the JSON for the runner.",
     )
+    model_calls: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="An agent program's model calls as its episode's model proxy recorded them (what it sent, what"
+        " was sampled, token ids where the model gave them), in order; left out of the JSON when there are none.",
+    )
     agent_usage: Usage = Field(default_factory=Usage)
     user_usage: Usage = Field(default_factory=Usage)
     timings: Timings = Field(default_factory=Timings)
@@ -177,6 +186,8 @@ class Trajectory(Strict):
         data = handler(self)
         if isinstance(data, dict) and not data.get("customer_calls"):
             data.pop("customer_calls", None)
+        if isinstance(data, dict) and not data.get("model_calls"):
+            data.pop("model_calls", None)
         if isinstance(data, dict) and data.get("tool_loop") == "runner":
             data.pop("tool_loop", None)
         return data
@@ -198,6 +209,9 @@ class Trajectory(Strict):
                 "timings": Timings(),
                 "agent_usage": self.agent_usage.model_copy(update={"compute_s": 0.0}),
                 "user_usage": self.user_usage.model_copy(update={"compute_s": 0.0}),
+                "model_calls": [
+                    {k: v for k, v in call.items() if k not in MODEL_CALL_CLOCK} for call in self.model_calls
+                ],
             }
         )
 

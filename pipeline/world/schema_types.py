@@ -3,8 +3,8 @@
 An environment behind the protocol describes its records and its tools' parameters in JSON Schema; the loop's
 generic parts read pydantic models (which fields a record has, which argument is a list of strings). This builds
 them: objects with properties become models (the fields the schema requires required, the rest optional,
-unknown fields kept, so any record the environment sends survives a round trip), `additionalProperties` a dict, arrays lists, `anyOf` a union, `$ref`
-the definition it names.
+unknown fields kept, so any record the environment sends survives a round trip), `additionalProperties` a dict,
+arrays lists, `anyOf` a union, `$ref` the definition it names.
 """
 
 from __future__ import annotations

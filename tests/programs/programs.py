@@ -170,3 +170,20 @@ class GoldProgram(OracleProgram):
 
     def __init__(self) -> None:
         super().__init__(GoldAgent(GOLD_WORLD[0]))
+
+
+class AsksModel(Base):
+    """Asks its model (the episode's base URL) once per turn and says what it answered."""
+
+    def respond(self, customer_text: str) -> str:
+        import httpx
+
+        assert self.episode.model_base_url is not None
+        answer = httpx.post(
+            f"{self.episode.model_base_url}/chat/completions",
+            json={"model": self.episode.model, "messages": [{"role": "user", "content": customer_text}]},
+            timeout=30,
+        )
+        if answer.status_code != 200:
+            return "Sorry, I cannot think right now."
+        return answer.json()["choices"][0]["message"]["content"]

@@ -211,3 +211,20 @@ def test_without_the_sdk_the_error_names_the_install():
     code += "except Exception as e: print(repr(e))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.startswith("InputError(") and "pip install -e '.[programs]'" in out
+
+
+def test_the_a2a_spec_measures_an_a2a_agent_through_the_harness(agent):
+    """`--agent a2a:URL`: the harness plays an episode with the agent over A2A, its tools the episode's MCP server."""
+    from pipeline.agents import make_agent
+    from pipeline.trials.trial import run_trial
+    from pipeline.users.scripted import ScriptedUser
+    from pipeline.world import load_world
+
+    url, executor = agent
+    world = load_world("gen-3", "retail")
+    task = world.domain.require("tasks")(world, 1, seed=0)[0]
+    result = run_trial(world, task, make_agent(f"a2a:{url}"), ScriptedUser(), 0)
+    assert result.trajectory.tool_loop == "agent" and not result.verdict.infra_error
+    assert executor.episodes and next(iter(executor.episodes.values())).task_id == task.id  # one context, one episode
+    replies = [m.content for m in result.trajectory.messages if m.role == "assistant" and m.content]
+    assert replies and replies[0].startswith("turn 1 in this context:")

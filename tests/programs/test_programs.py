@@ -283,7 +283,13 @@ def test_the_program_is_given_its_mcp_url_policy_and_model_endpoint():
     assert episode.mcp_url.startswith("http://127.0.0.1:") and episode.mcp_url.endswith("/mcp")
     assert len(episode.mcp_url.split("/episodes/")[1].split("/")[0]) >= 32, "an unguessable id"
     assert episode.policy == world().policy and episode.task_id == tasks()[0].id and episode.trial == 1
-    assert (episode.model_base_url, episode.model) == ("http://127.0.0.1:8000/v1", "smol")
+    episode_id = episode.mcp_url.split("/episodes/")[1].split("/")[0]
+    assert episode.model == "smol"  # its model calls go through the episode's own proxy in front of the endpoint
+    assert episode.model_base_url.startswith("http://127.0.0.1:")
+    assert episode.model_base_url.endswith(f"/episodes/{episode_id}/v1")
+    from pipeline.programs.proxy import model_proxy
+
+    assert model_proxy("http://127.0.0.1:8000/v1").upstream == "http://127.0.0.1:8000/v1"
 
 
 # ---- episodes in flight -------------------------------------------------------------------------------------------
@@ -366,3 +372,26 @@ def test_a_call_through_the_hub_does_not_wait_out_a_delayed_ack():
     finally:
         hub.unregister(episode_id)
     assert statistics.median(took) < 0.03, f"median {statistics.median(took) * 1000:.0f} ms a call"
+
+
+# ---- the model proxy in front of the program's model --------------------------------------------------------------
+def test_a_programs_model_calls_are_recorded_in_its_trajectory():
+    from tests.programs.scripted_model import ScriptedModel, text
+
+    with ScriptedModel([text("I can help with that.")]) as model:
+        result = play(f"program:{HELPERS}:AsksModel,base_url={model.base_url},model=smol")
+    traj = result.trajectory
+    assert traj.model_calls and traj.model_calls[0]["messages"][0]["role"] == "user"
+    assert "latency_s" not in traj.without_timings().model_calls[0]  # reruns write the same bytes
+    assert any(m.role == "assistant" and m.content == "I can help with that." for m in traj.messages)
+    assert traj.agent_usage.prompt_tokens == 7 * len(traj.model_calls)  # the tokens the model reported
+    assert '"model_calls"' in traj.model_dump_json() and not result.verdict.infra_error
+
+
+def test_the_model_failing_is_infrastructure_not_the_programs_failure():
+    from tests.programs.scripted_model import ScriptedModel, status
+
+    with ScriptedModel([status(503, "overloaded")]) as model:
+        result = play(f"program:{HELPERS}:AsksModel,base_url={model.base_url},model=smol")
+    assert result.trajectory.infra_error and result.verdict.infra_error
+    assert "503" in (result.trajectory.error or "") or "overloaded" in (result.trajectory.error or "")
