@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pipeline.environment.memory import Environment
-from pipeline.errors import InputError
+from pipeline.errors import AgentloopError, InputError
 from pipeline.protocol import EnvironmentFactory, EnvironmentProtocol
 from pipeline.world import (
     Domain,
@@ -109,7 +109,14 @@ def _own_factory(spec: str, make: Callable[[str], Any], worlds: list[str]) -> tu
     names = list(dict.fromkeys(worlds))
 
     def factory(world: str) -> EnvironmentProtocol:
-        env = make(world)
+        try:
+            env = make(world)
+        except AgentloopError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the environment's own constructor: named, typed
+            raise EnvironmentReferenceError(
+                f"domain {spec!r}: making world {world!r} failed: {type(exc).__name__}: {exc}"
+            ) from None
         if not is_environment_factory(env):
             missing = [m for m in PROTOCOL_METHODS if not callable(getattr(env, m, None))]
             raise EnvironmentReferenceError(

@@ -79,6 +79,13 @@ def resolve_factory(spec: str, target: str) -> Callable[[], Any]:
         raise UnknownAgentError(
             f"agent {spec!r}: {target} is a {type(factory).__name__}, not a class or function making an AgentProgram"
         )
+    if isinstance(factory, type):
+        missing = [m for m in ("start", "respond", "close") if not callable(getattr(factory, m, None))]
+        if missing:
+            raise UnknownAgentError(
+                f"agent {spec!r}: class {factory.__name__} lacks {', '.join(missing)} of an AgentProgram"
+                " (start(episode), respond(text), close())"
+            )
     return factory
 
 

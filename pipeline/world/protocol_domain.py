@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import inspect
 import logging
 import threading
 import weakref
@@ -31,7 +32,7 @@ from typing import Any, cast
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_jsonable_python
 
-from pipeline.errors import InfrastructureError, InputError, WorldError
+from pipeline.errors import AgentloopError, InfrastructureError, InputError, WorldError
 from pipeline.protocol import (
     EnvironmentMetadata,
     EnvironmentProtocol,
@@ -44,7 +45,7 @@ from pipeline.protocol import (
 )
 from pipeline.world.domain import Domain
 from pipeline.world.schema_types import arguments_model, record_model
-from pipeline.world.tables import Session, World, WorldLoadError, dump_record
+from pipeline.world.tables import Session, World, WorldLoadError, dump_record, world_name
 from pipeline.world.tools import ToolError, ToolRegistry, ToolSpec
 
 log = logging.getLogger(__name__)
@@ -58,13 +59,34 @@ class CounterfactualError(WorldError, ValueError):
     """A world with records set otherwise was asked of an environment the loop reaches only through its functions."""
 
 
-class ProtocolError(WorldError, ValueError):
-    """An environment answered outside the protocol (a malformed model, a record its schema does not allow)."""
+class ProtocolError(InfrastructureError, ValueError):
+    """An environment answered outside the protocol (a malformed model, a record its schema does not allow): the
+    environment's fault, never the agent's."""
 
 
 def is_environment_factory(obj: Any) -> bool:
     """Whether `obj` is a class (or factory) of environments: it has the protocol's methods."""
     return all(callable(getattr(obj, name, None)) for name in PROTOCOL_METHODS)
+
+
+def missing_methods(obj: Any) -> list[str]:
+    """The protocol's methods `obj` lacks."""
+    return [name for name in PROTOCOL_METHODS if not callable(getattr(obj, name, None))]
+
+
+def takes_a_world(fn: Any) -> bool:
+    """Whether `fn` is a function of one required argument (a factory of environments, given the world's name)."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    required = [p for p in params if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(required) == 1
+
+
+class EnvironmentFaultError(InfrastructureError):
+    """An environment behind the protocol raised or answered outside it: not the agent's doing (the trial is
+    retried and excluded, as when a served environment answers 5xx)."""
 
 
 class ProtocolDomain(Domain):
@@ -138,6 +160,13 @@ class ProtocolDomain(Domain):
                         f" {self._metadata.world!r}; one domain's worlds share them"
                     )
                 return
+            for kinds, schemas, side in (
+                (meta.tool_kinds, meta.tools, "tool_kinds"),
+                (meta.user_tool_kinds, meta.user_tools, "user_tool_kinds"),
+            ):
+                named = {(s.get("function", s) or {}).get("name") for s in schemas if isinstance(s, dict)}
+                if unknown := sorted(set(kinds) - named):
+                    raise ProtocolError(f"domain {self.name!r}: get_metadata(): {side} names no tool {unknown[0]!r}")
             self._tables = {name: _record_type(name, t) for name, t in meta.tables.items()}
             self._user_tables = {name: _record_type(name, t) for name, t in meta.user_tables.items()}
             self._tools = self._registry(meta.tools, meta.tool_kinds, "assistant")
@@ -170,6 +199,10 @@ class ProtocolDomain(Domain):
         if self.worlds is not None and ref not in self.worlds:
             return None
         meta = self._metadata_of(ref)
+        if self.worlds is None and meta.world not in (ref, world_name(ref)):  # a reference read as its folder's name
+            raise ProtocolError(
+                f"domain {self.name!r}: world {ref!r} was asked for, but its get_metadata() says world {meta.world!r}"
+            )
         self._learn(meta)
         env = self._open(ref)
         try:
@@ -240,7 +273,9 @@ class ProtocolSession(Session):
         if self.episode is None:
             episode = self.world.domain._open(self.world.ref or self.world.name)
             weakref.finalize(self, _close_quietly, episode)
-            state = episode.init(task, authenticated_user_id=self.authenticated_user_id)
+            state = _calling(
+                self.world.domain.name, "init", episode.init, task, authenticated_user_id=self.authenticated_user_id
+            )
             self.episode = episode
             self.begin_call()
             self.mirror(_answer(EnvironmentState, state, f"{self.world.domain.name} init()"))
@@ -250,13 +285,18 @@ class ProtocolSession(Session):
     def call(self, name: str, side: str, arguments: dict) -> str:
         """Run one call in the episode (opened from the base world if it was not yet); its content, or ToolError."""
         episode = self.open(None)
-        result = _answer(
-            ToolResult, episode.run({"name": name, "arguments": arguments}, cast(Side, side)), f"run({name})"
+        ran = _calling(
+            self.world.domain.name,
+            f"run({name})",
+            episode.run,
+            {"name": name, "arguments": arguments},
+            cast(Side, side),
         )
+        result = _answer(ToolResult, ran, f"{self.world.domain.name} run({name})")
         if result.error:
             message = result.content.removeprefix(ERROR_PREFIX)
             raise ToolError(message, result.category or "precondition")
-        state = result.state if result.state is not None else episode.state()
+        state = result.state if result.state is not None else _calling(self.world.domain.name, "state", episode.state)
         self.mirror(_answer(EnvironmentState, state, f"{self.world.domain.name} state()"))
         return result.content
 
@@ -287,7 +327,11 @@ class ProtocolSession(Session):
         if self.episode is None or not self.world.domain.metadata.scores:
             return None
         reward = getattr(self.episode, "reward", None)
-        return _answer(Reward, reward(), f"{self.world.domain.name} reward()").reward if reward is not None else None
+        if reward is None:
+            return None
+        return _answer(
+            Reward, _calling(self.world.domain.name, "reward", reward), f"{self.world.domain.name} reward()"
+        ).reward
 
     def close(self) -> None:
         if self.episode is not None:
@@ -338,6 +382,16 @@ def _answer(model: type[BaseModel], value: Any, what: str) -> Any:
         first = exc.errors()[0]
         field = ".".join(map(str, first["loc"])) or model.__name__
         raise ProtocolError(f"{what}: field {field}: {first['msg']} (expected a {model.__name__})") from None
+
+
+def _calling(domain: str, what: str, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """`method(*args, **kwargs)` of an environment; what it raises beyond the loop's own errors is its fault, typed."""
+    try:
+        return method(*args, **kwargs)
+    except AgentloopError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the environment's own code: named, typed, never the agent's
+        raise EnvironmentFaultError(f"environment {domain!r}: {what} raised {type(exc).__name__}: {exc}") from exc
 
 
 def _close_quietly(episode: EnvironmentProtocol) -> None:

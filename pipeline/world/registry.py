@@ -14,13 +14,20 @@ from __future__ import annotations
 
 import copyreg
 import importlib
+import inspect
 import json
 from functools import lru_cache
 from pathlib import Path
 
 from pipeline.errors import InputError
 from pipeline.world.domain import Domain
-from pipeline.world.protocol_domain import ProtocolDomain, is_environment_factory
+from pipeline.world.protocol_domain import (
+    PROTOCOL_METHODS,
+    ProtocolDomain,
+    is_environment_factory,
+    missing_methods,
+    takes_a_world,
+)
 from pipeline.world.tables import World, WorldLoadError
 from pipeline.world.without_kit import WithoutKit
 
@@ -57,6 +64,8 @@ def resolve_domain(spec: str) -> Domain:
         raise UnknownDomainError(
             f"unknown domain {spec!r}: expected one of {sorted(BUILTIN_DOMAINS)} or module:attribute"
         )
+    if attr.isdigit():  # HOST:PORT without its scheme
+        raise UnknownDomainError(f"unknown domain {spec!r}: a served environment is named by its URL, http://{spec}")
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
@@ -67,10 +76,18 @@ def resolve_domain(spec: str) -> Domain:
         obj = getattr(module, attr)
     except AttributeError:
         raise UnknownDomainError(f"domain {spec!r}: module {module_name!r} has no attribute {attr!r}") from None
-    if is_environment_factory(obj):  # an environment of your own behind the six functions
+    own = is_environment_factory(obj) or (
+        callable(obj) and not inspect.isclass(obj) and not isinstance(obj, Domain) and takes_a_world(obj)
+    )
+    if own:  # an environment of your own behind the six functions: its class, or a function of the world's name
         adapted = ProtocolDomain(obj, target)
         copyreg.pickle(ProtocolDomain, _reduce_domain)
         return adapted
+    if inspect.isclass(obj) and not issubclass(obj, Domain) and len(missing_methods(obj)) < len(PROTOCOL_METHODS):
+        raise UnknownDomainError(
+            f"domain {spec!r}: class {obj.__name__} is neither a Domain nor an environment (it lacks"
+            f" {', '.join(missing_methods(obj))} of the environment protocol)"
+        )
     if not isinstance(obj, Domain) and callable(obj):
         try:
             obj = obj()

@@ -3,7 +3,7 @@ environments that misbehave in the ways an environment can."""
 
 from __future__ import annotations
 
-from examples.library import Library
+from examples.library import Library  # noqa: F401 - the tests name it through this module
 from pipeline.environment import Environment
 from pipeline.errors import InfrastructureError
 

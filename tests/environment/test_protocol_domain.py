@@ -136,3 +136,48 @@ def test_every_tau2_gold_through_the_protocol_reaches_the_in_process_end_state(n
     assert isinstance(served.domain, ProtocolDomain) and served.fingerprint == native.fingerprint
     assert len(tasks) in (114, 50)
     assert [expected_state(served, t).hash for t in tasks] == [expected_state(native, t).hash for t in tasks]
+
+
+class _NoQuery:
+    def __init__(self, world):
+        pass
+
+    def get_metadata(self):
+        return {}
+
+    def init(self, task=None, *, authenticated_user_id=None):
+        return {}
+
+
+class _InitRaises(protocol_fixtures.Library):
+    def init(self, task=None, *, authenticated_user_id=None):
+        raise RuntimeError("database connection lost")
+
+
+class _OtherWorld(protocol_fixtures.Library):
+    def get_metadata(self):
+        return {**super().get_metadata(), "world": "library-1"}
+
+
+def make_library(world):
+    return protocol_fixtures.Library(world)
+
+
+def test_a_careless_environment_is_one_line_never_the_agents_failure(monkeypatch):
+    import sys
+
+    from pipeline.world.protocol_domain import EnvironmentFaultError
+    from pipeline.world.registry import UnknownDomainError
+
+    here = sys.modules[__name__]
+    assert isinstance(resolve_domain(f"{__name__}:make_library"), ProtocolDomain)  # a function of the world's name
+    with pytest.raises(UnknownDomainError, match=r"_NoQuery is neither a Domain nor an environment .*lacks run"):
+        resolve_domain(f"{__name__}:_NoQuery")
+    with pytest.raises(UnknownDomainError, match=r"by its URL, http://127\.0\.0\.1:8765"):
+        resolve_domain("127.0.0.1:8765")
+    with pytest.raises(ProtocolError, match=r"asked for, but its get_metadata\(\) says world 'library-1'"):
+        load_world("library-0", f"{__name__}:_OtherWorld")
+    world = load_world("library-0", f"{__name__}:_InitRaises")
+    with pytest.raises(EnvironmentFaultError, match="init raised RuntimeError: database connection lost"):
+        execute(world.session(), "get_book", {"book_id": "b0"})
+    assert here  # the module's own classes are what the specs name
