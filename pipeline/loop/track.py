@@ -133,7 +133,8 @@ def _track_and_promote(p: Params, lock_path: Path) -> dict[str, Any]:
         allowed = os.environ.get("AGENTLOOP_PROMOTE", "on") != "off"
         with tracker.stage("promote", params=sections["promote"], about=about("promote")) as run:
             if decision.promote and allowed:
-                promote(version, decision.model_dump(mode="json"), tracker=tracker, gated_against=_gated_against(p))
+                against = gated_against_version(p)
+                promote(version, decision.model_dump(mode="json"), tracker=tracker, gated_against=against)
             # What the registry says now, not what this process meant to do: a rerun after a kill that landed
             # after the alias moved writes the same record as a run that was never killed.
             champion = champion_version(config)
@@ -163,7 +164,7 @@ def _track_and_promote(p: Params, lock_path: Path) -> dict[str, Any]:
     return {**record, **where}
 
 
-def _gated_against(p: Params) -> Any:
+def gated_against_version(p: Params) -> Any:
     """The champion's version this iteration was gated against (its baseline, fetched from alias `champion`), so
     promote moves `champion` only if it still points there; UNCHECKED for a baseline not taken from `champion`."""
     from pipeline.tracking import UNCHECKED
