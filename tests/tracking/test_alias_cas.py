@@ -174,3 +174,47 @@ def test_the_advisory_lock_serialises_processes_sessions(postgres_url, monkeypat
             pass
     with psycopg.connect(postgres_url, autocommit=True) as other:
         assert other.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0] is True
+
+
+RACER = """
+import sys, time
+from pipeline.tracking import PromotionOvertaken, TrackingConfig, promote
+config = TrackingConfig(tracking_uri=sys.argv[1])
+version, against, start = sys.argv[2], sys.argv[3], float(sys.argv[4])
+time.sleep(max(0.0, start - time.time()))
+try:
+    promote(version, {"promote": True, "interval": [0.1, 0.2], "reasons": ["pass"]}, config=config,
+            gated_against=against)
+    print("moved")
+except PromotionOvertaken as exc:
+    print("overtaken:", exc)
+"""
+
+
+@pytest.mark.slow
+def test_two_processes_racing_under_the_advisory_lock(tracking, tmp_path, postgres_url):
+    """Two processes, each promoting its own version at the same instant, the lock a PostgreSQL advisory lock."""
+    import os
+    import subprocess
+    import sys
+
+    v1 = _register(tracking, 1, _checkpoint(tmp_path, "1"))
+    promote(v1, PASS, config=tracking)
+    v2, v3 = _register(tracking, 2, _checkpoint(tmp_path, "2")), _register(tracking, 2, _checkpoint(tmp_path, "3"))
+    env = {**os.environ, LOCK_URL_ENV: postgres_url}
+    start = time.time() + 8  # both processes imported and waiting by then
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", RACER, tracking.tracking_uri, v, v1, str(start)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for v in (v2, v3)
+    ]
+    outs = [p.communicate(timeout=120) for p in procs]
+    said = sorted(out.strip().splitlines()[-1].split(":")[0] for out, _ in outs)
+    assert said == ["moved", "overtaken"], outs
+    winner = (v2, v3)[[out.strip().endswith("moved") for out, _ in outs].index(True)]
+    assert champion_version(tracking) == winner
