@@ -57,7 +57,7 @@ class LiveEngine:
         return self._live.model
 
     @property
-    def context(self) -> int:  # type: ignore[override]
+    def context(self) -> int:
         return self._live.engine.context
 
     @property

@@ -129,3 +129,19 @@ def test_a_registered_model_is_named_by_alias_or_version():
     for bad in ("models:/agentloop-agent", "models:/a@b/3", "models:/a/0", "models:/@prod"):
         with pytest.raises(InputError, match="expected models:/NAME@ALIAS or models:/NAME/VERSION"):
             parse_registered(bad)
+
+
+def test_serving_an_alias_that_cannot_be_served_is_one_line(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from pipeline.cli import app
+
+    runner = CliRunner()
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:1")
+    out = runner.invoke(app, ["serve", "--model", "models:/agentloop-agent@production"])
+    assert out.exit_code == 2 and "error: MLflow at http://127.0.0.1:1 is not reachable" in out.output
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlruns.db'}")
+    out = runner.invoke(app, ["serve", "--model", "models:/agentloop-agent@production"])
+    assert out.exit_code == 2 and "agentloop-agent has no alias production in sqlite:///" in out.output
+    out = runner.invoke(app, ["serve", "--model", "models:/agentloop-agent"])
+    assert out.exit_code == 2 and "expected models:/NAME@ALIAS" in out.output
