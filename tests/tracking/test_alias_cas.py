@@ -13,6 +13,7 @@ from pipeline.tracking import (
     UNCHECKED,
     IterationTracker,
     PromotionOvertaken,
+    TrackingConfig,
     champion_version,
     promote,
     register_checkpoint,
@@ -36,6 +37,21 @@ def _register(config, n: int, ckpt: Path) -> str:
         return register_checkpoint(it, ckpt)
 
 
+@pytest.fixture
+def slow_reads(monkeypatch):
+    """A wide window between reading an alias and moving it: without the lock both racers would move it."""
+    from mlflow import MlflowClient
+
+    read = MlflowClient.get_model_version_by_alias
+
+    def slow(self, *args, **kwargs):
+        got = read(self, *args, **kwargs)
+        time.sleep(0.3)
+        return got
+
+    monkeypatch.setattr(MlflowClient, "get_model_version_by_alias", slow)
+
+
 def _race(config, versions: list[str], gated_against: str | None) -> dict[str, object]:
     """Each version promoted from its own thread, all released at once; what each got (None: it moved)."""
     barrier = threading.Barrier(len(versions))
@@ -57,7 +73,7 @@ def _race(config, versions: list[str], gated_against: str | None) -> dict[str, o
     return got
 
 
-def test_two_promotions_gated_against_one_champion_exactly_one_moves(tracking, tmp_path):
+def test_two_promotions_gated_against_one_champion_exactly_one_moves(tracking, tmp_path, slow_reads):
     client = tracking.client()
     v1 = _register(tracking, 1, _checkpoint(tmp_path, "1"))
     promote(v1, PASS, config=tracking)
@@ -80,7 +96,7 @@ def test_two_promotions_gated_against_one_champion_exactly_one_moves(tracking, t
     assert "agentloop.promoted_over" not in versions[loser].tags
 
 
-def test_first_promotions_racing_with_no_champion_one_moves(tracking, tmp_path):
+def test_first_promotions_racing_with_no_champion_one_moves(tracking, tmp_path, slow_reads):
     v1, v2 = _register(tracking, 1, _checkpoint(tmp_path, "a")), _register(tracking, 1, _checkpoint(tmp_path, "b"))
     got = _race(tracking, [v1, v2], gated_against=None)
     assert sorted(exc is None for exc in got.values()) == [False, True]
@@ -178,7 +194,14 @@ def test_the_advisory_lock_serialises_processes_sessions(postgres_url, monkeypat
 
 RACER = """
 import sys, time
+from mlflow import MlflowClient
 from pipeline.tracking import PromotionOvertaken, TrackingConfig, promote
+read = MlflowClient.get_model_version_by_alias
+def slow_read(self, *args, **kwargs):  # a wide window between reading the alias and moving it
+    got = read(self, *args, **kwargs)
+    time.sleep(1)
+    return got
+MlflowClient.get_model_version_by_alias = slow_read
 config = TrackingConfig(tracking_uri=sys.argv[1])
 version, against, start = sys.argv[2], sys.argv[3], float(sys.argv[4])
 time.sleep(max(0.0, start - time.time()))
@@ -191,30 +214,55 @@ except PromotionOvertaken as exc:
 """
 
 
-@pytest.mark.slow
-def test_two_processes_racing_under_the_advisory_lock(tracking, tmp_path, postgres_url):
-    """Two processes, each promoting its own version at the same instant, the lock a PostgreSQL advisory lock."""
+def _race_processes(config: TrackingConfig, versions: list[str], against: str, lock_url: str) -> dict[str, str]:
+    """Each version promoted by its own process at the same instant; what each printed last."""
     import os
     import subprocess
     import sys
 
-    v1 = _register(tracking, 1, _checkpoint(tmp_path, "1"))
-    promote(v1, PASS, config=tracking)
-    v2, v3 = _register(tracking, 2, _checkpoint(tmp_path, "2")), _register(tracking, 2, _checkpoint(tmp_path, "3"))
-    env = {**os.environ, LOCK_URL_ENV: postgres_url}
+    env = {**os.environ, LOCK_URL_ENV: lock_url}
     start = time.time() + 8  # both processes imported and waiting by then
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", RACER, tracking.tracking_uri, v, v1, str(start)],
+    procs = {
+        v: subprocess.Popen(
+            [sys.executable, "-c", RACER, config.tracking_uri, v, against, str(start)],
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
-        for v in (v2, v3)
-    ]
-    outs = [p.communicate(timeout=120) for p in procs]
-    said = sorted(out.strip().splitlines()[-1].split(":")[0] for out, _ in outs)
-    assert said == ["moved", "overtaken"], outs
-    winner = (v2, v3)[[out.strip().endswith("moved") for out, _ in outs].index(True)]
-    assert champion_version(tracking) == winner
+        for v in versions
+    }
+    outs = {v: p.communicate(timeout=180) for v, p in procs.items()}
+    return {v: (out.strip().splitlines() or [err.strip()[-500:]])[-1] for v, (out, err) in outs.items()}
+
+
+def _one_moved(config: TrackingConfig, said: dict[str, str]) -> None:
+    assert sorted(line.split(":")[0] for line in said.values()) == ["moved", "overtaken"], said
+    winner = next(v for v, line in said.items() if line == "moved")
+    assert champion_version(config) == winner
+    versions = {str(mv.version): mv.tags for mv in config.client().search_model_versions("name = 'agentloop-agent'")}
+    assert len(versions) == 3 and sum("agentloop.promoted_over" in tags for tags in versions.values()) == 2
+
+
+@pytest.mark.slow
+def test_two_processes_racing_under_the_advisory_lock(tracking, tmp_path, postgres_url):
+    """Two processes, each promoting its own version at the same instant, the lock a PostgreSQL advisory lock."""
+    v1 = _register(tracking, 1, _checkpoint(tmp_path, "1"))
+    promote(v1, PASS, config=tracking)
+    v2, v3 = _register(tracking, 2, _checkpoint(tmp_path, "2")), _register(tracking, 2, _checkpoint(tmp_path, "3"))
+    _one_moved(tracking, _race_processes(tracking, [v2, v3], v1, postgres_url))
+
+
+@pytest.mark.slow
+def test_two_processes_racing_through_a_tracking_server(tmp_path, mlflow_template, postgres_url, monkeypatch):
+    """The team's shape: clients of an `mlflow server` (artifacts served by it), the lock in PostgreSQL."""
+    from tests.tracking.server import serve_mlflow
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    with serve_mlflow(tmp_path / "server", mlflow_template) as url:
+        config = TrackingConfig(tracking_uri=url)
+        monkeypatch.setenv(LOCK_URL_ENV, postgres_url)
+        v1 = _register(config, 1, _checkpoint(tmp_path, "1"))
+        promote(v1, PASS, config=config)
+        v2, v3 = _register(config, 2, _checkpoint(tmp_path, "2")), _register(config, 2, _checkpoint(tmp_path, "3"))
+        _one_moved(config, _race_processes(config, [v2, v3], v1, postgres_url))
