@@ -2,12 +2,15 @@
 
 `--model` is a checkpoint directory, or a registered model: `models:/NAME@ALIAS` (the version the alias points
 at, followed when it moves) or `models:/NAME/VERSION` (that version, fixed). A registered version's files are
-downloaded through MLflow (MLFLOW_TRACKING_URI, digest checked) into a temporary folder per version.
+downloaded through MLflow (MLFLOW_TRACKING_URI, digest checked) into a temporary folder per version, removed
+once another version has replaced it (and all of them at exit).
 """
 
 from __future__ import annotations
 
+import atexit
 import re
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -101,7 +104,8 @@ def _registered_engine(model: str, name: str | None, poll_interval: float, **loa
 
     registered, alias, fixed = parse_registered(model)
     config = TrackingConfig(model_name=registered)
-    cache = Path(tempfile.mkdtemp(prefix="agentloop-serve-"))  # a folder per version, gone with the machine's /tmp
+    cache = Path(tempfile.mkdtemp(prefix="agentloop-serve-"))  # a folder per version, removed at exit
+    atexit.register(shutil.rmtree, cache, ignore_errors=True)
     served = name or registered
 
     def resolve() -> str | None:
@@ -122,6 +126,10 @@ def _registered_engine(model: str, name: str | None, poll_interval: float, **loa
     engine, live_name = load(version)
     live = LiveEngine(served, engine, version, live_name)
     if alias:
-        AliasWatcher(live, resolve, load, interval_s=poll_interval).start()
+
+        def forget(old, new) -> None:  # the old version's files: its weights are in memory (or mapped) already
+            shutil.rmtree(cache / old.version, ignore_errors=True)
+
+        AliasWatcher(live, resolve, load, interval_s=poll_interval, on_swap=forget).start()
         console.print(f"{served}: {live_name} (following {alias}, checked every {poll_interval:g} s)")
     return live

@@ -64,14 +64,15 @@ def test_serve_follows_the_alias_without_dropping_requests(tracking, tmp_path):
             env=env,
             cwd=tmp_path,
         )
-    replies: list[tuple[float, int, str]] = []
+    replies: list[tuple[float, float, int, str]] = []  # (sent, answered, status, model)
     stop = threading.Event()
 
     def client() -> None:
         with httpx.Client(timeout=60) as http:
             while not stop.is_set():
+                sent = time.time()
                 r = http.post(f"{url}/v1/chat/completions", json=REQUEST)
-                replies.append((time.time(), r.status_code, r.json().get("model", r.text)))
+                replies.append((sent, time.time(), r.status_code, r.json().get("model", r.text)))
 
     try:
         wait_until_up(proc, f"{url}/health", 120, "agentloop serve", log=log)
@@ -84,6 +85,7 @@ def test_serve_follows_the_alias_without_dropping_requests(tracking, tmp_path):
             _wait_for(url, v2)
             moved = time.time()
             time.sleep(1)
+            rolling = time.time()
             rollback(config=tracking)
             _wait_for(url, v1)
             back = time.time()
@@ -93,11 +95,11 @@ def test_serve_follows_the_alias_without_dropping_requests(tracking, tmp_path):
         stop.set()
         proc.terminate()
         proc.wait(timeout=30)
-    assert replies and all(status == 200 for _, status, _ in replies), [r for r in replies if r[1] != 200][:3]
-    models = [m for _, _, m in replies]
+    assert replies and all(status == 200 for *_, status, _ in replies), [r for r in replies if r[2] != 200][:3]
+    models = [m for *_, m in replies]
     assert f"agentloop-agent/{v2}" in models and f"agentloop-agent/{v1}" in models
-    # a request that began after the server reported a version was answered by it (a 0.5 s margin: a request
-    # sent just before the report may have begun on the version before)
-    assert {m for t, _, m in replies if moved + 0.5 < t < back} == {f"agentloop-agent/{v2}"}
-    assert {m for t, _, m in replies if t > back + 0.5} == {f"agentloop-agent/{v1}"}
+    # a request sent after the server reported a version, and answered before the next move began, was answered
+    # by that version
+    assert {m for sent, done, _, m in replies if sent > moved and done < rolling} == {f"agentloop-agent/{v2}"}
+    assert {m for sent, _, _, m in replies if sent > back} == {f"agentloop-agent/{v1}"}
     assert "following production" in log.read_text()
