@@ -1,4 +1,5 @@
-"""`agentloop model`: record how an outside checkpoint is prompted and read, before its first use."""
+"""`agentloop model`: record how an outside checkpoint is prompted and read, before its first use; move a
+deployment alias of the registry (`deploy`) and move it back (`rollback`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ from rich.markup import escape
 from pipeline.cli.console import console
 from pipeline.errors import InputError
 
-app = typer.Typer(help="Models: import an outside checkpoint, list chat formats.", no_args_is_help=True)
+app = typer.Typer(
+    help="Models: import an outside checkpoint, list chat formats, deploy a registered version and roll it back.",
+    no_args_is_help=True,
+)
 
 
 @app.command("import")
@@ -84,3 +88,33 @@ def formats_cmd() -> None:
     import pipeline.formats as formats
 
     typer.echo(formats.__doc__.split("\n\n", 1)[1].rstrip())
+
+
+@app.command("deploy")
+def deploy_cmd(
+    alias: str = typer.Option("production", help="The deployment alias to move (`agentloop serve` follows it)."),
+    version: str = typer.Option(None, help="The registered version to deploy (default: the champion's)."),
+    model_name: str = typer.Option("agentloop-agent", "--model-name", help="The registered model."),
+) -> None:
+    """Point a deployment alias at a registered version (default: the champion), recording the version it replaces
+    so `agentloop model rollback` moves it back. The registry is MLFLOW_TRACKING_URI's."""
+    from pipeline.tracking import TrackingConfig, deploy
+
+    moved = deploy(alias, version, TrackingConfig(model_name=model_name))
+    was = moved["previous"]
+    if was == moved["version"]:
+        typer.echo(f"{model_name} {alias}: already version {was}; nothing moved")
+    else:
+        typer.echo(f"{model_name} {alias}: version {moved['version']} (was {was or 'unset'})")
+
+
+@app.command("rollback")
+def rollback_cmd(
+    alias: str = typer.Option("production", help="The deployment alias to move back."),
+    model_name: str = typer.Option("agentloop-agent", "--model-name", help="The registered model."),
+) -> None:
+    """Move a deployment alias back to the version it pointed at before the current one (again: one further back)."""
+    from pipeline.tracking import TrackingConfig, rollback
+
+    moved = rollback(alias, TrackingConfig(model_name=model_name))
+    typer.echo(f"{model_name} {alias}: rolled back to version {moved['version']} (was {moved['previous']})")

@@ -2,6 +2,9 @@
 
 AGENTLOOP_PROMOTE=off (set by CI on pull requests) records everything but never moves `champion`. Only the
 gate's outcome "promote" moves it; "block" and "inconclusive" are recorded (gate_outcome in promotion.json).
+The move is compare-and-set: an iteration whose baseline was the champion promotes only while `champion` still
+points at that version; when another run moved it meanwhile, the stage stops with PromotionOvertaken (the
+candidate stays registered, `champion` untouched) and a rerun gates against the new champion.
 
 Each DVC stage runs in its own process, so tracking happens once, at the end, from the stages' outputs: one
 parent run per iteration (keyed by iteration and params, so a rerun with the same params resumes it; named,
@@ -22,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.loop import paths
-from pipeline.loop.agentref import agent_label, packaged, read_agent_spec
+from pipeline.loop.agentref import AGENT_FILE, agent_label, packaged, read_agent_spec
 from pipeline.loop.history import current_headline, tracking_config
 from pipeline.loop.params import Params
 from pipeline.loop.track_inputs import LoopData, StageTimes, about
@@ -130,7 +133,8 @@ def _track_and_promote(p: Params, lock_path: Path) -> dict[str, Any]:
         allowed = os.environ.get("AGENTLOOP_PROMOTE", "on") != "off"
         with tracker.stage("promote", params=sections["promote"], about=about("promote")) as run:
             if decision.promote and allowed:
-                promote(version, decision.model_dump(mode="json"), tracker=tracker)
+                against = gated_against_version(p)
+                promote(version, decision.model_dump(mode="json"), tracker=tracker, gated_against=against)
             # What the registry says now, not what this process meant to do: a rerun after a kill that landed
             # after the alias moved writes the same record as a run that was never killed.
             champion = champion_version(config)
@@ -158,6 +162,16 @@ def _track_and_promote(p: Params, lock_path: Path) -> dict[str, Any]:
     # The store's own ids differ on every machine: kept out of the tracked record, so a rerun leaves git clean.
     atomic_write(paths.TRACKING, json.dumps(where, indent=2, sort_keys=True) + "\n")
     return {**record, **where}
+
+
+def gated_against_version(p: Params) -> Any:
+    """The champion's version this iteration was gated against (its baseline, fetched from alias `champion`), so
+    promote moves `champion` only if it still points there; UNCHECKED for a baseline not taken from `champion`."""
+    from pipeline.tracking import UNCHECKED
+
+    if p.baseline.source != "champion":
+        return UNCHECKED
+    return str(_json(paths.BASELINE_MODEL / AGENT_FILE).get("version") or "") or UNCHECKED
 
 
 def _log_inputs(p: Params, tracker, stage, sections: dict[str, Any], data: LoopData, st: StageTimes, summary) -> None:

@@ -2,5 +2,6 @@
 
 from pipeline.serve.app import create_app, serve
 from pipeline.serve.engine import CheckpointEngine, GenerationParams, load_engine
+from pipeline.serve.live import AliasWatcher, LiveEngine
 
-__all__ = ["CheckpointEngine", "GenerationParams", "create_app", "load_engine", "serve"]
+__all__ = ["AliasWatcher", "CheckpointEngine", "GenerationParams", "LiveEngine", "create_app", "load_engine", "serve"]

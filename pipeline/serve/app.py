@@ -74,7 +74,6 @@ def create_app(
     app = FastAPI(title="agentloop serve", version="1")
     app.add_middleware(Guard, api_key=api_key, max_bytes=max_request_bytes)
     limiter = Limiter(max_concurrency)
-    token_bytes = getattr(engine, "max_token_bytes", None)
     _error_handlers(app)
     common = (401, 405, 408, 413, 503)
 
@@ -82,12 +81,17 @@ def create_app(
     def health() -> dict[str, str]:
         return {"status": "ok", "model": engine.name}
 
-    @app.get("/v1/models", response_model=ModelList, responses=errors(*common))
+    @app.get("/v1/models", response_model=ModelList, response_model_exclude_none=True, responses=errors(*common))
     def models() -> dict[str, Any]:
-        return {
-            "object": "list",
-            "data": [{"id": engine.name, "object": "model", "owned_by": "agentloop", "max_model_len": engine.context}],
+        card: dict[str, Any] = {
+            "id": engine.name,
+            "object": "model",
+            "owned_by": "agentloop",
+            "max_model_len": engine.context,
         }
+        if (version := getattr(engine, "version", None)) is not None:  # a registry alias: which version is live
+            card.update(version=version, root=engine.live_model)  # type: ignore[attr-defined]
+        return {"object": "list", "data": [card]}
 
     @app.post(
         "/v1/chat/completions",
@@ -96,7 +100,7 @@ def create_app(
         responses=errors(400, 404, *common),
     )
     def chat(req: ChatRequest) -> dict[str, Any]:
-        raw = _check_request(req, engine, token_bytes)
+        raw = _check_request(req, engine, getattr(engine, "max_token_bytes", None))
         try:
             messages = [message_from_openai(m) for m in raw]
         except ValidationError as exc:
@@ -117,7 +121,9 @@ def create_app(
             except PromptTooLongError as exc:
                 raise APIError(400, str(exc), code="context_length_exceeded") from None
         log.info("%d+%d tokens in %.3fs", gen.prompt_tokens, gen.completion_tokens, time.perf_counter() - t0)
-        return _completion(engine.name, gen, token_ids=(req.model_extra or {}).get("return_token_ids") is True)
+        return _completion(
+            gen.model or engine.name, gen, token_ids=(req.model_extra or {}).get("return_token_ids") is True
+        )
 
     _documented_errors(app)
     return app
@@ -145,7 +151,7 @@ def _error_handlers(app: FastAPI) -> None:
 def _check_request(req: ChatRequest, engine: Engine, token_bytes: int | None) -> list[dict[str, Any]]:
     """Refuse, before the generation slot, what this server cannot answer: another model, streaming, n > 1,
     text that is not Unicode, a conversation whose text alone cannot fit the context; returns the messages."""
-    if req.model != engine.name:
+    if req.model != engine.name and req.model != getattr(engine, "live_model", None):
         raise APIError(
             404, f"The model `{req.model}` does not exist; this server has `{engine.name}`.", code="model_not_found"
         )

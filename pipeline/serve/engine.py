@@ -44,6 +44,8 @@ class Generation:
     """The prompt's token ids as the engine rendered them (None: an engine that does not say)."""
     completion_ids: list[int] | None = None
     """The token ids sampled, in order, the stop token included (None: an engine that does not say)."""
+    model: str | None = None
+    """What the reply names as its model (None: the served name); a live engine names the version that answered."""
 
 
 class Engine(Protocol):

@@ -32,6 +32,12 @@ class ModelCard(BaseModel):
     object: Literal["model"] = "model"
     owned_by: str
     max_model_len: int = Field(description="The model's context in tokens.")
+    version: str | None = Field(
+        default=None, description="Served from a registry alias: the registered version live now."
+    )
+    root: str | None = Field(
+        default=None, description="Served from a registry alias: the live version's name, as replies name it."
+    )
 
 
 class ModelList(BaseModel):

@@ -94,30 +94,133 @@ def register_checkpoint(
     return str(mv.version)
 
 
+class PromotionOvertaken(TrackingError, RuntimeError):
+    """`champion` moved while this run trained: it no longer points at the version the run was gated against."""
+
+    def __init__(self, message: str, current: str | None) -> None:
+        super().__init__(message)
+        self.current = current
+
+
+class _Unchecked:
+    def __repr__(self) -> str:
+        return "UNCHECKED"
+
+
+UNCHECKED: Any = _Unchecked()
+"""`gated_against` for a promotion that was not gated against the champion (it moves whatever is there)."""
+
+
 def promote(
     version: str | int,
     decision: Mapping[str, Any],
     *,
     config: TrackingConfig | None = None,
     tracker: IterationTracker | None = None,
+    gated_against: str | None = UNCHECKED,
 ) -> None:
-    """Move alias `champion` to ``version``; refuses unless ``decision`` is a gate decision with promote = true."""
+    """Move alias `champion` to ``version``; refuses unless ``decision`` is a gate decision with promote = true.
+
+    The move is compare-and-set (`pipeline.tracking.aliaslock`): under the registry's lock the alias is read again,
+    and when ``gated_against`` is given (the champion's version the gate measured against, None for "there was
+    none") and the champion is no longer that version, nothing moves: PromotionOvertaken names both versions
+    (the run stops; a rerun gates against the new champion)."""
+    from pipeline.tracking.aliaslock import registry_lock
+
     gate = GateRecord.parse(decision)
     if not gate.promote:
         raise PromotionRefused(f"gate blocked version {version}: {'; '.join(gate.reasons) or 'no reason given'}")
     config = config or (tracker.config if tracker else TrackingConfig())
     client = tracker.client if tracker else config.client()
-    previous = _alias_version(client, config.model_name, CHAMPION)
-    if previous == str(version):
-        if tracker is not None:
-            tracker.set_tags({"agentloop.promoted_version": str(version)})
-        log.info("%s version %s is already %s; nothing to move", config.model_name, version, CHAMPION)
-        return
-    client.set_registered_model_alias(config.model_name, CHAMPION, str(version))
-    client.set_model_version_tag(config.model_name, str(version), "agentloop.promoted_over", previous or "none")
+    with registry_lock(config.tracking_uri, config.model_name) as held:
+        previous = _alias_version(client, config.model_name, CHAMPION)
+        if previous == str(version):
+            if tracker is not None:
+                tracker.set_tags({"agentloop.promoted_version": str(version)})
+            log.info("%s version %s is already %s; nothing to move", config.model_name, version, CHAMPION)
+            return
+        if gated_against is not UNCHECKED and previous != (None if gated_against is None else str(gated_against)):
+            if tracker is not None:
+                tracker.set_tags({"agentloop.overtaken_by": previous or "none"})
+            raise PromotionOvertaken(
+                f"{config.model_name} {CHAMPION} moved while this run trained: it is version {previous}, this run was"
+                f" gated against {'no champion' if gated_against is None else f'version {gated_against}'};"
+                f" version {version} is registered but not promoted (rerun to gate it against version {previous})",
+                previous,
+            )
+        client.set_registered_model_alias(config.model_name, CHAMPION, str(version))
+        client.set_model_version_tag(config.model_name, str(version), "agentloop.promoted_over", previous or "none")
     if tracker is not None:
         tracker.set_tags({"agentloop.promoted_version": str(version)})
-    log.info("promoted %s version %s to %s (was %s)", config.model_name, version, CHAMPION, previous)
+    log.info("promoted %s version %s to %s (was %s; %s)", config.model_name, version, CHAMPION, previous, held)
+
+
+PRODUCTION = "production"
+DEPLOYED_OVER = "agentloop.deployed_over."
+"""Tag prefix on a version: ``agentloop.deployed_over.ALIAS`` = the version ALIAS pointed at before it (or "none")."""
+
+
+class DeployError(TrackingError, RuntimeError):
+    """A deployment alias cannot move as asked (no such version, nothing to roll back to)."""
+
+
+def _check_alias_name(alias: str) -> None:
+    if alias in (CHAMPION, CHALLENGER):
+        raise DeployError(f"--alias {alias}: moved by the loop itself (promote, register); deploy another alias")
+    if not alias or not alias.replace("-", "").replace("_", "").isalnum():
+        raise DeployError(f"--alias {alias!r}: expected letters, digits, '-' or '_'")
+
+
+def deploy(alias: str = PRODUCTION, version: str | int | None = None, config: TrackingConfig | None = None) -> dict:
+    """Move ``alias`` to ``version`` (default: the champion's), recording on that version the one it replaces, so
+    `rollback` can move it back; returns {"alias", "version", "previous"} (previous None: it was unset).
+
+    Under the registry's lock, like every alias move. Deploying the version already there moves nothing."""
+    from pipeline.tracking.aliaslock import registry_lock
+    from pipeline.tracking.bounds import check_reachable, tracking_errors
+
+    _check_alias_name(alias)
+    config = config or TrackingConfig()
+    check_reachable(config.tracking_uri)
+    with tracking_errors(config.tracking_uri):
+        client = config.client()
+        target, _ = resolve_version(CHAMPION if version is None else version, config)
+        with registry_lock(config.tracking_uri, config.model_name):
+            previous = _alias_version(client, config.model_name, alias)
+            if previous != target:
+                client.set_model_version_tag(config.model_name, target, DEPLOYED_OVER + alias, previous or "none")
+                client.set_registered_model_alias(config.model_name, alias, target)
+    log.info("%s %s: version %s (was %s)", config.model_name, alias, target, previous)
+    return {"alias": alias, "version": target, "previous": previous}
+
+
+def rollback(alias: str = PRODUCTION, config: TrackingConfig | None = None) -> dict:
+    """Move ``alias`` back to the version it pointed at before its current one (recorded by `deploy`); a second
+    rollback goes one further back. Returns {"alias", "version", "previous"} (previous: the version left)."""
+    from pipeline.tracking.aliaslock import registry_lock
+    from pipeline.tracking.bounds import check_reachable, tracking_errors
+
+    _check_alias_name(alias)
+    config = config or TrackingConfig()
+    check_reachable(config.tracking_uri)
+    with tracking_errors(config.tracking_uri):
+        client = config.client()
+        with registry_lock(config.tracking_uri, config.model_name):
+            current = _alias_version(client, config.model_name, alias)
+            if current is None:
+                raise DeployError(
+                    f"{config.model_name} has no alias {alias} in {config.tracking_uri}: nothing deployed"
+                )
+            mv = client.get_model_version(config.model_name, current)
+            before = (mv.tags or {}).get(DEPLOYED_OVER + alias)
+            if not before or before == "none":
+                raise DeployError(
+                    f"{config.model_name} {alias} (version {current}) records no earlier version:"
+                    " nothing to roll back to"
+                )
+            client.set_registered_model_alias(config.model_name, alias, before)
+    log.info("%s %s rolled back: version %s (was %s)", config.model_name, alias, before, current)
+    return {"alias": alias, "version": before, "previous": current}
 
 
 def version_of_digest(client: MlflowClient, name: str, digest: str) -> str | None:
@@ -133,6 +236,12 @@ def _alias_version(client: MlflowClient, name: str, alias: str) -> str | None:
         return str(client.get_model_version_by_alias(name, alias).version)
     except MlflowException:  # no such model or no such alias
         return None
+
+
+def alias_version(alias: str, config: TrackingConfig | None = None) -> str | None:
+    """The version behind ``alias`` of the configured model, or None while it is unset."""
+    config = config or TrackingConfig()
+    return _alias_version(config.client(), config.model_name, alias)
 
 
 def champion_version(config: TrackingConfig | None = None) -> str | None:
