@@ -73,7 +73,6 @@ def env_serve(
         console.print(f"[yellow]warning:[/yellow] listening on {host}: anyone who reaches it can open episodes")
     url = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
     shown = ", ".join(name if ref == name else f"{name} ({ref})" for name, ref in served.items())
-    console.print(f"serving {domain} on {url} (worlds: {shown}; schema: {url}/openapi.json)", soft_wrap=True)
     import socket
 
     import uvicorn
@@ -86,4 +85,5 @@ def env_serve(
         sock.bind((host, port))
     except OSError as exc:
         fail(f"--host {host} --port {port}: cannot listen there: {exc.strerror or exc}")
+    console.print(f"serving {domain} on {url} (worlds: {shown}; schema: {url}/openapi.json)", soft_wrap=True)
     uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
