@@ -292,3 +292,15 @@ def test_down_stops_everything_and_up_brings_back_the_same_registry(stack):
     assert stack.run("status", check=False).returncode == 3
     stack.run("up")
     assert client.get_registered_model("kept-across-restarts").name == "kept-across-restarts"
+
+
+def test_traces_go_to_the_server_on_postgres(team, tmp_path, monkeypatch):
+    from mlflow import MlflowClient
+
+    from tests.tracking.test_server_traces import MEASURED, N_TASKS, TRIALS, _all, log_iterations
+
+    monkeypatch.chdir(tmp_path)
+    logged = log_iterations(tmp_path, team.url)
+    traces = _all(MlflowClient(tracking_uri=team.url), logged["experiment_id"])
+    assert len(traces) == len(MEASURED) * N_TASKS * TRIALS
+    assert {t.info.tags["agentloop.iteration"] for t in traces} == {"1", "2"}
