@@ -10,6 +10,9 @@
 #   scripts/stack.sh env            print the `export` lines a job needs (MLFLOW_TRACKING_URI, the DVC remote)
 #   scripts/stack.sh remote [REPO]  make the shared remote REPO's default DVC remote (default: this checkout), in
 #                                   REPO's .dvc/config.local, so the committed .dvc/config stays as it is
+#   scripts/stack.sh pull|push [REPO]  `dvc pull` / `dvc push` through that remote, after checking it is there: a
+#                                   shared directory that is not mounted fails in one line (DVC itself would push
+#                                   into an empty local folder, or report missing cache files over several lines)
 #
 # Variables: AGENTLOOP_STACK_DIR (default .stack/ in the repository: the server's log and pid, its artifacts, the
 # PostgreSQL cluster and the DVC remote), AGENTLOOP_STACK_PORT (the MLflow server's port, default 55000),
@@ -25,6 +28,7 @@ python="${PYTHON:-python}"
 export AGENTLOOP_PG_DIR="${AGENTLOOP_PG_DIR:-$stack/pg}"
 export AGENTLOOP_PG_PORT="${AGENTLOOP_PG_PORT:-55433}"
 pidfile="$stack/mlflow.pid"
+marker=".agentloop-dvc-remote"  # written by `up`: a directory without it is not the remote (an unmounted share)
 log="$stack/mlflow.log"
 artifacts="$stack/artifacts"
 STARTUP_S="${AGENTLOOP_STACK_STARTUP_S:-180}"
@@ -35,7 +39,7 @@ die() {
 }
 
 usage() {
-    echo "usage: scripts/stack.sh up | down | status | env | remote [REPO]" >&2
+    echo "usage: scripts/stack.sh up | down | status | env | remote [REPO] | pull [REPO] | push [REPO]" >&2
     exit 2
 }
 
@@ -68,7 +72,10 @@ env_lines() {
 
 up() {
     mkdir -p "$artifacts"
-    mkdir -p "$remote_url" 2>/dev/null || true
+    if [ ! -f "$remote_url/$marker" ]; then
+        mkdir -p "$remote_url" && echo "a DVC remote of agentloop's shared stack" >"$remote_url/$marker" ||
+            die "cannot create the DVC remote at $remote_url"
+    fi
     exec 9>"$stack/lock"
     flock -w 300 9 || die "another 'stack.sh up' or 'down' holds $stack/lock"
     local pg
@@ -138,13 +145,38 @@ status() {
     return "$rc"
 }
 
-remote() {
+# One line when the remote is not there (or, for a push, not writable).
+check_remote() {
+    [ -f "$remote_url/$marker" ] ||
+        die "DVC remote $remote_name ($remote_url) is not reachable: no $marker there (not mounted, or run 'scripts/stack.sh up')"
+    [ "${1:-}" != push ] || [ -w "$remote_url" ] || die "DVC remote $remote_name ($remote_url) is not writable"
+}
+
+dvc_repo() {
     local repo="${1:-$here}"
     [ -d "$repo/.dvc" ] || die "$repo: not a DVC repository (no .dvc/)"
-    mkdir -p "$remote_url" 2>/dev/null || true
+    echo "$repo"
+}
+
+remote() {
+    local repo
+    repo="$(dvc_repo "${1:-}")"
+    check_remote
     (cd "$repo" && dvc remote add --local --default --force "$remote_name" "$remote_url" >/dev/null) ||
         die "could not add DVC remote $remote_name in $repo"
     echo "dvc remote $remote_name -> $remote_url (default, in $repo/.dvc/config.local)"
+}
+
+transfer() {
+    local verb="$1" repo out rc=0
+    repo="$(dvc_repo "${2:-}")"
+    check_remote "$verb"
+    out="$(cd "$repo" && dvc "$verb" -r "$remote_name" 2>&1)" || rc=$?
+    if [ "$rc" != 0 ]; then
+        echo "$out" >&2
+        die "dvc $verb through $remote_name ($remote_url) failed: $(grep -m1 '^ERROR' <<<"$out" || tail -n1 <<<"$out")"
+    fi
+    echo "$out"
 }
 
 command="${1:-}"
@@ -162,6 +194,10 @@ up | down | status | env)
 remote)
     [ $# -le 1 ] || usage
     remote "${1:-}"
+    ;;
+pull | push)
+    [ $# -le 1 ] || usage
+    transfer "$command" "${1:-}"
     ;;
 *) usage ;;
 esac

@@ -107,6 +107,8 @@ def _one_version_of_digest(client: MlflowClient, name: str, digest: str, created
     first = str(found[0]) if found else created
     for extra in found[1:]:
         try:
+            if client.get_model_version(name, str(extra)).aliases:  # another run's, already in use: left alone
+                continue
             client.delete_model_version(name, str(extra))
         except MlflowException:  # deleted by the other run that found it
             continue

@@ -146,6 +146,8 @@ def test_promote_registers_on_the_server_with_postgres_and_served_artifacts(repo
     assert registry(team, name) == ([1], {"champion": "1", "challenger": "1"})
     mv = TrackingConfig(tracking_uri=team.url).client().get_model_version(name, "1")
     assert mv.source.startswith("mlflow-artifacts:/")  # no path of the server's machine
+    run = TrackingConfig(tracking_uri=team.url).client().get_run(record["run_id"])
+    assert run.inputs.dataset_inputs  # the held-out tasks, logged as a dataset on the server
     pg = team.run("status").stdout.split("postgres: running on 127.0.0.1:")[1].split()[0]
     with psycopg.connect(f"postgresql://agentloop@127.0.0.1:{pg}/mlflow") as conn:
         rows = conn.execute("SELECT version FROM model_versions WHERE name = %s", (name,)).fetchall()
