@@ -86,12 +86,36 @@ def register_checkpoint(
         },
         description=f"{tracker.run_name}: candidate checkpoint",
     )
-    client.set_registered_model_alias(name, CHALLENGER, mv.version)
-    run.set_tags({"agentloop.model_version": mv.version})
+    version = _one_version_of_digest(client, name, digest, str(mv.version))
+    client.set_registered_model_alias(name, CHALLENGER, version)
+    run.set_tags({"agentloop.model_version": version})
     if run is not tracker:
-        tracker.set_tags({"agentloop.model_version": mv.version})
-    log.info("registered %s version %s (alias %s)", name, mv.version, CHALLENGER)
-    return str(mv.version)
+        tracker.set_tags({"agentloop.model_version": version})
+    log.info("registered %s version %s (alias %s)", name, version, CHALLENGER)
+    return version
+
+
+def _one_version_of_digest(client: MlflowClient, name: str, digest: str, created: str) -> str:
+    """The first version of this checkpoint, the later ones deleted: MLflow's client retries a create whose reply
+    was lost (its first try may have landed), and two runs may register the same files at once. A duplicate holds
+    nothing the first does not (the same digest), and left alone it would be a version without an alias."""
+    from mlflow.exceptions import MlflowException
+
+    found = sorted(
+        int(mv.version) for mv in client.search_model_versions(f"name = '{name}' and tags.`{DIGEST_TAG}` = '{digest}'")
+    )
+    first = str(found[0]) if found else created
+    for extra in found[1:]:
+        try:
+            if client.get_model_version(name, str(extra)).aliases:  # another run's, already in use: left alone
+                continue
+            client.delete_model_version(name, str(extra))
+        except MlflowException:  # deleted by the other run that found it
+            continue
+        log.warning(
+            "%s version %s duplicated version %s (same checkpoint %s): deleted", name, extra, first, digest[:12]
+        )
+    return first
 
 
 class PromotionOvertaken(TrackingError, RuntimeError):

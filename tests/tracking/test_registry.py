@@ -89,3 +89,22 @@ def test_promote_refuses_a_blocked_decision(tracking, tmp_path):
     assert champion_version(tracking) == v1
     with pytest.raises(InputError):
         register_checkpoint(it, tmp_path / "missing")
+
+
+def test_a_create_retried_after_it_landed_leaves_one_version(tracking, tmp_path, monkeypatch):
+    """MLflow's client retries a POST whose reply was lost (a timeout, a 5xx from a proxy): the first try may
+    have created the version, so the retry makes a second one with the same checkpoint. Registration keeps the
+    first and deletes the duplicate, so no version is left without its alias."""
+    from mlflow import MlflowClient
+
+    real = MlflowClient.create_model_version
+
+    def landed_twice(self, *args, **kwargs):
+        real(self, *args, **kwargs)  # the try whose reply was lost
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(MlflowClient, "create_model_version", landed_twice)
+    version = _iteration(tracking, 1, _checkpoint(tmp_path, "1"), PASS)
+    versions = [mv.version for mv in tracking.client().search_model_versions("name = 'agentloop-agent'")]
+    assert version == "1" and [str(v) for v in versions] == ["1"]
+    assert (challenger_version(tracking), champion_version(tracking)) == ("1", "1")
