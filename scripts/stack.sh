@@ -7,7 +7,8 @@
 #                                   (idempotent: what already runs is left running); prints the `env` lines
 #   scripts/stack.sh down           stop the MLflow server (its process group) and PostgreSQL (idempotent)
 #   scripts/stack.sh status         say what runs (exit 0 when the tracking server answers, else 3)
-#   scripts/stack.sh env            print the `export` lines a job needs (MLFLOW_TRACKING_URI, the DVC remote)
+#   scripts/stack.sh env            print the `export` lines a job needs (MLFLOW_TRACKING_URI, the registry's lock,
+#                                   the DVC remote)
 #   scripts/stack.sh remote [REPO]  make the shared remote REPO's default DVC remote (default: this checkout), in
 #                                   REPO's .dvc/config.local, so the committed .dvc/config stays as it is
 #   scripts/stack.sh pull|push [REPO]  `dvc pull` / `dvc push` through that remote, after checking it is there: a
@@ -66,6 +67,8 @@ server_pid() {
 
 env_lines() {
     echo "export MLFLOW_TRACKING_URI=$url"
+    # the registry's alias moves take a PostgreSQL advisory lock in the MLflow database (compare-and-set)
+    echo "export AGENTLOOP_REGISTRY_LOCK_URL=$("$here/scripts/postgres.sh" url mlflow 9>&-)"
     echo "export AGENTLOOP_DVC_REMOTE=$remote_name"
     echo "export AGENTLOOP_DVC_REMOTE_URL=$remote_url"
 }

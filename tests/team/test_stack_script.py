@@ -25,11 +25,10 @@ def stack_sh(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProc
 def test_env_prints_what_a_job_exports(tmp_path):
     done = stack_sh(tmp_path, "env", AGENTLOOP_STACK_PORT="56001", AGENTLOOP_DVC_REMOTE_URL="/mnt/share/dvc")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == [
-        "export MLFLOW_TRACKING_URI=http://127.0.0.1:56001",
-        "export AGENTLOOP_DVC_REMOTE=team",
-        "export AGENTLOOP_DVC_REMOTE_URL=/mnt/share/dvc",
-    ]
+    lines = done.stdout.splitlines()
+    assert lines[0] == "export MLFLOW_TRACKING_URI=http://127.0.0.1:56001"
+    assert lines[1].startswith("export AGENTLOOP_REGISTRY_LOCK_URL=postgresql://") and lines[1].endswith("/mlflow")
+    assert lines[2:] == ["export AGENTLOOP_DVC_REMOTE=team", "export AGENTLOOP_DVC_REMOTE_URL=/mnt/share/dvc"]
     default = stack_sh(tmp_path, "env").stdout
     assert f"AGENTLOOP_DVC_REMOTE_URL={tmp_path / 'stack' / 'dvc-remote'}" in default
 
