@@ -70,6 +70,11 @@ def job_summary(root: Path = Path(".")) -> str:
         if promotion.get("promotion_allowed") is False:
             moved += " (promotion off: only a push to main moves it)"
         lines += ["", f"Registry: version {promotion.get('model_version')} is `challenger`; `champion` {moved}."]
+        if promotion.get("iteration"):
+            lines.append(
+                f"Iteration {promotion['iteration']} (its number from the registry:"
+                " `python -m pipeline.loop.next_iteration`)."
+            )
     return "\n".join(lines) + "\n"
 
 

@@ -33,7 +33,13 @@ def _loop_outputs(root: Path, *, allowed: bool) -> None:
         (root / "runs" / name / "metrics.json").write_text(json.dumps(metrics))
     (root / "gate").mkdir()
     shutil.copy(ROOT / "gate" / "gate.json", root / "gate" / "gate.json")  # the committed decision: promote
-    promotion = {"model_version": "3", "champion_moved": allowed, "promotion_allowed": allowed, "promoted": True}
+    promotion = {
+        "iteration": 2,
+        "model_version": "3",
+        "champion_moved": allowed,
+        "promotion_allowed": allowed,
+        "promoted": True,
+    }
     (root / "gate" / "promotion.json").write_text(json.dumps(promotion))
 
 
@@ -48,6 +54,7 @@ def test_the_headline_table_gate_and_registry(tmp_path):
     interval = f"interval {pp(gain['low'])} … {pp(gain['high'])}"
     assert any(line.startswith("Gate: **PROMOTE**") and interval in line for line in lines), text
     assert "Registry: version 3 is `challenger`; `champion` moved to the candidate." in lines
+    assert any(line.startswith("Iteration 2 (its number from the registry") for line in lines), text
 
 
 def test_a_run_that_may_not_promote_says_why_champion_stayed(tmp_path):
