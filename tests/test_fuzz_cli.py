@@ -38,12 +38,15 @@ def _commands(cmd, path=()):
 COMMANDS = dict(_commands(ROOT))
 # Commands left out of drawn options: a valid draw would run a whole job rather than fail validation. train
 # baseline trains when its --config is left out; train check-embedded checks the real embedded checkpoint by
-# default; env serve serves whatever valid draw it gets. (serve, train sft / grpo always get a bad --model / --base,
-# so they stop at it.) All still get --help.
+# default; env serve serves whatever valid draw it gets; model deploy / rollback move an alias in whichever registry
+# the environment names, reading no input. (serve, train sft / grpo always get a bad --model / --base, so they stop
+# at it.) All still get --help.
 SKIP = {
     ("train", "baseline"),
     ("train", "check-embedded"),
     ("env", "serve"),
+    ("model", "deploy"),
+    ("model", "rollback"),
 }
 # Commands that read no input file: drawn option values only (a valid draw runs a short job: a small world, a lint).
 NO_INPUTS = {
