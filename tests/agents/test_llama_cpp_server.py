@@ -21,10 +21,8 @@ from pipeline.rollout.runner import Limits
 from pipeline.rollout.trajectory import Trajectory
 from pipeline.tau2.importer import import_tau2
 from pipeline.world.registry import load_world
-from tests.agents.smollm2 import need_smollm2
-from tests.needs import in_ci, need_module
-from tests.serve.test_serve import free_port
-from tests.server_process import wait_until_up
+from tests.agents.smollm2 import llama_cpp_server
+from tests.needs import need_module
 
 pytestmark = pytest.mark.slow
 TASK_ID = "10"  # a look-up: the customer asks about their own records
@@ -34,25 +32,7 @@ INSTALL = 'pip install "llama-cpp-python[server]"'
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    try:
-        import llama_cpp.server  # noqa: F401
-    except ImportError:
-        if in_ci():  # scripts/setup.sh installs it
-            pytest.fail(f"llama-cpp-python[server] is missing, and CI=true runs every test ({INSTALL})", pytrace=False)
-        pytest.skip(f"llama-cpp-python[server] is not installed ({INSTALL})")
-    gguf = need_smollm2()
-    port = free_port()
-    log = tmp_path_factory.mktemp("llama") / "server.log"
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", "smollm2"]
-    cmd += ["--chat_format", "chatml-function-calling", "--n_ctx", "8192", "--n_threads", "2"]
-    cmd += ["--host", "127.0.0.1", "--port", str(port)]
-    with log.open("wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}/v1"
-    wait_until_up(proc, f"{url}/models", 120, "llama_cpp.server", log)
-    yield url
-    proc.terminate()
-    proc.wait(timeout=30)
+    yield from llama_cpp_server(tmp_path_factory.mktemp("llama"))
 
 
 def test_agent_customer_and_judge_through_llama_cpp(server, tau2_dir, tmp_path, monkeypatch):

@@ -177,27 +177,9 @@ def test_the_docs_show_the_examples_as_they_are():
 @pytest.fixture(scope="module")
 def llama_cpp_server(tmp_path_factory):
     """llama.cpp's OpenAI-compatible server (`llama_cpp.server`) with SmolLM2-135M-Instruct, on 127.0.0.1."""
-    import subprocess
-    import sys
+    from tests.agents.smollm2 import llama_cpp_server as serving
 
-    from tests.agents.smollm2 import need_smollm2
-    from tests.programs.scripted_model import free_port
-    from tests.server_process import wait_until_up
-
-    need_module("llama_cpp.server", install='pip install "llama-cpp-python[server]"')
-    gguf = need_smollm2()
-    port = free_port()
-    log = tmp_path_factory.mktemp("llama") / "server.log"
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", "smollm2"]
-    cmd += ["--chat_format", "chatml-function-calling", "--n_ctx", "8192", "--n_threads", "2"]
-    cmd += ["--host", "127.0.0.1", "--port", str(port)]
-    with log.open("wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}/v1"
-    wait_until_up(proc, f"{url}/models", 120, "llama_cpp.server", log)
-    yield url
-    proc.terminate()
-    proc.wait(timeout=30)
+    yield from serving(tmp_path_factory.mktemp("llama"))
 
 
 @pytest.mark.slow
