@@ -129,7 +129,12 @@ def test_the_script_is_idempotent_and_says_what_a_job_exports(stack):
     again = stack.run("up")
     assert stack.server_pid() == pid  # left running, not started twice
     assert stack.run("env").stdout == again.stdout
-    assert set(stack.exports) == {"MLFLOW_TRACKING_URI", "AGENTLOOP_DVC_REMOTE", "AGENTLOOP_DVC_REMOTE_URL"}
+    assert set(stack.exports) == {
+        "MLFLOW_TRACKING_URI",
+        "AGENTLOOP_REGISTRY_LOCK_URL",
+        "AGENTLOOP_DVC_REMOTE",
+        "AGENTLOOP_DVC_REMOTE_URL",
+    }
     assert stack.url.startswith("http://127.0.0.1:")
     status = stack.run("status")
     assert "mlflow: running at " + stack.url in status.stdout and "postgres: running" in status.stdout
