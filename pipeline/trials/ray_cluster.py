@@ -73,10 +73,10 @@ def check_reachable(address: str, timeout_s: float = 5.0) -> None:
 def connect(address: str | None) -> tuple[Any, bool]:
     """(ray, whether this call started the Ray instance); an already initialised Ray is used as it is."""
     ray = import_ray()
+    target = resolve_address(address)
+    check_client(target)  # before the shortcut below: the same address gets the same answer in any process
     if ray.is_initialized():
         return ray, False
-    target = resolve_address(address)
-    check_client(target)
     check_reachable(target)
     try:
         ray.init(address=target, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
