@@ -33,8 +33,14 @@ def tasks_generate(
         None, help="openai:MODEL@URL: a language model rewords requests and proposes evolutions (kept if verified)."
     ),
     llm_proposals: int = typer.Option(0, min=0, help="Evolutions the --llm model proposes (kept only if verified)."),
+    allow_fewer: bool = typer.Option(
+        False, help="Write what the world holds when it holds fewer than --n tasks (default: refuse, exit 2)."
+    ),
 ) -> None:
-    """Generate verified tasks (gold end state reachable) grounded in a world, with its domain's task generator."""
+    """Generate verified tasks (gold end state reachable) grounded in a world, with its domain's task generator.
+
+    A world that yields fewer tasks than --n is refused in one line saying how many it yields, unless
+    --allow-fewer: a task file shorter than asked would otherwise pass for the size the command was given."""
     from pipeline.dataset import write_tasks
     from pipeline.outputs import check_output
     from pipeline.world import load_world
@@ -45,6 +51,12 @@ def tasks_generate(
     from pipeline.synth import generate_selected
 
     tasks = generate_selected(generate_tasks, loaded, n, seed=seed, templates=template or None, plain=plain)
+    if len(tasks) < n and not allow_fewer:
+        which = " of the templates and dials asked for" if template or plain else ""
+        fail(
+            f"--n {n}: world {loaded.name!r} yields only {len(tasks)} tasks{which}; pass --n {len(tasks)}"
+            " or --allow-fewer to write them"
+        )
     if llm_proposals and not llm:
         fail("--llm-proposals needs --llm openai:MODEL@URL (the model that proposes them)")
     if llm:

@@ -1,6 +1,12 @@
 """Tasks as data: the schema and its files, a task's set-up in a world, gold replays, provenance."""
 
-from pipeline.dataset.assertions import check_assertions, known_assertions
+from pipeline.dataset.assertions import (
+    AssertionArgumentError,
+    assertion_problem,
+    check_assertions,
+    known_assertions,
+    task_assertions,
+)
 from pipeline.dataset.branching import CONDITIONAL_INTENT, IF, UNTAKEN, branches, condition
 from pipeline.dataset.io import TaskFileError, read_tasks, write_tasks
 from pipeline.dataset.provenance import (
@@ -60,6 +66,8 @@ __all__ = [
     "TransferCheck",
     "UNTAKEN",
     "UserScript",
+    "AssertionArgumentError",
+    "assertion_problem",
     "branches",
     "check_assertions",
     "check_provenance",
@@ -73,6 +81,7 @@ __all__ = [
     "replay_gold",
     "replay_task",
     "start_session",
+    "task_assertions",
     "user_state",
     "write_lines",
     "write_tasks",

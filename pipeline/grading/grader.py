@@ -14,7 +14,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.dataset import Task, check_assertions, replay_gold, start_session
+from pipeline.dataset import Task, replay_gold, start_session, task_assertions
 from pipeline.digest import sha256_json
 from pipeline.errors import TaskError
 from pipeline.grading.delivery import repeated_writes_component
@@ -233,7 +233,7 @@ def grade(
     components += evaluate_task_checks(task.checks, world, replayed.agent_log, replayed.changed, said)
     assertions = task.evaluation.env_assertions if task.evaluation is not None else []
     if assertions and replayed.session is not None:  # a replay always keeps its session
-        results = check_assertions(replayed.session, assertions)
+        results = task_assertions(task, replayed.session)
         components.append(
             ComponentResult(
                 name="env_assertions",

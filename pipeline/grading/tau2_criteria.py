@@ -7,9 +7,11 @@ compare_args) are taken from there, so the τ²-compatible reward reads exactly 
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from pipeline.dataset import EnvAssertion, Evaluation, Task
+from pipeline.dataset.assertions import argument_problem
 from pipeline.errors import TaskError
 
 DEFAULT_BASIS = ("DB", "COMMUNICATE")  # τ²-bench's reward basis when a task names none
@@ -27,9 +29,14 @@ def _strings(task_id: str, field: str, value: Any) -> list[str]:
     return [str(v) for v in value]
 
 
-def env_assertions(task_id: str, criteria: dict, known: set[tuple[str, str]] | None = None) -> list[EnvAssertion]:
-    """The criteria's env assertions, each one the domain can check (`known`: its (side, function) pairs; None or
-    empty: a domain without env assertions, which refuses any)."""
+Known = Collection[tuple[str, str]]
+"""The (side, function) pairs a domain can check; a mapping to the functions (`known_assertions`) also has each
+assertion's arguments checked against its function's signature."""
+
+
+def env_assertions(task_id: str, criteria: dict, known: Known | None = None) -> list[EnvAssertion]:
+    """The criteria's env assertions, each one the domain can check (`known`: its (side, function) pairs, or the
+    functions by pair; None or empty: a domain without env assertions, which refuses any)."""
     raw = criteria.get("env_assertions") or []
     if raw and not known:
         raise Tau2CriteriaError(f"task {task_id}: evaluation_criteria.env_assertions: not supported by this domain")
@@ -44,11 +51,15 @@ def env_assertions(task_id: str, criteria: dict, known: set[tuple[str, str]] | N
             raise Tau2CriteriaError(
                 f"{where}: {assertion.env_type}-side assertion {assertion.func_name!r}: not supported by this domain"
             )
+        func = known.get((assertion.env_type, assertion.func_name)) if isinstance(known, Mapping) else None
+        problem = argument_problem(func, assertion.arguments) if func is not None else None
+        if problem:
+            raise Tau2CriteriaError(f"{where}: {assertion.env_type}-side assertion {assertion.func_name!r}: {problem}")
         out.append(assertion)
     return out
 
 
-def unsupported_criteria(task_id: str, criteria: dict, known: set[tuple[str, str]] | None = None) -> None:
+def unsupported_criteria(task_id: str, criteria: dict, known: Known | None = None) -> None:
     """Refuse criteria whose τ²-bench reward ours would silently get wrong: environment assertions the domain cannot
     check (`known`: the (side, function) pairs it can), and a DB basis without gold actions (τ²-bench then scores
     DB 1 whatever the agent did; ours could not tell missing actions from an empty list)."""
@@ -62,7 +73,7 @@ def unsupported_criteria(task_id: str, criteria: dict, known: set[tuple[str, str
         )
 
 
-def with_criteria(task: Task, raw: dict, known: set[tuple[str, str]] | None = None) -> Task:
+def with_criteria(task: Task, raw: dict, known: Known | None = None) -> Task:
     """`task` with the evaluation criteria of the τ²-bench task record `raw` (same id); `known` as for
     `unsupported_criteria`."""
     criteria = raw.get("evaluation_criteria")
@@ -92,7 +103,7 @@ def with_criteria(task: Task, raw: dict, known: set[tuple[str, str]] | None = No
     return task.model_copy(update={"gold_actions": gold, "evaluation": evaluation})
 
 
-def apply_criteria(tasks: list[Task], raw_tasks: list[dict], known: set[tuple[str, str]] | None = None) -> list[Task]:
+def apply_criteria(tasks: list[Task], raw_tasks: list[dict], known: Known | None = None) -> list[Task]:
     """Every task with the criteria of the raw record of the same id (tasks without one are kept as they are)."""
     by_id = {str(r.get("id")): r for r in raw_tasks if isinstance(r, dict)}
     return [with_criteria(t, by_id[t.id], known) if t.id in by_id else t for t in tasks]

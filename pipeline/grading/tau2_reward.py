@@ -37,7 +37,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pipeline.dataset import Task, check_assertions, start_session
+from pipeline.dataset import Task, start_session, task_assertions
 from pipeline.digest import sha256_json
 from pipeline.errors import TaskError
 from pipeline.grading.judge import Judge, is_enabled
@@ -165,8 +165,7 @@ def _db(world: World, task: Task, trajectory: Trajectory, config: Tau2Config) ->
 
 
 def _env_assertions(task: Task, session: Session) -> Tau2Check:
-    assertions = task.evaluation.env_assertions if task.evaluation is not None else []
-    missed = [r for r in check_assertions(session, assertions) if not r.met]
+    missed = [r for r in task_assertions(task, session) if not r.met]
     details = [f"{r.env_type} {r.func_name}({r.arguments}) is not {r.assert_value}" for r in missed]
     return Tau2Check(name="ENV_ASSERTION", reward=0.0 if missed else 1.0, details=details)
 

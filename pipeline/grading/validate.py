@@ -1,7 +1,9 @@
 """Tasks checked against the world they run in: what the schema alone cannot see.
 
 A task written for another world, a gold action naming a tool the world lacks or a record it does not hold, a
-check no end state can meet, a check its own gold actions fail, a customer who can only identify as someone else:
+check no end state can meet, a check its own gold actions fail, an env assertion its function cannot take (an
+argument it has no parameter for) or its gold end state does not meet, a customer who can only identify as
+someone else:
 each would otherwise be scored, silently, as the agent's failure. Each task is proved solvable: its gold actions
 are replayed and its checks graded on the end state they reach. `task_problems` lists the problems, one line each
 naming the task and the field; `check_tasks` raises on any.
@@ -13,7 +15,16 @@ import typing
 from collections.abc import Iterable
 from pathlib import Path
 
-from pipeline.dataset import OrderStatusCheck, Task, TaskFileError, TaskSetupError, ToolNotCalledCheck, replay_gold
+from pipeline.dataset import (
+    OrderStatusCheck,
+    Task,
+    TaskFileError,
+    TaskSetupError,
+    ToolNotCalledCheck,
+    assertion_problem,
+    check_assertions,
+    replay_gold,
+)
 from pipeline.world import World, WorldLoadError
 
 # refusals of a gold call that mean the task is wrong, not the agent (a write on a missing record, or after the
@@ -68,6 +79,13 @@ def _problems(world: World, task: Task) -> list[str]:
     for i, check in enumerate(task.checks):
         check_problems += [f"field checks.{i}: {p}" for p in _check_problems(world, check)]
     out += check_problems
+    assertions = task.evaluation.env_assertions if task.evaluation is not None else []
+    assertion_problems = [
+        f"field evaluation.env_assertions.{i}: {p}"
+        for i, a in enumerate(assertions)
+        if (p := assertion_problem(world.domain, a)) is not None
+    ]
+    out += assertion_problems
     if not unknown:
         try:
             session = replay_gold(world, task)
@@ -82,6 +100,13 @@ def _problems(world: World, task: Task) -> list[str]:
         out += refused
         if not check_problems and not refused:  # a refused gold call is the cause; its checks' failures follow
             out += _gold_check_problems(world, task, session)
+        if not assertion_problems and not refused:  # the gold end state must meet the task's own env assertions
+            out += [
+                f"field evaluation.env_assertions.{i}: the gold end state does not meet {r.env_type}-side"
+                f" {r.func_name}" + (f" ({r.error})" if r.error else "")
+                for i, r in enumerate(check_assertions(session, assertions))
+                if not r.met
+            ]
     return out
 
 

@@ -187,6 +187,24 @@ def _tasks(results: Tau2Results, domain_dir: Path) -> tuple[World, dict[str, Tas
     return world, {t.id: t for t in tasks}, source
 
 
+def check_conversations(results: Tau2Results, path: Path) -> None:
+    """Refuse simulations saved without their conversation: re-grading one replays no call, so each would be scored
+    as an agent that did nothing (pass^k 0) rather than as what it was. A simulation τ²-bench itself leaves out (an
+    infrastructure error) may have none."""
+    empty = [
+        i
+        for i, sim in enumerate(results.simulations)
+        if not sim.messages and sim.termination_reason not in NOT_EVALUABLE
+    ]
+    if empty:
+        first = results.simulations[empty[0]]
+        raise Tau2ImportError(
+            f"{path}: simulations[{empty[0]}].messages: no messages (task {first.task_id!r}, trial"
+            f" {first.trial if first.trial is not None else '?'}; {len(empty)} of {len(results.simulations)}"
+            " simulations have none): nothing to re-grade; save the results with their messages"
+        )
+
+
 def import_run(
     results_path: Path,
     domain_dir: Path,
@@ -207,6 +225,7 @@ def import_run(
     results = read_results(results_path)
     if not results.simulations:
         raise Tau2ImportError(f"{results_path}: field simulations: no simulations")
+    check_conversations(results, results_path)
     world, tasks, criteria_source = _tasks(results, domain_dir)
     agent, user = _names(results.info)
     seen: Counter[str] = Counter()
