@@ -169,11 +169,12 @@ def to_trajectory(
 
 
 def _tasks(results: Tau2Results, domain_dir: Path) -> tuple[World, dict[str, Task], str]:
-    from pipeline.world import domain_of_directory
+    from pipeline.world import checked_world, domain_of_directory
 
     try:
         importer = domain_of_directory(domain_dir).require("tau2_importer", needed_for="import tau2-run")
         world, tasks = importer.load(domain_dir)
+        checked_world(world, domain_dir)
     except AgentloopError as exc:  # a directory no domain reads, or one whose tasks do not convert
         raise Tau2ImportError(str(exc)) from None
     source = "results file"

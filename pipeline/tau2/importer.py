@@ -66,7 +66,7 @@ def select_split(tasks: list[Task], splits: dict[str, list[str]], split: str | N
 
 def import_tau2(path: str | Path, split: str | None = None, domain: str | None = None) -> Imported:
     """Load a τ²-bench domain directory through its domain's importer and keep the tasks of `split`."""
-    from pipeline.world import domain_of_directory, resolve_domain
+    from pipeline.world import checked_world, domain_of_directory, resolve_domain
 
     path = Path(path)
     if not path.is_dir():
@@ -74,6 +74,7 @@ def import_tau2(path: str | Path, split: str | None = None, domain: str | None =
     d = resolve_domain(domain) if domain else domain_of_directory(path)
     importer = d.require("tau2_importer", needed_for="agentloop tasks import-tau2")
     world, tasks = importer.load(path)
+    checked_world(world, path)
     chosen = select_split(tasks, read_splits(path), split, path)
     # a task no run can score (an unknown gold tool, a check its own gold fails) is refused, not written
     check_tasks(world, chosen, str(path / "tasks.json"))

@@ -159,11 +159,12 @@ def summary(findings: list[Finding], tasks: int) -> dict:
 def lint_directory(path: str | Path, split: str | None = None, domain: str | None = None) -> tuple[dict, list[Finding]]:
     """Lint a τ²-bench domain directory's tasks (or one split): its summary and every finding."""
     from pipeline.tau2.importer import read_splits, select_split
-    from pipeline.world import domain_of_directory, resolve_domain
+    from pipeline.world import checked_world, domain_of_directory, resolve_domain
 
     path = Path(path)
     d = resolve_domain(domain) if domain else domain_of_directory(path)
     world, tasks = d.require("tau2_importer", needed_for="agentloop tasks lint").load(path)
+    checked_world(world, path)
     tasks = select_split(tasks, read_splits(path), split, path)
     findings = lint(world, tasks)
     named = policy_names(world)

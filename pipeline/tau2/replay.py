@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pipeline.dataset import replay_task, write_lines
-from pipeline.world import domain_of_directory, resolve_domain
+from pipeline.world import checked_world, domain_of_directory, resolve_domain
 
 
 def write_replay(path: str | Path, out_file: str | Path, domain: str | None = None) -> list[dict]:
@@ -15,4 +15,5 @@ def write_replay(path: str | Path, out_file: str | Path, domain: str | None = No
     d = resolve_domain(domain) if domain else domain_of_directory(Path(path))
     importer = d.require("tau2_importer", needed_for="world replay")
     world, tasks = importer.load(path)
+    checked_world(world, path)
     return write_lines(out_file, [replay_task(world, task, importer.replay_tables) for task in tasks])

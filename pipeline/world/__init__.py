@@ -12,7 +12,14 @@ from pipeline.world.protocol_domain import (
     ProtocolWorld,
     is_environment_factory,
 )
-from pipeline.world.registry import DEFAULT_DOMAIN, domain_of_directory, domain_spec, load_world, resolve_domain
+from pipeline.world.registry import (
+    DEFAULT_DOMAIN,
+    checked_world,
+    domain_of_directory,
+    domain_spec,
+    load_world,
+    resolve_domain,
+)
 from pipeline.world.tables import (
     Record,
     Session,
@@ -46,6 +53,7 @@ __all__ = [
     "Vocabulary",
     "World",
     "WorldLoadError",
+    "checked_world",
     "domain_of_directory",
     "domain_spec",
     "dump_full",

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from pipeline.errors import InputError
 from pipeline.world.domain import Domain
+from pipeline.world.integrity import check_integrity
 from pipeline.world.protocol_domain import (
     PROTOCOL_METHODS,
     ProtocolDomain,
@@ -164,8 +165,20 @@ def domain_of_directory(path: Path) -> Domain:
 def load_world(ref: str, domain: str | None = None) -> World:
     """The world a reference names; worlds are immutable, so one copy per process is shared.
 
-    `domain` names the domain (see `resolve_domain`); None finds it from the reference.
+    `domain` names the domain (see `resolve_domain`); None finds it from the reference. Its records are checked
+    against the data model (`pipeline.world.integrity`: owners and references name records, no negative price).
     """
+    return checked_world(_load(ref, domain), ref)
+
+
+def checked_world(world: World, source: str | Path | None = None) -> World:
+    """`world`, once its records keep the data model (an environment behind the protocol is not checked)."""
+    if not isinstance(world.domain, ProtocolDomain):
+        check_integrity(world, str(source) if source is not None else None)
+    return world
+
+
+def _load(ref: str, domain: str | None) -> World:
     if domain is not None:
         d = resolve_domain(domain)
         world = d.load(ref)
