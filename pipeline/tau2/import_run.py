@@ -6,8 +6,9 @@ Each simulation becomes a Trajectory whose agent tool calls are replayed in our 
 directory: the tool messages are the ones our tools return (what `agentloop gate` re-grades and checks), and
 a call whose success or failure differs from τ²-bench's record is counted. The run directory then holds what
 `agentloop measure` writes (trajectories.jsonl, verdicts.jsonl, per_task.csv, metrics.json) plus tasks.jsonl (the
-tasks with τ²-bench's criteria, for `--tasks`) and tau2_import.json: the source's sha256, counts, and how often
-our τ²-compatible reward equals the reward recorded in the file.
+tasks with τ²-bench's criteria, for `--tasks`) and tau2_import.json: the source's sha256, the domain and world
+(with its digest) it was re-graded in, the models the file names (`agent_model`, `user_model`), counts, and how
+often our τ²-compatible reward equals the reward recorded in the file.
 """
 
 from __future__ import annotations
@@ -101,6 +102,12 @@ def _names(info: dict | None) -> tuple[str, str]:
         f"tau2:{agent.get('llm') or agent.get('implementation') or 'agent'}",
         f"tau2:{user.get('llm') or user.get('implementation') or 'user'}",
     )
+
+
+def _model(info: dict | None, part: str) -> str | None:
+    """The LLM τ²-bench records a participant called (`info.agent_info.llm`), or None where it names none."""
+    llm = ((info or {}).get(part) or {}).get("llm")
+    return llm if isinstance(llm, str) and llm.strip() else None
 
 
 def termination_of(reason: str) -> str:
@@ -280,10 +287,14 @@ def import_run(
         "source": str(results_path),
         "source_sha256": hashlib.sha256(results_path.read_bytes()).hexdigest(),
         "domain": str(domain_dir),
+        "domain_name": world.domain.name,
         "world": world.name,
+        "world_digest": world.fingerprint,
         "criteria_from": criteria_source,
         "agent": agent,
         "user": user,
+        "agent_model": _model(results.info, "agent_info"),
+        "user_model": _model(results.info, "user_info"),
         "verdict": verdict,
         "tasks": len(used),
         "trials": len(graded),

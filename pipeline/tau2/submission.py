@@ -6,13 +6,20 @@ has fewer trials per task than k), optionally the average cost of a trajectory; 
 τ²-bench version, the user simulator's model, notes, and a verification block: prompts modified, tasks omitted).
 
 Each run directory is one domain's (`agentloop measure` or `agentloop import tau2-run`): its domain and
-participants are read from trajectories.jsonl, its outcomes from verdicts.jsonl — by default the τ²-compatible
+participants are read from trajectories.jsonl, its outcomes from verdicts.jsonl (each verdict must grade the
+trajectory on its line: the same task, trial and end state) — by default the τ²-compatible
 reward, the leaderboard's measure (pass^k per task as C(c, k) / C(n, k), the mean over tasks; trials lost to an
 infrastructure error are left out, as τ²-bench leaves them out). The notes say, per domain, how far our reward
 agrees with τ²-bench's: with the reward τ²-bench recorded, trial by trial, for an imported run; for a run of
 ours, how often the τ²-compatible reward and our strict verdict agree. Every run must use the same agent and the
 same user simulator, as the leaderboard requires; tasks missing from a domain's base set mark the submission
 `omitted_questions`.
+
+What a run claims is checked against what it records (`check_world`, `recorded_model`): the world it was measured
+in (provenance.json of measure, tau2_import.json of an import) must be τ²-bench's world of the domain it is
+exported as, digest for digest (a generated world, another domain's data or an edited db.json is refused), and the
+model name is the one the agent's own settings record (an endpoint's model, the LLM a τ²-bench run names), never
+read off an agent's label; an agent that records none (a local checkpoint, a scripted agent) needs --model-name.
 """
 
 from __future__ import annotations
@@ -118,16 +125,37 @@ def _one(path: Path, rows: list[dict], field: str) -> str:
     return values[0]
 
 
+def _verdicts_grade(run: Path, trajectories: list[dict], verdicts: list[dict]) -> None:
+    """Each verdict must be the one of the trajectory on its line: the same task and trial, and (where both record
+    it) the same end state; verdicts of another run (another domain's) are refused, naming the line and field."""
+    for n, (t, v) in enumerate(zip(trajectories, verdicts, strict=True), start=1):
+        for field in ("task_id", "trial"):
+            if str(t.get(field)) != str(v.get(field)):
+                raise SubmissionError(
+                    f"{run / 'verdicts.jsonl'}: line {n}: field verdict.{field}: {v.get(field)!r}, but trajectory"
+                    f" {n} is {t.get(field)!r} (verdicts of another run)"
+                )
+        if t.get("final_hash") and v.get("final_hash") and t["final_hash"] != v["final_hash"]:
+            raise SubmissionError(
+                f"{run / 'verdicts.jsonl'}: line {n}: field verdict.final_hash: not the end state of trajectory {n}"
+                f" ({str(v['final_hash'])[:16]!r} vs {str(t['final_hash'])[:16]!r}; verdicts of another run)"
+            )
+
+
 def summarize_run(run: str | Path, verdict: str = "tau2") -> RunSummary:
     """One run directory's domain, participants, pass^1..4 and how far our reward agrees with τ²-bench's."""
     run = Path(run)
     trajectories = _lines(run / "trajectories.jsonl")
-    verdicts = [row["verdict"] for row in _lines(run / "verdicts.jsonl")]
+    rows = _lines(run / "verdicts.jsonl")
+    if not all(isinstance(r, dict) and isinstance(r.get("verdict"), dict) for r in rows):
+        raise SubmissionError(f"{run / 'verdicts.jsonl'}: field verdict: expected an object on every line")
+    verdicts = [row["verdict"] for row in rows]
     if len(verdicts) != len(trajectories):
         raise SubmissionError(f"{run}: {len(trajectories)} trajectories but {len(verdicts)} verdicts")
     domain = _one(run / "trajectories.jsonl", trajectories, "domain")
     if domain not in DOMAINS:
         raise SubmissionError(f"{run / 'trajectories.jsonl'}: field domain: {domain!r} is not one of {DOMAINS}")
+    _verdicts_grade(run, trajectories, verdicts)
     outcomes: dict[str, list[bool]] = {}
     both = agree = 0
     for n, v in enumerate(verdicts, start=1):
@@ -181,9 +209,92 @@ def summarize_run(run: str | Path, verdict: str = "tau2") -> RunSummary:
 
 
 def _model_of(name: str) -> str:
-    """The model a participant name carries: 'tau2:gpt-4.1' → gpt-4.1, 'tau2-llm:m@url' → m."""
+    """The model a participant name carries: 'tau2:gpt-4.1' → gpt-4.1, 'tau2-llm:m@url' → m (a description of
+    the customer; the agent's model name is read from its settings, `recorded_model`)."""
     name = re.sub(r"^(tau2|tau2-llm|llm|openai|hf|vllm):", "", name)
     return name.split("@")[0].split(",")[0]
+
+
+def _json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SubmissionError(f"{path}: not readable JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise SubmissionError(f"{path}: expected a JSON object")
+    return data
+
+
+MODEL_KINDS = ("openai", "program", "a2a")
+"""Agents whose settings name the model they call (an endpoint's model); an hf/vllm checkpoint is named by its
+folder and a scripted agent by its planted rates, neither a model name."""
+
+
+def recorded_model(run: str | Path, role: str = "agent") -> str | None:
+    """The model `role` (agent or user) called in a run, as its settings record it: usage.json's
+    `ROLE.settings.model` for an agent of an endpoint, tau2_import.json's `agent_model` for an imported run; None
+    when it records none."""
+    run = Path(run)
+    imported = run / "tau2_import.json"
+    if imported.exists():
+        model = _json(imported).get(f"{role}_model")
+        return model if isinstance(model, str) and model.strip() else None
+    usage = run / "usage.json"
+    if not usage.exists():
+        return None
+    settings = (_json(usage).get(role) or {}).get("settings") or {}
+    model = settings.get("model") if isinstance(settings, dict) else None
+    if role == "agent" and settings.get("kind") not in MODEL_KINDS:
+        return None
+    return model if isinstance(model, str) and model.strip() else None
+
+
+def recorded_world(run: str | Path) -> tuple[str, str, str]:
+    """(domain, world, world digest) a run records it was measured in: provenance.json of measure (when it describes
+    the run's trajectories), tau2_import.json of import tau2-run."""
+    from pipeline.dataset.provenance import describing
+
+    run = Path(run)
+    imported = run / "tau2_import.json"
+    if imported.exists():
+        rec = _json(imported)
+        fields = [rec.get("domain_name"), rec.get("world"), rec.get("world_digest")]
+        if all(isinstance(f, str) and f for f in fields):
+            return fields[0], fields[1], fields[2]
+        raise SubmissionError(
+            f"{imported}: field world_digest: not recorded (imported before imports recorded their world); import"
+            " the results file again"
+        )
+    recorded = describing(run)
+    if recorded is None:
+        raise SubmissionError(
+            f"{run}: no record of the world it was measured in (provenance.json, written by agentloop measure,"
+            " missing or describing other trajectories); measure it again"
+        )
+    return recorded.domain, recorded.world, recorded.world_digest
+
+
+def check_world(summary: RunSummary) -> None:
+    """Refuse a run not measured in τ²-bench's world of the domain it is exported as."""
+    from pipeline.tau2.data import tau2_data_dir
+    from pipeline.world import load_world
+
+    domain, world, digest = recorded_world(summary.directory)
+    where = Path(summary.directory)
+    if domain != summary.domain:
+        raise SubmissionError(
+            f"{where}: field domain: measured in domain {domain!r}, but its trajectories say {summary.domain!r}"
+        )
+    try:
+        reference = load_world(str(tau2_data_dir(domain)))
+    except InputError as exc:
+        raise SubmissionError(f"{where}: cannot check that it ran in τ²-bench's {domain} world: {exc}") from None
+    if digest != reference.fingerprint:
+        raise SubmissionError(
+            f"{where}: field world: measured in world {world!r} ({digest[:16]}), not τ²-bench's {domain} world"
+            f" ({reference.fingerprint[:16]}, {reference.directory or tau2_data_dir(domain)}); only a run in"
+            " τ²-bench's world is its result"
+        )
 
 
 def _base_ids(domain: str) -> set[str] | None:
@@ -229,7 +340,18 @@ def build_submission(
 ) -> tuple[Submission, list[RunSummary]]:
     if not runs:
         raise SubmissionError("no run given: one --run per domain")
+    day = today or date.today()
+    Submission(  # the fields given are checked before any run is read
+        model_name=model_name or "-",
+        model_organization=model_organization,
+        submitting_organization=submitting_organization,
+        submission_date=day,
+        contact_info=ContactInfo(email=contact_email, name=contact_name),
+        results={},
+    )
     summaries = [summarize_run(r, verdict) for r in runs]
+    for summary in summaries:
+        check_world(summary)
     by_domain: dict[str, RunSummary] = {}
     for s in summaries:
         if s.domain in by_domain:
@@ -257,18 +379,30 @@ def build_submission(
         " errors left out."
     )
     first = summaries[0]
+    models = {recorded_model(s.directory) for s in summaries}
+    if model_name is None:
+        recorded = sorted(m for m in models if m is not None)
+        if len(recorded) != 1 or None in models:
+            why = (
+                f"the runs record different models ({', '.join(recorded)})"
+                if len(recorded) > 1
+                else f"the agent {first.agent!r} records no model name (a local checkpoint or a scripted agent)"
+            )
+            raise SubmissionError(f"--model-name: {why}; give the model's name")
+        model_name = recorded[0]
+    user_model = recorded_model(first.directory, "user")
     submission = Submission(
-        model_name=model_name or _model_of(first.agent),
+        model_name=model_name,
         model_organization=model_organization,
         submitting_organization=submitting_organization,
-        submission_date=today or date.today(),
+        submission_date=day,
         submission_type=submission_type,
         contact_info=ContactInfo(email=contact_email, name=contact_name),
         results={s.domain: s.results for s in summaries},
         methodology=Methodology(
-            evaluation_date=today or date.today(),
+            evaluation_date=day,
             tau2_bench_version=tau2_bench_version or tau2_version([s.domain for s in summaries]),
-            user_simulator=_model_of(first.user),
+            user_simulator=user_model or _model_of(first.user),
             notes=" ".join([run_by, *(n + "." for n in notes)]),
             verification=Verification(
                 modified_prompts=submission_type == "custom",

@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from pipeline.cli import app
+from pipeline.dataset import file_sha256
 from pipeline.tau2.submission import SubmissionError, build_submission, summarize_run
 
 _NUM = {"anyOf": [{"type": "number", "minimum": 0, "maximum": 100}, {"type": "null"}]}
@@ -81,18 +82,54 @@ LEADERBOARD_FORMAT = {
 }
 
 
-def _run(tmp_path, name: str, domain: str, outcomes: dict[str, list[bool | None]], user: str = "tau2-llm:gpt-4.1"):
+def _world_of(domain: str):
+    from pipeline.world import load_world
+    from tests.needs import need_tau2
+
+    return load_world(str(need_tau2(domain)))
+
+
+def _run(
+    tmp_path,
+    name: str,
+    domain: str,
+    outcomes: dict[str, list[bool | None]],
+    user: str = "tau2-llm:gpt-4.1",
+    *,
+    world=None,
+    agent: str = "openai:my-model",
+    settings: dict | None = None,
+):
+    """A run directory as measure writes it: trajectories, verdicts, the agent's settings (usage.json) and the
+    record of the world it was measured in (provenance.json; τ²-bench's world of `domain` unless `world`)."""
+    from pipeline.dataset import provenance_text
+    from pipeline.dataset.provenance import Provenance
+
     d = tmp_path / name
     d.mkdir()
     trajs, verdicts = [], []
     for task, trials in outcomes.items():
         for i, ok in enumerate(trials):
-            trajs.append({"task_id": task, "trial": i, "agent": "openai:my-model", "user": user, "domain": domain})
+            end = f"{domain}-{task}-{i}"
+            trajs.append(
+                {"task_id": task, "trial": i, "agent": agent, "user": user, "domain": domain, "final_hash": end}
+            )
             tau2 = None if ok is None else {"passed": ok, "reward": float(ok)}
             v = {"task_id": task, "trial": i, "passed": bool(ok), "infra_error": ok is None, "tau2": tau2}
-            verdicts.append({"verdict": v, "analysis": None})
+            verdicts.append({"verdict": {**v, "final_hash": end}, "analysis": None})
     (d / "trajectories.jsonl").write_text("".join(json.dumps(t) + "\n" for t in trajs))
     (d / "verdicts.jsonl").write_text("".join(json.dumps(v) + "\n" for v in verdicts))
+    agent_settings = {"kind": "openai", "model": "my-model"} if settings is None else settings
+    (d / "usage.json").write_text(json.dumps({"agent": {"settings": agent_settings}, "user": {"settings": {}}}))
+    world = world or _world_of(domain)
+    record = Provenance(
+        domain=world.domain.name,
+        world=world.name,
+        world_digest=world.fingerprint,
+        tasks_sha256="0" * 64,
+        trajectories_sha256=file_sha256(d / "trajectories.jsonl"),
+    )
+    (d / "provenance.json").write_text(provenance_text(record))
     return d
 
 
@@ -194,3 +231,54 @@ def test_a_full_disk_leaves_the_existing_submission_intact(tmp_path, monkeypatch
     assert "Traceback" not in output and "submission.json could not be written: No space left on device" in output
     assert out.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+def _export(tmp_path, *runs, extra=()):
+    args = ["export", "tau2-submission", "--out", str(tmp_path / "s.json"), "--model-organization", "Lab"]
+    args += ["--submitting-organization", "Lab", *extra]
+    for r in runs:
+        args += ["--run", str(r)]
+    return CliRunner().invoke(app, args)
+
+
+def test_a_run_in_another_world_than_tau2_benchs_is_refused(tmp_path):
+    from pipeline.world import load_world
+
+    run = _run(tmp_path, "gen", "retail", {"0": [True]}, world=load_world("gen-3-4x10x20"))
+    result = _export(tmp_path, run)
+    assert result.exit_code == 2 and "field world: measured in world 'gen-3-4x10x20'" in result.output
+    assert "not τ²-bench's retail world" in " ".join(result.output.split())
+    assert not (tmp_path / "s.json").exists()
+    # a run without any record of its world is refused too (it cannot be told from one in a generated world)
+    bare = _run(tmp_path, "bare", "retail", {"0": [True]})
+    (bare / "provenance.json").unlink()
+    assert "no record of the world it was measured in" in " ".join(_export(tmp_path, bare).output.split())
+
+
+def test_verdicts_of_another_domain_are_refused(tmp_path):
+    retail = _run(tmp_path, "retail", "retail", {"0": [True, False]})
+    airline = _run(tmp_path, "airline", "airline", {"0": [True, True]})
+    (retail / "verdicts.jsonl").write_bytes((airline / "verdicts.jsonl").read_bytes())
+    with pytest.raises(SubmissionError, match=r"verdicts.jsonl: line 1: field verdict.final_hash"):
+        summarize_run(retail)
+    # the domain its trajectories claim must be the one its record says it was measured in
+    claimed = _run(tmp_path, "claimed", "retail", {"0": [True]}, world=_world_of("airline"))
+    result = _export(tmp_path, claimed)
+    assert result.exit_code == 2 and "field domain: measured in domain 'airline'" in result.output
+
+
+def test_the_model_name_comes_from_the_agents_settings_never_its_label(tmp_path):
+    flawed = _run(
+        tmp_path, "flawed", "retail", {"0": [True]}, agent="flawed(invention=0.2,seed=0)", settings={"spec": "flawed"}
+    )
+    result = _export(tmp_path, flawed)
+    assert result.exit_code == 2 and "--model-name: the agent 'flawed(invention=0.2,seed=0)' records no model" in (
+        " ".join(result.output.split())
+    )
+    assert _export(tmp_path, flawed, extra=["--model-name", "Scripted"]).exit_code == 0
+    assert json.loads((tmp_path / "s.json").read_text())["model_name"] == "Scripted"
+    labelled = _run(
+        tmp_path, "labelled", "retail", {"0": [True]}, agent="openai:alias", settings={"kind": "openai", "model": "m-1"}
+    )
+    assert _export(tmp_path, labelled).exit_code == 0
+    assert json.loads((tmp_path / "s.json").read_text())["model_name"] == "m-1"
