@@ -1268,8 +1268,8 @@ def _stray(folder: Path) -> list[str]:
 
 @case(58, "class 3: export tau2-submission over an existing file on a full disk")
 def _(tmp: Path) -> Outcome:
-    args = ["export", "tau2-submission", "--run", str(_small_run(tmp) / "run"), "--out", str(out := tmp / "s.json")]
-    args += ["--model-organization", "Lab", "--submitting-organization", "Lab"]
+    args = ["export", "tau2-submission", "--run", str(_tau2_run("oracle")), "--out", str(out := tmp / "s.json")]
+    args += ["--model-name", "m", "--model-organization", "Lab", "--submitting-organization", "Lab"]
     import logging
 
     from typer.testing import CliRunner
@@ -1305,6 +1305,137 @@ def _(tmp: Path) -> Outcome:
     if stray := _stray(tmp):
         return lost(f"left behind: {stray}")
     return Outcome(fresh.status, f"{finished.detail[:100]} | {fresh.detail[:100]}")
+
+
+# ---- issue 58: imports and exports checked for meaning -------------------------------------------------------------
+def _tau2_run(agent: str) -> Path:
+    """Two τ²-bench retail tasks and a run of `agent` on them in τ²-bench's retail world, made once per agent."""
+    key = f"tau2_run:{agent}"
+    if key not in _cache:
+        from pipeline.dataset.io import write_tasks
+        from pipeline.measure import MeasureConfig, measure
+        from pipeline.tau2.importer import import_tau2
+
+        root = Path(str(_cache["shared"])) / "tau2" / agent.replace(":", "_")
+        write_tasks(root / "tasks.jsonl", import_tau2(tau2("retail"), "test").tasks[:2])
+        measure(
+            MeasureConfig(world=str(tau2("retail")), tasks=root / "tasks.jsonl", agent=agent, trials=1), root / "run"
+        )
+        _cache[key] = root / "run"
+    return _cache[key]  # type: ignore[return-value]
+
+
+def _export(run: Path, tmp: Path, fragment: str, *extra: str) -> Outcome:
+    args = ["export", "tau2-submission", "--run", str(run), "--out", str(tmp / "s.json"), *extra]
+    return cli([*args, "--model-organization", "Lab", "--submitting-organization", "Lab"], fragment)
+
+
+def _imported(tmp: Path, name: str, domain: str) -> Path:
+    from pipeline.tau2.import_run import import_run
+
+    import_run(ROOT / "tests" / "data" / f"tau2_results_{domain}.json", tau2(domain), tmp / name)
+    return tmp / name
+
+
+@case(58, "class 3: export tau2-submission of a run in a generated world (gen-3) as τ²-bench retail")
+def _(tmp: Path) -> Outcome:
+    return _export(_small_run(tmp) / "run", tmp, "not τ²-bench's retail world", "--model-name", "m")
+
+
+@case(58, "class 3: export tau2-submission of airline verdicts as retail")
+def _(tmp: Path) -> Outcome:
+    retail, airline = _imported(tmp, "retail", "retail"), _imported(tmp, "airline", "airline")
+    (retail / "verdicts.jsonl").write_bytes((airline / "verdicts.jsonl").read_bytes())
+    return _export(retail, tmp, "verdicts.jsonl: line 1: field verdict.")
+
+
+@case(58, "class 3: export tau2-submission takes no model name from an agent label (flawed(invention=0.2…)")
+def _(tmp: Path) -> Outcome:
+    return _export(_tau2_run("flawed:invention=0.2"), tmp, "--model-name: the agent 'flawed(")
+
+
+def _telecom_bad_assertion(tmp: Path) -> Path:
+    import shutil
+
+    shutil.copytree(tau2("telecom"), folder := tmp / "telecom")
+    tasks = json.loads((folder / "tasks.json").read_text())
+    tasks[0]["evaluation_criteria"]["env_assertions"][0]["arguments"]["no_such_arg"] = 1
+    (folder / "tasks.json").write_text(json.dumps(tasks))
+    return folder
+
+
+@case(58, "class 3: tasks lint --strict of a telecom env assertion with an argument its function does not take")
+def _(tmp: Path) -> Outcome:
+    return cli(["tasks", "lint", "--domain", str(_telecom_bad_assertion(tmp)), "--strict"], "'no_such_arg' is not")
+
+
+@case(58, "class 3: tasks import-tau2 of a telecom env assertion with an argument its function does not take")
+def _(tmp: Path) -> Outcome:
+    folder = _telecom_bad_assertion(tmp)
+    return cli(["tasks", "import-tau2", "--domain", str(folder), "--out", str(tmp / "t.jsonl")], "'no_such_arg' is not")
+
+
+@case(58, "class 3: grading a task whose env assertion its function cannot take (the task's error, not the agent's)")
+def _(tmp: Path) -> Outcome:
+    from pipeline.dataset import AssertionArgumentError, EnvAssertion
+    from pipeline.grading import grade
+    from pipeline.rollout import Trajectory
+    from pipeline.tau2.importer import import_tau2
+
+    imported = import_tau2(tau2("telecom"))
+    task = imported.tasks[0]
+    bad = EnvAssertion(env_type="user", func_name="assert_mobile_data_status", arguments={"no_such_arg": 1})
+    task = task.model_copy(update={"evaluation": task.evaluation.model_copy(update={"env_assertions": [bad]})})
+    w = imported.world
+    empty = Trajectory(
+        task_id=task.id, agent="oracle", user="u", world=w.name, domain="telecom", termination="user_stop"
+    )
+    return raises(lambda: grade(w, task, empty).passed, (AssertionArgumentError,), "'no_such_arg'")
+
+
+@case(58, "class 3: import tau2-run of simulations without messages")
+def _(tmp: Path) -> Outcome:
+    data = json.loads((ROOT / "tests" / "data" / "tau2_results_retail.json").read_text())
+    for sim in data["simulations"]:
+        sim.pop("messages")
+    (src := tmp / "r.json").write_text(json.dumps(data))
+    args = ["import", "tau2-run", str(src), "--domain", str(tau2("retail")), "--out", str(tmp / "run")]
+    return cli(args, "messages: no messages")
+
+
+def _edited_db(tmp: Path, name: str, edit: Callable[[dict], None]) -> Path:
+    import shutil
+
+    shutil.copytree(tau2(name), folder := tmp / name)
+    db = json.loads((folder / "db.json").read_text())
+    edit(db)
+    (folder / "db.json").write_text(json.dumps(db))
+    return folder
+
+
+@case(58, "class 3: tasks import-tau2 of an airline database with a reservation owned by nobody")
+def _(tmp: Path) -> Outcome:
+    def orphan(db: dict) -> None:
+        next(iter(db["reservations"].values()))["user_id"] = "nobody_123"
+
+    folder = _edited_db(tmp, "airline", orphan)
+    return cli(["tasks", "import-tau2", "--domain", str(folder), "--out", str(tmp / "t.jsonl")], "owner 'nobody_123'")
+
+
+@case(58, "class 3: tasks import-tau2 of a retail database with a negative price")
+def _(tmp: Path) -> Outcome:
+    def negative(db: dict) -> None:
+        product = next(iter(db["products"].values()))
+        product["variants"][next(iter(product["variants"]))]["price"] = -5.0
+
+    folder = _edited_db(tmp, "retail", negative)
+    return cli(["tasks", "import-tau2", "--domain", str(folder), "--out", str(tmp / "t.jsonl")], "negative price -5")
+
+
+@case(58, "class 3: tasks generate --n 500 on a world that yields fewer tasks")
+def _(tmp: Path) -> Outcome:
+    args = ["tasks", "generate", "--world", str(tau2("telecom")), "--n", "500", "--out", str(tmp / "t.jsonl")]
+    return cli(args, "yields only")
 
 
 # ---- the harness --------------------------------------------------------------------------------------------------
