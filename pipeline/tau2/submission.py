@@ -31,7 +31,7 @@ from datetime import date
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from pipeline.errors import InputError
 from pipeline.metrics import pass_hat_k
@@ -103,18 +103,62 @@ class RunSummary(BaseModel):
     agreement: str
 
 
+class _Tau2Pass(BaseModel):
+    passed: bool
+
+
+class _VerdictRow(BaseModel):
+    """What the export reads of a verdict (the rest of the record is left as it is)."""
+
+    task_id: str
+    trial: int = 0
+    passed: bool
+    infra_error: bool = False
+    tau2: _Tau2Pass | None = None
+    final_hash: str = ""
+
+
+class _TrajectoryRow(BaseModel):
+    task_id: str
+    trial: int = 0
+    domain: str
+    agent: str
+    user: str
+    final_hash: str = ""
+
+
 def _lines(path: Path) -> list[dict]:
     if not path.exists():
         raise SubmissionError(f"{path}: file not found (a run directory of agentloop measure or import tau2-run)")
     out = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SubmissionError(f"{path}: not readable as UTF-8 text: {exc}") from None
+    for n, line in enumerate(text.splitlines(), start=1):
         if line.strip():
             try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise SubmissionError(f"{path}: line {n}: invalid JSON: {exc.msg}") from None
+                row = json.loads(line)
+            except (json.JSONDecodeError, RecursionError) as exc:
+                raise SubmissionError(f"{path}: line {n}: invalid JSON: {getattr(exc, 'msg', exc)}") from None
+            if not isinstance(row, dict):
+                raise SubmissionError(f"{path}: line {n}: expected a JSON object")
+            out.append(row)
     if not out:
         raise SubmissionError(f"{path}: no trials")
+    return out
+
+
+def _rows(path: Path, rows: list[dict], model: type[BaseModel], prefix: str = "") -> list[dict]:
+    """`rows` checked for the fields the export reads; an error names the line and the field."""
+    out = []
+    for n, row in enumerate(rows, start=1):
+        try:
+            out.append(model.model_validate(row).model_dump())
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            field = ".".join(map(str, err["loc"]))
+            raise SubmissionError(f"{path}: line {n}: field {prefix}{field}: {err['msg']}") from None
     return out
 
 
@@ -145,11 +189,12 @@ def _verdicts_grade(run: Path, trajectories: list[dict], verdicts: list[dict]) -
 def summarize_run(run: str | Path, verdict: str = "tau2") -> RunSummary:
     """One run directory's domain, participants, pass^1..4 and how far our reward agrees with τ²-bench's."""
     run = Path(run)
-    trajectories = _lines(run / "trajectories.jsonl")
+    trajectories = _rows(run / "trajectories.jsonl", _lines(run / "trajectories.jsonl"), _TrajectoryRow)
     rows = _lines(run / "verdicts.jsonl")
-    if not all(isinstance(r, dict) and isinstance(r.get("verdict"), dict) for r in rows):
-        raise SubmissionError(f"{run / 'verdicts.jsonl'}: field verdict: expected an object on every line")
-    verdicts = [row["verdict"] for row in rows]
+    for n, row in enumerate(rows, start=1):
+        if not isinstance(row.get("verdict"), dict):
+            raise SubmissionError(f"{run / 'verdicts.jsonl'}: line {n}: field verdict: expected an object")
+    verdicts = _rows(run / "verdicts.jsonl", [row["verdict"] for row in rows], _VerdictRow, "verdict.")
     if len(verdicts) != len(trajectories):
         raise SubmissionError(f"{run}: {len(trajectories)} trajectories but {len(verdicts)} verdicts")
     domain = _one(run / "trajectories.jsonl", trajectories, "domain")
@@ -181,12 +226,14 @@ def summarize_run(run: str | Path, verdict: str = "tau2") -> RunSummary:
         results[f"pass_{k}"] = None if mean is None else round(100 * mean, 2)
     metrics = run / "metrics.json"
     if metrics.exists():
-        cost = json.loads(metrics.read_text(encoding="utf-8")).get("cost") or {}
-        if cost.get("priced") and cost.get("trials"):
-            results["cost"] = round(cost["total_cost"] / cost["trials"], 6)
+        cost = _json(metrics).get("cost") or {}
+        cost = cost if isinstance(cost, dict) else {}
+        total, trials = cost.get("total_cost"), cost.get("trials")
+        if cost.get("priced") and isinstance(total, (int, float)) and isinstance(trials, int) and trials > 0:
+            results["cost"] = round(total / trials, 6)
     imported = run / "tau2_import.json"
     if imported.exists():
-        rec = json.loads(imported.read_text(encoding="utf-8"))
+        rec = _json(imported)
         agreement = (
             f"our τ²-compatible reward equals the reward τ²-bench recorded on {rec.get('upstream_agreement')} of"
             f" {rec.get('upstream_rewards')} trials"

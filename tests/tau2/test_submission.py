@@ -282,3 +282,20 @@ def test_the_model_name_comes_from_the_agents_settings_never_its_label(tmp_path)
     )
     assert _export(tmp_path, labelled).exit_code == 0
     assert json.loads((tmp_path / "s.json").read_text())["model_name"] == "m-1"
+
+
+@pytest.mark.parametrize(
+    ("edit", "needle"),
+    [
+        (lambda v: v["verdict"].pop("passed"), "line 1: field verdict.passed: Field required"),
+        (lambda v: v.update(verdict=[1]), "line 1: field verdict: expected an object"),
+        (lambda v: v["verdict"].update(tau2={"reward": 1}), "line 1: field verdict.tau2.passed"),
+    ],
+)
+def test_a_verdict_missing_what_the_export_reads_is_named(tmp_path, edit, needle):
+    run = _run(tmp_path, "r", "retail", {"0": [True]})
+    rows = [json.loads(x) for x in (run / "verdicts.jsonl").read_text().splitlines()]
+    edit(rows[0])
+    (run / "verdicts.jsonl").write_text("".join(json.dumps(x) + "\n" for x in rows))
+    result = _export(tmp_path, run)
+    assert result.exit_code == 2 and needle in " ".join(result.output.split()), result.output
