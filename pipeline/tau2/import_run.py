@@ -95,9 +95,14 @@ def read_results(path: Path) -> Tau2Results:
         raise Tau2ImportError(f"{path}: field {'.'.join(map(str, err['loc'])) or '<root>'}: {err['msg']}") from None
 
 
+def _part(info: dict | None, part: str) -> dict:
+    """`info[part]` where it is an object (τ²-bench's agent_info, user_info), else nothing."""
+    value = (info or {}).get(part)
+    return value if isinstance(value, dict) else {}
+
+
 def _names(info: dict | None) -> tuple[str, str]:
-    info = info or {}
-    agent, user = info.get("agent_info") or {}, info.get("user_info") or {}
+    agent, user = _part(info, "agent_info"), _part(info, "user_info")
     return (
         f"tau2:{agent.get('llm') or agent.get('implementation') or 'agent'}",
         f"tau2:{user.get('llm') or user.get('implementation') or 'user'}",
@@ -106,7 +111,7 @@ def _names(info: dict | None) -> tuple[str, str]:
 
 def _model(info: dict | None, part: str) -> str | None:
     """The LLM τ²-bench records a participant called (`info.agent_info.llm`), or None where it names none."""
-    llm = ((info or {}).get(part) or {}).get("llm")
+    llm = _part(info, part).get("llm")
     return llm if isinstance(llm, str) and llm.strip() else None
 
 
