@@ -212,7 +212,7 @@ def summarize_run(run: str | Path, verdict: str = "tau2") -> RunSummary:
                 f"{run / 'verdicts.jsonl'}: line {n}: field verdict.tau2: no τ²-compatible reward (the task has no"
                 " τ²-bench criteria); use --verdict strict"
             )
-        passed = bool(tau2["passed"]) if verdict == "tau2" else bool(v["passed"])
+        passed = bool(tau2["passed"]) if verdict == "tau2" and tau2 is not None else bool(v["passed"])
         outcomes.setdefault(v["task_id"], []).append(passed)
         if tau2 is not None:
             both += 1
@@ -307,7 +307,7 @@ def recorded_world(run: str | Path) -> tuple[str, str, str]:
         rec = _json(imported)
         fields = [rec.get("domain_name"), rec.get("world"), rec.get("world_digest")]
         if all(isinstance(f, str) and f for f in fields):
-            return fields[0], fields[1], fields[2]
+            return str(fields[0]), str(fields[1]), str(fields[2])
         raise SubmissionError(
             f"{imported}: field world_digest: not recorded (imported before imports recorded their world); import"
             " the results file again"
