@@ -54,3 +54,11 @@ def test_a_negative_price_in_tau2_data_is_refused(tmp_path, tau2_dir):
     (folder / "db.json").write_text(json.dumps(db))
     with pytest.raises(WorldLoadError, match=rf"field variants\.{item}\.price: negative price -5"):
         load_world(str(folder))
+
+
+def test_a_field_that_only_shares_a_key_fields_name_is_no_reference(tmp_path):
+    def rename_all(db):
+        for i, loan in enumerate(db["loans"].values()):
+            loan["book_id"] = f"shelf-{i}"  # a field of its own under the name, never a book
+
+    assert integrity_problems(load_world(_library(tmp_path, rename_all), LIBRARY)) == []
