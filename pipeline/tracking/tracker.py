@@ -4,7 +4,7 @@ DVC runs each stage in its own process, so the parent run is found again by a ke
 fingerprint, stored as a tag) instead of being held open: every stage of one `dvc repro` lands under the same
 parent, and a changed parameter set starts a new, comparable parent rather than mixing two configurations. A stage
 run is found again the same way (its name, role, DVC stage hash and parameters, as the tag `agentloop.stage_key`):
-logging an iteration again (`promote` rerun) updates its stage runs instead of listing each once more.
+logging an iteration again (`promote` rerun) updates its finished stage runs instead of listing each once more.
 Everything goes through an explicit `MlflowClient`; no global MLflow state is touched.
 """
 
@@ -269,10 +269,12 @@ class IterationTracker(RunLogger):
             self.client.set_terminated(run.info.run_id, status="KILLED")
 
     def _find_stage(self, experiment_id: str, key: str) -> str | None:
-        """The run of this iteration's stage execution `key` (see `stage`), if one was logged before."""
+        """The run of this iteration's stage execution `key` (see `stage`), if one finished before (a failed or
+        killed one stays as it ended, the record of what happened; its retry is a run of its own)."""
         runs = self.client.search_runs(
             [experiment_id],
-            filter_string=f"tags.`mlflow.parentRunId` = '{self.run_id}' and tags.`agentloop.stage_key` = '{key}'",
+            filter_string=f"tags.`mlflow.parentRunId` = '{self.run_id}' and tags.`agentloop.stage_key` = '{key}'"
+            " and attributes.status = 'FINISHED'",
             order_by=["attributes.start_time DESC"],
             max_results=1,
         )
