@@ -45,10 +45,11 @@ RECORDS_SHOWN = 6
 MAX_JSON_DEPTH = 64  # nesting a proposal never needs; json's recursion would fail far deeper
 MIN_CONTENT_KEPT = 1 / 3  # share of the plain wording's content words a rewording must keep
 CONTENT_WORD = re.compile(r"[a-z][a-z'-]{3,}")
-COMMON_WORDS = frozenset(
-    "about after again also been before could from have hello hi just like need please some than thank thanks"
-    " that them then there these they this today want what when which will with would your you're".split()
+FILLER = (
+    "about after again also been before could from have hello just like need please some than thank thanks that"
+    " them then there these they this today want what when which will with would your you're"
 )
+COMMON_WORDS = frozenset(FILLER.split())
 
 
 class LLMSpecError(InputError, ValueError):

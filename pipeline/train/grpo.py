@@ -55,6 +55,7 @@ from pipeline.train.progress_callback import TrackerCallback
 from pipeline.train.sft_base import TrainBase, load_base
 from pipeline.train.sft_data import file_sha256
 from pipeline.train.time_budget import TimeBudgetCallback
+from pipeline.train.update import check_update
 from pipeline.users import ScriptedUser
 from pipeline.world import load_world
 
@@ -103,7 +104,9 @@ def check_vllm(mode: str, gpu: bool) -> None:
     if mode == "off":
         return
     if importlib.util.find_spec("vllm") is None:
-        raise InputError(f"vllm {mode!r}: vLLM is not installed (pip install vllm, on a GPU machine), or use --vllm off")
+        raise InputError(
+            f"vllm {mode!r}: vLLM is not installed (pip install vllm, on a GPU machine), or use --vllm off"
+        )
     if not gpu:
         raise InputError(f"vllm {mode!r}: vLLM generation needs a GPU and torch sees none; use --vllm off")
 
@@ -238,6 +241,7 @@ def run_grpo(params: GRPOConfig, out: Path, tasks: list[Task] | None = None) -> 
     bad = first_non_finite(model, trainable_only=False)
     if bad is not None:  # what the per-step check cannot see (a frozen weight, a merge)
         raise NonFiniteTrainingError(f"trained weight {bad} is not finite; nothing was saved")
+    check_update(model, params.base)  # a weight moved absurdly far (LoRA's alpha 1e9) is refused, named
     base.save(
         Path(out),
         model,
