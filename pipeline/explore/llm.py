@@ -17,7 +17,7 @@ Two roles, and nothing either says joins the data unless the environment verifie
 
 The endpoint is the project's one client (`pipeline.endpoint.client.ChatClient`); its retries and deadlines hold,
 set as for every endpoint (`AGENTLOOP_TIMEOUT_S`, `AGENTLOOP_DEADLINE_S`, ...). A reply is read for JSON with a
-bound on its nesting (`MAX_JSON_DEPTH`): a deeper one counts as unreadable.
+bound on its nesting (`pipeline.jsondepth`): a deeper one counts as unreadable.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline import jsondepth
 from pipeline.authoring import Draft, act
 from pipeline.dataset import Request, Task, replay_actions
 from pipeline.endpoint import ChatClient, EndpointConfig
@@ -42,7 +43,6 @@ log = logging.getLogger(__name__)
 PREFIX = "openai:"
 MAX_UTTERANCE = 400
 RECORDS_SHOWN = 6
-MAX_JSON_DEPTH = 64  # nesting a proposal never needs; json's recursion would fail far deeper
 MIN_CONTENT_KEPT = 1 / 3  # share of the plain wording's content words a rewording must keep
 CONTENT_WORD = re.compile(r"[a-z][a-z'-]{3,}")
 FILLER = (
@@ -92,28 +92,16 @@ class LLMReport:
         }
 
 
-def nesting(text: str) -> int:
-    """How deep brackets nest in `text` (strings included: an upper bound of the JSON's depth)."""
-    depth = deepest = 0
-    for ch in text:
-        if ch in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif ch in "]}":
-            depth = max(depth - 1, 0)
-    return deepest
-
-
 def first_json(text: str) -> dict | None:
-    """The first JSON object in a reply (in a code fence or not); None when there is none, or when the reply
-    nests deeper than `MAX_JSON_DEPTH` (json's parser would recurse until Python's limit stops it)."""
-    if nesting(text) > MAX_JSON_DEPTH:
-        log.info("LLM reply nests deeper than %d brackets; not read as JSON", MAX_JSON_DEPTH)
-        return None
+    """The first JSON object in a reply (in a code fence or not); None when there is none. A value nested deeper
+    than `pipeline.jsondepth.MAX_DEPTH` is not read (json's parser would recurse until Python's limit stops it)."""
     for m in re.finditer(r"\{", text):
         try:
-            obj, _ = json.JSONDecoder().raw_decode(text[m.start() :])
-        except json.JSONDecodeError:
+            obj, _ = jsondepth.raw_decode(text, m.start())
+        except json.JSONDecodeError as exc:
+            if "nested deeper" in exc.msg:
+                log.info("LLM reply nests deeper than %d levels; not read as JSON", jsondepth.MAX_DEPTH)
+                return None
             continue
         if isinstance(obj, dict):
             return obj

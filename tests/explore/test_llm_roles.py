@@ -130,7 +130,7 @@ def test_a_repeated_wording_and_a_bottomless_json_reply_are_refused():
     assert phrasing_problem(req, "Could you return the gardening book I have on loan?") is None
     deep = "[" * 100_000 + "]" * 100_000
     assert first_json('{"tool": ' + deep + "}") is None  # no RecursionError: unreadable, counted as such
-    assert first_json("x" + deep + ' {"a": [1, [2]]}') is None
+    assert first_json("x" + deep + ' {"a": [1, [2]]}') == {"a": [1, [2]]}  # the object after it
     assert first_json('{"a": [1, [2]]}') == {"a": [1, [2]]}
 
 
