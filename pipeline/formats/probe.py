@@ -142,7 +142,7 @@ def probe_text(template: str, where: str, bound_s: float = PROBE_BOUND_S) -> Non
     file checked before anything is written."""
     from transformers.utils.chat_template_utils import render_jinja_template
 
-    conversation = [
+    conversation: list[dict[str, Any]] = [
         {"role": "system", "content": "Be helpful."},
         {"role": "user", "content": "Where is my order #W001?"},
         {"role": "assistant", "content": "", "tool_calls": [
@@ -153,8 +153,9 @@ def probe_text(template: str, where: str, bound_s: float = PROBE_BOUND_S) -> Non
         {"role": "user", "content": "Thanks."},
     ]  # fmt: skip
     _compiled(template)
-    plain = [{"role": "user", "content": "Where is my order #W001?"}]
-    for messages, tools in ((conversation, PROBE_TOOLS), (plain, None)):  # a template that takes no tool turns
+    plain: list[dict[str, Any]] = [{"role": "user", "content": "Where is my order #W001?"}]
+    tries: list[tuple[list[dict[str, Any]], Any]] = [(conversation, PROBE_TOOLS), (plain, None)]
+    for messages, tools in tries:  # the plain one for a template that takes no tool turns
         render = functools.partial(
             render_jinja_template, [messages], tools=tools, chat_template=template, add_generation_prompt=True,
             bos_token="<s>", eos_token="</s>",
