@@ -1438,6 +1438,110 @@ def _(tmp: Path) -> Outcome:
     return cli(args, "yields only")
 
 
+@case(58, "class 4: LoRA alpha 1e9 over rank 16")
+def _(tmp: Path) -> Outcome:
+    from pydantic import ValidationError
+
+    from pipeline.train.lora import LoraSpec
+
+    return raises(lambda: LoraSpec(rank=16, alpha=10**9), (ValidationError,), "alpha <= 64 * rank")
+
+
+@case(58, "class 4: a trained weight moved 10**6 times its size")
+def _(tmp: Path) -> Outcome:
+    import torch
+    from safetensors.torch import save_file
+
+    from pipeline.train.update import AbsurdUpdateError, check_update
+
+    model = torch.nn.Linear(4, 4)
+    save_file({k: v.detach().clone() for k, v in model.state_dict().items()}, str(tmp / "model.safetensors"))
+    with torch.no_grad():
+        model.weight.mul_(1e6)
+    return raises(lambda: check_update(model, tmp), (AbsurdUpdateError,), "training moved weight weight")
+
+
+@case(58, "class 4: a chat template that loops for ever")
+def _(tmp: Path) -> Outcome:
+    from pipeline.formats import TemplateTimeoutError, probe_text
+
+    loops = "{% for a in range(100000) %}{% for b in range(100000) %}{{ a }}{% endfor %}{% endfor %}"
+    return raises(lambda: probe_text(loops, "loops.jinja", 2.0), (TemplateTimeoutError,), "within 2s")
+
+
+@case(58, "class 5: --llm rewording that is a generic greeting")
+def _(tmp: Path) -> Outcome:
+    from pipeline.dataset import Request
+    from pipeline.explore.llm import phrasing_problem
+
+    req = Request(intent="cancel_order", utterance="Please cancel my pending order, it was a mistake.")
+    why = phrasing_problem(req, "Hello! How can I help you today?")
+    return clear(f"rejected: {why}") if why else silent("the greeting stands for the request")
+
+
+@case(58, "class 5: --llm reply of JSON nested 100,000 deep")
+def _(tmp: Path) -> Outcome:
+    from pipeline.explore.llm import first_json
+
+    got = first_json('{"tool": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    return clear("read as no JSON (counted unparseable)") if got is None else silent(f"read as {str(got)[:80]}")
+
+
+@case(58, "class 5: AGENTLOOP_TIMEOUT_S for the --llm endpoint")
+def _(tmp: Path) -> Outcome:
+    from pipeline.explore.llm import LLMRoles, LLMSpec
+
+    old = os.environ.get("AGENTLOOP_TIMEOUT_S")
+    os.environ["AGENTLOOP_TIMEOUT_S"] = "7"
+    try:
+        config = LLMRoles(LLMSpec.parse("openai:m@http://127.0.0.1:9/v1")).client.config
+    finally:
+        os.environ.pop("AGENTLOOP_TIMEOUT_S") if old is None else os.environ.update(AGENTLOOP_TIMEOUT_S=old)
+    if config.timeout_s == 7.0 and config.deadline_s:
+        return clear(f"timeout {config.timeout_s:g}s, deadline {config.deadline_s:g}s")
+    return silent(f"timeout {config.timeout_s:g}s, deadline {config.deadline_s}")
+
+
+@case(58, "class 7: train grpo --vllm colocate without vLLM")
+def _(tmp: Path) -> Outcome:
+    import importlib.util
+
+    from pipeline.errors import InputError
+    from pipeline.train.grpo import check_vllm
+
+    if importlib.util.find_spec("vllm") is not None:
+        raise Skip("vLLM is installed here")
+    return raises(lambda: check_vllm("colocate", True), (InputError,), "vLLM is not installed")
+
+
+for _who in ({"first_name": "", "last_name": "Doe", "dob": "1990-01-01"},
+             {"first_name": "Ann", "last_name": "Doe", "dob": "yesterday"}):  # fmt: skip
+
+    @case(58, f"class 7: airline passenger {_who}")
+    def _(tmp: Path, who: dict = _who) -> Outcome:
+        from pipeline.domains.airline.tools import TOOLS
+        from pipeline.world import ToolError
+
+        args = {"reservation_id": "ABC123", "passengers": [who]}
+        return raises(lambda: TOOLS["update_reservation_passengers"].validate(args), (ToolError,), "Value error")
+
+
+@case(58, "class 7: promote's tracking logged four times")
+def _(tmp: Path) -> Outcome:
+    from pipeline.tracking import IterationTracker, TrackingConfig
+
+    config = TrackingConfig(tracking_uri=f"sqlite:///{tmp / 'mlruns.db'}")
+    for _ in range(4):
+        with IterationTracker(config, iteration=1, agent="oracle", params={"a": 1}, commit="c") as it:
+            for name in ("measure", "gate"):
+                with it.stage(name, params={"k": 1}):
+                    pass
+    client = config.client()
+    runs = client.search_runs([client.get_experiment_by_name(config.experiment).experiment_id])
+    stages = [r for r in runs if r.data.tags.get("agentloop.kind") == "stage"]
+    return clear("each stage run listed once") if len(stages) == 2 else silent(f"{len(stages)} stage runs for 2")
+
+
 # ---- the harness --------------------------------------------------------------------------------------------------
 def run_case(c: Case, timeout: float) -> tuple[Outcome, float]:
     box: dict[str, Outcome] = {}

@@ -25,6 +25,7 @@ BOUNDARIES = (InputError, WorldError, TaskError, InfrastructureError, TrainingEr
 PRIVATE = {  # signals inside one module, never seen outside it
     ("pipeline.endpoint.client", "_Deadline"),
     ("pipeline.domains.telecom.flawed", "_Transferred"),
+    ("pipeline.formats.probe", "_OutOfTime"),
 }
 
 
@@ -177,6 +178,8 @@ BUILTIN_RAISES = {  # (file, function): why a builtin is right there
         [
             ("agents/scripted/flaws.py", "_plantable"),
             ("dataset/task.py", "_printable_id"),
+            ("domains/airline/schema.py", "person_name"),
+            ("domains/airline/schema.py", "birth_date"),
             ("grading/modes.py", "known_mode"),
             ("loop/params.py", "_refuse_loop_inputs"),
             ("loop/params.py", "train_world"),

@@ -108,7 +108,7 @@ def test_no_private_name_imported_across_modules():
 
 
 LAYERS: list[tuple[str, ...]] = [
-    ("errors", "progress", "strict", "digest", "lazy"),  # the package's own bottom modules
+    ("errors", "progress", "strict", "digest", "jsondepth", "lazy"),  # the package's own bottom modules
     ("protocol",),  # the boundaries to the outside: an environment's six functions
     ("world", "outputs"),  # the stateful world and its tools; outputs written atomically
     ("dataset",),  # tasks (and their set-up and gold replay in a world)

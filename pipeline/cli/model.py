@@ -65,9 +65,12 @@ def import_cmd(
 
 
 def read_template(path: Path) -> str:
-    """The text of a Jinja chat template file; one that is empty or does not parse is refused, naming the file."""
+    """The text of a Jinja chat template file; one that is empty, does not parse, or does not render a short
+    conversation in time (`pipeline.formats.probe`) is refused, naming the file."""
     from jinja2 import TemplateSyntaxError
     from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    from pipeline.formats import probe_text
 
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -79,6 +82,7 @@ def read_template(path: Path) -> str:
         ImmutableSandboxedEnvironment().parse(text)
     except TemplateSyntaxError as exc:
         raise InputError(f"--chat-template {path}:{exc.lineno}: not a Jinja template ({exc.message})") from None
+    probe_text(text, f"--chat-template {path}")  # a template that loops is refused here, not in a measurement
     return text
 
 

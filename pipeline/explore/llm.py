@@ -3,7 +3,9 @@
 Two roles, and nothing either says joins the data unless the environment verifies it:
 
 - phrase: the model restates a request as a person would. The new wording is kept only when it still names
-  the record and every value the plain wording stated, and the domain's oracle, talking with the scripted
+  the record and every value the plain wording stated (or, stating none, at least a third of its content words:
+  a model that answers every request with the same greeting says none of them), is not a wording the model already gave
+  another request, and the domain's oracle, talking with the scripted
   customer who now speaks it, still reaches the gold end state (graded from the state); otherwise the plain
   wording stays and the rejection is counted.
 - propose (an evolution): the model, shown a task's customer, their records, what they already asked and the
@@ -13,7 +15,9 @@ Two roles, and nothing either says joins the data unless the environment verifie
   domain's invariants hold) and the oracle solves it; a proposal that cannot be read, names an unknown tool,
   or whose gold fails is dropped and counted by reason.
 
-The endpoint is the project's one client (`pipeline.endpoint.client.ChatClient`); its retries and deadlines hold.
+The endpoint is the project's one client (`pipeline.endpoint.client.ChatClient`); its retries and deadlines hold,
+set as for every endpoint (`AGENTLOOP_TIMEOUT_S`, `AGENTLOOP_DEADLINE_S`, ...). A reply is read for JSON with a
+bound on its nesting (`pipeline.jsondepth`): a deeper one counts as unreadable.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline import jsondepth
 from pipeline.authoring import Draft, act
 from pipeline.dataset import Request, Task, replay_actions
 from pipeline.endpoint import ChatClient, EndpointConfig
@@ -38,6 +43,13 @@ log = logging.getLogger(__name__)
 PREFIX = "openai:"
 MAX_UTTERANCE = 400
 RECORDS_SHOWN = 6
+MIN_CONTENT_KEPT = 1 / 3  # share of the plain wording's content words a rewording must keep
+CONTENT_WORD = re.compile(r"[a-z][a-z'-]{3,}")
+FILLER = (
+    "about after again also been before could from have hello just like need please some than thank thanks that"
+    " them then there these they this today want what when which will with would your you're"
+)
+COMMON_WORDS = frozenset(FILLER.split())
 
 
 class LLMSpecError(InputError, ValueError):
@@ -81,11 +93,15 @@ class LLMReport:
 
 
 def first_json(text: str) -> dict | None:
-    """The first JSON object in a reply (in a code fence or not); None when there is none."""
+    """The first JSON object in a reply (in a code fence or not); None when there is none. A value nested deeper
+    than `pipeline.jsondepth.MAX_DEPTH` is not read (json's parser would recurse until Python's limit stops it)."""
     for m in re.finditer(r"\{", text):
         try:
-            obj, _ = json.JSONDecoder().raw_decode(text[m.start() :])
-        except json.JSONDecodeError:
+            obj, _ = jsondepth.raw_decode(text, m.start())
+        except json.JSONDecodeError as exc:
+            if "nested deeper" in exc.msg:
+                log.info("LLM reply nests deeper than %d levels; not read as JSON", jsondepth.MAX_DEPTH)
+                return None
             continue
         if isinstance(obj, dict):
             return obj
@@ -95,8 +111,9 @@ def first_json(text: str) -> dict | None:
 class LLMRoles:
     def __init__(self, spec: LLMSpec, client: ChatClient | None = None, max_tokens: int = 160, seed: int = 0):
         self.spec, self.max_tokens, self.seed = spec, max_tokens, seed
-        self.client = client or ChatClient(EndpointConfig.from_env(base_url=spec.base_url, timeout_s=300))
+        self.client = client or ChatClient(EndpointConfig.from_env(base_url=spec.base_url))
         self.report = LLMReport()
+        self.wordings: dict[str, str] = {}  # a rewording given → the plain wording it was given for
 
     def _ask(self, system: str, user: str) -> str:
         body = {"model": self.spec.model, "max_tokens": self.max_tokens, "temperature": 0.7, "seed": self.seed,
@@ -114,6 +131,9 @@ class LLMRoles:
         )
         text = text.strip().strip('"').strip()
         why = phrasing_problem(req, text)
+        if why is None and self.wordings.setdefault(text, req.utterance) != req.utterance:
+            why = "repeated"  # the same words for two different requests stand for neither
+        candidate = task
         if why is None:
             requests = [req.model_copy(update={"utterance": text}), *task.user_script.requests[1:]]
             script = task.user_script.model_copy(update={"requests": requests})
@@ -121,6 +141,7 @@ class LLMRoles:
             why = None if oracle_solves(world, candidate) else "oracle_failed"
         if why is not None:
             self.report.phrasing_rejected[why] += 1
+            log.info("LLM rewording of %s rejected (%s), the plain wording kept: %s", task.id, why, text[:200])
             return task
         self.report.phrased += 1
         return candidate
@@ -221,7 +242,16 @@ def phrasing_problem(req: Request, text: str) -> str | None:
     stated = [v for v in said if v and v in req.utterance]
     if any(v not in text for v in stated):
         return "value_lost"
+    content = content_words(req.utterance)
+    if not stated and content and len(content & content_words(text)) < MIN_CONTENT_KEPT * len(content):
+        return "content_lost"  # no value to hold it to: its words must carry over
     return None
+
+
+def content_words(text: str) -> set[str]:
+    """The words of four letters or more that carry a request's content (common filler words left out), each by
+    its first four letters ('bills' and 'bill', 'returned' and 'return' are one word)."""
+    return {w[:4] for w in CONTENT_WORD.findall(text.lower()) if w not in COMMON_WORDS}
 
 
 def customer_records(world: World, user_id: str, rng: random.Random) -> str:

@@ -33,6 +33,7 @@ from pipeline.formats.codec import (
 )
 from pipeline.formats.compact import CodecFormat
 from pipeline.formats.compact_template import CompactFormat
+from pipeline.formats.probe import TemplateTimeoutError, probe_template, probe_text
 from pipeline.formats.template import TemplateFormat
 
 CHATML_STOPS = ("<|im_end|>", "<|endoftext|>")
@@ -107,10 +108,13 @@ __all__ = [
     "TOOL_CALL_CLOSE",
     "TOOL_CALL_OPEN",
     "TemplateFormat",
+    "TemplateTimeoutError",
     "check_tokenizer",
     "codec_hash",
     "encode_conversation",
     "parse_assistant",
+    "probe_template",
+    "probe_text",
     "render_conversation",
     "single_token_id",
 ]

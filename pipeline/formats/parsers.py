@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline import jsondepth
 from pipeline.rollout import ToolCall
 
 _NAME_RE = re.compile(r"""["']name["']\s*:\s*["']([^"'\\]*)["']""")
@@ -49,7 +50,7 @@ def call_from_json(obj: Any, call_id: str, raw: str) -> ToolCall:
     args = obj["arguments"] if "arguments" in obj else obj.get("parameters", {})
     if isinstance(args, str):  # some models emit the arguments as a JSON string
         with contextlib.suppress(json.JSONDecodeError):
-            args = json.loads(args)
+            args = jsondepth.loads(args)
     if isinstance(args, dict):
         return ToolCall(
             id=call_id, name=obj["name"], arguments=args, raw_arguments=json.dumps(args, ensure_ascii=False)
@@ -60,7 +61,7 @@ def call_from_json(obj: Any, call_id: str, raw: str) -> ToolCall:
 def call_from_text(text: str, call_id: str) -> ToolCall:
     text = text.strip()
     try:
-        obj = json.loads(text)
+        obj = jsondepth.loads(text)
     except json.JSONDecodeError:
         obj = None
     return call_from_json(obj, call_id, text)
@@ -68,14 +69,14 @@ def call_from_text(text: str, call_id: str) -> ToolCall:
 
 def _json_values(text: str) -> tuple[list[tuple[Any, str]], str]:
     """Consecutive JSON values at the start of `text` (separated by whitespace, `;` or `,`) and what follows."""
-    decoder, values, pos = json.JSONDecoder(), [], 0
+    values, pos = [], 0
     while True:
         while pos < len(text) and text[pos] in " \t\r\n;,":
             pos += 1
         if pos >= len(text) or text[pos] not in "{[":
             break
         try:
-            value, end = decoder.raw_decode(text, pos)
+            value, end = jsondepth.raw_decode(text, pos)
         except json.JSONDecodeError:
             break
         values.append((value, text[pos:end]))
@@ -156,7 +157,7 @@ def _xml_value(raw: str, kind: str | None) -> Any:
     if kind == "string":
         return value
     try:
-        decoded = json.loads(value)
+        decoded = jsondepth.loads(value)
     except json.JSONDecodeError:
         return value
     if kind is None:

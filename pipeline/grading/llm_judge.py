@@ -15,6 +15,7 @@ import logging
 import re
 import threading
 
+from pipeline import jsondepth
 from pipeline.dataset import Task
 from pipeline.endpoint import ChatClient, EndpointConfig, text_of
 from pipeline.errors import InputError
@@ -73,7 +74,7 @@ def parse_judgement(text: str, n_items: int) -> list[tuple[bool, str]]:
     match = _JSON.search(text or "")
     if not match:
         raise ValueError("no JSON object in the answer")
-    items = json.loads(match.group(0)).get("items")
+    items = jsondepth.loads(match.group(0)).get("items")
     if not isinstance(items, list) or len(items) != n_items:
         raise ValueError(f"expected {n_items} items, got {items!r:.200}")
     out = []
@@ -230,7 +231,7 @@ def parse_user_review(text: str) -> list[str]:
     match = _JSON.search(text or "")
     if not match:
         raise ValueError("no JSON object in the answer")
-    data = json.loads(match.group(0))
+    data = jsondepth.loads(match.group(0))
     out = []
     for issue in USER_SIM_ISSUES:
         entry = data.get(issue)
@@ -246,7 +247,7 @@ def parse_confirmation(text: str) -> bool:
     match = _JSON.search(text or "")
     if not match:
         raise ValueError("no JSON object in the answer")
-    value = json.loads(match.group(0)).get("confirmed")
+    value = jsondepth.loads(match.group(0)).get("confirmed")
     if not isinstance(value, bool):
         raise ValueError(f"no boolean 'confirmed' in {match.group(0)!r:.200}")
     return value

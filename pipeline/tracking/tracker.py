@@ -2,7 +2,9 @@
 
 DVC runs each stage in its own process, so the parent run is found again by a key (iteration + parameter
 fingerprint, stored as a tag) instead of being held open: every stage of one `dvc repro` lands under the same
-parent, and a changed parameter set starts a new, comparable parent rather than mixing two configurations.
+parent, and a changed parameter set starts a new, comparable parent rather than mixing two configurations. A stage
+run is found again the same way (its name, role, DVC stage hash and parameters, as the tag `agentloop.stage_key`):
+logging an iteration again (`promote` rerun) updates its finished stage runs instead of listing each once more.
 Everything goes through an explicit `MlflowClient`; no global MLflow state is touched.
 """
 
@@ -266,6 +268,18 @@ class IterationTracker(RunLogger):
             )
             self.client.set_terminated(run.info.run_id, status="KILLED")
 
+    def _find_stage(self, experiment_id: str, key: str) -> str | None:
+        """The run of this iteration's stage execution `key` (see `stage`), if one finished before (a failed or
+        killed one stays as it ended, the record of what happened; its retry is a run of its own)."""
+        runs = self.client.search_runs(
+            [experiment_id],
+            filter_string=f"tags.`mlflow.parentRunId` = '{self.run_id}' and tags.`agentloop.stage_key` = '{key}'"
+            " and attributes.status = 'FINISHED'",
+            order_by=["attributes.start_time DESC"],
+            max_results=1,
+        )
+        return runs[0].info.run_id if runs else None
+
     def __exit__(self, exc_type, exc, tb) -> None:
         self.client.set_terminated(self.run_id, status="FAILED" if exc_type else "FINISHED")
 
@@ -280,7 +294,8 @@ class IterationTracker(RunLogger):
         about: str | None = None,
         reused: bool = False,
     ) -> Iterator[RunLogger]:
-        """A nested run for one stage execution (a rerun of the stage is a new nested run under the same parent).
+        """A nested run for one stage execution: a rerun of the stage (a new DVC stage hash, other parameters) is
+        a new nested run under the same parent; the same execution logged again reuses its run.
 
         ``times`` (unix seconds) are the stage's own start and end, when it recorded them: the run then spans
         them, and `stage_seconds/<name>` lands on the parent too (after the headline metrics, alphabetically).
@@ -297,13 +312,23 @@ class IterationTracker(RunLogger):
             "agentloop.reused": str(reused).lower(),
             "mlflow.note.content": about,
         }
-        run = self.client.create_run(
-            self.client.get_run(self.run_id).info.experiment_id,
-            run_name=run_name,
-            tags={k: str(v) for k, v in tags.items() if v is not None},
-            start_time=_ms(times[0]) if times else None,
-        )
-        logger = RunLogger(self.client, run.info.run_id, parent=self)
+        key = params_digest({"stage": name, "role": role, "hash": self.stage_hashes.get(name), "params": params or {}})
+        tags["agentloop.stage_key"] = key
+        experiment_id = self.client.get_run(self.run_id).info.experiment_id
+        run_id = found = self._find_stage(experiment_id, key)
+        if run_id is None:
+            run_id = self.client.create_run(
+                experiment_id,
+                run_name=run_name,
+                tags={k: str(v) for k, v in tags.items() if v is not None},
+                start_time=_ms(times[0]) if times else None,
+            ).info.run_id
+        else:  # the same execution logged again: its run updated, not listed twice
+            self.client.update_run(run_id, status="RUNNING")
+            log.info("MLflow: stage run %s logged again (%s)", run_name, run_id)
+        logger = RunLogger(self.client, run_id, parent=self)
+        if found:
+            logger.set_tags({k: v for k, v in tags.items() if v is not None})
         if params:
             logger.log_params(params)
         if times:

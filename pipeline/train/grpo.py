@@ -23,6 +23,7 @@ In both modes the weights are synced to vLLM after each optimizer step (TRL does
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import tempfile
 from dataclasses import dataclass, field
@@ -54,6 +55,7 @@ from pipeline.train.progress_callback import TrackerCallback
 from pipeline.train.sft_base import TrainBase, load_base
 from pipeline.train.sft_data import file_sha256
 from pipeline.train.time_budget import TimeBudgetCallback
+from pipeline.train.update import check_update
 from pipeline.users import ScriptedUser
 from pipeline.world import load_world
 
@@ -97,6 +99,18 @@ def make_rollout_func(rollouts: EpisodeRollouts, num_generations: int):
     return rollout_func
 
 
+def check_vllm(mode: str, gpu: bool) -> None:
+    """vLLM generation needs vLLM installed and a GPU: refused before anything loads, naming the setting."""
+    if mode == "off":
+        return
+    if importlib.util.find_spec("vllm") is None:
+        raise InputError(
+            f"vllm {mode!r}: vLLM is not installed (pip install vllm, on a GPU machine), or use --vllm off"
+        )
+    if not gpu:
+        raise InputError(f"vllm {mode!r}: vLLM generation needs a GPU and torch sees none; use --vllm off")
+
+
 def build_trainer(params: GRPOConfig, scratch: str, tasks: list[Task] | None = None):
     """The GRPOTrainer and the rollouts behind it (exposed for tests and for custom loops)."""
     from datasets import Dataset
@@ -104,6 +118,7 @@ def build_trainer(params: GRPOConfig, scratch: str, tasks: list[Task] | None = N
     from trl import GRPOTrainer
 
     gpu = torch.cuda.is_available()
+    check_vllm(params.vllm, gpu)
     tasks = tasks if tasks is not None else [t for p in params.tasks for t in read_tasks(p)]
     if not tasks:
         raise InputError("GRPO: empty task pool")
@@ -226,6 +241,7 @@ def run_grpo(params: GRPOConfig, out: Path, tasks: list[Task] | None = None) -> 
     bad = first_non_finite(model, trainable_only=False)
     if bad is not None:  # what the per-step check cannot see (a frozen weight, a merge)
         raise NonFiniteTrainingError(f"trained weight {bad} is not finite; nothing was saved")
+    check_update(model, params.base)  # a weight moved absurdly far (LoRA's alpha 1e9) is refused, named
     base.save(
         Path(out),
         model,

@@ -39,7 +39,7 @@ class GRPOConfig(BaseModel):
     )
     num_generations: int = Field(default=4, ge=2, description="Episodes per task (the GRPO group).")
     tasks_per_step: int = Field(default=2, ge=1, description="Groups per optimizer step.")
-    learning_rate: float = Field(default=1e-4, gt=0, description="Learning rate.")
+    learning_rate: float = Field(default=1e-4, gt=0, le=1, description="Learning rate (at most 1).")
     beta: float = Field(default=0.0, ge=0, description="KL coefficient (0: no reference model).")
     loss_type: Literal["grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", "vespo"] = Field(
         default="dapo", description="TRL loss; 'dapo' normalises by active tokens (see module)."

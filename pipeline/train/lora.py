@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+MAX_SCALE = 64  # alpha / rank: common recipes use 1 to 4, a few up to 32; beyond this no update stays sane
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
@@ -17,7 +18,11 @@ class LoraSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     rank: int = Field(default=16, ge=1, description="Adapter rank.")
-    alpha: int = Field(default=32, ge=1, description="Adapter scaling numerator (the update is scaled alpha/rank).")
+    alpha: int = Field(
+        default=32,
+        ge=1,
+        description=f"Adapter scaling numerator (the update is scaled alpha/rank, at most {MAX_SCALE}).",
+    )
     dropout: float = Field(default=0.0, ge=0, lt=1, description="Dropout on the adapter's input.")
     target_modules: list[str] = Field(
         default_factory=lambda: list(LORA_TARGETS), min_length=1, description="Linear layers to adapt, by name."
@@ -35,6 +40,15 @@ class LoraSpec(BaseModel):
         if bad or len(set(v)) != len(v):
             raise ValueError(f"target_modules must be distinct, non-empty module names (got {v})")
         return v
+
+    @model_validator(mode="after")
+    def _scale(self) -> LoraSpec:
+        if self.alpha > MAX_SCALE * self.rank:
+            raise ValueError(
+                f"alpha {self.alpha} over rank {self.rank} scales the adapter's update by {self.alpha / self.rank:g};"
+                f" the bound is alpha <= {MAX_SCALE} * rank"
+            )
+        return self
 
     def peft_config(self) -> Any:
         """The peft LoraConfig these settings describe (SFT and GRPO share it)."""

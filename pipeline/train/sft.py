@@ -43,6 +43,7 @@ from pipeline.train.progress_callback import TrackerCallback
 from pipeline.train.sft_base import TrainBase, encode_for_sft, fit_length, load_base
 from pipeline.train.sft_config import SFTConfig
 from pipeline.train.sft_data import file_sha256, load_data, mix_anchors, read_trajectories, verify
+from pipeline.train.update import check_update
 
 __all__ = [
     "SFTConfig",
@@ -130,6 +131,7 @@ def run_sft(params: SFTConfig, out: Path, trajectories: list[Trajectory] | None 
     bad = first_non_finite(trained, trainable_only=False)
     if bad is not None:  # what the per-step check cannot see (a frozen weight, a merge)
         raise NonFiniteTrainingError(f"trained weight {bad} is not finite; nothing was saved")
+    check_update(trained, params.base)  # a weight moved absurdly far (LoRA's alpha 1e9) is refused, named
     base.save(
         Path(out),
         trained,

@@ -53,7 +53,10 @@ class SFTConfig(BaseModel):
     epochs: float = Field(default=8.0, gt=0, description="Passes over the training examples (unless max_steps).")
     max_steps: int = Field(default=-1, description="Stop after this many optimizer steps (-1: epochs decide).")
     learning_rate: float = Field(
-        default=1e-3, gt=0, description="Peak learning rate (warmed up over warmup_ratio, then lr_scheduler)."
+        default=1e-3,
+        gt=0,
+        le=1,
+        description="Peak learning rate (warmed up over warmup_ratio, then lr_scheduler; at most 1).",
     )
     lr_scheduler: str = Field(default="cosine", description="transformers scheduler name.")
     warmup_ratio: float = Field(default=0.05, ge=0, lt=1)

@@ -169,8 +169,8 @@ class Tau2LLMUser:
         if self._client is None:
             from pipeline.endpoint import ChatClient, EndpointConfig
 
-            self._client = ChatClient(
-                EndpointConfig(
+            self._client = ChatClient(  # the deadline and bounds from the environment, as for every endpoint
+                EndpointConfig.from_env(
                     base_url=self.base_url,
                     api_key=self.api_key,
                     timeout_s=self.timeout_s,

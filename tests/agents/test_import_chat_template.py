@@ -94,3 +94,35 @@ def test_a_gguf_only_option_on_a_directory_or_a_bad_dtype_is_refused_before_any_
         )
         assert result.exit_code == 2 and named in result.output, (extra, result.output)
         assert _files(model) == before and not (tmp_path / "o").exists(), extra
+
+
+LOOPS = template("gemma3") + "{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}"
+
+
+def test_a_template_that_loops_is_refused_at_import_naming_the_file_and_the_bound(tmp_path):
+    model = without_template(build_checkpoint(FAMILIES["gemma3"], tmp_path / "base", corpus()))
+    (tmp_path / "loops.jinja").write_text(LOOPS)
+    before = _files(model)
+    result = CliRunner().invoke(
+        app, ["model", "import", str(model), "--format", "compact", "--chat-template", str(tmp_path / "loops.jinja")]
+    )
+    text = result.output.replace("\n", "")
+    assert result.exit_code == 2 and f"--chat-template {tmp_path / 'loops.jinja'}: the chat template" in text
+    assert "within 5s" in text and "Traceback" not in result.output
+    assert _files(model) == before  # refused before anything was written
+
+
+def test_a_checkpoint_whose_template_loops_is_refused_when_loaded_as_an_agent(tmp_path, monkeypatch):
+    import pytest
+
+    from pipeline.agents.backends.loading import resolve_format
+    from pipeline.formats import TemplateTimeoutError, probe
+
+    model = build_checkpoint(FAMILIES["gemma3"], tmp_path / "base", corpus())
+    tokenizer = AutoTokenizer.from_pretrained(str(model))
+    tokenizer.chat_template = LOOPS  # saved behind the import's back
+    tokenizer.save_pretrained(str(model))
+    monkeypatch.setattr(probe, "PROBE_BOUND_S", 0.5)
+    monkeypatch.setattr(probe.probe_template, "__defaults__", (0.5,))
+    with pytest.raises(TemplateTimeoutError, match=r"base/chat_template\.jinja: .* within 0\.5s"):
+        resolve_format(model, "compact")

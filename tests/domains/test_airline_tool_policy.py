@@ -123,3 +123,32 @@ def test_a_refused_write_leaves_earlier_writes_of_the_episode_in_place(world):
     refused(s, "book_reservation", booking([FLIGHT, FLIGHT], 2, [(CARD, 387 * 4)]), "listed more than once")
     assert s.changed() == after_first
     assert s.get("flights", "HAT001").dates["2024-05-29"].available_seats["business"] == 4
+
+
+@pytest.mark.parametrize(
+    ("passenger", "fragment"),
+    [
+        ({"first_name": "", "last_name": "Doe", "dob": "1990-01-01"}, "first_name: Value error, a name must not"),
+        ({"first_name": "Ann", "last_name": "  ", "dob": "1990-01-01"}, "last_name: Value error, a name must not"),
+        ({"first_name": "Ann", "last_name": "Doe", "dob": "yesterday"}, "dob 'yesterday' is not a date"),
+        ({"first_name": "Ann", "last_name": "Doe", "dob": "1990-02-30"}, "is not a date 'YYYY-MM-DD'"),
+        ({"first_name": "Ann", "last_name": "Doe", "dob": "2031-01-01"}, "not a plausible date of birth"),
+        ({"first_name": "Ann", "last_name": "Doe", "dob": "1850-01-01"}, "not a plausible date of birth"),
+    ],
+)
+def test_a_passenger_without_a_name_or_a_real_date_of_birth_is_refused(world, passenger, fragment):
+    s = world.session(authenticated_user_id=AARAV)
+    args = {**booking([FLIGHT], 1, [(CARD, 387)]), "passengers": [passenger]}
+    refused(s, "book_reservation", args, fragment)
+    people = [passenger, {"first_name": "Bo", "last_name": "Doe", "dob": "1991-03-04"}]
+    refused(s, "update_reservation_passengers", {"reservation_id": "BU71UY", "passengers": people}, fragment)
+
+
+def test_the_passenger_record_holds_a_name_and_a_date_of_birth():
+    from pydantic import ValidationError
+
+    from pipeline.domains.airline.schema import Passenger
+
+    assert Passenger(first_name="Ann", last_name="Doe", dob="1990-01-01").dob == "1990-01-01"
+    with pytest.raises(ValidationError, match="not a date"):
+        Passenger(first_name="Ann", last_name="Doe", dob="yesterday")

@@ -102,3 +102,46 @@ def test_a_bad_llm_spec_is_a_clear_error(tmp_path):
         str(tmp_path / "t.jsonl"), "--llm-proposals", "2",
     ])  # fmt: skip
     assert result.exit_code != 0 and "--llm-proposals needs --llm" in result.output
+
+
+def test_a_model_answering_every_request_with_a_greeting_rewords_none(tmp_path):
+    """A rewording must keep the request's content: a greeting loses its words (rejected, counted, the plain
+    wording kept), and a wording the model gives two different requests stands for neither."""
+    out = tmp_path / "tasks.jsonl"
+    plain = tmp_path / "plain.jsonl"
+    greeting = "Hello! How can I help you today?"
+    with FakeOpenAI(default=lambda body: completion(greeting)) as fake:
+        args = ["tasks", "generate", "--world", "library", "--domain", LIBRARY, "--n", "6"]
+        result = CliRunner().invoke(app, [*args, "--out", str(out), "--llm", f"openai:fake@{fake.base_url}"])
+        assert result.exit_code == 0, result.output
+    assert CliRunner().invoke(app, [*args, "--out", str(plain)]).exit_code == 0
+    report = json.loads((tmp_path / "tasks.llm.json").read_text())
+    assert report["phrased"] == 0 and sum(report["phrasing_rejected"].values()) == 6
+    assert set(report["phrasing_rejected"]) <= {"content_lost", "value_lost", "repeated"}
+    assert [t.user_script for t in read_tasks(out)] == [t.user_script for t in read_tasks(plain)]
+
+
+def test_a_repeated_wording_and_a_bottomless_json_reply_are_refused():
+    from pipeline.dataset import Request
+    from pipeline.explore.llm import phrasing_problem
+
+    req = Request(intent="return_loan", utterance="Please return my loan of the gardening book.")
+    assert phrasing_problem(req, "Hello! How can I help you today?") == "content_lost"
+    assert phrasing_problem(req, "Could you return the gardening book I have on loan?") is None
+    deep = "[" * 100_000 + "]" * 100_000
+    assert first_json('{"tool": ' + deep + "}") is None  # no RecursionError: unreadable, counted as such
+    assert first_json("x" + deep + ' {"a": [1, [2]]}') == {"a": [1, [2]]}  # the object after it
+    assert first_json('{"a": [1, [2]]}') == {"a": [1, [2]]}
+
+
+def test_the_llm_roles_endpoint_honours_the_timeout_setting(monkeypatch):
+    from pipeline.explore.llm import LLMRoles
+
+    monkeypatch.setenv("AGENTLOOP_TIMEOUT_S", "7")
+    monkeypatch.setenv("AGENTLOOP_DEADLINE_S", "20")
+    config = LLMRoles(LLMSpec.parse("openai:m@http://127.0.0.1:9/v1")).client.config
+    assert (config.timeout_s, config.deadline_s) == (7.0, 20.0)
+    monkeypatch.delenv("AGENTLOOP_TIMEOUT_S")
+    monkeypatch.delenv("AGENTLOOP_DEADLINE_S")
+    config = LLMRoles(LLMSpec.parse("openai:m@http://127.0.0.1:9/v1")).client.config
+    assert config.timeout_s < float("inf") and config.deadline_s is not None  # a hanging endpoint ends

@@ -143,3 +143,22 @@ def test_a_failing_stage_marks_stage_and_iteration_failed(tracking):
     status = {r.data.tags["agentloop.kind"]: r.info.status for r in runs}
     assert status == {"iteration": "FAILED", "stage": "FAILED"}
     assert client.get_run(it.run_id).data.tags["agentloop.failed_stage"] == "train"
+
+
+def test_logging_an_iteration_again_reuses_its_stage_runs(tracking, summary):
+    """`promote` rerun four times lists each stage once: the same execution (name, role, stage hash, params) is
+    found again and updated; a changed execution is a run of its own."""
+    kw = dict(iteration=3, agent="oracle", params=PARAMS, commit="abc", stage_hashes=HASHES)
+    for _ in range(4):
+        with IterationTracker(tracking, **kw) as it:
+            with it.stage("measure", role="baseline", params={"k": 4}, times=(1000.0, 1010.0)) as st:
+                st.log_summary(summary)
+            with it.stage("gate"):
+                pass
+    with IterationTracker(tracking, **kw) as it, it.stage("measure", role="baseline", params={"k": 8}):
+        pass
+    client, runs = _runs(tracking)
+    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == it.run_id]
+    assert sorted(r.data.tags["agentloop.stage"] for r in children) == ["gate", "measure", "measure"]
+    assert {r.info.status for r in children} == {"FINISHED"}
+    assert sorted(r.data.params.get("k", "") for r in children) == ["", "4", "8"]

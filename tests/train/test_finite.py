@@ -27,7 +27,7 @@ def test_a_non_finite_learning_rate_is_refused_before_training(tmp_path, lr):
 
 @pytest.mark.slow  # imports TRL; a few seconds
 def test_a_learning_rate_of_1e30_stops_training_and_saves_nothing(tmp_path):
-    params = _params(tmp_path, 1e30)
+    params = _params(tmp_path, 1e-3).model_copy(update={"learning_rate": 1e30})  # past the config's bound
     with pytest.raises(
         NonFiniteTrainingError, match=r"training stopped at step \d+: .* not finite \(learning rate 1e\+30\)"
     ):

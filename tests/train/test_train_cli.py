@@ -104,3 +104,19 @@ def test_grpo_cli_max_resamples_bounds_the_replacements_of_a_zero_variance_group
     assert bad.exit_code == 2 and "--max-resamples" in click.unstyle(bad.output)  # the option's range: GRPOConfig's
     bad = runner.invoke(app, [*args, "--out", str(tmp_path / "x"), "--loss-type", "dpo"])
     assert bad.exit_code == 2 and "--loss-type" in click.unstyle(bad.output)  # a choice of GRPOConfig's losses
+
+
+def test_grpo_with_vllm_but_no_vllm_installed_is_one_line(tmp_path, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "vllm" else real(name, *a))
+    base = tiny_checkpoint(tmp_path / "base")
+    tasks = tmp_path / "t.jsonl"
+    tasks.write_text("")
+    for mode in ("colocate", "server"):
+        args = ["train", "grpo", "--base", str(base), "--tasks", str(tasks), "--out", str(tmp_path / "o")]
+        result = runner.invoke(app, [*args, "--vllm", mode])
+        assert result.exit_code == 2, result.output
+        assert f"vllm '{mode}': vLLM is not installed" in result.output and "Traceback" not in result.output
+        assert not (tmp_path / "o").exists()

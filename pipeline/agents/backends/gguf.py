@@ -173,7 +173,9 @@ def import_gguf(
         )
     if chat_template is not None:
         tokenizer.chat_template = chat_template
-    format_of(tokenizer, chat_format)  # checked against the tokenizer as it will be saved, before `out` is written
+    where = "the chat template given" if chat_template is not None else f"{path} (the chat template it holds)"
+    # checked against the tokenizer as it will be saved, before `out` is written
+    format_of(tokenizer, chat_format, where)
     if loaded.generation_config is not None:
         model.generation_config = loaded.generation_config
     del loaded

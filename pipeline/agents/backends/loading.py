@@ -28,7 +28,16 @@ from pipeline.agents.checkpoint import (
     verify_codec,
 )
 from pipeline.errors import InputError
-from pipeline.formats import CODEC, ChatFormat, ChatFormatError, CodecConfig, CodecFormat, detect_format, get_format
+from pipeline.formats import (
+    CODEC,
+    ChatFormat,
+    ChatFormatError,
+    CodecConfig,
+    CodecFormat,
+    detect_format,
+    get_format,
+    probe_template,
+)
 from pipeline.outputs import WriteError, atomic_write
 
 log = logging.getLogger(__name__)
@@ -77,13 +86,21 @@ def unreadable(path: Path) -> Iterator[None]:
         raise InputError(f"{path}: transformers cannot read this checkpoint: {first}") from exc
 
 
-def format_of(tokenizer: Any, chat_format: str | None = None) -> tuple[str, ChatFormat]:
+def format_of(tokenizer: Any, chat_format: str | None = None, where: str = "the tokenizer") -> tuple[str, ChatFormat]:
     """The format `chat_format` names (else the one the tokenizer's chat template calls for), checked against the
-    tokenizer: ChatFormatError naming the format when it is unknown or the tokenizer cannot carry it."""
+    tokenizer: ChatFormatError naming the format when it is unknown or the tokenizer cannot carry it, and
+    TemplateTimeoutError naming `where` when its chat template does not render a short conversation in time."""
     name = chat_format or detect_format(tokenizer)
     fmt = get_format(name)
     fmt.check_tokenizer(tokenizer)
+    probe_template(fmt, tokenizer, where)
     return name, fmt
+
+
+def template_file(path: Path) -> Path:
+    """Where a checkpoint keeps its chat template (transformers' own file, else the tokenizer's config)."""
+    own = path / "chat_template.jinja"
+    return own if own.is_file() else path / "tokenizer_config.json"
 
 
 def describe(
@@ -101,7 +118,7 @@ def describe(
     if tokenizer is None:
         with unreadable(path):
             tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-    name, fmt = format_of(tokenizer, chat_format)
+    name, fmt = format_of(tokenizer, chat_format, str(template_file(path)))
     with unreadable(path):
         config = AutoConfig.from_pretrained(str(path), local_files_only=True)
     fields: dict[str, Any] = {

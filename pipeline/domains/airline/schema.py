@@ -7,9 +7,11 @@ on gift cards and certificates), hence `int | float`.
 
 from __future__ import annotations
 
+import re
+from datetime import date, datetime
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from pipeline.world import Record
 
@@ -18,6 +20,29 @@ CABINS: tuple[str, ...] = Cabin.__args__  # type: ignore[attr-defined]
 FlightStatus = Literal["available", "on time", "delayed", "flying", "landed", "cancelled"]
 Membership = Literal["regular", "silver", "gold"]
 Money = int | float
+NOW = datetime(2024, 5, 15, 15, 0, 0)  # the policy's "current time"
+EARLIEST_DOB = date(1900, 1, 1)
+ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def person_name(value: str) -> str:
+    """A passenger's first or last name: some text, not blank."""
+    if not value.strip():
+        raise ValueError("a name must not be empty")
+    return value
+
+
+def birth_date(value: str) -> str:
+    """A date of birth: 'YYYY-MM-DD', a real day between EARLIEST_DOB and today (NOW)."""
+    try:
+        day = date.fromisoformat(value) if ISO_DATE.fullmatch(value) else None
+    except ValueError:
+        day = None
+    if day is None:
+        raise ValueError(f"dob {value!r} is not a date 'YYYY-MM-DD'")
+    if not EARLIEST_DOB <= day <= NOW.date():
+        raise ValueError(f"dob {value} is not a plausible date of birth ({EARLIEST_DOB} to {NOW.date()})")
+    return value
 
 
 class FlightDate(Record):
@@ -73,6 +98,9 @@ class Passenger(Record):
     first_name: str
     last_name: str
     dob: str = Field(description="Date of birth, 'YYYY-MM-DD'.")
+
+    _names = field_validator("first_name", "last_name")(person_name)
+    _dob = field_validator("dob")(birth_date)
 
 
 class User(Record):

@@ -15,9 +15,10 @@ from datetime import date as Date
 from datetime import datetime, timedelta
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, field_validator
 
 from pipeline.domains.airline.schema import (
+    NOW,
     Cabin,
     Passenger,
     Payment,
@@ -25,12 +26,13 @@ from pipeline.domains.airline.schema import (
     Reservation,
     ReservationFlight,
     User,
+    birth_date,
+    person_name,
 )
 from pipeline.strict import Strict
 from pipeline.world import ExpressionError, Session, ToolError, ToolRegistry, dump_record, evaluate
 
 TOOLS = ToolRegistry()
-NOW = datetime(2024, 5, 15, 15, 0, 0)  # the policy's "current time"
 NEW_RESERVATION_IDS = ("HATHAT", "HATHAU", "HATHAV")
 NEW_CERTIFICATE_NUMBERS = (3221322, 3221323, 3221324)
 INSURANCE_PER_PASSENGER = 30
@@ -55,10 +57,15 @@ class PaymentUse(Strict):
     amount: int | float
 
 
+# A passenger as a write names one, checked as the record is (a name, a plausible date of birth). No docstring: it
+# would join the schema the model is shown, which the validators leave unchanged.
 class PassengerArg(Strict):
     first_name: str
     last_name: str
     dob: str
+
+    _names = field_validator("first_name", "last_name")(person_name)
+    _dob = field_validator("dob")(birth_date)
 
 
 # ---- helpers --------------------------------------------------------------------------------
