@@ -50,7 +50,7 @@ def test_every_consumer_lists_the_registry_s_modes():
     assert flaws.default_rates(0.5) == dict.fromkeys(FAILURE_MODES, 0.5)
     assert {m for m in PLANTED if m in BY_NAME} == set(FAILURE_MODES) - {"misread"}  # misread: wrong_instruction
     assert dual_control.PARENT == DUAL_CONTROL and set(DUAL_CONTROL.values()) <= set(FAILURE_MODES)
-    assert TRACKABLE == (PASS_AT_1, ACT_PASS_HAT_K, *FAILURE_MODES)
+    assert (PASS_AT_1, ACT_PASS_HAT_K, *FAILURE_MODES) == TRACKABLE
     assert GateConfig().tracked == [PASS_AT_1, ACT_PASS_HAT_K, *LOOP_MODES]
     assert set(TargetConfig().weights) == set(LOOP_MODES) == set(DEFAULT_DIALS)
     assert all(DEFAULT_DIALS[m] == BY_NAME[m].dials for m in LOOP_MODES)
