@@ -242,7 +242,9 @@ def _tests(candidate: Table, champion: Table, config: GateConfig) -> tuple[list[
     value: 'act pass^k' on held-out tasks none of whose gold changes the world)."""
     raw, untested = [], []
     for name in config.tracked:
-        cand, champ = per_task(candidate, name, config.k), per_task(champion, name, config.k)
+        cand = per_task(candidate, name, config.k)
+        # over the candidate's tasks: 'act pass^k' reads the champion on the same tasks, whatever its table says
+        champ = per_task({t: champion[t] for t in cand}, PASS_HAT_K if name == ACT_PASS_HAT_K else name, config.k)
         if not cand:
             untested.append(name)
             continue

@@ -92,3 +92,11 @@ def test_tables_without_expected_outcomes_leave_the_split_out():
 def test_an_unknown_expected_outcome_is_refused():
     with pytest.raises(GateInputError, match="expected='write'"):
         TaskOutcome(template=None, n=4, passes=1, expected="write")  # type: ignore[arg-type]
+
+
+def test_the_act_side_is_the_candidate_s_act_tasks_on_both_sides():
+    cand, champ = refusal_gain()
+    plain = {t: TaskOutcome(o.template, o.n, o.passes, o.modes) for t, o in champ.items()}  # no expected outcome
+    a, b = evaluate(cand, champ, GateConfig()), evaluate(cand, plain, GateConfig())
+    assert [t for t in a.tests if t.name == ACT_PASS_HAT_K] == [t for t in b.tests if t.name == ACT_PASS_HAT_K]
+    assert a.by_expected == b.by_expected
