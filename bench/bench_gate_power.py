@@ -7,7 +7,9 @@ and each simulated evaluation goes through `pipeline.gate.evaluate`, the very ru
 after re-grading.
 
 Population. Tasks are assigned templates by cycling over the task generator's DEFAULT_CYCLE (15 templates,
-so the bootstrap clusters as it does on generated evaluation sets). A task's success probability is
+so the bootstrap clusters as it does on generated evaluation sets), and each task its template's expected outcome
+(the retail taxonomy's: 'refuse' for a refusal template, 'act' otherwise, a two-request task included), so the
+tracked 'act pass^k' test runs in the Holm family as it does on real held-out tasks. A task's success probability is
 sigmoid(mu + u_template + e_task) with u ~ N(0, 0.75²), e ~ N(0, 3²); mu is set so that mean pass@1 = 0.60.
 Each failed trial shows one failure mode drawn from the task's own mix (Dirichlet(0.5, 0.5, 0.5)).
 
@@ -36,7 +38,9 @@ import time
 from multiprocessing import Pool
 from pathlib import Path
 
+from pipeline.dataset import Expected
 from pipeline.domains.retail.synthesis import RETAIL_CYCLE as DEFAULT_CYCLE
+from pipeline.domains.retail.synthesis import TAXONOMY
 from pipeline.gate import EVAL_TASKS, GateConfig, TaskOutcome, evaluate
 from pipeline.grading.failure_modes import FAILURE_MODES
 
@@ -95,12 +99,17 @@ def calibrate(sigma_task: float) -> tuple[float, float]:
     return mu, delta
 
 
+def _expected(template: str) -> Expected:
+    """A template's expected outcome: 'refuse' when the taxonomy says its request is refused, else 'act'."""
+    return "refuse" if template in TAXONOMY and TAXONOMY[template].outcome == "refused" else "act"
+
+
 def _outcome(rng: random.Random, template: str, p: float, mix: list[float]) -> TaskOutcome:
     passes = sum(rng.random() < p for _ in range(K))
     modes = dict.fromkeys(FAILURE_MODES, 0)
     for _ in range(K - passes):
         modes[rng.choices(FAILURE_MODES, weights=mix)[0]] += 1
-    return TaskOutcome(template=template, n=K, passes=passes, modes=modes)
+    return TaskOutcome(template=template, n=K, passes=passes, modes=modes, expected=_expected(template))
 
 
 def simulate(args: tuple[str, int, int, float, float, float]) -> dict[str, float]:
@@ -201,6 +210,7 @@ def main() -> None:
         "default_eval_tasks": EVAL_TASKS,
         "population": {
             "templates": len(set(DEFAULT_CYCLE)),
+            "refuse_share": round(sum(_expected(t) == "refuse" for t in DEFAULT_CYCLE) / len(DEFAULT_CYCLE), 4),
             "sigma_template": SIGMA_TEMPLATE,
             "target_pass@1": TARGET_PASS1,
             "gain_pass^4": GAIN,

@@ -62,6 +62,14 @@ def summary_table(summary: Any) -> Table:
     for k, v in summary.pass_hat_k.items():
         lo, hi = summary.intervals[f"pass_hat_{k}"]
         table.add_row(f"pass^{k}", f"{v:.1%}", f"{lo:.1%} – {hi:.1%}")
+    k_max = max(summary.pass_hat_k, key=int)
+    for side, split in summary.by_expected.items():  # an agent that never acts passes every 'refuse' task
+        if k_max not in split.pass_hat_k:
+            table.add_row(f"pass^{k_max}, {side} tasks", "no such tasks" if not split.tasks else "—", "")
+            continue
+        lo, hi = split.intervals[f"pass_hat_{k_max}"]
+        label = f"pass^{k_max}, {side} tasks ({split.tasks})"
+        table.add_row(label, f"{split.pass_hat_k[k_max]:.1%}", f"{lo:.1%} – {hi:.1%}")
     for k, v in summary.pass_at_k.items():
         if k != "1":
             table.add_row(f"pass@{k}", f"{v:.1%}", "")

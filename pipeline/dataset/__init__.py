@@ -8,6 +8,7 @@ from pipeline.dataset.assertions import (
     task_assertions,
 )
 from pipeline.dataset.branching import CONDITIONAL_INTENT, IF, UNTAKEN, branches, condition
+from pipeline.dataset.expected import EXPECTED, Expected, expected_outcome, expected_outcomes
 from pipeline.dataset.io import TaskFileError, read_tasks, write_tasks
 from pipeline.dataset.provenance import (
     PROVENANCE_FILE,
@@ -44,7 +45,9 @@ __all__ = [
     "Action",
     "CONDITIONAL_INTENT",
     "CommunicatedCheck",
+    "EXPECTED",
     "EnvAssertion",
+    "Expected",
     "Evaluation",
     "IF",
     "KnownInfo",
@@ -73,6 +76,8 @@ __all__ = [
     "check_provenance",
     "check_record",
     "condition",
+    "expected_outcome",
+    "expected_outcomes",
     "file_sha256",
     "known_assertions",
     "provenance_text",

@@ -16,10 +16,12 @@ from pathlib import Path
 
 from pydantic import Field
 
+from pipeline.dataset import Expected
 from pipeline.gate.config import GateConfig
 from pipeline.gate.decision import read_heldout_tasks
 from pipeline.gate.load import RunInputs, load_run, sha256_file
 from pipeline.gate.power import Outcome
+from pipeline.gate.split import SplitComparison
 from pipeline.gate.stats import MetricTest, PassHatK, evaluate
 from pipeline.outputs import atomic_write
 from pipeline.strict import Strict
@@ -37,6 +39,9 @@ class AADirection(Strict):
     reasons: list[str]
     pass_hat_k: PassHatK
     tests: list[MetricTest]
+    by_expected: dict[Expected, SplitComparison] = Field(
+        default_factory=dict, description="pass^k over the 'act' and the 'refuse' tasks apart (informational)."
+    )
 
 
 class AACheck(Strict):

@@ -14,9 +14,12 @@ from pipeline.grading.modes import FAILURE_MODES
 from pipeline.rollout import Limits
 
 PASS_AT_1 = "pass@1"
-TRACKABLE: tuple[str, ...] = (PASS_AT_1, *FAILURE_MODES)
-TRACKED: tuple[str, ...] = (PASS_AT_1, *LOOP_MODES)
-"""What the gate tracks by default: pass@1 and the modes the loop targets by default."""
+ACT_PASS_HAT_K = "act pass^k"
+"""pass^k over the tasks whose gold changes the world: a gain made of refusals alone cannot hide a drop here."""
+HIGHER_IS_BETTER: frozenset[str] = frozenset({PASS_AT_1, ACT_PASS_HAT_K})
+TRACKABLE: tuple[str, ...] = (PASS_AT_1, ACT_PASS_HAT_K, *FAILURE_MODES)
+TRACKED: tuple[str, ...] = (PASS_AT_1, ACT_PASS_HAT_K, *LOOP_MODES)
+"""What the gate tracks by default: pass@1, pass^k over the 'act' tasks, and the modes the loop targets by default."""
 
 # Held-out evaluation tasks the defaults are sized for (bench/bench_gate_power.py, k=4 trials per task): power
 # for a true +10-point pass^4 gain 91% (84% on a harder, more-flipping population; 80% at 150 tasks, 63% at
@@ -59,8 +62,9 @@ class GateConfig(BaseModel):
     seed: int = Field(default=0, description="Seed of the bootstrap and the permutations: same inputs, same decision.")
     tracked: list[str] = Field(
         default_factory=lambda: list(TRACKED),
-        description="Metrics that must not get significantly worse: 'pass@1' and failure-mode names "
-        "(rate = per-task share of valid trials showing the mode).",
+        description="Metrics that must not get significantly worse: 'pass@1', 'act pass^k' (pass^k over the tasks"
+        " whose gold changes the world; an agent that never acts passes the others) and failure-mode names"
+        " (rate = per-task share of valid trials showing the mode).",
     )
     alpha: float = Field(
         default=0.05, gt=0.0, lt=1.0, description="Family-wise level of the Holm-corrected 'got worse' tests."

@@ -20,13 +20,14 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
 
-from pipeline.dataset import ProvenanceError, TaskFileError, check_provenance, read_tasks
+from pipeline.dataset import Expected, ProvenanceError, TaskFileError, check_provenance, read_tasks
 from pipeline.gate.config import EVAL_TASKS, GateConfig
 from pipeline.gate.errors import GateInputError
 from pipeline.gate.load import RunInputs, load_run, sha256_file
 from pipeline.gate.power import Outcome
+from pipeline.gate.split import SplitComparison
 from pipeline.gate.stats import MetricTest, PassHatK, evaluate
 from pipeline.outputs import atomic_write
 from pipeline.world import World, load_world
@@ -62,7 +63,20 @@ class GateDecision(BaseModel):
     reasons: list[str] = Field(description="One line per criterion, blocking reasons included.")
     pass_hat_k: PassHatK
     tests: list[MetricTest] = Field(description="Holm-corrected 'got worse' tests (empty without a champion).")
+    by_expected: dict[Expected, SplitComparison] = Field(
+        default_factory=dict,
+        description="pass^k compared apart over the 'act' tasks (their gold changes the world) and the 'refuse'"
+        " tasks (it changes nothing), each with its paired bootstrap interval: shown, not the promotion criterion."
+        " Empty (and left out) in a gate.json written before the split existed.",
+    )
     inputs: GateInputs
+
+    @model_serializer(mode="wrap")
+    def _omit_no_split(self, handler: Any) -> dict[str, Any]:
+        data = handler(self)
+        if not self.by_expected:
+            data.pop("by_expected", None)  # an older gate.json reads back to its own bytes
+        return data
 
     @model_validator(mode="before")
     @classmethod
@@ -140,6 +154,7 @@ def decide(
         reasons=result.reasons,
         pass_hat_k=result.pass_hat_k,
         tests=result.tests,
+        by_expected=result.by_expected,
         inputs=GateInputs(
             candidate=cand.inputs,
             champion=champ.inputs if champ else None,

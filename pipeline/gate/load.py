@@ -2,7 +2,8 @@
 
 Nothing the run wrote about itself is trusted: metrics.json, verdicts.jsonl and per_task.csv are ignored;
 every trajectory is re-graded against the frozen held-out tasks in the world (the grader replays its tool
-calls, so an edited trajectory fails its consistency check) and failed trials are re-diagnosed.
+calls, so an edited trajectory fails its consistency check) and failed trials are re-diagnosed. Each task's
+expected outcome (act / refuse) is read from its gold, replayed in the same world.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from pipeline.dataset import Task
+from pipeline.dataset import Task, expected_outcomes
 from pipeline.gate.errors import GateInputError
-from pipeline.gate.stats import TaskOutcome
+from pipeline.gate.table import TaskOutcome
 from pipeline.grading import Tau2Config, VerdictName, grade
 from pipeline.rollout import Limits, Trajectory
 from pipeline.world import World
@@ -141,8 +142,15 @@ def load_run(
         else:
             modes[traj.task_id].update(set(analyze(task, traj, graded).modes))
     ids = sorted({t.task_id for t in trajectories})
+    expected = expected_outcomes(world, [tasks[t] for t in ids])  # act / refuse: the gold's, replayed here
     table = {
-        t: TaskOutcome(template=tasks[t].provenance.template, n=valid[t], passes=passes[t], modes=dict(modes[t]))
+        t: TaskOutcome(
+            template=tasks[t].provenance.template,
+            n=valid[t],
+            passes=passes[t],
+            modes=dict(modes[t]),
+            expected=expected[t],
+        )
         for t in ids
     }
     inputs = RunInputs(

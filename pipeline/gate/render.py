@@ -15,7 +15,8 @@ VERDICT = {
 
 
 def decision_table(decision: GateDecision) -> Table:
-    """One row for the pass^k comparison, one per 'got worse' test, the verdict in the title."""
+    """One row for the pass^k comparison, one per side of its split by expected outcome (act / refuse), one per
+    'got worse' test, the verdict in the title."""
     p = decision.pass_hat_k
     inputs = decision.inputs
     verdict = VERDICT[decision.outcome]
@@ -61,6 +62,19 @@ def decision_table(decision: GateDecision) -> Table:
             "[green]could see min_effect[/green]"
             if seeable
             else f"[yellow]too coarse: ~{p.tasks_needed} tasks[/yellow]",
+        )
+    for side, c in decision.by_expected.items():
+        if c.candidate is None or c.diff is None:
+            table.add_row(f"pass^{p.k} over {side} tasks", "", "", "", "", "", "[yellow]no such tasks[/yellow]")
+            continue
+        table.add_row(
+            f"pass^{p.k} over {side} tasks ({c.tasks})",
+            f"{c.candidate:.3f}",
+            "—" if c.champion is None else f"{c.champion:.3f}",
+            f"{c.diff:+.3f}",
+            f"[{c.low:+.3f}, {c.high:+.3f}]",
+            "",
+            "shown apart",
         )
     for t in decision.tests:
         table.add_row(

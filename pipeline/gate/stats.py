@@ -4,8 +4,14 @@ power simulation (bench/bench_gate_power.py), so the simulated rule is the rule 
 Promote only if
   1. the lower bound of the paired bootstrap interval (template clusters resampled; tasks, below MIN_CLUSTERS
      clusters) of candidate − champion mean per-task pass^k exceeds the margin, and
-  2. no tracked metric (pass@1, failure-mode rates) got significantly worse: per metric a one-sided sign-flip
-     permutation test over tasks of the per-task differences, Holm-corrected across metrics.
+  2. no tracked metric (pass@1, pass^k over the 'act' tasks, failure-mode rates) got significantly worse: per
+     metric a one-sided sign-flip permutation test over tasks of the per-task differences, Holm-corrected across
+     metrics.
+
+Beside the decision, pass^k is compared apart over the 'act' tasks (their gold changes the world) and the 'refuse'
+tasks (it changes nothing; an agent that never acts passes them), each with its paired bootstrap interval
+(pipeline/gate/split.py): shown, not a criterion, so that a gain made of refusals cannot pass unseen, while
+'act pass^k' among the tracked metrics blocks a significant drop on the 'act' side.
 
 The bootstrap clusters by template because the gain is a claim about tasks like these (tasks of one template
 succeed and fail together). With fewer than MIN_CLUSTERS template clusters (a held-out set drawn from one
@@ -30,42 +36,21 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import Field, model_serializer
 
-from pipeline.gate.config import PASS_AT_1, GateConfig
+from pipeline.dataset import Expected
+from pipeline.gate.config import ACT_PASS_HAT_K, HIGHER_IS_BETTER, GateConfig
 from pipeline.gate.errors import GateInputError
 from pipeline.gate.power import Outcome, mde, outcome, sign_decisive, standard_error, tasks_needed
-from pipeline.metrics import bootstrap_draws, paired_bootstrap_draws, pass_hat_k, percentile_interval, task_clusters
+from pipeline.gate.split import SplitComparison, compare_by_expected, split_reasons
+from pipeline.gate.table import MIN_CLUSTERS, PASS_HAT_K, Table, per_task, resampling_unit
+from pipeline.metrics import bootstrap_draws, paired_bootstrap_draws, percentile_interval
 from pipeline.strict import Strict
 
 DIGITS = 6
 _MAX_NAMED = 5
-# Below this many template clusters the bootstrap resamples tasks: a handful of clusters drawn with replacement
-# gives an interval with (next to) no spread.
-MIN_CLUSTERS = 5
-
-
-@dataclass(frozen=True, slots=True)
-class TaskOutcome:
-    """One task's valid trials reduced to counts (infrastructure-error trials already left out)."""
-
-    template: str | None
-    n: int
-    passes: int
-    modes: Mapping[str, int] = field(default_factory=dict)  # mode -> valid trials showing it
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.passes <= self.n:
-            raise GateInputError(f"passes={self.passes} must be within 0..n={self.n}")
-        bad = {m: c for m, c in self.modes.items() if not 0 <= c <= self.n - self.passes}
-        if bad:
-            raise GateInputError(f"mode counts {bad} must be within 0..failed trials ({self.n - self.passes})")
-
-
-Table = Mapping[str, TaskOutcome]
 
 
 class PassHatK(Strict):
@@ -130,19 +115,11 @@ class Evaluation(Strict):
     reasons: list[str]
     pass_hat_k: PassHatK
     tests: list[MetricTest]
+    by_expected: dict[Expected, SplitComparison] = Field(default_factory=dict)
 
 
 def _r(x: float) -> float:
     return round(float(x), DIGITS)
-
-
-def per_task(table: Table, metric: str, k: int) -> dict[str, float]:
-    """Per-task values: 'pass^k', 'pass@1' (pass rate) or a failure mode's share of valid trials."""
-    if metric == "pass^k":
-        return {t: pass_hat_k(o.passes, o.n, k) for t, o in table.items()}
-    if metric == PASS_AT_1:
-        return {t: o.passes / o.n for t, o in table.items()}
-    return {t: o.modes.get(metric, 0) / o.n for t, o in table.items()}
 
 
 def check_tables(candidate: Table, champion: Table | None, k: int) -> None:
@@ -228,30 +205,15 @@ def holm(pvalues: Mapping[str, float], alpha: float) -> dict[str, tuple[float, b
     return out
 
 
-def resampling_unit(table: Table) -> tuple[dict[str, str | None] | None, int]:
-    """(clusters for the bootstrap, number of template clusters): the templates, or None (resample tasks) when
-    the tasks form fewer than MIN_CLUSTERS clusters and some cluster holds more than one task.
-
-    >>> one = TaskOutcome("cancel", 2, 1)
-    >>> resampling_unit({"a": one, "b": one, "c": one})
-    (None, 1)
-    >>> resampling_unit({t: TaskOutcome(t, 2, 1) for t in "abcde"})[1]
-    5
-    """
-    clusters = {t: o.template for t, o in table.items()}
-    n = len(task_clusters(list(table), clusters))
-    return (None if n < MIN_CLUSTERS and n < len(table) else clusters), n
-
-
 def _pass_hat_k(candidate: Table, champion: Table | None, config: GateConfig) -> PassHatK:
-    cand = per_task(candidate, "pass^k", config.k)
+    cand = per_task(candidate, PASS_HAT_K, config.k)
     clusters, n_clusters = resampling_unit(candidate)
     opts: dict[str, Any] = dict(clusters=clusters, resamples=config.resamples, seed=config.seed)
     if champion is None:
         point, draws = bootstrap_draws(cand, **opts)
         champ_mean = None
     else:
-        champ = per_task(champion, "pass^k", config.k)
+        champ = per_task(champion, PASS_HAT_K, config.k)
         point, draws = paired_bootstrap_draws(cand, champ, **opts)
         champ_mean = _r(sum(champ.values()) / len(champ))
     iv = percentile_interval(point, draws, config.confidence)
@@ -275,19 +237,26 @@ def _pass_hat_k(candidate: Table, champion: Table | None, config: GateConfig) ->
     )
 
 
-def _tests(candidate: Table, champion: Table, config: GateConfig) -> list[MetricTest]:
-    raw = []
+def _tests(candidate: Table, champion: Table, config: GateConfig) -> tuple[list[MetricTest], list[str]]:
+    """The 'got worse' tests, Holm-corrected across them, and the tracked metrics left untested (no task has a
+    value: 'act pass^k' on held-out tasks none of whose gold changes the world)."""
+    raw, untested = [], []
     for name in config.tracked:
-        cand, champ = per_task(candidate, name, config.k), per_task(champion, name, config.k)
-        sign = 1.0 if name != PASS_AT_1 else -1.0  # orient so that positive = worse
+        cand = per_task(candidate, name, config.k)
+        # over the candidate's tasks: 'act pass^k' reads the champion on the same tasks, whatever its table says
+        champ = per_task({t: champion[t] for t in cand}, PASS_HAT_K if name == ACT_PASS_HAT_K else name, config.k)
+        if not cand:
+            untested.append(name)
+            continue
+        sign = -1.0 if name in HIGHER_IS_BETTER else 1.0  # orient so that positive = worse
         worse = {t: sign * (cand[t] - champ[t]) for t in cand}
         p = sign_flip_pvalue(worse, config.resamples, f"{config.seed}:{name}")
         raw.append((name, sum(cand.values()) / len(cand), sum(champ.values()) / len(champ), p))
     verdicts = holm({name: p for name, _, _, p in raw}, config.alpha)
-    return [
+    tests = [
         MetricTest(
             name=name,
-            better="higher" if name == PASS_AT_1 else "lower",
+            better="higher" if name in HIGHER_IS_BETTER else "lower",
             candidate=_r(c),
             champion=_r(h),
             diff=_r(c - h),
@@ -297,6 +266,19 @@ def _tests(candidate: Table, champion: Table, config: GateConfig) -> list[Metric
         )
         for name, c, h, p in raw
     ]
+    return tests, untested
+
+
+def _untested_reason(name: str, candidate: Table) -> str:
+    if name == ACT_PASS_HAT_K:
+        why = (
+            "no held-out task's gold changes the world (no act tasks)"
+            if any(o.expected for o in candidate.values())
+            else "the held-out tasks' expected outcomes (act / refuse) are not known"
+        )
+    else:
+        why = "no task has a value"
+    return f"{name} not tested: {why}"
 
 
 def evaluate(candidate: Table, champion: Table | None, config: GateConfig) -> Evaluation:
@@ -313,10 +295,13 @@ def evaluate(candidate: Table, champion: Table | None, config: GateConfig) -> Ev
     ]
     if phk.resampled == "tasks":
         reasons.append(_resampling_reason(phk, len(candidate)))
-    tests = _tests(candidate, champion, config) if champion is not None else []
+    split = compare_by_expected(candidate, champion, config)
+    reasons += split_reasons(split, config)
+    tests, untested = _tests(candidate, champion, config) if champion is not None else ([], [])
+    reasons += [_untested_reason(name, candidate) for name in untested]
     for t in tests:
         if t.worse:
-            label = t.name if t.name == PASS_AT_1 else f"{t.name} rate"
+            label = t.name if t.name in HIGHER_IS_BETTER else f"{t.name} rate"
             reasons.append(
                 f"{label} got significantly worse: {t.champion:.3f} → {t.candidate:.3f} "
                 f"(p={t.p_value:.4f} ≤ Holm threshold {t.holm_threshold:.4f})"
@@ -330,7 +315,9 @@ def evaluate(candidate: Table, champion: Table | None, config: GateConfig) -> Ev
     decisive = sign_decisive(len(candidate), config.confidence)
     result = outcome(phk.low, phk.high, config.margin, phk.mde, config.min_effect, regressed, decisive)
     reasons.append(_sensitivity_reason(phk, result, config, len(candidate)))
-    return Evaluation(promote=result == "promote", outcome=result, reasons=reasons, pass_hat_k=phk, tests=tests)
+    return Evaluation(
+        promote=result == "promote", outcome=result, reasons=reasons, pass_hat_k=phk, tests=tests, by_expected=split
+    )
 
 
 def _resampling_reason(phk: PassHatK, n_tasks: int) -> str:

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pipeline.agents import make_agent
-from pipeline.dataset import PROVENANCE_FILE, provenance_text, read_tasks
+from pipeline.dataset import PROVENANCE_FILE, Expected, expected_outcomes, provenance_text, read_tasks
 from pipeline.dataset.provenance import Provenance
 from pipeline.grading import VerdictName, analyze, check_tasks
 from pipeline.measure.config import MeasureConfig
@@ -61,8 +61,11 @@ RUN_FILES = (
 )
 
 
-def trial_record(result: TrialResult, cost: float, verdict: VerdictName = "strict") -> TrialRecord:
-    """A graded trial as a `trials.jsonl` line: its outcome under `verdict`, its failure analysis when it failed."""
+def trial_record(
+    result: TrialResult, cost: float, verdict: VerdictName = "strict", expected: Expected | None = None
+) -> TrialRecord:
+    """A graded trial reduced to what the metrics need: its outcome under `verdict`, its failure analysis when it
+    failed, its task's expected outcome (`pipeline.dataset.expected_outcome`) when given."""
     v, usage = result.verdict, result.trajectory.agent_usage
     passed = None if v.infra_error else v.outcome(verdict)
     analysis = analyze(result.task, result.trajectory, v) if passed is False else None
@@ -70,6 +73,7 @@ def trial_record(result: TrialResult, cost: float, verdict: VerdictName = "stric
         task_id=result.task.id,
         trial=result.trial,
         template=result.task.provenance.template,
+        expected=expected,
         passed=passed,
         failed_components=v.failed_components,
         diff_kinds=sorted({d.kind for d in v.diffs}),
@@ -131,8 +135,11 @@ def _measure(
     if finished:
         log.info("resuming %s: %d trials already finished", out_dir, len(finished))
 
+    expected = expected_outcomes(world, tasks)  # act or refuse: the split of pass^k in metrics.json
+
     def record_of(result: TrialResult) -> TrialRecord:
-        return trial_record(result, price.cost(result.trajectory.agent_usage) if price else 0.0, config.verdict)
+        cost = price.cost(result.trajectory.agent_usage) if price else 0.0
+        return trial_record(result, cost, config.verdict, expected[result.task.id])
 
     if on_trial:
         for result in finished.values():

@@ -1,5 +1,6 @@
 """Measurements the loop trusts: pass@k / pass^k estimators and their task-set means, consistency buckets,
-clustered bootstrap intervals (plain and paired), cost per success and the cost / reliability Pareto frontier.
+clustered bootstrap intervals (plain and paired), pass^k split by a task's expected outcome (act / refuse), cost
+per success and the cost / reliability Pareto frontier.
 
 Everything here is a pure function of outcomes (True / False, None for a trial lost to infrastructure) and
 numbers; bad input raises MetricsInputError naming the offending task or value.
@@ -32,6 +33,7 @@ from pipeline.metrics.intervals import (
 )
 from pipeline.metrics.pareto import dominates, pareto_frontier
 from pipeline.metrics.passk import check_counts, pass_at_k, pass_hat_k
+from pipeline.metrics.split import ExpectedSplit, expected_split
 from pipeline.metrics.summary import DIFF_KINDS, MeasureSummary, TrialRecord, summarize
 
 __all__ = [
@@ -39,6 +41,7 @@ __all__ = [
     "Bucket",
     "CostSummary",
     "DIFF_KINDS",
+    "ExpectedSplit",
     "Interval",
     "IterationHeadline",
     "MeasureSummary",
@@ -57,6 +60,7 @@ __all__ = [
     "cost_summary",
     "count_outcomes",
     "dominates",
+    "expected_split",
     "headline",
     "mean_pass_at_k",
     "mean_pass_hat_k",

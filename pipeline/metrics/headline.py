@@ -1,6 +1,7 @@
 """An iteration's headline: the few numbers a person compares from one iteration to the next.
 
-The champion's and the candidate's pass^k (at the gate's k), pass@1 and failure-mode rates, the gain with its
+The champion's and the candidate's pass^k (at the gate's k; also over the tasks whose gold changes the world), pass@1
+and failure-mode rates, the gain with its
 interval and the minimum detectable effect, and the gate's outcome. The MLflow iteration run, the report's
 iteration history and the CI summary all read it, so every one of them names and formats the same quantities the
 same way: shares as percentages, differences of shares as percentage points ("+23.5 pp").
@@ -46,17 +47,24 @@ class SideHeadline(BaseModel):
     pass_hat_k: float = Field(description="Mean per-task pass^k at the headline k.")
     pass_at_1: float = Field(description="Share of valid trials that passed.")
     modes: dict[str, float] = Field(description="Failure mode → share of valid trials showing it.")
+    act_pass_hat_k: float | None = Field(
+        default=None,
+        description="pass^k at the headline k over the tasks whose gold changes the world (an agent that never acts"
+        " passes the others); None: not measured.",
+    )
 
     @classmethod
     def of(cls, summary: MeasureSummary, k: int) -> SideHeadline:
         if str(k) not in summary.pass_hat_k:
             measured = len(summary.pass_hat_k)
             raise MetricsInputError(f"{summary.agent}: metrics.json has no pass^{k} (measured k = 1..{measured})")
+        act = summary.by_expected.get("act")
         return cls(
             agent=summary.agent,
             pass_hat_k=summary.pass_hat_k[str(k)],
             pass_at_1=summary.pass_at_1,
             modes={m: r.trials for m, r in summary.failure_modes.items()},
+            act_pass_hat_k=act.pass_hat_k.get(str(k)) if act is not None else None,
         )
 
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from pydantic import Field, model_serializer
 
+from pipeline.dataset import Expected
 from pipeline.grading import SIGNATURES, FailureAnalysis
 from pipeline.grading.failure_modes import FAILURE_MODES
 from pipeline.metrics.aggregate import count_outcomes, mean_pass_at_k, mean_pass_hat_k, per_task_pass_hat_k
@@ -18,6 +19,7 @@ from pipeline.metrics.buckets import bucket_shares
 from pipeline.metrics.cost import CostSummary, cost_summary
 from pipeline.metrics.errors import MetricsInputError
 from pipeline.metrics.intervals import bootstrap
+from pipeline.metrics.split import ExpectedSplit, expected_split
 from pipeline.strict import Strict
 
 DIFF_KINDS = ("wrong_value", "unrequested_change", "missing_change")
@@ -30,6 +32,11 @@ class TrialRecord(Strict):
     task_id: str
     trial: int
     template: str | None = None
+    expected: Expected | None = Field(
+        default=None,
+        description="The task's expected outcome: 'act' (its gold changes the world) or 'refuse' (it changes"
+        " nothing); None: not known.",
+    )
     passed: bool | None = Field(description="None when the trial was lost to an infrastructure error.")
     failed_components: list[str] = Field(default_factory=list)
     diff_kinds: list[str] = Field(default_factory=list, description="Distinct diff kinds in the verdict.")
@@ -53,6 +60,12 @@ class MeasureSummary(Strict):
     pass_at_k: dict[str, float] = Field(description="k → pass@k (at least once in k).")
     pass_hat_k: dict[str, float] = Field(description="k → pass^k (every time in k).")
     intervals: dict[str, list[float]] = Field(description="statistic → [low, high], bootstrap over tasks.")
+    by_expected: dict[Expected, ExpectedSplit] = Field(
+        default_factory=dict,
+        description="pass@1 and pass^k (with intervals) over the tasks whose correct end changes the world ('act')"
+        " and over those whose correct end changes nothing ('refuse', which an agent that never acts passes)."
+        " Written only when the trials carry their task's expected outcome.",
+    )
     buckets: dict[str, float] = Field(description="always / flipping / never shares of tasks.")
     failure_modes: dict[str, Rate]
     dominant_modes: dict[str, float] = Field(description="Share of failed trials whose dominant mode this is.")
@@ -71,10 +84,12 @@ class MeasureSummary(Strict):
     )
 
     @model_serializer(mode="wrap")
-    def _drop_empty_short_tasks(self, handler):
+    def _drop_empty(self, handler):
         data = handler(self)
         if not self.short_tasks:
             data.pop("short_tasks", None)  # a run without infrastructure losses keeps its bytes
+        if not self.by_expected:
+            data.pop("by_expected", None)
         return data
 
 
@@ -115,11 +130,13 @@ def summarize(
     costs: dict[str, list[float]] = defaultdict(list)
     tokens: dict[str, list[int]] = defaultdict(list)
     templates: dict[str, str | None] = {}
+    expected: dict[str, Expected | None] = {}
     for r in sorted(records, key=lambda r: (r.task_id, r.trial)):
         results[r.task_id].append(r.passed)
         costs[r.task_id].append(r.cost)
         tokens[r.task_id].append(r.tokens)
         templates[r.task_id] = r.template
+        expected[r.task_id] = r.expected
     results, costs = dict(results), dict(costs)
     valid = [r for r in records if r.passed is not None]
     failed = [r for r in valid if not r.passed]
@@ -159,6 +176,9 @@ def summarize(
         pass_at_k=pass_at,
         pass_hat_k=pass_hat,
         intervals=intervals,
+        by_expected=expected_split(
+            results, expected, templates, max_k, resamples=resamples, confidence=confidence, seed=seed
+        ),
         buckets={k: _r(v) for k, v in bucket_shares(at(1)).items()},
         failure_modes={m: _rate(records, lambda r, m=m: r.analysis and m in r.analysis.modes) for m in FAILURE_MODES},
         dominant_modes={m: share(lambda r, m=m: r.analysis and r.analysis.dominant == m) for m in FAILURE_MODES},

@@ -26,6 +26,7 @@ from pipeline.report.gate_view import GateView, check_gate_matches, read_gate
 from pipeline.report.history import history_section
 from pipeline.report.html import Safe, cell, esc, img, join, note, num, page, pct, section, table, tag
 from pipeline.report.inputs import ReportInputError, RunData, load_run, load_summary
+from pipeline.report.split_view import gate_table, overview_rows, pass_table
 from pipeline.report.verdicts import verdict_section
 
 log = logging.getLogger(__name__)
@@ -83,6 +84,7 @@ def _overview(runs: dict[str, MeasureSummary], k: int) -> Safe:
         ["tasks × trials", f"{b.tasks} × {b.trials_per_task}", f"{c.tasks} × {c.trials_per_task}", ""],
         row("pass@1", lambda s: s.pass_at_1),
         row(f"pass^{k}", lambda s: s.pass_hat_k.get(str(k))),
+        *overview_rows(b, c, k),
         row(f"pass@{k}", lambda s: s.pass_at_k.get(str(k))),
         *[row(f"tasks {bk}", lambda s, bk=bk: s.buckets.get(bk)) for bk in BUCKETS],
         row("infrastructure errors (excluded)", lambda s: s.infra_errors, str, False),
@@ -107,6 +109,7 @@ def _pass_section(runs: dict[str, MeasureSummary], pl: _Plots) -> Safe:
         "Reliability: pass^k and pass@k",
         pl.add("pass_hat_k", plots.pass_curves(runs), "pass^k and pass@k for k = 1..K"),
         table(["k", "baseline pass^k [95%]", "candidate pass^k [95%]", "baseline pass@k", "candidate pass@k"], rows),
+        pass_table(b, c),
     )
 
 
@@ -178,6 +181,8 @@ def _gate_section(gate: GateView | None, pl: _Plots) -> Safe:
         )
     else:
         body.append(note("gate.json holds no interval."))
+    if gate.by_expected:
+        body.append(gate_table(gate.by_expected))
     body.append(tag("h3", "Reasons"))
     body.append(tag("ul", join(tag("li", r) for r in gate.reasons)) if gate.reasons else note("No reasons given."))
     if gate.tests:

@@ -5,7 +5,8 @@ The report explains a decision; it does not make one, so it reads whatever gate.
 with low/high bounds, or a [low, high] pair under an `intervals` key or a key ending in `interval`/`ci`).
 The headline interval is the pass^k difference when there is one. A gate.json from `agentloop gate` also
 says what the gate could have seen: its outcome (promote, block or inconclusive), the minimum detectable
-effect at its power, and for an inconclusive outcome the held-out size that would resolve it.
+effect at its power, for an inconclusive outcome the held-out size that would resolve it, and pass^k compared
+apart over the 'act' and the 'refuse' tasks.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ class GateView:
     power: float | None = None
     min_effect: float | None = None
     tasks_needed: int | None = None
+    by_expected: dict[str, Any] = field(default_factory=dict)  # pass^k over act / refuse tasks apart
 
     @property
     def sensitivity(self) -> str | None:
@@ -151,6 +153,7 @@ def _from_decision(data: dict[str, Any]) -> GateView | None:
         power=p.power,
         min_effect=p.min_effect,
         tasks_needed=p.tasks_needed,
+        by_expected={side: c.model_dump(mode="json") for side, c in d.by_expected.items()},
     )
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from pipeline.dataset import Task, known_assertions, start_session, write_tasks
+from pipeline.dataset import Task, expected_outcomes, known_assertions, start_session, write_tasks
 from pipeline.errors import AgentloopError, InputError
 from pipeline.grading import Tau2Config, Tau2CriteriaError, VerdictName, apply_criteria, grade
 from pipeline.outputs import atomic_write
@@ -264,9 +264,10 @@ def import_run(
             agree += (sim.reward_info.reward == 1.0) == v.tau2.passed
         graded.append(TrialResult(task=task, trial=trial, trajectory=trajectory, verdict=v))
     graded.sort(key=lambda r: (r.task.id, r.trial))
-    records = [trial_record(r, 0.0, verdict) for r in graded]
-    out_dir.mkdir(parents=True, exist_ok=True)
     used = [tasks[t] for t in sorted({r.task.id for r in graded})]
+    expected = expected_outcomes(world, used)
+    records = [trial_record(r, 0.0, verdict, expected[r.task.id]) for r in graded]
+    out_dir.mkdir(parents=True, exist_ok=True)
     write_tasks(out_dir / "tasks.jsonl", used)
     atomic_write(out_dir / "trajectories.jsonl", "".join(r.trajectory.model_dump_json() + "\n" for r in graded))
     atomic_write(

@@ -5,6 +5,7 @@ compare view lines two iterations up row by row:
 
     candidate/pass_at_1, candidate/pass_hat_<k>, candidate/rate/<mode>    the candidate, measured
     champion/pass_at_1,  champion/pass_hat_<k>,  champion/rate/<mode>     what it started from, measured
+    candidate/act_pass_hat_<k>, champion/act_pass_hat_<k>                 pass^k over the tasks whose gold acts
     gain/pass_hat_<k>, gain/low, gain/high, gain/mde                       candidate − champion and the gate's view
     gate/promote                                                           1 when the gate passed
     stage_seconds/<stage>                                                  (sorts after all of them)
@@ -48,6 +49,8 @@ def headline_metrics(h: IterationHeadline) -> dict[str, float]:
     for role, side in (("candidate", h.candidate), ("champion", h.champion)):
         m[f"{role}/pass_hat_{h.k}"] = side.pass_hat_k
         m[f"{role}/pass_at_1"] = side.pass_at_1
+        if side.act_pass_hat_k is not None:
+            m[f"{role}/act_pass_hat_{h.k}"] = side.act_pass_hat_k
         m |= {f"{role}/rate/{mode}": rate for mode, rate in side.modes.items()}
     m |= {f"gain/pass_hat_{h.k}": h.gain, "gain/low": h.low, "gain/high": h.high}
     if h.mde is not None:
@@ -72,6 +75,11 @@ def description(h: IterationHeadline) -> str:
     cand = f"candidate (v{h.candidate_version})" if h.candidate_version else "candidate"
     rows = [
         (f"pass^{h.k}", h.champion.pass_hat_k, h.candidate.pass_hat_k),
+        *(
+            [(f"pass^{h.k} over act tasks", h.champion.act_pass_hat_k, h.candidate.act_pass_hat_k)]
+            if h.candidate.act_pass_hat_k is not None or h.champion.act_pass_hat_k is not None
+            else []
+        ),
         ("pass@1", h.champion.pass_at_1, h.candidate.pass_at_1),
         *[
             (f"{mode.replace('_', ' ')} (share of trials)", h.champion.modes.get(mode), rate)

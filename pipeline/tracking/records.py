@@ -98,6 +98,11 @@ def summary_metrics(summary: MeasureSummary, prefix: str = "") -> dict[str, floa
     for kind, rate in summary.diff_categories.items():
         _put(m, f"{p}diff/{kind}/trials", rate.trials)
         _put(m, f"{p}diff/{kind}/tasks", rate.tasks)
+    for side, split in summary.by_expected.items():  # pass^k over the 'act' and the 'refuse' tasks apart
+        _put(m, f"{p}by_expected/{side}/tasks", split.tasks)
+        _put(m, f"{p}by_expected/{side}/pass_at_1", split.pass_at_1)
+        for k, v in split.pass_hat_k.items():
+            _put(m, f"{p}by_expected/{side}/pass_hat_k/{k}", v)
     _put(m, f"{p}looked_complete_share", summary.looked_complete_share)
     for name, v in summary.cost.model_dump(exclude={"currency"}).items():
         _put(m, f"{p}cost/{name}", v)
@@ -165,6 +170,11 @@ def gate_metrics(decision: Mapping[str, Any], prefix: str = "gate/") -> tuple[di
     for k, v in (rec.model_extra or {}).items():
         if isinstance(v, int | float) and not isinstance(v, bool):
             _put(m, f"{prefix}{k}", v)
+    split = (rec.model_extra or {}).get("by_expected")  # pass^k over the 'act' and the 'refuse' tasks apart
+    for side, c in split.items() if isinstance(split, Mapping) else ():
+        for key, v in c.items() if isinstance(c, Mapping) else ():
+            if key in ("tasks", "candidate", "champion", "diff", "low", "high") and not isinstance(v, bool):
+                _put(m, f"{prefix}by_expected/{side}/{key}", v if isinstance(v, int | float) else None)
     inconclusive = (rec.model_extra or {}).get("outcome") == "inconclusive"  # not promoted, and not shown worse
     tags = {
         "agentloop.decision": "promote" if rec.promote else "inconclusive" if inconclusive else "blocked",

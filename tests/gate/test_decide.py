@@ -148,3 +148,20 @@ def test_gate_json_round_trips_and_is_stable(runs, tmp_path):
     assert read_gate(a) == d
     again = decide(runs.oracle, runs.weak, runs.tasks, runs.world)
     assert again == d
+
+
+def test_gate_json_splits_pass_hat_k_by_expected_outcome(runs, tmp_path):
+    from pipeline.measure import MeasureConfig, measure
+
+    never = tmp_path / "never"
+    measure(MeasureConfig(world=WORLD, tasks=runs.tasks, agent="flawed:inaction=1.0,seed=1", trials=4), never)
+    d = decide(never, runs.oracle, runs.tasks, runs.world)
+    act, refuse = d.by_expected["act"], d.by_expected["refuse"]
+    assert act.tasks + refuse.tasks == N_TASKS and act.tasks and refuse.tasks
+    assert (act.champion, act.candidate, refuse.champion, refuse.candidate) == (1.0, 0.0, 1.0, 1.0)
+    assert act.high < 0.0 and refuse.low == refuse.high == 0.0
+    assert next(t for t in d.tests if t.name == "act pass^k").worse and d.outcome == "block"
+    assert any(r.startswith(f"act tasks ({act.tasks}; the gold changes the world)") for r in d.reasons)
+    written = json.loads(write_gate(d, tmp_path / "gate.json").read_text())
+    assert written["by_expected"]["act"]["candidate"] == 0.0
+    assert read_gate(tmp_path / "gate.json") == d

@@ -29,7 +29,7 @@ def test_every_consumer_lists_the_registry_s_modes():
     from pipeline.domains.retail.synthesis import taxonomy as retail_taxonomy
     from pipeline.domains.telecom.flawed import PLANTED
     from pipeline.explore import kit as generic_kit
-    from pipeline.gate.config import TRACKABLE, GateConfig
+    from pipeline.gate.config import ACT_PASS_HAT_K, PASS_AT_1, TRACKABLE, GateConfig
     from pipeline.grading import dual_control, failure_modes
     from pipeline.report import plots
     from pipeline.target.config import DEFAULT_DIALS, TargetConfig
@@ -50,7 +50,8 @@ def test_every_consumer_lists_the_registry_s_modes():
     assert flaws.default_rates(0.5) == dict.fromkeys(FAILURE_MODES, 0.5)
     assert {m for m in PLANTED if m in BY_NAME} == set(FAILURE_MODES) - {"misread"}  # misread: wrong_instruction
     assert dual_control.PARENT == DUAL_CONTROL and set(DUAL_CONTROL.values()) <= set(FAILURE_MODES)
-    assert TRACKABLE[1:] == FAILURE_MODES and GateConfig().tracked == ["pass@1", *LOOP_MODES]
+    assert (PASS_AT_1, ACT_PASS_HAT_K, *FAILURE_MODES) == TRACKABLE
+    assert GateConfig().tracked == [PASS_AT_1, ACT_PASS_HAT_K, *LOOP_MODES]
     assert set(TargetConfig().weights) == set(LOOP_MODES) == set(DEFAULT_DIALS)
     assert all(DEFAULT_DIALS[m] == BY_NAME[m].dials for m in LOOP_MODES)
 

@@ -99,3 +99,34 @@ def test_dvc_metrics_diff_compares_a_commit_with_the_workspace(tmp_path):
     assert diff["metrics/gate.json"]["outcome"] == {"old": "block", "new": "promote"}
     table = run("dvc", "metrics", "diff").stdout
     assert re.search(r"metrics/candidate.json\s+pass@1\s+0.625\s+0.875\s+0.25", table), table
+
+
+def test_the_headline_files_carry_the_split_by_expected_outcome():
+    from pipeline.metrics import TrialRecord, summarize
+
+    records = [
+        TrialRecord(task_id=t, trial=i, template=t, expected=e, passed=e == "refuse")
+        for t, e in (("a-1", "act"), ("a-2", "act"), ("r-1", "refuse"))
+        for i in range(2)
+    ]
+    m = measure_metrics(summarize(records, agent="never-acts", max_k=2, resamples=50))
+    assert m["by_expected"] == {
+        "act": {"tasks": 2, "pass@1": 0.0, "pass^k": {"1": 0.0, "2": 0.0}},
+        "refuse": {"tasks": 1, "pass@1": 1.0, "pass^k": {"1": 1.0, "2": 1.0}},
+    }
+    assert "by_expected" not in measure_metrics(make_summary("x", {"a-1": [True] * 4}))  # no split: none
+    gate = {
+        "outcome": "block",
+        "pass_hat_k": {"k": 2, "candidate": 0.3, "champion": 0.3, "diff": 0.0, "low": -0.1, "high": 0.1},
+        "by_expected": {
+            "act": {"tasks": 2, "candidate": 0.0, "champion": 1.0, "diff": -1.0, "low": -1.0, "high": -1.0},
+            "refuse": {"tasks": 0, "candidate": None, "champion": None, "diff": None, "low": None, "high": None},
+        },
+    }
+    g = gate_metrics(gate)
+    assert g["by_expected"] == {
+        "act": {"tasks": 2, "champion": 1.0, "candidate": 0.0, "gain": -1.0, "low": -1.0, "high": -1.0},
+        "refuse": {"tasks": 0},
+    }
+    for key, value in [*_leaves(m), *_leaves(g)]:
+        assert isinstance(value, int | float | str) and not isinstance(value, bool), key

@@ -96,3 +96,15 @@ def test_cli_measure(tasks_file, tmp_path):
     )
     assert result.exit_code == 2
     assert "unknown agent 'nope'" in result.output
+
+
+def test_a_never_acting_agent_shows_in_the_split_by_expected_outcome(tasks_file, tmp_path):
+    """Every refusal passed, every request that needs a write failed: overall pass^k hides it, the split does not."""
+    never = MeasureConfig(world=WORLD, tasks=tasks_file, agent="flawed:inaction=1.0,seed=1", trials=2, resamples=100)
+    summary = measure(never, tmp_path)
+    act, refuse = summary.by_expected["act"], summary.by_expected["refuse"]
+    assert act.tasks > 0 and refuse.tasks > 0 and act.tasks + refuse.tasks == summary.tasks
+    assert act.pass_hat_k == {"1": 0.0, "2": 0.0} and refuse.pass_hat_k == {"1": 1.0, "2": 1.0}
+    assert 0.0 < summary.pass_hat_k["2"] < 1.0
+    written = json.loads((tmp_path / "metrics.json").read_text())["by_expected"]
+    assert (written["act"]["pass_hat_k"]["2"], written["refuse"]["pass_hat_k"]["2"]) == (0.0, 1.0)

@@ -90,3 +90,28 @@ def test_gate_metrics_of_an_inconclusive_gate():
     assert tags["agentloop.decision"] == "inconclusive"
     assert (m["gate/pass_hat_k_mde"], m["gate/pass_hat_k_se"], m["gate/pass_hat_k_tasks_needed"]) == (0.22, 0.08, 970)
     assert gate_metrics({**decision, "outcome": "block"})[1]["agentloop.decision"] == "blocked"
+
+
+def test_the_split_by_expected_outcome_is_logged_on_both_sides(summary):
+    from pipeline.metrics import TrialRecord, summarize
+
+    records = [
+        TrialRecord(task_id=t, trial=i, template=t, expected=e, passed=e == "refuse")
+        for t, e in (("a", "act"), ("r", "refuse"))
+        for i in range(2)
+    ]
+    m = summary_metrics(summarize(records, agent="never-acts", max_k=2, resamples=50), "candidate/")
+    assert (m["candidate/by_expected/act/pass_hat_k/2"], m["candidate/by_expected/refuse/pass_hat_k/2"]) == (0.0, 1.0)
+    assert m["candidate/by_expected/act/tasks"] == 1.0
+    assert not any("by_expected" in k for k in summary_metrics(summary))  # a run without the split: none
+    decision = {
+        "promote": False,
+        "pass_hat_k": {"low": -0.1, "high": 0.2},
+        "by_expected": {
+            "act": {"tasks": 3, "candidate": 0.2, "champion": 0.5, "diff": -0.3, "low": -0.5, "high": -0.1},
+            "refuse": {"tasks": 0, "candidate": None, "champion": None, "diff": None, "low": None, "high": None},
+        },
+    }
+    gm, _ = gate_metrics(decision)
+    assert (gm["gate/by_expected/act/diff"], gm["gate/by_expected/act/low"]) == (-0.3, -0.5)
+    assert gm["gate/by_expected/refuse/tasks"] == 0.0 and "gate/by_expected/refuse/diff" not in gm
