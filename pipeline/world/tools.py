@@ -124,6 +124,9 @@ def make_tool(func: Callable[..., Any], kind: ToolKind, private: bool) -> ToolSp
 class ToolRegistry:
     """The tools of one domain, in a stable order."""
 
+    tools: dict[str, ToolSpec]
+    """Name → spec (a domain's shape is checked against this when it is loaded)."""
+
     def __init__(self) -> None:
         self.tools: dict[str, ToolSpec] = {}
 
