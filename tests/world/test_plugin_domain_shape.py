@@ -54,9 +54,11 @@ CASES = {
     "tables_missing": ("del Gym.tables", r"part 'tables' is missing"),
     "name_not_a_string": ("Gym.name = 7", r"part 'name'.*string.*got int"),
     "owner_not_a_method": ("Gym.owner = None", r"part 'owner' is not a method"),
-    "tool_of_no_kind": ("TOOLS.tools['find_member'] = TOOLS.tools['find_member'].__class__("
-                        "**{**TOOLS.tools['find_member'].__dict__, 'kind': 'reads'})",
-                        r"part 'tools\.tools\.find_member\.kind'"),
+    "tool_of_no_kind": (
+        "TOOLS.tools['find_member'] = TOOLS.tools['find_member'].__class__("
+        "**{**TOOLS.tools['find_member'].__dict__, 'kind': 'reads'})",
+        r"part 'tools\.tools\.find_member\.kind'",
+    ),
     "user_tools_a_list": ("Gym.user_tools = []", r"part 'user_tools'"),
 }
 
