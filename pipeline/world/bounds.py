@@ -5,7 +5,8 @@ not know: a tool that never returns would hang `measure`, `tasks generate` and `
 50 MB would be written into every trajectory. So its calls are bounded, at the one place every tool call goes
 through (`pipeline.world.tools.execute`, and a task's set-up actions):
 
-- **time**: the call runs on a worker thread and the caller waits `AGENTLOOP_TOOL_TIMEOUT_S` seconds (default 30).
+- **time**: the call runs on a worker thread (one per calling thread, kept while it has work) and the caller
+  waits `AGENTLOOP_TOOL_TIMEOUT_S` seconds (default 30).
   A call past it is abandoned (Python cannot stop a thread; the thread is a daemon, so it never keeps the process
   alive), its session is marked unusable (the thread may still write to it; any later call or write on it fails),
   and `ToolTimeoutError` names the tool and the bound. While an abandoned call of a tool still runs, that tool's
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import contextvars
 import os
+import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -126,32 +128,78 @@ def _in_time(session: Session, key: tuple[str, str], func: Callable[..., Any], a
             name,
             TIMEOUT_VAR,
         )
-    box: dict[str, Any] = {}
-    done = threading.Event()
-    context = contextvars.copy_context()  # the caller's context variables, as an inline call would see them
-
-    def work() -> None:
-        try:
-            box["value"] = context.run(func, session, **arguments)
-        except Exception as exc:  # noqa: BLE001 - handed to the caller, which treats it as an inline call's
-            box["error"] = exc
-        except BaseException as exc:  # noqa: BLE001 - sys.exit() in a tool is the tool's bug, not the process's end
-            box["error"] = RuntimeError(f"{type(exc).__name__}: {exc}")
-        finally:
-            done.set()
-
-    worker = threading.Thread(target=work, name=f"tool {name}", daemon=True)
-    worker.start()
-    if not done.wait(limit):
+    job = _Job(func, session, arguments)
+    worker = getattr(_local, "worker", None)
+    if worker is None or not worker.submit(job):
+        worker = _local.worker = _Worker()
+        worker.submit(job)
+    if not job.done.wait(limit):
         session.unusable = f"tool {name!r} was abandoned past its time bound"
+        _local.worker = None  # the worker is stuck in the call: the next call gets a fresh one
         with _abandoned_lock:
-            _abandoned[key] = worker
+            _abandoned[key] = worker.thread
         raise ToolTimeoutError(
             f"tool {name!r} of domain {label!r} did not return within {limit:g} s ({TIMEOUT_VAR}); the call was"
             " abandoned and its episode's session is not used again",
             name,
             TIMEOUT_VAR,
         )
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
+    if job.error is not None:
+        raise job.error
+    return job.value
+
+
+class _Job:
+    """One call handed to a worker: the caller's context variables go with it, as an inline call would see them."""
+
+    def __init__(self, func: Callable[..., Any], session: Session, arguments: dict) -> None:
+        self.func, self.session, self.arguments = func, session, arguments
+        self.context = contextvars.copy_context()
+        self.done = threading.Event()
+        self.value: Any = None
+        self.error: Exception | None = None
+
+    def __call__(self) -> None:
+        try:
+            self.value = self.context.run(self.func, self.session, **self.arguments)
+        except Exception as exc:  # noqa: BLE001 - handed to the caller, which treats it as an inline call's
+            self.error = exc
+        except BaseException as exc:  # noqa: BLE001 - sys.exit() in a tool is the tool's bug, not the process's end
+            self.error = RuntimeError(f"{type(exc).__name__}: {exc}")
+        finally:
+            self.done.set()
+
+
+class _Worker:
+    """The daemon thread a calling thread's plug-in tool calls run on, one at a time (a thread per call costs
+    ~100 µs more); it ends after `IDLE_S` without work, and is abandoned with a call past its bound."""
+
+    IDLE_S = 10.0
+
+    def __init__(self) -> None:
+        self.jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        self.lock = threading.Lock()
+        self.alive = True
+        self.thread = threading.Thread(target=self._loop, name="plug-in tool calls", daemon=True)
+        self.thread.start()
+
+    def submit(self, job: _Job) -> bool:
+        with self.lock:
+            if self.alive:
+                self.jobs.put(job)
+            return self.alive
+
+    def _loop(self) -> None:
+        while True:
+            try:
+                job = self.jobs.get(timeout=self.IDLE_S)
+            except queue.Empty:
+                with self.lock:
+                    if self.jobs.empty():
+                        self.alive = False
+                        return
+                continue
+            job()
+
+
+_local = threading.local()  # each calling thread's worker

@@ -75,6 +75,16 @@ GYM = """
         session.edit("members", member_id).visits += 1
         return "checked in"
 
+    @TOOLS.register("read")
+    def which_thread(session) -> str:
+        \"\"\"The thread the call runs on.\"\"\"
+        return str(threading.get_ident())
+
+    @TOOLS.register("read")
+    def exits(session) -> str:
+        \"\"\"Ends the process, or would inline.\"\"\"
+        raise SystemExit(0)
+
     @TOOLS.register("transfer")
     def transfer_to_human(session) -> str:
         \"\"\"Hand over.\"\"\"
@@ -134,6 +144,17 @@ def test_the_abandoned_call_cannot_write_to_its_session(gym):
     module.RELEASE.set()
     time.sleep(0.2)
     assert session.changed() == {"members": {}} and gym.table("members")["m1"].visits == 0
+
+
+def test_a_callers_calls_share_one_worker_thread(gym):
+    session = gym.session()
+    first, second = (execute(session, "which_thread", {}).result for _ in range(2))
+    assert first == second != str(threading.get_ident())
+
+
+def test_a_tool_that_exits_is_a_tool_error_not_the_end_of_the_process(gym):
+    event = execute(gym.session(), "exits", {})
+    assert not event.ok and event.error_category == "internal" and "SystemExit" in (event.error or "")
 
 
 @pytest.mark.parametrize(
