@@ -83,7 +83,7 @@ def _number(var: str, kind: Callable[[str], float], default: float) -> float:
     return value
 
 
-_abandoned: dict[tuple[str, str], threading.Thread] = {}  # (domain, tool) → its abandoned call, while it runs
+_abandoned: dict[tuple[str, str], _Job] = {}  # (domain, tool) → its abandoned call, while it runs
 _abandoned_lock = threading.Lock()
 
 
@@ -118,7 +118,7 @@ def _in_time(session: Session, key: tuple[str, str], func: Callable[..., Any], a
     label, name = key
     with _abandoned_lock:
         stray = _abandoned.get(key)
-        if stray is not None and not stray.is_alive():
+        if stray is not None and stray.done.is_set():
             del _abandoned[key]
             stray = None
     if stray is not None:
@@ -137,7 +137,7 @@ def _in_time(session: Session, key: tuple[str, str], func: Callable[..., Any], a
         session.unusable = f"tool {name!r} was abandoned past its time bound"
         _local.worker = None  # the worker is stuck in the call: the next call gets a fresh one
         with _abandoned_lock:
-            _abandoned[key] = worker.thread
+            _abandoned[key] = job
         raise ToolTimeoutError(
             f"tool {name!r} of domain {label!r} did not return within {limit:g} s ({TIMEOUT_VAR}); the call was"
             " abandoned and its episode's session is not used again",
