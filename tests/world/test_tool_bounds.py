@@ -5,12 +5,16 @@ that changes records is refused (after a transfer too). The built-in domains' to
 from __future__ import annotations
 
 import dataclasses
+import re
 import textwrap
 import threading
 import time
 
+import click
 import pytest
+from typer.testing import CliRunner
 
+from pipeline.cli import app
 from pipeline.dataset.task import Provenance, Task, UserScript
 from pipeline.rollout.protocols import EpisodeInfo, UserReply
 from pipeline.rollout.trajectory import Message, ToolCall
@@ -255,3 +259,16 @@ def test_built_in_tools_run_inline_whatever_the_bound(monkeypatch):
     monkeypatch.setitem(TOOLS.tools, spec.name, dataclasses.replace(spec, func=spy))
     assert execute(world.session(), "list_all_product_types", {}).ok
     assert callers == [threading.current_thread().name]
+
+
+@pytest.mark.parametrize(
+    "command", [["world", "explore", "--out", "model.json"], ["tasks", "generate", "--n", "2", "--out", "t.jsonl"]]
+)
+def test_the_commands_stop_in_one_line_naming_the_tool(command, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("AGENTLOOP_TOOL_TIMEOUT_S", "0.000001")  # every call of the plug-in is past it
+    args = [*command, "--world", "library", "--domain", "tests.domains.library.domain:LIBRARY"]
+    result = CliRunner().invoke(app, args)
+    output = click.unstyle(result.output)
+    assert result.exit_code == 2 and "Traceback" not in output, output
+    assert re.search(r"tool '\w+' of domain 'tests.domains.library.domain:LIBRARY' did not return within", output)
