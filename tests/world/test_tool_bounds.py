@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import shutil
 import textwrap
 import threading
 import time
+from pathlib import Path
 
 import click
 import pytest
@@ -265,10 +267,16 @@ def test_built_in_tools_run_inline_whatever_the_bound(monkeypatch):
     "command", [["world", "explore", "--out", "model.json"], ["tasks", "generate", "--n", "2", "--out", "t.jsonl"]]
 )
 def test_the_commands_stop_in_one_line_naming_the_tool(command, tmp_path, monkeypatch):
+    """On a copy of the library domain under a name of its own (what a process caches per domain is not reused)."""
+    package = f"library_bounded_{command[0]}"
+    shutil.copytree(Path(__file__).parents[1] / "domains" / "library", tmp_path / package)
+    source = tmp_path / package / "domain.py"
+    source.write_text(source.read_text(encoding="utf-8").replace('name = "library"', f'name = "{package}"'))
+    monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("AGENTLOOP_TOOL_TIMEOUT_S", "0.000001")  # every call of the plug-in is past it
-    args = [*command, "--world", "library", "--domain", "tests.domains.library.domain:LIBRARY"]
-    result = CliRunner().invoke(app, args)
+    spec = f"{package}.domain:LIBRARY"
+    result = CliRunner().invoke(app, [*command, "--world", "library", "--domain", spec])
     output = click.unstyle(result.output)
     assert result.exit_code == 2 and "Traceback" not in output, output
-    assert re.search(r"tool '\w+' of domain 'tests.domains.library.domain:LIBRARY' did not return within", output)
+    assert re.search(rf"tool '\w+' of domain '{spec}' did not return within", output), output
