@@ -137,7 +137,8 @@ _gold_lock = threading.Lock()
 def gold_state(world: World, task: Task, upstream_tools: bool = False) -> tuple[dict, tuple[str, ...]]:
     """(end state of the replayed gold actions, the gold writes that failed); LRU-cached."""
     gold = [a.model_dump() for a in task.gold_actions]
-    key = (domain_spec(world.domain), world.fingerprint, task.id, sha256_json([gold, task.initial_state]), upstream_tools)
+    setup = sha256_json([gold, task.initial_state])
+    key = (domain_spec(world.domain), world.fingerprint, task.id, setup, upstream_tools)
     with _gold_lock:
         if key in _gold:
             _gold.move_to_end(key)
