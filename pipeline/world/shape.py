@@ -33,10 +33,14 @@ def _adapter(annotation: Any) -> TypeAdapter:
     return TypeAdapter(annotation, config=_STRICT)
 
 
-@cache
+_DECLARED: dict[type, dict[str, Any]] = {}
+
+
 def _declared(cls: type) -> dict[str, Any]:
     """The attributes a class annotates at class level (its bases' too), by name → type."""
-    return get_type_hints(cls, localns=_NAMES)
+    if cls not in _DECLARED:
+        _DECLARED[cls] = get_type_hints(cls, localns=_NAMES)
+    return _DECLARED[cls]
 
 
 def _methods() -> list[str]:
