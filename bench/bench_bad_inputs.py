@@ -1542,6 +1542,126 @@ def _(tmp: Path) -> Outcome:
     return clear("each stage run listed once") if len(stages) == 2 else silent(f"{len(stages)} stage runs for 2")
 
 
+_PLUGIN = """
+import threading
+from pydantic import BaseModel
+from pipeline.world.domain import Domain
+from pipeline.world.tables import Record, World
+from pipeline.world.tools import ToolRegistry
+
+class Member(Record):
+    member_id: str
+    visits: int = 0
+
+TOOLS = ToolRegistry()
+
+@TOOLS.register("read")
+def sleeps(session) -> str:
+    \"\"\"Never returns.\"\"\"
+    threading.Event().wait()
+    return ""
+
+@TOOLS.register("read")
+def huge(session) -> str:
+    \"\"\"50 MB.\"\"\"
+    return "x" * 50_000_000
+
+@TOOLS.register("read")
+def sneaky_read(session) -> str:
+    \"\"\"A read that counts a visit.\"\"\"
+    session.edit("members", "m1").visits += 1
+    return "ok"
+
+@TOOLS.register("transfer")
+def transfer_to_human(session) -> str:
+    \"\"\"Hand over.\"\"\"
+    return "transferred"
+
+class Gym(Domain):
+    name = "NAME"
+    tables = {"members": Member}
+    tools = TOOLS
+
+    def load(self, ref):
+        return World({"members": {"m1": Member(member_id="m1")}}, "", ref, self) if ref == "gym" else None
+
+    def policy(self):
+        return ""
+
+    def owner(self, table, record):
+        return None
+
+EXTRA
+GYM = Gym()
+"""
+
+
+def _plugin(tmp: Path, module: str, extra: str = "", name: str = "gym") -> str:
+    """A plug-in domain written to `tmp` and importable: its `module:attribute`."""
+    (tmp / f"{module}.py").write_text(_PLUGIN.replace("EXTRA", extra).replace("NAME", name))
+    if str(tmp) not in sys.path:
+        sys.path.insert(0, str(tmp))
+    return f"{module}:GYM"
+
+
+@case(58, "class 2: a plug-in domain whose tools are a dict")
+def _(tmp: Path) -> Outcome:
+    spec = _plugin(tmp, "gym_tools_dict", "Gym.tools = {'sleeps': sleeps}")
+    return cli(["tasks", "generate", "--world", "gym", "--domain", spec, "--n", "2", "--out", str(tmp / "t")], "tools")
+
+
+@case(58, "class 2: a plug-in domain whose load returns a dict")
+def _(tmp: Path) -> Outcome:
+    spec = _plugin(tmp, "gym_load_dict", "Gym.load = lambda self, ref: {'members': {}}")
+    return cli(["world", "explore", "--world", "gym", "--domain", spec, "--out", str(tmp / "m.json")], "load()")
+
+
+@case(58, "class 2: a plug-in tool that never returns")
+def _(tmp: Path) -> Outcome:
+    from pipeline.world import ToolTimeoutError, execute, load_world
+
+    os.environ["AGENTLOOP_TOOL_TIMEOUT_S"] = "2"
+    try:
+        world = load_world("gym", _plugin(tmp, "gym_sleeps"))
+        return raises(lambda: execute(world.session(), "sleeps", {}), (ToolTimeoutError,), "did not return within 2 s")
+    finally:
+        del os.environ["AGENTLOOP_TOOL_TIMEOUT_S"]
+
+
+@case(58, "class 2: a plug-in tool returning 50 MB")
+def _(tmp: Path) -> Outcome:
+    from pipeline.world import ToolResultError, execute, load_world
+
+    session = load_world("gym", _plugin(tmp, "gym_huge")).session()
+    got = raises(lambda: execute(session, "huge", {}), (ToolResultError,), "over the bound")
+    return lost(f"{len(session.log)} events kept") if session.log else got
+
+
+@case(58, "class 2: a plug-in read tool that edits a record after a transfer")
+def _(tmp: Path) -> Outcome:
+    from pipeline.world import ReadOnlyError, execute, load_world
+
+    session = load_world("gym", _plugin(tmp, "gym_sneaky")).session()
+    execute(session, "transfer_to_human", {})
+    got = raises(lambda: execute(session, "sneaky_read", {}), (ReadOnlyError,), "declared 'read' but changed")
+    return silent(f"kept: {session.changed()}") if any(session.changed().values()) else got
+
+
+@case(58, "class 2: a plug-in domain named retail, exported and sent to a worker")
+def _(tmp: Path) -> Outcome:
+    import pickle
+
+    from pipeline.world import domain_spec, resolve_domain
+
+    spec = _plugin(tmp, "gym_named_retail", name="retail")
+    domain = resolve_domain(spec)
+    if pickle.loads(pickle.dumps(domain)) is not domain:
+        return silent("a worker would resolve another domain")
+    if domain_spec(domain) != spec:
+        return silent(f"recorded as {domain_spec(domain)!r}")
+    return clear(f"recorded and sent as {spec!r}")
+
+
 # ---- the harness --------------------------------------------------------------------------------------------------
 def run_case(c: Case, timeout: float) -> tuple[Outcome, float]:
     box: dict[str, Outcome] = {}

@@ -16,7 +16,7 @@ from typing import Any
 from pipeline.dataset.task import Action, Task
 from pipeline.digest import sha256_json
 from pipeline.errors import TaskError
-from pipeline.world import Session, ToolError, World, synchronise
+from pipeline.world import Session, ToolError, World, bounds_for, call_tool, synchronise
 
 SIDES: dict[object, str] = {"assistant": "assistant", "user": "user"}
 _CACHE_SIZE = 4096
@@ -68,10 +68,11 @@ def run_setup_action(session: Session, action: Action) -> Any:
     if spec is None:
         raise TaskSetupError(f"no set-up function or {side} tool named {action.name!r} in domain {domain.name!r}")
     args = spec.validate(action.arguments)
+    bounds = bounds_for(domain)
     authorize, session.authorize = session.authorize, False  # set-up is the world's doing, not a party's
     session.begin_call()
     try:
-        result = spec.func(session, **args)
+        result = call_tool(session, action.name, spec.func, args, bounds)
     except Exception:
         session.rollback_call()
         raise

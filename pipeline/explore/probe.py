@@ -17,7 +17,7 @@ from pipeline.explore.model import ArgModel, TableModel, ToolModel, WorldModel
 from pipeline.explore.repair import attempt
 from pipeline.explore.shapes import MISSING, Ground, Shaper, resolve, singulars, structured
 from pipeline.explore.values import candidates, examples, harvest, shared_values
-from pipeline.world import World, dump_record, execute
+from pipeline.world import World, domain_spec, dump_record, execute
 
 log = logging.getLogger(__name__)
 MAX_ENUMERATED = 12
@@ -284,7 +284,7 @@ _CACHE: dict[tuple[str, str, str, int], WorldModel] = {}
 
 def world_model(world: World, seed: int = 0) -> WorldModel:
     """`explore(world, seed)`, once per process per world content and seed."""
-    key = (world.domain.name, world.name, world.fingerprint, seed)
+    key = (domain_spec(world.domain), world.name, world.fingerprint, seed)
     if key not in _CACHE:
         _CACHE[key] = explore(world, seed)
     return _CACHE[key]

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from pipeline.world import dump_record
+from pipeline.world import domain_spec, dump_record
 
 if TYPE_CHECKING:
     from pipeline.world import World
@@ -127,7 +127,7 @@ _SHARED: dict[tuple[str, str, str, str], list[Any]] = {}
 def shared_values(world: World, name: str) -> list[Any]:
     """The scalar values of field `name`, or of a field named for it (`dispute_reason` for `reason`), at any depth,
     that two or more of the world's records hold, most shared first: the domain's own words for that field."""
-    key = (world.domain.name, world.name, world.fingerprint, name)
+    key = (domain_spec(world.domain), world.name, world.fingerprint, name)
     if key not in _SHARED:
         held: Counter[Any] = Counter()
         for t in world.table_names:

@@ -34,7 +34,7 @@ from pipeline.rollout import (
     not_run_message,
     run_tool_call,
 )
-from pipeline.world import Session, World
+from pipeline.world import Session, World, domain_spec
 
 log = logging.getLogger(__name__)
 CACHE_SIZE = 4096
@@ -77,7 +77,7 @@ def expected_state(world: World, task: Task) -> ExpectedState:
         {"user": task.customer_user_id, "actions": [a.model_dump() for a in task.gold_actions]}
         | ({"setup": task.initial_state} if task.initial_state else {})
     )
-    key = (world.domain.name, world.fingerprint, task.id, gold)
+    key = (domain_spec(world.domain), world.fingerprint, task.id, gold)
     with _cache_lock:
         hit = _cache.get(key)
         if hit is not None:

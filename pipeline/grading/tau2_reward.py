@@ -44,7 +44,7 @@ from pipeline.grading.judge import Judge, is_enabled
 from pipeline.grading.tau2_criteria import DEFAULT_BASIS
 from pipeline.grading.verdict import Tau2Check, Tau2Result
 from pipeline.rollout import USER_ENDED, Message, Trajectory
-from pipeline.world import Session, ToolEvent, World, execute
+from pipeline.world import Session, ToolEvent, World, domain_spec, execute
 
 VerdictName = Literal["strict", "tau2"]
 VERDICTS: tuple[str, ...] = VerdictName.__args__  # type: ignore[attr-defined]
@@ -137,7 +137,8 @@ _gold_lock = threading.Lock()
 def gold_state(world: World, task: Task, upstream_tools: bool = False) -> tuple[dict, tuple[str, ...]]:
     """(end state of the replayed gold actions, the gold writes that failed); LRU-cached."""
     gold = [a.model_dump() for a in task.gold_actions]
-    key = (world.domain.name, world.fingerprint, task.id, sha256_json([gold, task.initial_state]), upstream_tools)
+    setup = sha256_json([gold, task.initial_state])
+    key = (domain_spec(world.domain), world.fingerprint, task.id, setup, upstream_tools)
     with _gold_lock:
         if key in _gold:
             _gold.move_to_end(key)

@@ -29,7 +29,7 @@ from pipeline.grading import Tau2Config, Tau2CriteriaError, VerdictName, apply_c
 from pipeline.outputs import atomic_write
 from pipeline.rollout import CustomerCall, Message, ToolCall, Trajectory, run_tool_call
 from pipeline.trials import TrialResult
-from pipeline.world import World
+from pipeline.world import World, domain_spec
 
 log = logging.getLogger(__name__)
 NOT_EVALUABLE = frozenset({"infrastructure_error", "context_window_exceeded"})  # τ²-bench leaves these out too
@@ -168,7 +168,7 @@ def to_trajectory(
         agent=agent,
         user=user,
         world=world.name,
-        domain=world.domain.name,
+        domain=domain_spec(world.domain),
         messages=messages,
         customer_calls=customer_calls,
         world_log=[e.to_dict() for e in session.log],

@@ -3,6 +3,7 @@ boundary a world's domain is reached through, and the adapter that makes any env
 (`pipeline.protocol`) a domain."""
 
 from pipeline.world.arith import ExpressionError, evaluate
+from pipeline.world.bounds import ToolBoundError, ToolResultError, ToolTimeoutError, bounds_for, call_tool
 from pipeline.world.domain import Domain, Invariant, StaticInput
 from pipeline.world.protocol_domain import (
     CounterfactualError,
@@ -23,6 +24,7 @@ from pipeline.world.registry import (
 from pipeline.world.tables import (
     Record,
     Session,
+    SessionUnusableError,
     ToolEvent,
     World,
     WorldLoadError,
@@ -30,7 +32,7 @@ from pipeline.world.tables import (
     dump_record,
     filter_field_problem,
 )
-from pipeline.world.tools import ToolError, ToolRegistry, execute, synchronise
+from pipeline.world.tools import ReadOnlyError, ToolError, ToolRegistry, execute, synchronise
 from pipeline.world.vocabulary import EMPTY, Vocabulary
 
 __all__ = [
@@ -44,15 +46,22 @@ __all__ = [
     "ProtocolError",
     "ProtocolSession",
     "ProtocolWorld",
+    "ReadOnlyError",
     "Record",
     "Session",
+    "SessionUnusableError",
     "StaticInput",
+    "ToolBoundError",
     "ToolError",
     "ToolEvent",
     "ToolRegistry",
+    "ToolResultError",
+    "ToolTimeoutError",
     "Vocabulary",
     "World",
     "WorldLoadError",
+    "bounds_for",
+    "call_tool",
     "checked_world",
     "domain_of_directory",
     "domain_spec",

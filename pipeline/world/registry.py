@@ -22,6 +22,7 @@ from pathlib import Path
 from pipeline.errors import InputError
 from pipeline.world.domain import Domain
 from pipeline.world.integrity import check_integrity
+from pipeline.world.origin import BUILTIN_DOMAINS, builtin_name, origin_of, record_origin
 from pipeline.world.protocol_domain import (
     PROTOCOL_METHODS,
     ProtocolDomain,
@@ -29,15 +30,10 @@ from pipeline.world.protocol_domain import (
     missing_methods,
     takes_a_world,
 )
+from pipeline.world.shape import returned_problem, shape_problem
 from pipeline.world.tables import World, WorldLoadError
 from pipeline.world.without_kit import WithoutKit
 
-# name → "module:attribute"; imported only when asked for, so the core imports no domain
-BUILTIN_DOMAINS: dict[str, str] = {
-    "retail": "pipeline.domains.retail.domain:RETAIL",
-    "airline": "pipeline.domains.airline.domain:AIRLINE",
-    "telecom": "pipeline.domains.telecom.domain:TELECOM",
-}
 DEFAULT_DOMAIN = "retail"
 """`world.domain`'s default, and the domain of records made before domains were named."""
 
@@ -53,8 +49,11 @@ class UnknownDomainError(InputError, ValueError):
 def resolve_domain(spec: str) -> Domain:
     """The Domain a name or `module:attribute` spec names (or the name of one resolved so before)."""
     if spec.endswith("+generic"):  # the domain with its own kit and scripted participants switched off
-        found = WithoutKit(resolve_domain(spec.removesuffix("+generic")))
-        _RESOLVED.setdefault(found.name, spec)
+        base = resolve_domain(spec.removesuffix("+generic"))
+        found = WithoutKit(base)
+        origin = record_origin(found, f"{domain_spec(base)}+generic")
+        if builtin_name(origin.removesuffix("+generic")) is None:
+            _RESOLVED.setdefault(found.name, origin)
         copyreg.pickle(type(found), _reduce_domain)
         return found
     if spec.startswith(("http://", "https://")):  # an environment served by `agentloop env serve`
@@ -98,8 +97,11 @@ def resolve_domain(spec: str) -> Domain:
         raise UnknownDomainError(
             f"domain {spec!r}: {target} is a {type(obj).__name__}, not a pipeline.world.domain.Domain"
         )
+    if problem := shape_problem(obj):
+        raise UnknownDomainError(f"domain {spec!r}: {problem}")
+    origin = record_origin(obj, target)
     if obj.name not in BUILTIN_DOMAINS:
-        _RESOLVED.setdefault(obj.name, target)
+        _RESOLVED.setdefault(obj.name, origin)
     copyreg.pickle(type(obj), _reduce_domain)
     return obj
 
@@ -131,11 +133,17 @@ def _reduce_domain(domain: Domain) -> tuple:
 
 
 def domain_spec(domain: Domain) -> str:
-    """What names `domain` in any process: its name for a built-in, else the `module:attribute` it was resolved by
-    (its name when it was never resolved through this registry)."""
+    """What names `domain` in any process, by where it came from: its name for a built-in, else the
+    `module:attribute` it was resolved by. A domain never resolved through this registry goes by its name, unless
+    that name is a built-in's: then by its class (`module:Class`), so it is never taken for the built-in."""
     if isinstance(domain, ProtocolDomain):
         return domain.spec
-    return domain.name if domain.name in BUILTIN_DOMAINS else _RESOLVED.get(domain.name, domain.name)
+    origin = origin_of(domain)
+    if origin is not None:
+        return origin
+    if domain.name in BUILTIN_DOMAINS:
+        return f"{type(domain).__module__}:{type(domain).__qualname__}"
+    return _RESOLVED.get(domain.name, domain.name)
 
 
 def domain_of_directory(path: Path) -> Domain:
@@ -181,22 +189,30 @@ def checked_world(world: World, source: str | Path | None = None) -> World:
 def _load(ref: str, domain: str | None) -> World:
     if domain is not None:
         d = resolve_domain(domain)
-        world = d.load(ref)
+        world = _loaded(d, ref)
         if world is None:
             raise WorldLoadError(f"domain {d.name!r} cannot read the world reference {ref!r}")
         return world
     path = Path(ref)
     if path.is_dir() or (path.suffix == ".json" and path.exists()):
         d = domain_of_directory(path)
-        world = d.load(ref)
+        world = _loaded(d, ref)
         if world is None:  # pragma: no cover - a domain refusing a directory whose tables it declares
             raise WorldLoadError(f"domain {d.name!r} cannot read {ref!r}")
         return world
     for d in map(resolve_domain, BUILTIN_DOMAINS):
-        world = d.load(ref)
+        world = _loaded(d, ref)
         if world is not None:
             return world
     raise WorldLoadError(
         f"unknown world reference {ref!r}: expected a domain directory, a db.json, or a name a domain reads"
         f" (domains: {', '.join(sorted(BUILTIN_DOMAINS))})"
     )
+
+
+def _loaded(domain: Domain, ref: str) -> World | None:
+    """`domain.load(ref)`, checked: what it returns must be a World or None (a dict is refused, naming the part)."""
+    world = domain.load(ref)
+    if problem := returned_problem("load", world):
+        raise WorldLoadError(f"domain {domain_spec(domain)!r}: {problem}")
+    return world

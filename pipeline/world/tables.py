@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Union, cast, get_args, get_origin
 from pydantic import BaseModel, ConfigDict
 
 from pipeline.digest import sha256_json
-from pipeline.errors import WorldError
+from pipeline.errors import InfrastructureError, WorldError
 from pipeline.strict import Strict
 
 if TYPE_CHECKING:
@@ -32,6 +32,11 @@ class WorldLoadError(WorldError, ValueError):
 class RecordError(WorldError, KeyError):
     """A table or record the world does not have, or a record it already has. Still a KeyError, whose message
     keeps its quotes: a tool that meets one records `internal error in TOOL: 'MESSAGE'` in the trajectory."""
+
+
+class SessionUnusableError(InfrastructureError):
+    """A session whose tool call was abandoned past its time bound (`pipeline.world.bounds`): the abandoned call may
+    still be writing to it, so nothing is run on it again."""
 
 
 class Record(Strict):
@@ -252,6 +257,11 @@ class Session:
         self.transferred = False  # set by a successful transfer call; later writes are refused (world.tools)
         self._journal: list[tuple[str, str, BaseModel | None]] | None = None
         self._edited_this_call: set[tuple[str, str]] = set()
+        self.unusable: str | None = None  # why no call may run on it again (a call abandoned past its time bound)
+
+    def check_usable(self) -> None:
+        if self.unusable is not None:
+            raise SessionUnusableError(f"this episode's session is not used again: {self.unusable}")
 
     # ---- reads -------------------------------------------------------------------------------
     def get(self, table: str, key: str) -> Any:
@@ -267,6 +277,7 @@ class Session:
     def edit(self, table: str, key: str) -> Any:
         """A private, mutable copy of a record, placed in the overlay (undone if the call fails)."""
         if (table, key) not in self._edited_this_call:
+            self.check_usable()
             current = self.get(table, key)
             if current is None:
                 raise RecordError(f"{table}/{key} does not exist")
@@ -278,6 +289,7 @@ class Session:
 
     def create(self, table: str, key: str, record: BaseModel) -> BaseModel:
         """Add a new record (a booking); undone like an edit if the call fails."""
+        self.check_usable()
         if self.get(table, key) is not None:
             raise RecordError(f"{table}/{key} already exists")
         if self._journal is not None:

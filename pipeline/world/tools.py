@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from pipeline.errors import InfrastructureError, WorldError
+from pipeline.world.bounds import bounds_for, call_tool
 from pipeline.world.domain import StaticInput
 from pipeline.world.tables import ToolEvent
 
@@ -35,6 +36,13 @@ TOOL_KINDS: tuple[str, ...] = ToolKind.__args__  # type: ignore[attr-defined]
 
 
 TRANSFERRED = "transferred"  # the error category of a write refused because the conversation was handed over
+WRITES: frozenset[str] = frozenset({"write"})
+"""The kinds of tool that may change records; a call of any other kind that does is refused (`keep_read_only`)."""
+
+
+class ReadOnlyError(InfrastructureError):
+    """A tool declared as not writing (a read, an identity look-up...) changed records: the domain's fault, never the
+    agent's. The change is undone and the trial is lost to infrastructure (retried, then left out)."""
 
 
 class ToolError(WorldError):
@@ -124,6 +132,9 @@ def make_tool(func: Callable[..., Any], kind: ToolKind, private: bool) -> ToolSp
 class ToolRegistry:
     """The tools of one domain, in a stable order."""
 
+    tools: dict[str, ToolSpec]
+    """Name → spec (a domain's shape is checked against this when it is loaded)."""
+
     def __init__(self) -> None:
         self.tools: dict[str, ToolSpec] = {}
 
@@ -166,6 +177,21 @@ def keep_invariants(s: Session, name: str) -> None:
             raise ToolError(f"{name} refused: the change would break the rule {inv.name!r}: {'; '.join(new)}")
 
 
+def keep_read_only(s: Session, name: str, kind: str) -> None:
+    """Refuse a call of a kind that does not write (`WRITES`) when it changed records: a "read" that edits would slip
+    past every rule kept for writes (the lock after a transfer among them). Costs nothing when it touched none."""
+    if not s._edited_this_call:
+        return
+    before, after = s.call_changes()
+    if before == after:
+        return
+    table, key = next((t, k) for t in after for k in {**before[t], **after[t]} if before[t].get(k) != after[t].get(k))
+    raise ReadOnlyError(
+        f"tool {name!r} of domain {s.world.domain.name!r} is declared {kind!r} but changed {table}/{key}; only a"
+        f" tool of kind {' or '.join(sorted(WRITES))} may change records (the change was undone)"
+    )
+
+
 def execute(s: Session, name: str, arguments: Any, requestor: str = "assistant") -> ToolEvent:
     """Run one tool call of the session's world against it, atomically, and append it to the world's log.
 
@@ -185,6 +211,8 @@ def execute(s: Session, name: str, arguments: Any, requestor: str = "assistant")
         authenticated_user_id=s.authenticated_user_id,
         requestor=requestor,
     )
+    s.check_usable()
+    bounds = bounds_for(s.world.domain)
     transferred = s.transferred
     s.begin_call()
     try:
@@ -198,7 +226,9 @@ def execute(s: Session, name: str, arguments: Any, requestor: str = "assistant")
                 TRANSFERRED,
             )
         args = spec.validate(arguments)
-        event.result = spec.func(s, **args)
+        event.result = call_tool(s, name, spec.func, args, bounds)
+        if kind not in WRITES:
+            keep_read_only(s, name, kind)
         keep_invariants(s, name)
         event.ok = True
         event.touched = s.commit_call()
