@@ -10,14 +10,17 @@ its requests' `expect` or the domain's tool names.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from typing import Literal
 
 from pipeline.dataset.replay import replay_gold
 from pipeline.dataset.setup import start_session
 from pipeline.dataset.task import Task
+from pipeline.errors import InfrastructureError
 from pipeline.world import World
 
+log = logging.getLogger(__name__)
 Expected = Literal["act", "refuse"]
 EXPECTED: tuple[Expected, ...] = ("act", "refuse")
 
@@ -33,6 +36,16 @@ def expected_outcome(world: World, task: Task) -> Expected:
     return "act" if replay_gold(world, task).changed() != start else "refuse"
 
 
-def expected_outcomes(world: World, tasks: Iterable[Task]) -> dict[str, Expected]:
-    """Task id → expected outcome, one gold replay per task."""
-    return {task.id: expected_outcome(world, task) for task in tasks}
+def expected_outcomes(world: World, tasks: Iterable[Task], attempts: int = 3) -> dict[str, Expected | None]:
+    """Task id → expected outcome, one gold replay per task; None for a task whose replay the environment failed
+    (an infrastructure error, `attempts` times): the split leaves that task out rather than the run stopping."""
+    out: dict[str, Expected | None] = {}
+    for task in tasks:
+        out[task.id] = None
+        for attempt in range(1, attempts + 1):
+            try:
+                out[task.id] = expected_outcome(world, task)
+                break
+            except InfrastructureError as exc:
+                log.warning("task %s: its gold replay failed (try %d of %d): %s", task.id, attempt, attempts, exc)
+    return out

@@ -59,3 +59,23 @@ def test_the_gold_stays_as_it_was():
     before = task.model_dump()
     expected_outcome(world, task)
     assert task.model_dump() == before and isinstance(task.gold_actions[0], Action)
+
+
+def test_an_environment_failing_the_gold_replay_leaves_the_task_unknown_not_the_run_stopped(monkeypatch):
+    import pipeline.dataset.expected as expected_module
+    from pipeline.errors import InfrastructureError
+
+    world = load_world(WORLD)
+    tasks = generate_tasks(world, 4, seed=0)
+    real, calls = expected_module.expected_outcome, []
+
+    def flaky(world, task):
+        calls.append(task.id)
+        if task.id == tasks[0].id:
+            raise InfrastructureError("the environment went away")
+        return real(world, task)
+
+    monkeypatch.setattr(expected_module, "expected_outcome", flaky)
+    expected = expected_outcomes(world, tasks, attempts=2)
+    assert expected[tasks[0].id] is None and calls.count(tasks[0].id) == 2
+    assert all(expected[t.id] in ("act", "refuse") for t in tasks[1:])
