@@ -143,3 +143,19 @@ def test_a_failing_stage_marks_stage_and_iteration_failed(tracking):
     status = {r.data.tags["agentloop.kind"]: r.info.status for r in runs}
     assert status == {"iteration": "FAILED", "stage": "FAILED"}
     assert client.get_run(it.run_id).data.tags["agentloop.failed_stage"] == "train"
+
+
+def test_an_experiment_another_run_created_meanwhile_is_used(tracking, monkeypatch):
+    """Two first runs on an empty store: both find no experiment, one creates it; the other uses it."""
+    from mlflow import MlflowClient
+
+    made = tracking.client().create_experiment(tracking.experiment)
+    real = MlflowClient.get_experiment_by_name
+    calls = []
+
+    def not_yet(self, name):  # the first look happens before the other run created it
+        calls.append(name)
+        return None if len(calls) == 1 else real(self, name)
+
+    monkeypatch.setattr(MlflowClient, "get_experiment_by_name", not_yet)
+    assert tracking.experiment_id() == made
