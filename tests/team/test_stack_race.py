@@ -52,9 +52,13 @@ def test_two_runs_racing_on_the_registry_move_champion_once(stack, tmp_path, mon
         assert track_and_promote(load_params(first / "params.yaml"))["model_version"] == champion
         before = [1]
     repos = {}
-    for tag in ("a", "b"):
+    for tag in ("a", "b"):  # two pushes: two commits, two different candidates
         repos[tag] = make_repo(tmp_path / tag, name)
-        weights(repos[tag], f"racer {tag}")  # two different candidates
+        weights(repos[tag], f"racer {tag}")
+        git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+        subprocess.run([*git, "init", "-q"], cwd=repos[tag], check=True)
+        subprocess.run([*git, "add", "-A"], cwd=repos[tag], check=True)
+        subprocess.run([*git, "commit", "-qm", f"push {tag}"], cwd=repos[tag], check=True)
     env = {
         **os.environ,
         **stack.exports,
@@ -94,3 +98,18 @@ def test_two_runs_racing_on_the_registry_move_champion_once(stack, tmp_path, mon
     client = TrackingConfig(tracking_uri=stack.url).client()
     moves = [v for v in versions if "agentloop.promoted_over" in client.get_model_version(name, str(v)).tags]
     assert len(moves) == len(before) + 1  # exactly one champion move for the race
+    # each push has an iteration run of its own: the winner's finished, the loser's failed, and neither ended
+    # the other's stage runs as stale
+    won = client.get_run(json.loads((repos[winner] / "gate" / "tracking.json").read_text())["run_id"])
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repos[loser], capture_output=True, text=True).stdout
+    (lost,) = client.search_runs(
+        [won.info.experiment_id],
+        filter_string=f"tags.`agentloop.kind` = 'iteration' and tags.`agentloop.git_commit` = '{commit.strip()}'",
+    )
+    assert (won.info.status, lost.info.status) == ("FINISHED", "FAILED")
+    for run in (won, lost):
+        killed = client.search_runs(
+            [won.info.experiment_id],
+            filter_string=f"tags.`mlflow.parentRunId` = '{run.info.run_id}' and attributes.status = 'KILLED'",
+        )
+        assert not killed, [r.info.run_name for r in killed]

@@ -122,6 +122,9 @@ def test_stages_in_separate_processes_share_one_parent_per_configuration(trackin
     with IterationTracker(tracking, **{**kw, "params": changed}) as other:
         pass
     assert not other.resumed and other.run_id != it.run_id
+    with IterationTracker(tracking, **{**kw, "commit": "def"}) as racing:  # another push at the same iteration
+        pass
+    assert not racing.resumed and racing.run_id != it.run_id
 
     client, runs = _runs(tracking)
     parent = client.get_run(it.run_id)
