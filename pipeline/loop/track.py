@@ -7,7 +7,7 @@ points at that version; when another run moved it meanwhile, the stage stops wit
 candidate stays registered, `champion` untouched) and a rerun gates against the new champion.
 
 Each DVC stage runs in its own process, so tracking happens once, at the end, from the stages' outputs: one
-parent run per iteration (keyed by iteration and params, so a rerun with the same params resumes it; named,
+parent run per iteration (keyed by iteration, params and commit, so a rerun with the same params resumes it; named,
 described and measured by the iteration's headline, pipeline.tracking.headline) and a nested run per stage
 carrying that stage's params, metrics, artifacts, datasets and its own recorded start and end
 (pipeline.loop.stage_times). The measurements' trials become traces here, read back from their files, so
