@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from pipeline.errors import InputError
 from pipeline.loop import paths
 from pipeline.loop.params import Params
-from pipeline.errors import InputError
 from pipeline.loop.track import gated_against_version
 from pipeline.tracking import UNCHECKED
 
