@@ -35,6 +35,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CHAMPION_SOURCE = "champion"
+EXPECTED_CHAMPION_ENV = "AGENTLOOP_EXPECTED_CHAMPION"
+"""The champion a run was planned against, for its promote stage (`--write` puts it in $GITHUB_ENV): a version, or
+`none` when there was none yet, so two first iterations racing do not both move `champion`."""
 
 
 @dataclass(frozen=True)
@@ -130,10 +133,16 @@ def write_params(path: Path, plan: NextIteration) -> None:
 
 
 def _github_output(plan: NextIteration) -> None:
+    """The plan for later steps: outputs, and the champion it was planned against in the job's environment (the
+    promote stage moves `champion` only while it is still that one: `none` for a first iteration)."""
     out = os.environ.get("GITHUB_OUTPUT")
     if out:
         with open(out, "a") as f:
             f.write(f"iteration={plan.iteration}\nbaseline={plan.baseline}\ntrain_world={plan.train_world}\n")
+    env = os.environ.get("GITHUB_ENV")
+    if env:
+        with open(env, "a") as f:
+            f.write(f"{EXPECTED_CHAMPION_ENV}={plan.champion or 'none'}\n")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,7 +7,7 @@ points at that version; when another run moved it meanwhile, the stage stops wit
 candidate stays registered, `champion` untouched) and a rerun gates against the new champion.
 
 Each DVC stage runs in its own process, so tracking happens once, at the end, from the stages' outputs: one
-parent run per iteration (keyed by iteration and params, so a rerun with the same params resumes it; named,
+parent run per iteration (keyed by iteration, params and commit, so a rerun with the same params resumes it; named,
 described and measured by the iteration's headline, pipeline.tracking.headline) and a nested run per stage
 carrying that stage's params, metrics, artifacts, datasets and its own recorded start and end
 (pipeline.loop.stage_times). The measurements' trials become traces here, read back from their files, so
@@ -24,9 +24,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pipeline.errors import InputError
 from pipeline.loop import paths
 from pipeline.loop.agentref import AGENT_FILE, agent_label, packaged, read_agent_spec
 from pipeline.loop.history import current_headline, tracking_config
+from pipeline.loop.next_iteration import EXPECTED_CHAMPION_ENV
 from pipeline.loop.params import Params
 from pipeline.loop.track_inputs import LoopData, StageTimes, about
 from pipeline.outputs import atomic_write
@@ -165,13 +167,22 @@ def _track_and_promote(p: Params, lock_path: Path) -> dict[str, Any]:
 
 
 def gated_against_version(p: Params) -> Any:
-    """The champion's version this iteration was gated against (its baseline, fetched from alias `champion`), so
-    promote moves `champion` only if it still points there; UNCHECKED for a baseline not taken from `champion`."""
+    """The champion's version this iteration was gated against, so promote moves `champion` only if it still points
+    there: its baseline's version when fetched from alias `champion`; else what AGENTLOOP_EXPECTED_CHAMPION says
+    (None for `none`: there was no champion); else UNCHECKED (a run not planned against the registry)."""
     from pipeline.tracking import UNCHECKED
 
-    if p.baseline.source != "champion":
+    version = str(_json(paths.BASELINE_MODEL / AGENT_FILE).get("version") or "")
+    if p.baseline.source == "champion" and version:
+        return version
+    expected = os.environ.get(EXPECTED_CHAMPION_ENV, "").strip()
+    if not expected:
         return UNCHECKED
-    return str(_json(paths.BASELINE_MODEL / AGENT_FILE).get("version") or "") or UNCHECKED
+    if expected == "none":
+        return None
+    if not expected.isdigit():
+        raise InputError(f"{EXPECTED_CHAMPION_ENV}={expected!r}: expected a version number or 'none'")
+    return expected
 
 
 def _log_inputs(p: Params, tracker, stage, sections: dict[str, Any], data: LoopData, st: StageTimes, summary) -> None:

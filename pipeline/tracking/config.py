@@ -119,5 +119,15 @@ class TrackingConfig(BaseModel):
         exp = client.get_experiment_by_name(self.experiment)
         if exp is not None:
             return exp.experiment_id
+        from mlflow.exceptions import MlflowException
+
         log.info("creating MLflow experiment %r at %s", self.experiment, self.tracking_uri)
-        return client.create_experiment(self.experiment, artifact_location=self.experiment_artifact_location())
+        try:
+            return client.create_experiment(self.experiment, artifact_location=self.experiment_artifact_location())
+        except MlflowException as exc:  # another run created it first (two first runs on an empty store)
+            if (
+                exc.error_code != "RESOURCE_ALREADY_EXISTS"
+                or (exp := client.get_experiment_by_name(self.experiment)) is None
+            ):
+                raise
+            return exp.experiment_id

@@ -149,8 +149,20 @@ def log_datasets(client: MlflowClient, run_id: str, used: Sequence[tuple[PandasD
         DatasetInput(dataset=ds._to_mlflow_entity(), tags=[InputTag(key=MLFLOW_DATASET_CONTEXT, value=context)])
         for ds, context in used
     ]
-    if inputs:
-        client.log_inputs(run_id, datasets=inputs)
+    if not inputs:
+        return
+    from mlflow.exceptions import MlflowException
+
+    for attempt in range(3):
+        try:
+            client.log_inputs(run_id, datasets=inputs)
+            return
+        except MlflowException as exc:
+            # Two runs logging one new dataset at once (racing retrain runs): the server checks, then inserts, and
+            # the later insert violates the dataset's key; on a retry the dataset exists and is only linked.
+            if "unique constraint" not in str(exc).lower() or attempt == 2:
+                raise
+            log.info("dataset logged by another run meanwhile; linking it (%s)", str(exc).splitlines()[0][:120])
 
 
 def dataset_tags(datasets: Sequence[PandasDataset], prefix: str = "agentloop.data") -> dict[str, str]:

@@ -175,7 +175,11 @@ class IterationTracker(RunLogger):
         else:
             dirty = False
         self.commit, self.dirty = commit, dirty
-        self.run_key = run_key or f"iter-{iteration:03d}/{params_digest(self.params)}"
+        # A rerun of one commit with the same params resumes its run; two runs of different commits (two pushes
+        # racing at one iteration) never share one, nor end each other's stage runs as stale.
+        self.run_key = run_key or f"iter-{iteration:03d}/{params_digest(self.params)}" + (
+            f"/{commit[:12]}" if commit else ""
+        )
         self.note = note
         self.start_time = start_time
         self.resumed = False

@@ -92,6 +92,7 @@ def test_write_sets_iteration_and_source_keeping_the_file(params, store, monkeyp
     _iteration(store, 1, moved=True, version="1")
     monkeypatch.setenv("MLFLOW_TRACKING_URI", store.tracking_uri)
     monkeypatch.setenv("GITHUB_OUTPUT", str(tmp_path / "out"))
+    monkeypatch.setenv("GITHUB_ENV", str(tmp_path / "env"))
     before = params.read_text()
     assert main(["--params", str(params), "--write"]) == 0
     assert capsys.readouterr().out.startswith("iteration 2 from champion v1 (iteration 1 promoted it); trains in gen-8")
@@ -102,6 +103,14 @@ def test_write_sets_iteration_and_source_keeping_the_file(params, store, monkeyp
     changed = [(a, b) for a, b in zip(before.splitlines(), after.splitlines(), strict=True) if a != b]
     assert changed == [("  iteration: 1", "  iteration: 2"), ("  source: embedded", "  source: champion")]
     assert (tmp_path / "out").read_text() == "iteration=2\nbaseline=champion\ntrain_world=gen-8\n"
+    assert (tmp_path / "env").read_text() == "AGENTLOOP_EXPECTED_CHAMPION=1\n"  # what promote is gated against
+
+
+def test_a_first_iteration_is_planned_against_no_champion(params, store, monkeypatch, tmp_path):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", store.tracking_uri)
+    monkeypatch.setenv("GITHUB_ENV", str(tmp_path / "env"))
+    assert main(["--params", str(params), "--write"]) == 0
+    assert (tmp_path / "env").read_text() == "AGENTLOOP_EXPECTED_CHAMPION=none\n"
 
 
 def test_an_unreachable_registry_is_one_line_and_leaves_params_alone(params, monkeypatch, capsys):

@@ -80,3 +80,27 @@ def test_runs_link_datasets_and_the_model_version_names_its_training_data(tracki
     assert evals.digest == held_out.digest and json.loads(evals.profile)["num_rows"] == 6
     assert json.loads(evals.source) == {"uri": str(tasks_file)} and evals.source_type == "local"
     assert "task_id" in evals.schema  # the second iteration's held-out set is the same dataset
+
+
+def test_a_dataset_another_run_inserted_meanwhile_is_linked(tracking, tasks_file, monkeypatch):
+    """Two racing runs log one new dataset: the server's insert of the later one violates the dataset's key
+    (PostgreSQL's UniqueViolation); the run links the dataset the other inserted instead of failing."""
+    from mlflow import MlflowClient
+    from mlflow.exceptions import MlflowException
+
+    real, calls = MlflowClient.log_inputs, []
+
+    def raced(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise MlflowException(
+                '(psycopg.errors.UniqueViolation) duplicate key value violates unique constraint "dataset_pk"'
+            )
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(MlflowClient, "log_inputs", raced)
+    held_out = build_dataset(eval_tasks(tasks_file))
+    with IterationTracker(tracking, iteration=1, agent="hf:ckpt", commit="c1") as it, it.stage("measure") as st:
+        log_datasets(it.client, st.run_id, [(held_out, "evaluation")])
+    assert len(calls) == 2
+    assert tracking.client().get_run(st.run_id).inputs.dataset_inputs[0].dataset.digest == held_out.digest

@@ -122,6 +122,9 @@ def test_stages_in_separate_processes_share_one_parent_per_configuration(trackin
     with IterationTracker(tracking, **{**kw, "params": changed}) as other:
         pass
     assert not other.resumed and other.run_id != it.run_id
+    with IterationTracker(tracking, **{**kw, "commit": "def"}) as racing:  # another push at the same iteration
+        pass
+    assert not racing.resumed and racing.run_id != it.run_id
 
     client, runs = _runs(tracking)
     parent = client.get_run(it.run_id)
@@ -162,3 +165,19 @@ def test_logging_an_iteration_again_reuses_its_stage_runs(tracking, summary):
     assert sorted(r.data.tags["agentloop.stage"] for r in children) == ["gate", "measure", "measure"]
     assert {r.info.status for r in children} == {"FINISHED"}
     assert sorted(r.data.params.get("k", "") for r in children) == ["", "4", "8"]
+
+
+def test_an_experiment_another_run_created_meanwhile_is_used(tracking, monkeypatch):
+    """Two first runs on an empty store: both find no experiment, one creates it; the other uses it."""
+    from mlflow import MlflowClient
+
+    made = tracking.client().create_experiment(tracking.experiment)
+    real = MlflowClient.get_experiment_by_name
+    calls = []
+
+    def not_yet(self, name):  # the first look happens before the other run created it
+        calls.append(name)
+        return None if len(calls) == 1 else real(self, name)
+
+    monkeypatch.setattr(MlflowClient, "get_experiment_by_name", not_yet)
+    assert tracking.experiment_id() == made
