@@ -20,7 +20,7 @@ from pipeline.loop.track import track_and_promote
 from pipeline.tracking import TrackingConfig
 from pipeline.tracking.registry import DIGEST_TAG
 from tests.team.stack import ROOT, Stack, running_stack
-from tests.tracking.conftest import make_summary
+from tests.tracking.promote_inputs import promote_inputs, weights
 
 pytestmark = pytest.mark.slow
 
@@ -44,26 +44,7 @@ def team(stack, monkeypatch):
 
 def make_repo(repo: Path, model_name: str) -> Path:
     """The inputs the promote stage reads, registering into `model_name` (a model of each test's own)."""
-    for model in ("baseline", "candidate"):
-        (repo / "models" / model).mkdir(parents=True)
-        (repo / "models" / model / "agent.json").write_text(json.dumps({"spec": f"hf:models/{model}"}))
-    weights(repo, "first")
-    (repo / "gate").mkdir()
-    shutil.copy(ROOT / "gate" / "gate.json", repo / "gate" / "gate.json")
-    (repo / "data" / "eval").mkdir(parents=True)
-    (repo / "data" / "eval" / "tasks.jsonl").write_text('{"id": "t1"}\n{"id": "t2"}\n')
-    for run, passes in (("baseline", [True, False, True, False]), ("candidate", [True, True, True, False])):
-        (repo / "runs" / run).mkdir(parents=True)
-        summary = make_summary(f"hf:models/{run}", {"cancel-1": passes, "return-1": passes[::-1]})
-        (repo / "runs" / run / "metrics.json").write_text(summary.model_dump_json())
-    loop_params = yaml.safe_load((ROOT / "params.yaml").read_text())
-    loop_params.setdefault("promote", {}).update(traces=False, model_name=model_name)  # no trajectories here
-    (repo / "params.yaml").write_text(yaml.safe_dump(loop_params))
-    return repo
-
-
-def weights(repo: Path, tag: str) -> None:
-    (repo / "models" / "candidate" / "model.safetensors").write_bytes(f"weights {tag}".encode() * 50)
+    return promote_inputs(repo, model_name=model_name)
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ version, `champion` does not move twice, and a kill right after the alias moved 
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +14,7 @@ import pytest
 from pipeline.loop.params import load_params
 from pipeline.loop.track import track_and_promote
 from pipeline.tracking import champion_version
-from tests.tracking.conftest import make_summary
+from tests.tracking.promote_inputs import promote_inputs, weights
 
 ROOT = Path(__file__).resolve().parents[2]
 KILL_AFTER_ALIAS_MOVE = """
@@ -39,32 +38,11 @@ track_and_promote(load_params(Path(sys.argv[1])), Path("dvc.lock"))
 @pytest.fixture
 def loop_dir(tracking, tmp_path, monkeypatch):
     """The inputs the promote stage reads, in a directory of their own (the tracking fixture's cwd stays empty)."""
-    repo = tmp_path / "repo"
-    for model in ("baseline", "candidate"):
-        (repo / "models" / model).mkdir(parents=True)
-        (repo / "models" / model / "agent.json").write_text(json.dumps({"spec": f"hf:models/{model}"}))
-    weights(repo, "first")
-    (repo / "gate").mkdir()
-    shutil.copy(ROOT / "gate" / "gate.json", repo / "gate" / "gate.json")
-    (repo / "data" / "eval").mkdir(parents=True)
-    (repo / "data" / "eval" / "tasks.jsonl").write_text('{"id": "t1"}\n{"id": "t2"}\n')
-    for run, passes in (("baseline", [True, False, True, False]), ("candidate", [True, True, True, False])):
-        (repo / "runs" / run).mkdir(parents=True)
-        summary = make_summary(f"hf:models/{run}", {"cancel-1": passes, "return-1": passes[::-1]})
-        (repo / "runs" / run / "metrics.json").write_text(summary.model_dump_json())
-    import yaml
-
-    loop_params = yaml.safe_load((ROOT / "params.yaml").read_text())
-    loop_params.setdefault("promote", {})["traces"] = False  # these runs hold no trajectories to trace
-    (repo / "params.yaml").write_text(yaml.safe_dump(loop_params))
+    repo = promote_inputs(tmp_path / "repo")
     monkeypatch.setenv("MLFLOW_TRACKING_URI", tracking.tracking_uri)
     monkeypatch.delenv("AGENTLOOP_PROMOTE", raising=False)
     monkeypatch.chdir(repo)
     return repo
-
-
-def weights(repo: Path, tag: str) -> None:
-    (repo / "models" / "candidate" / "model.safetensors").write_bytes(f"weights {tag}".encode() * 50)
 
 
 def registry(tracking):
