@@ -88,7 +88,7 @@ class Served:
 
 
 def measure_program(served: Served, name: str, out: Path, args: argparse.Namespace, log: Path) -> float:
-    spec = f"{PROGRAM},base_url={served.url},model={name},turn_timeout=900"
+    spec = f"{PROGRAM},base_url={served.url},model={name},turn_timeout=1800,model_timeout=900"
     return run(
         [
             "agentloop", "measure", "--world", args.eval_world, "--tasks", str(args.eval_tasks), "--trials",
@@ -124,7 +124,7 @@ def main() -> None:
     ap.add_argument("--train-world", default="gen-7")
     ap.add_argument("--train-tasks", type=int, default=30)
     ap.add_argument("--trials", type=int, default=2)
-    ap.add_argument("--concurrency", type=int, default=4, help="Episodes in flight while measuring.")
+    ap.add_argument("--concurrency", type=int, default=2, help="Episodes in flight while measuring.")
     ap.add_argument("--serve-concurrency", type=int, default=2, help="Generations the server runs at once.")
     ap.add_argument("--max-tokens", type=int, default=96)
     ap.add_argument("--max-steps", type=int, default=30)

@@ -34,10 +34,10 @@ from pipeline.dataset import Task
 from pipeline.endpoint import call_to_openai
 from pipeline.errors import InputError
 from pipeline.grading import grade
-from pipeline.programs.agent import ProgramAgent
+from pipeline.programs.agent import ProgramAgent, with_settings
 from pipeline.programs.proxy import ProxyUnavailableError
 from pipeline.rollout import Limits, Message, Trajectory, User, run_episode
-from pipeline.world import World
+from pipeline.world import World, load_world
 
 log = logging.getLogger(__name__)
 TEACHER_MODEL = "gold-teacher"
@@ -187,9 +187,10 @@ def replay_through_program(
     user: User,
     limits: Limits | None = None,
 ) -> Replayed:
-    """Play each gold trajectory through the program `spec` (`program:MODULE:FACTORY[,model=…,turn_timeout=…]`;
-    its `base_url` is the teacher's), each on its own task, trial and seed with `user`; the episodes kept."""
-    agent = ProgramAgent(spec)
+    """Play each gold trajectory through the program `spec` (`program:MODULE:FACTORY[,…]`: its model endpoint,
+    `base_url` or `serve`, is replaced by the teacher), each on its own task, trial and seed with `user`; the
+    episodes kept."""
+    agent = ProgramAgent(with_settings(spec, base_url=None, serve=None, max_tokens=None))  # the teacher's
     by_id = {t.id: t for t in tasks}
     out = Replayed()
     with GoldTeacher() as teacher:
@@ -219,4 +220,19 @@ def replay_through_program(
             out.dropped.append(f"{where}: {why}: {reason}")
             log.info("replay %s dropped: %s: %s", where, why, reason)
     log.info("replayed %d gold conversations through %s: %s", len(golds), spec, out.counts)
+    return out
+
+
+def replay_in_their_worlds(
+    spec: str, golds: Sequence[Trajectory], tasks: Sequence[Task], user: User, limits: Limits | None = None
+) -> Replayed:
+    """`replay_through_program` of gold trajectories from any worlds, each in its own (loaded by name)."""
+    out = Replayed()
+    for world_name, domain in sorted({(g.world, g.domain) for g in golds}):
+        mine = [g for g in golds if (g.world, g.domain) == (world_name, domain)]
+        part = replay_through_program(spec, load_world(world_name, domain), mine, tasks, user, limits)
+        out.trajectories += part.trajectories
+        out.dropped += part.dropped
+        for key, value in part.counts.items():
+            out.counts[key] += value
     return out

@@ -167,3 +167,45 @@ def test_sft_on_model_calls_runs(qwen, tmp_path):
     assert result.steps == 2 and result.examples == len(replayed())
     assert 0 < result.manifest["assistant_tokens"] < result.manifest["tokens"]
     assert make_agent(f"hf:{tmp_path / 'sft'}").format.name == "hermes"  # the trained checkpoint loads as an agent
+
+
+# ---- a checkpoint the harness serves: `serve=PATH` --------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("settings", "said"),
+    [
+        (",serve=m,base_url=http://x/v1", "give base_url (an endpoint) or serve (a checkpoint), not both"),
+        (",max_tokens=12", "max_tokens is the served checkpoint's"),
+        (",serve=m,max_tokens=0", "max_tokens must be a whole number >= 1"),
+        (",model_timeout=0", "model_timeout must be seconds > 0"),
+    ],
+)
+def test_a_bad_serving_setting_is_one_line_naming_it(settings, said):
+    from pipeline.agents.registry import UnknownAgentError
+
+    with pytest.raises(UnknownAgentError) as caught:
+        make_agent(AGENTS_SDK + settings)
+    assert said in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_settings_are_set_and_removed_in_a_spec():
+    from pipeline.programs import ProgramAgent, with_settings
+
+    spec = f"{AGENTS_SDK},serve=models/a,model=smol,model_timeout=600"
+    assert with_settings(spec, serve="models/b") == f"{AGENTS_SDK},model=smol,model_timeout=600,serve=models/b"
+    assert with_settings(spec, serve=None, base_url=None) == f"{AGENTS_SDK},model=smol,model_timeout=600"
+    agent = ProgramAgent(spec)
+    assert (agent.serve, agent.model, agent.max_tokens, agent.model_timeout_s) == ("models/a", "smol", 256, 600.0)
+    assert ProgramAgent(f"{AGENTS_SDK},serve=models/a").model == "model"  # the served name by default
+
+
+@pytest.mark.slow
+def test_a_program_measured_on_a_checkpoint_the_harness_serves(qwen):
+    """`serve=PATH`: `agentloop serve` of the checkpoint in a subprocess, the program's calls recorded through the
+    proxy with the token ids the server rendered and sampled."""
+    need_module("agents", install="pip install -e '.[programs]'")
+    agent = make_agent(f"{AGENTS_SDK},serve={qwen},max_tokens=4,model_timeout=300")
+    traj = run_trial(world(), tasks()[0], agent, ScriptedUser(max_turns=2), 0).trajectory
+    assert not traj.infra_error, traj.error
+    assert traj.model_calls and all(c["status"] == 200 for c in traj.model_calls)
+    first = traj.model_calls[0]
+    assert first["model"] == "model" and first["prompt_token_ids"] and first["choices"][0]["token_ids"]
