@@ -163,7 +163,7 @@ def main() -> None:
         sys.path.insert(0, str(ROOT))
         from pipeline.dataset import read_tasks
         from pipeline.programs.teacher import replay_through_program
-        from pipeline.train import read_trajectories
+        from pipeline.train.sft import read_trajectories
         from pipeline.users.scripted import ScriptedUser
         from pipeline.world import load_world
 

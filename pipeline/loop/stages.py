@@ -291,7 +291,8 @@ def _train_program(p: Params, spec: str, out: Path) -> str:
     the trained checkpoint."""
     from pipeline.dataset import read_tasks
     from pipeline.programs import ProgramAgent, replay_in_their_worlds, with_settings
-    from pipeline.train import read_trajectories, run_sft
+    from pipeline.train import run_sft
+    from pipeline.train.sft import read_trajectories
     from pipeline.users import ScriptedUser
 
     served = ProgramAgent(spec).serve

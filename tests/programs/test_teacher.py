@@ -209,3 +209,39 @@ def test_a_program_measured_on_a_checkpoint_the_harness_serves(qwen):
     assert traj.model_calls and all(c["status"] == 200 for c in traj.model_calls)
     first = traj.model_calls[0]
     assert first["model"] == "model" and first["prompt_token_ids"] and first["choices"][0]["token_ids"]
+
+
+def test_the_loops_train_stage_trains_a_program_baselines_checkpoint_on_the_programs_calls(qwen, tmp_path, monkeypatch):
+    """`baseline.source: agent:program:…,serve=PATH` and `train.method: sft`: the synthesized conversations are
+    replayed through the program, PATH is fine-tuned on its calls, and the candidate is the program serving it."""
+    import json
+
+    from pipeline.agents.checkpoint import META_FILE
+    from pipeline.dataset.io import write_tasks
+    from pipeline.loop import paths
+    from pipeline.loop.agentref import read_agent_spec, write_agent_ref
+    from pipeline.loop.params import Params
+    from pipeline.loop.stages import train_candidate
+    from tests.train.helpers import gold, tasks, write_jsonl
+
+    need_module("agents", install="pip install -e '.[programs]'")
+    monkeypatch.chdir(tmp_path)
+    paths.EVAL_TASKS.parent.mkdir(parents=True)
+    write_tasks(paths.EVAL_TASKS, list(tasks()[8:10]))
+    spec = f"{AGENTS_SDK},serve={qwen},model=smol"
+    write_agent_ref(paths.BASELINE_MODEL, spec, source=f"agent:{spec}")
+    paths.SYNTH_DIR.mkdir(parents=True)
+    write_jsonl(paths.SYNTH_DIR / "trajectories.jsonl", gold()[:3])
+    write_tasks(paths.SYNTH_DIR / "tasks.jsonl", list(tasks()[:8]))
+    p = Params.model_validate(
+        {"train": {"max_steps": 2, "learning_rate": 5.0e-2, "batch_size": 1, "max_length": 8192,
+                   "use_curated": False, "lora": {"rank": 4, "alpha": 8}}}
+    )  # fmt: skip
+    candidate = train_candidate(p)
+    checkpoint = paths.CANDIDATE_MODEL / "checkpoint"
+    assert candidate == f"{AGENTS_SDK},model=smol,serve={checkpoint}" == read_agent_spec(paths.CANDIDATE_MODEL)
+    meta = json.loads((checkpoint / META_FILE).read_text())
+    assert meta["training"]["render"] == "model_calls" and meta["training"]["steps"] == 2
+    assert meta["data_manifest"]["data_counts"]["verified"] == 3
+    replayed = [json.loads(line) for line in (paths.CANDIDATE_MODEL / "program_data.jsonl").open()]
+    assert len(replayed) == 3 and all(t["model_calls"] for t in replayed)
