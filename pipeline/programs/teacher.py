@@ -49,7 +49,8 @@ class ReplayError(InputError):
 
 def gold_steps(gold: Trajectory) -> list[tuple[Message | None, Message]]:
     """The gold's assistant steps in order, each with the message it answered (the customer's or a tool result)."""
-    steps, before = [], None
+    steps: list[tuple[Message | None, Message]] = []
+    before: Message | None = None
     for message in gold.messages:
         if message.role == "assistant":
             steps.append((before, message))
