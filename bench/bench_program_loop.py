@@ -130,6 +130,9 @@ def main() -> None:
     ap.add_argument("--max-steps", type=int, default=30)
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/program_loop.json")
+    ap.add_argument(
+        "--train-only", action="store_true", help="Render and train only (beside a run measuring the baseline)."
+    )
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     work = args.work
@@ -154,7 +157,7 @@ def main() -> None:
                              "--trials", "1", "--agent", "oracle", "--out", str(gold)], log)  # fmt: skip
 
     before, after, sft = work / "runs/before", work / "runs/after", work / "smollm2-sft"
-    if not (before / "metrics.json").exists():
+    if not (before / "metrics.json").exists() and not args.train_only:
         with Served(ckpt, "smollm2", log, args.max_tokens, args.serve_concurrency) as served:
             times["measure_before"] = measure_program(served, "smollm2", before, args, log)
 
@@ -175,6 +178,9 @@ def main() -> None:
         rendered.write_text("".join(t.model_dump_json() + "\n" for t in replayed.trajectories))
         times["render"] = round(time.perf_counter() - started, 1)
         report["render"] = {"golds": len(golds), **replayed.counts, "dropped": replayed.dropped[:10]}
+        (work / "render.json").write_text(json.dumps(report["render"]))
+    if (work / "render.json").exists():
+        report["render"] = json.loads((work / "render.json").read_text())
 
     if not (sft / "config.json").exists():
         times["sft"] = run(
@@ -186,6 +192,12 @@ def main() -> None:
             ],
             log,
         )  # fmt: skip
+    if args.train_only:
+        (work / "train_seconds.json").write_text(json.dumps(times))
+        return
+    times.update(
+        json.loads((work / "train_seconds.json").read_text()) if (work / "train_seconds.json").exists() else {}
+    )
     if not (after / "metrics.json").exists():
         with Served(sft, "smollm2", log, args.max_tokens, args.serve_concurrency) as served:
             times["measure_after"] = measure_program(served, "smollm2", after, args, log)
