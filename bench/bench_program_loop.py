@@ -100,7 +100,8 @@ def measure_program(served: Served, name: str, out: Path, args: argparse.Namespa
 
 def pass_k(run_dir: Path) -> dict:
     metrics = json.loads((run_dir / "metrics.json").read_text())
-    return {k: metrics.get(k) for k in ("pass_at_1", "pass_hat_k", "pass_hat", "n_trials", "excluded") if k in metrics}
+    keys = ("pass_at_1", "pass_at_k", "pass_hat_k", "buckets", "valid_trials", "infra_errors")
+    return {k: metrics[k] for k in keys if k in metrics}
 
 
 def model_calls(run_dir: Path) -> dict:
