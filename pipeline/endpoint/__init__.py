@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pipeline.endpoint.wire import call_from_openai, call_to_openai, message_from_openai, text_of, to_openai_messages
+from pipeline.endpoint.wire import (
+    call_from_openai,
+    call_to_openai,
+    message_from_openai,
+    request_conversation,
+    text_of,
+    to_openai_messages,
+)
 from pipeline.lazy import lazy_exports
 
 if TYPE_CHECKING:
@@ -17,6 +24,7 @@ __all__ = [
     "call_from_openai",
     "call_to_openai",
     "message_from_openai",
+    "request_conversation",
     "text_of",
     "to_openai_messages",
 ]

@@ -91,3 +91,15 @@ def message_from_openai(data: dict[str, Any], id_prefix: str = "call_") -> Messa
         content=content if content and content.strip() else None,
         tool_calls=[call_from_openai(c, f"{id_prefix}{i}") for i, c in enumerate(calls) if isinstance(c, dict)],
     )
+
+
+def request_conversation(
+    messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None, tool_choice: Any = None
+) -> tuple[str | None, list[Message], list[dict[str, Any]]]:
+    """What a chat-completions request puts before a model, as `agentloop serve` renders it: (the policy: its
+    system messages joined, None without any; the conversation without them; the tools, none when `tool_choice` is
+    "none"). SFT on recorded model calls reads a request through this too, so it trains on the prompt served."""
+    parsed = [message_from_openai(dict(m)) for m in messages]
+    policy = "\n\n".join(m.content or "" for m in parsed if m.role == "system") or None
+    conversation = [m for m in parsed if m.role != "system"]
+    return policy, conversation, [] if tool_choice == "none" else [dict(t) for t in tools or []]

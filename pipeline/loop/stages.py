@@ -265,6 +265,8 @@ def train_candidate(p: Params) -> str:
     from pipeline.train import run_sft
 
     base = read_agent_spec(paths.BASELINE_MODEL)
+    if base.startswith("program:"):
+        return _train_program(p, base, out)
     if not base.startswith("hf:"):
         raise ParamsError(f"train.method 'sft' needs a checkpoint baseline, but the baseline agent is {base!r}")
     base_path, _, options = base.removeprefix("hf:").partition(",")  # the candidate keeps the baseline's options
@@ -280,6 +282,49 @@ def train_candidate(p: Params) -> str:
     run_sft(params, out / CHECKPOINT_DIR)
     write_checkpoint_ref(out, "hf", options, method=method)
     return read_agent_spec(out)
+
+
+def _train_program(p: Params, spec: str, out: Path) -> str:
+    """An agent program's model trained on the calls the program itself makes: the synthesized (and curated)
+    conversations replayed through the program with the gold teacher as its model (`pipeline.programs.teacher`),
+    SFT of the checkpoint it serves (`serve=PATH`) on the recorded calls; the candidate is the same program serving
+    the trained checkpoint."""
+    from pipeline.dataset import read_tasks
+    from pipeline.programs import ProgramAgent, replay_in_their_worlds, with_settings
+    from pipeline.train import run_sft
+    from pipeline.train.sft import read_trajectories
+    from pipeline.users import ScriptedUser
+
+    served = ProgramAgent(spec).serve
+    if served is None:
+        raise ParamsError(
+            f"train.method 'sft' on the program baseline {spec!r} needs the checkpoint it serves: program:…,serve=PATH"
+        )
+    tasks = [paths.SYNTH_DIR / "tasks.jsonl"]
+    data = [paths.CURATED_DIR / "selected.jsonl"] if p.train.use_curated else []
+    data.append(paths.SYNTH_DIR / "trajectories.jsonl")
+    sources = {"data": data, "anchors": [paths.ANCHORS] if paths.ANCHORS.exists() else []}
+    known = [t for path in tasks for t in read_tasks(path)]
+    rendered: dict[str, list[Path]] = {}
+    for kind, files in sources.items():
+        golds = [t for path in files for t in read_trajectories(path)]
+        replayed = replay_in_their_worlds(spec, golds, known, ScriptedUser())
+        log.info("program calls for %s: %s", kind, replayed.counts)
+        path = out / f"program_{kind}.jsonl"
+        atomic_write(path, "".join(t.model_dump_json() + "\n" for t in replayed.trajectories))
+        rendered[kind] = [path] if replayed.trajectories else []
+    params = p.train.sft_config(
+        base=Path(served),
+        data=rendered["data"],
+        tasks=tasks,
+        anchors=rendered["anchors"],
+        held_out=[eval_tasks_file(p)],
+        render="model_calls",
+    )
+    run_sft(params, out / CHECKPOINT_DIR)
+    candidate = with_settings(spec, serve=str(out / CHECKPOINT_DIR))
+    write_agent_ref(out, candidate, method=p.train.method)
+    return candidate
 
 
 def gate(p: Params):

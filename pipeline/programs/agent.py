@@ -3,11 +3,14 @@
 The spec names a factory (a class or a function, `module:attribute`, resolved as a domain's is) that makes one
 `AgentProgram` (`pipeline.protocol.program`) per episode, and optional settings after a comma:
 
-    program:MODULE:FACTORY[,base_url=URL,model=NAME,turn_timeout=SECONDS]
+    program:MODULE:FACTORY[,base_url=URL,model=NAME,turn_timeout=SECONDS,serve=PATH,max_tokens=N]
 
 `base_url` and `model` are the upstream model endpoint the program's model calls go to (`ProgramEpisode
 .model_base_url` / `.model`); `turn_timeout` is how long one turn (`respond`, and `start` before the first) may take
-(default 300 s).
+(default 300 s); `model_timeout` how long one model call may take before it is an infrastructure failure (default
+120 s). `serve=PATH` (instead of `base_url`) has the harness serve the checkpoint PATH itself with
+`agentloop serve` (`pipeline.programs.served`; `max_tokens`: its reply length when a call sets none, default 256;
+`model`: the served name, default `model`), so the loop can measure a program on the checkpoints it trains.
 
 Each episode registers a live view of its session with the process's episode hub (`pipeline.programs.hub`) and hands
 the program its MCP URL; a program's turn is one `act` that returns the reply, its tool calls going through the
@@ -46,8 +49,11 @@ log = logging.getLogger(__name__)
 KIND = "program"
 A2A = "a2a"
 TURN_TIMEOUT_S = 300.0
-WORDS = ("base_url", "model")
-NUMBERS = ("turn_timeout",)
+WORDS = ("base_url", "model", "serve")
+NUMBERS = ("turn_timeout", "max_tokens", "model_timeout")
+MODEL_TIMEOUT_S = 120.0
+SERVED_MODEL = "model"
+"""The model name a checkpoint served by the harness (`serve=PATH`) answers to, unless `model=` names another."""
 
 
 class NotAProgramError(InputError):
@@ -89,6 +95,18 @@ def resolve_factory(spec: str, target: str) -> Callable[[], Any]:
     return factory
 
 
+def _seconds(spec: str, settings: dict[str, str], key: str, default: float) -> float:
+    if key not in settings:
+        return default
+    try:
+        value = float(settings[key])
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise UnknownAgentError(f"agent {spec!r}: {key} must be seconds > 0, got {settings[key]!r}")
+    return value
+
+
 class ProgramAgent:
     """The agent a `program:` spec names; one `ProgramAgentEpisode` per episode. Pickles by its spec (to Ray
     workers), so each process resolves the factory and starts its own hub."""
@@ -107,20 +125,22 @@ class ProgramAgent:
             if not sep or not value:
                 raise UnknownAgentError(f"agent {spec!r}: setting {part!r} must look like key=value")
             if key not in (*WORDS, *NUMBERS):
-                raise UnknownAgentError(f"agent {spec!r}: unknown setting {key!r} (base_url, model, turn_timeout)")
+                known = ", ".join((*WORDS, *NUMBERS))
+                raise UnknownAgentError(f"agent {spec!r}: unknown setting {key!r} ({known})")
             settings[key] = value
         base_url = settings.get("base_url")
         if base_url is not None and not base_url.startswith(("http://", "https://")):
             raise UnknownAgentError(f"agent {spec!r}: base_url must be an http(s) URL, got {base_url!r}")
-        timeout = TURN_TIMEOUT_S
-        if "turn_timeout" in settings:
-            try:
-                timeout = float(settings["turn_timeout"])
-            except ValueError:
-                timeout = math.nan
-            if not (math.isfinite(timeout) and timeout > 0):
-                given = settings["turn_timeout"]
-                raise UnknownAgentError(f"agent {spec!r}: turn_timeout must be seconds > 0, got {given!r}")
+        if base_url is not None and "serve" in settings:
+            raise UnknownAgentError(f"agent {spec!r}: give base_url (an endpoint) or serve (a checkpoint), not both")
+        max_tokens = settings.get("max_tokens", "256")
+        if not max_tokens.isdigit() or int(max_tokens) < 1:
+            raise UnknownAgentError(f"agent {spec!r}: max_tokens must be a whole number >= 1, got {max_tokens!r}")
+        if "max_tokens" in settings and "serve" not in settings:
+            raise UnknownAgentError(f"agent {spec!r}: max_tokens is the served checkpoint's (serve=PATH)")
+        self.serve, self.max_tokens = settings.get("serve"), int(max_tokens)
+        timeout = _seconds(spec, settings, "turn_timeout", TURN_TIMEOUT_S)
+        self.model_timeout_s = _seconds(spec, settings, "model_timeout", MODEL_TIMEOUT_S)
         self.spec, self.target, self.kind = spec, target.strip(), kind
         if kind == A2A:  # an agent served over A2A: one A2A context per episode (pipeline.programs.a2a)
             if not self.target.startswith(("http://", "https://")):
@@ -131,6 +151,8 @@ class ProgramAgent:
         else:
             self.factory = resolve_factory(spec, self.target)
         self.base_url, self.model, self.turn_timeout_s = base_url, settings.get("model"), timeout
+        if self.serve is not None and self.model is None:
+            self.model = SERVED_MODEL
         self.name = f"{kind}:{self.target}"
 
     @property
@@ -142,6 +164,7 @@ class ProgramAgent:
             "base_url": self.base_url,
             "model": self.model,
             "turn_timeout_s": self.turn_timeout_s,
+            **({"serve": self.serve, "max_tokens": self.max_tokens} if self.serve is not None else {}),
         }
 
     def start(self, info: EpisodeInfo) -> ProgramAgentEpisode:
@@ -206,6 +229,7 @@ class ProgramAgentEpisode:
         self.episode_id: str | None = None
         self.mcp_url: str | None = None
         self.proxy: ModelProxy | None = None
+        self.served_url: str | None = None
         self._started = False
 
     def bind_tools(self, tools: EpisodeTools) -> None:
@@ -229,10 +253,12 @@ class ProgramAgentEpisode:
             scripted(self.info)
         assert self.mcp_url is not None and self.episode_id is not None
         base_url = self.agent.base_url
+        if self.agent.serve is not None:  # the checkpoint the harness serves (started before the turn's clock)
+            base_url = self.served_url
         if base_url is not None:  # the program's model calls go through the episode's proxy, which records them
             from pipeline.programs.proxy import model_proxy
 
-            self.proxy = model_proxy(base_url)
+            self.proxy = model_proxy(base_url, timeout=self.agent.model_timeout_s)
             base_url = self.proxy.open(self.episode_id)
         program.start(
             ProgramEpisode(
@@ -259,6 +285,11 @@ class ProgramAgentEpisode:
             program = self.program if self._started and self.program is not None else self._begin()
             return program.respond(text)
 
+        if self.agent.serve is not None and self.served_url is None:  # a server not starting is infrastructure
+            from pipeline.programs.served import served_checkpoint
+
+            assert self.agent.model is not None
+            self.served_url = served_checkpoint(self.agent.serve, self.agent.model, self.agent.max_tokens)
         turn = _Turn(work)
         finished = turn.run(self.agent.turn_timeout_s, f"program-{self.info.task.id}-{self.info.trial}")
         hub = episode_hub()
@@ -316,6 +347,13 @@ class ProgramAgentEpisode:
             log.warning("agent program %s: close() did not return in time; left running", self.agent.target)
         elif closing.error is not None:
             log.warning("agent program %s: close() failed: %s", self.agent.target, _said(closing.error))
+
+
+def with_settings(spec: str, **settings: str | None) -> str:
+    """`spec` with settings set (a value) or removed (None): `with_settings(spec, serve="models/c", base_url=None)`."""
+    head, *parts = [p.strip() for p in spec.split(",")]
+    kept = [p for p in parts if p and p.partition("=")[0].strip() not in settings]
+    return ",".join([head, *kept, *(f"{k}={v}" for k, v in settings.items() if v is not None)])
 
 
 def program_agent(spec: str) -> ProgramAgent:

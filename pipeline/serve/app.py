@@ -22,7 +22,7 @@ from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from pipeline.endpoint import call_to_openai, message_from_openai
+from pipeline.endpoint import call_to_openai, request_conversation
 from pipeline.errors import InputError
 from pipeline.serve.connections import DEFAULT_MAX_CONNECTIONS, DEFAULT_READ_TIMEOUT_S, bounded_protocol
 from pipeline.serve.engine import Engine, Generation, GenerationParams, Limiter, PromptTooLongError
@@ -102,12 +102,9 @@ def create_app(
     def chat(req: ChatRequest) -> dict[str, Any]:
         raw = _check_request(req, engine, getattr(engine, "max_token_bytes", None))
         try:
-            messages = [message_from_openai(m) for m in raw]
+            policy, conversation, tools = request_conversation(raw, req.tool_dicts(), req.tool_choice)
         except ValidationError as exc:
             raise APIError(400, f"messages: {exc.errors()[0]['msg']}") from None
-        policy = "\n\n".join(m.content or "" for m in messages if m.role == "system") or None
-        conversation = [m for m in messages if m.role != "system"]
-        tools = [] if req.tool_choice == "none" else req.tool_dicts()
         params = GenerationParams(
             temperature=0.0 if req.temperature is None else req.temperature,
             top_p=req.top_p or 1.0,

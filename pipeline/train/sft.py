@@ -169,7 +169,7 @@ def _encode(
         manifest = {"data": "in-memory", "examples": len(trajectories)}
     if not trajectories:
         raise InputError("SFT: no training trajectories left after verification")
-    columns = base.encode(trajectories)
+    columns = base.encode(trajectories, params.render)
     if not columns["input_ids"]:
         raise InputError(f"SFT: none of the {len(trajectories)} trajectories has an assistant turn to train on")
     columns, manifest["length"] = fit_length(columns, params.max_length, params.overlong, base.format is None)

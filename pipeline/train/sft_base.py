@@ -22,7 +22,8 @@ from pipeline.errors import InputError
 from pipeline.formats import CODEC, ChatFormat, CodecConfig, encode_conversation
 from pipeline.outputs import staged_folder
 from pipeline.rollout import Trajectory
-from pipeline.train.sft_config import Overlong
+from pipeline.train.sft_calls import encode_model_calls
+from pipeline.train.sft_config import Overlong, Render
 from pipeline.train.sft_data import world_prompt
 from pipeline.train.sft_template import encode_with_template
 
@@ -55,8 +56,11 @@ class TrainBase:
     def codec(self) -> CodecConfig | None:
         return self.meta.codec_config if self.format is None else None
 
-    def encode(self, trajectories: list[Trajectory]) -> dict[str, list]:
-        """Columns `input_ids` / `assistant_masks`: the loss is on assistant tokens only, as the model renders them."""
+    def encode(self, trajectories: list[Trajectory], render: Render = "world") -> dict[str, list]:
+        """Columns `input_ids` / `assistant_masks`: the loss is on assistant tokens only, as the model renders them
+        (`render`: the trajectories' messages in their world's prompt, or a program's recorded model calls)."""
+        if render == "model_calls":
+            return encode_model_calls(trajectories, self.tokenizer, self.format, self.codec)
         if self.format is None:
             return encode_for_sft(trajectories, self.tokenizer, self.codec)
         return encode_with_template(trajectories, self.tokenizer, self.format)

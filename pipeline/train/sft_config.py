@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pipeline.train.lora import LoraSpec, lora_record
 
 Overlong = Literal["auto", "drop", "truncate"]
+Render = Literal["world", "model_calls"]
 INPUTS = ("base", "data", "anchors", "tasks", "held_out")
 """The fields that name the run's files rather than how it trains (in the loop, the train stage sets them)."""
 _RECORDED_AS = {"gradient_accumulation_steps": "grad_accum"}
@@ -49,6 +50,13 @@ class SFTConfig(BaseModel):
         exclude=True,  # a check on the inputs, not how the run trains: the checkpoint's record leaves it out
         description="Held-out tasks.jsonl files: no data, anchor or task may be about one of their customers, or"
         " about an evaluation customer of a world whose customers are split (`pipeline.authoring.heldout`).",
+    )
+    render: Render = Field(
+        default="world",
+        description="What an example is: 'world' renders each trajectory's messages with its world's policy and"
+        " tools (the prompt agentloop's runner gives a model agent); 'model_calls' renders the model calls an agent"
+        " program made, recorded in the trajectory (its own system prompt, tool schemas and layout,"
+        " `pipeline.train.sft_calls`).",
     )
     epochs: float = Field(default=8.0, gt=0, description="Passes over the training examples (unless max_steps).")
     max_steps: int = Field(default=-1, description="Stop after this many optimizer steps (-1: epochs decide).")
@@ -106,5 +114,7 @@ class SFTConfig(BaseModel):
         `grad_accum`, and LoRA as {enabled, r, alpha, dropout, target_modules, save_adapter}."""
         out: dict[str, Any] = {}
         for name, value in json.loads(self.model_dump_json()).items():
+            if name == "render" and value == "world":  # the default: a record as it always was
+                continue
             out[_RECORDED_AS.get(name, name)] = lora_record(self.lora) if name == "lora" else value
         return out

@@ -35,7 +35,11 @@ def _turn_end(fmt: ChatFormat, tokenizer: Any, turn: str) -> int:
 
 
 def assistant_spans(
-    fmt: ChatFormat, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]], policy: str, tokenizer: Any
+    fmt: ChatFormat,
+    messages: Sequence[Message],
+    tools: Sequence[Mapping[str, Any]],
+    policy: str | None,
+    tokenizer: Any,
 ) -> list[tuple[str, list[tuple[int, int]]]]:
     """(text, character spans of the assistant turns) for each example the conversation makes (one if the template
     renders it as one growing prefix, more where it does not)."""
