@@ -94,36 +94,15 @@ def test_the_frameworks_tool_loop_runs_through_mcp_and_the_proxy(spec, tools):
 @pytest.fixture(scope="module")
 def served_checkpoint(tmp_path_factory):
     """`agentloop serve`'s app over a tiny random checkpoint fitted to say one line, served by uvicorn."""
-    import torch
-
-    from pipeline.agents.checkpoint import CheckpointMeta, ModelConfig, save_checkpoint
-    from pipeline.domains.retail.policy import POLICY_SUMMARY
-    from pipeline.domains.retail.tools import TOOLS
-    from pipeline.embedded.model import build_model
-    from pipeline.embedded.tokenizer import TokenizerConfig, build_corpus, train_tokenizer
-    from pipeline.formats.codec import CodecConfig, encode_conversation
+    from pipeline.agents.checkpoint import ModelConfig
     from pipeline.rollout import Message
     from pipeline.serve import create_app, load_engine
     from pipeline.world.registry import load_world
+    from tests.serve.fitted import fitted_checkpoint
 
-    world = load_world("gen-3")
-    codec = CodecConfig(system="compact", tool_results="compact", policy_summary=POLICY_SUMMARY)
     tiny = ModelConfig(hidden_size=32, intermediate_size=64, num_layers=1, num_heads=2, max_position_embeddings=4096)
-    tokenizer = train_tokenizer(build_corpus(world, 10), TokenizerConfig(vocab_size=512))
-    model = build_model(tiny, tokenizer)
     convo = [Message(role="user", content="hi"), Message(role="assistant", content="Hello, how can I help?")]
-    enc = encode_conversation(convo, TOOLS.schemas(), world.policy, tokenizer, codec)
-    ids = torch.tensor([enc.ids])
-    labels = torch.where(torch.tensor([enc.assistant_mask]) == 1, ids, -100)
-    torch.manual_seed(0)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=2e-2)
-    for _ in range(60):
-        loss = model(input_ids=ids, labels=labels).loss
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-    path = tmp_path_factory.mktemp("ckpt") / "tiny"
-    save_checkpoint(path, model, tokenizer, CheckpointMeta.for_codec(codec, model=tiny))
+    path = fitted_checkpoint(tmp_path_factory.mktemp("ckpt") / "tiny", load_world("gen-3"), convo, tiny)
     with Served(create_app(load_engine(path, name="tiny"), default_max_tokens=24)) as served:
         yield f"{served.url}/v1"
 

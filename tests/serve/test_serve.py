@@ -17,21 +17,20 @@ import pytest
 
 from pipeline.agents.backends.hf import HFAgent
 from pipeline.agents.backends.openai import OpenAIAgent, SamplingConfig
-from pipeline.agents.checkpoint import META_FILE, CheckpointMeta, ModelConfig, save_checkpoint
+from pipeline.agents.checkpoint import META_FILE, ModelConfig
 from pipeline.authoring.templates import generate_tasks
 from pipeline.dataset.io import write_tasks
 from pipeline.dataset.task import Provenance, Task, UserScript
 from pipeline.domains.retail.policy import POLICY_SUMMARY
 from pipeline.domains.retail.tools import TOOLS
-from pipeline.embedded.model import build_model
-from pipeline.embedded.tokenizer import TokenizerConfig, build_corpus, train_tokenizer
 from pipeline.endpoint.client import ChatClient, EndpointConfig
-from pipeline.formats.codec import CodecConfig, encode_conversation, parse_assistant
+from pipeline.formats.codec import CodecConfig, parse_assistant
 from pipeline.measure import MeasureConfig, measure
 from pipeline.rollout.protocols import EpisodeInfo, InfrastructureError, UserReply
 from pipeline.rollout.runner import Limits, run_episode
 from pipeline.rollout.trajectory import Message
 from pipeline.world.registry import load_world
+from tests.serve.fitted import fitted_checkpoint
 from tests.server_process import wait_until_up
 
 pytestmark = pytest.mark.slow
@@ -61,10 +60,6 @@ def world():
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory, world):
     """A tiny random model fitted to answer the opening with a look-up call (so episodes do real tool work)."""
-    import torch
-
-    tokenizer = train_tokenizer(build_corpus(world, 10), TokenizerConfig(vocab_size=512))
-    model = build_model(TINY, tokenizer)
     email = next(iter(world.db.users.values())).email
     convo = [
         Message(role="user", content=OPENING),
@@ -72,19 +67,7 @@ def checkpoint(tmp_path_factory, world):
             '<tool_call>\n{"name": "find_user_id_by_email", "arguments": {"email": "' + email + '"}}\n</tool_call>'
         ),
     ]
-    enc = encode_conversation(convo, TOOLS.schemas(), world.policy, tokenizer, COMPACT)
-    ids = torch.tensor([enc.ids])
-    labels = torch.where(torch.tensor([enc.assistant_mask]) == 1, ids, -100)
-    torch.manual_seed(0)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=2e-2)
-    for _ in range(60):
-        loss = model(input_ids=ids, labels=labels).loss
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-    path = tmp_path_factory.mktemp("ckpt") / "tiny"
-    save_checkpoint(path, model, tokenizer, CheckpointMeta.for_codec(COMPACT, model=TINY))
-    return path
+    return fitted_checkpoint(tmp_path_factory.mktemp("ckpt") / "tiny", world, convo, TINY)
 
 
 def free_port() -> int:

@@ -13,15 +13,13 @@ import sys
 
 import pytest
 
-from pipeline.agents.checkpoint import CheckpointMeta, ModelConfig, save_checkpoint
+from pipeline.agents.checkpoint import ModelConfig
 from pipeline.domains.retail.tools import TOOLS
-from pipeline.embedded.model import build_model
-from pipeline.embedded.tokenizer import TokenizerConfig, build_corpus, train_tokenizer
-from pipeline.formats.codec import encode_conversation
 from pipeline.rollout.trajectory import Message, ToolCall
 from pipeline.world.registry import load_world
 from pipeline.world.tools import execute
-from tests.serve.test_serve import COMPACT, WORLD, free_port
+from tests.serve.fitted import fitted_checkpoint
+from tests.serve.test_serve import WORLD, free_port
 from tests.server_process import wait_until_up
 
 pytestmark = pytest.mark.slow
@@ -56,22 +54,7 @@ def _conversation(world) -> list[Message]:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, world):
-    import torch
-
-    tokenizer = train_tokenizer(build_corpus(world, 10), TokenizerConfig(vocab_size=512))
-    model = build_model(SMALL, tokenizer)
-    enc = encode_conversation(_conversation(world), TOOLS.schemas(), world.policy, tokenizer, COMPACT)
-    ids = torch.tensor([enc.ids])
-    labels = torch.where(torch.tensor([enc.assistant_mask]) == 1, ids, -100)
-    torch.manual_seed(0)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    for _ in range(150):
-        loss = model(input_ids=ids, labels=labels).loss
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-    path = tmp_path_factory.mktemp("ckpt") / "tiny"
-    save_checkpoint(path, model, tokenizer, CheckpointMeta.for_codec(COMPACT, model=SMALL))
+    path = fitted_checkpoint(tmp_path_factory.mktemp("ckpt") / "tiny", world, _conversation(world), SMALL, 150, 1e-2)
     port = free_port()
     cmd = [sys.executable, "-m", "pipeline.cli", "serve", "--model", str(path), "--port", str(port), "--name", "tiny"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ})
