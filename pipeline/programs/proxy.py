@@ -528,16 +528,16 @@ def _error_text(payload: Any, answer: httpx.Response) -> str:
     return answer.text[:300] or answer.reason_phrase
 
 
-def _request_parts(body: dict[str, Any]) -> tuple[Any, list[dict[str, Any]], Any, dict[str, Any]]:
+def _request_parts(body: dict[str, Any]) -> dict[str, Any]:
+    """What a call sent (model, messages, tools, the other parameters), as ModelCall's fields."""
     messages = body.get("messages")
     tools = body.get("tools")
-    params = {k: v for k, v in body.items() if k not in ("model", "messages", "tools")}
-    return (
-        body.get("model") if isinstance(body.get("model"), str) else None,
-        list(messages) if isinstance(messages, list) else [],
-        list(tools) if isinstance(tools, list) else None,
-        params,
-    )
+    return {
+        "model": body.get("model") if isinstance(body.get("model"), str) else None,
+        "messages": list(messages) if isinstance(messages, list) else [],
+        "tools": list(tools) if isinstance(tools, list) else None,
+        "params": {k: v for k, v in body.items() if k not in ("model", "messages", "tools")},
+    }
 
 
 def _refused_call(
@@ -550,16 +550,12 @@ def _refused_call(
     payload: Any,
     answer: httpx.Response,
 ) -> ModelCall:
-    model, messages, tools, params = _request_parts(body)
     return ModelCall(
         episode_id=episode_id,
         index=index,
         started_at=at,
         latency_s=latency,
-        model=model,
-        messages=messages,
-        tools=tools,
-        params=params,
+        **_request_parts(body),
         status=status,
         error=_error_text(payload, answer),
         response=payload if isinstance(payload, dict) else None,
@@ -569,7 +565,6 @@ def _refused_call(
 def _answered_call(
     episode_id: str, index: int, at: float, latency: float, body: dict[str, Any], status: int, payload: dict[str, Any]
 ) -> ModelCall:
-    model, messages, tools, params = _request_parts(body)
     choices = []
     for position, choice in enumerate(payload["choices"]):
         if not isinstance(choice, dict) or not isinstance(choice.get("message"), dict):
@@ -593,10 +588,7 @@ def _answered_call(
         index=index,
         started_at=at,
         latency_s=latency,
-        model=model,
-        messages=messages,
-        tools=tools,
-        params=params,
+        **_request_parts(body),
         status=status,
         choices=choices,
         usage=Usage.model_validate(usage) if isinstance(usage, dict) else None,
