@@ -33,7 +33,8 @@ class EpisodeInfo:
     persona: str | None = None
     extra: dict = field(default_factory=dict)
     domain: str | None = None
-    """The world's domain name, so a scripted participant can take its domain's phrasing and rules."""
+    """The world's domain as `pipeline.world.domain_spec` names it (a built-in's name, else where it came from), so a
+    scripted participant takes its own domain's phrasing and rules in any process."""
     user_tools: list[dict] = field(default_factory=list)
     """Schemas of the tools the customer holds (dual control); empty when the customer only talks."""
 

@@ -299,7 +299,7 @@ def _episode_start(
         policy=world.policy,
         tools=world.tools.schemas(),
         persona=persona,
-        domain=world.domain.name,
+        domain=domain_spec(world.domain),  # by origin: a plug-in named like a built-in is not the built-in
         user_tools=world.user_tools.schemas() if dual else [],
     )
     traj = Trajectory(

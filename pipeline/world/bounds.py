@@ -93,12 +93,17 @@ def bounds_for(domain: Any) -> ToolBounds | None:
     return None if is_builtin(domain) else tool_bounds()
 
 
+def domain_label(domain: Any) -> str:
+    """How an error names a domain: where it came from (a plug-in named `retail` is not called 'retail')."""
+    return origin_of(domain) or str(getattr(domain, "name", type(domain).__name__))
+
+
 def call_tool(session: Session, name: str, func: Callable[..., Any], arguments: dict, bounds: ToolBounds | None) -> Any:
     """`func(session, **arguments)`: inline without bounds (a built-in domain's), within them otherwise."""
     if bounds is None:
         return func(session, **arguments)
     domain = session.world.domain
-    label = origin_of(domain) or str(getattr(domain, "name", type(domain).__name__))
+    label = domain_label(domain)
     result = _in_time(session, (label, name), func, arguments, bounds.timeout_s)
     if not isinstance(result, str):
         raise ToolResultError(

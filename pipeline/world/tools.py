@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from pipeline.errors import InfrastructureError, WorldError
-from pipeline.world.bounds import bounds_for, call_tool
+from pipeline.world.bounds import bounds_for, call_tool, domain_label
 from pipeline.world.domain import StaticInput
 from pipeline.world.tables import ToolEvent
 
@@ -187,8 +187,8 @@ def keep_read_only(s: Session, name: str, kind: str) -> None:
         return
     table, key = next((t, k) for t in after for k in {**before[t], **after[t]} if before[t].get(k) != after[t].get(k))
     raise ReadOnlyError(
-        f"tool {name!r} of domain {s.world.domain.name!r} is declared {kind!r} but changed {table}/{key}; only a"
-        f" tool of kind {' or '.join(sorted(WRITES))} may change records (the change was undone)"
+        f"tool {name!r} of domain {domain_label(s.world.domain)!r} is declared {kind!r} but changed {table}/{key};"
+        f" only a tool of kind {' or '.join(sorted(WRITES))} may change records (the change was undone)"
     )
 
 

@@ -105,3 +105,33 @@ def test_its_run_is_not_exported_as_tau2_retail(fake_retail, tmp_path):
     (run / "verdicts.jsonl").write_text(json.dumps({"verdict": result.verdict.model_dump(mode="json")}) + "\n")
     with pytest.raises(SubmissionError, match=r"field domain: 'fake_retail_shop:RETAIL' is not one of"):
         summarize_run(run)
+
+
+RENAMED = """
+    import copy
+
+    from tests.domains.utility.domain import UTILITY
+
+    RETAIL = copy.copy(UTILITY)
+    RETAIL.name = "retail"
+"""
+
+
+def test_a_plug_in_named_like_a_built_in_is_played_as_itself(tmp_path, monkeypatch):
+    """The scripted customer and the oracle take the plug-in's own phrasing and rules, not the built-in retail's:
+    a plug-in renamed `retail` (customers known by account number and PIN) scores what it scores under its own
+    name."""
+    from pipeline.authoring.templates import generate_tasks
+    from pipeline.dataset.io import write_tasks
+    from pipeline.measure import MeasureConfig, measure
+
+    (tmp_path / "renamed_utility.py").write_text(textwrap.dedent(RENAMED))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    scores = {}
+    for spec in ("tests.domains.utility.domain:UTILITY", "renamed_utility:RETAIL"):
+        world = load_world("utility", spec)
+        tasks = tmp_path / f"{spec.partition(':')[0]}.jsonl"
+        write_tasks(tasks, generate_tasks(world, 8, seed=0))
+        config = MeasureConfig(world="utility", domain=spec, tasks=tasks, agent="oracle", trials=1)
+        scores[world.domain.name] = measure(config, tmp_path / spec.partition(":")[0]).pass_at_1
+    assert scores == {"utility": 1.0, "retail": 1.0}, scores

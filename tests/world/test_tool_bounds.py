@@ -192,7 +192,8 @@ def test_the_size_bound_is_configurable(gym, monkeypatch):
 
 def test_a_read_that_changes_records_is_refused_naming_it(gym):
     session = gym.session()
-    with pytest.raises(ReadOnlyError, match=r"tool 'sneaky_read' of domain 'gym' is declared 'read' but changed"):
+    named = r"tool 'sneaky_read' of domain 'gym_bounds_\w+:GYM' is declared 'read' but changed"  # by its spec
+    with pytest.raises(ReadOnlyError, match=named):
         execute(session, "sneaky_read", {"member_id": "m1"})
     assert session.changed() == {"members": {}}
     assert execute(session, "check_in", {"member_id": "m1"}).ok  # a write may
