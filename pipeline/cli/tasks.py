@@ -41,7 +41,7 @@ def tasks_generate(
 
     A world that yields fewer tasks than --n is refused in one line saying how many it yields, unless
     --allow-fewer: a task file shorter than asked would otherwise pass for the size the command was given."""
-    from pipeline.dataset import write_tasks
+    from pipeline.dataset import distinct_tasks, write_tasks
     from pipeline.outputs import check_output
     from pipeline.world import load_world
 
@@ -50,11 +50,14 @@ def tasks_generate(
     generate_tasks = loaded.domain.require("tasks", needed_for="agentloop tasks generate")
     from pipeline.synth import generate_selected
 
-    tasks = generate_selected(generate_tasks, loaded, n, seed=seed, templates=template or None, plain=plain)
+    # a small world's generator repeats tasks: only distinct ones count towards --n
+    tasks = distinct_tasks(
+        generate_selected(generate_tasks, loaded, n, seed=seed, templates=template or None, plain=plain)
+    )
     if len(tasks) < n and not allow_fewer:
         which = " of the templates and dials asked for" if template or plain else ""
         fail(
-            f"--n {n}: world {loaded.name!r} yields only {len(tasks)} tasks{which}; pass --n {len(tasks)}"
+            f"--n {n}: world {loaded.name!r} yields only {len(tasks)} distinct tasks{which}; pass --n {len(tasks)}"
             " or --allow-fewer to write them"
         )
     if llm_proposals and not llm:

@@ -9,7 +9,7 @@ from pipeline.dataset.assertions import (
 )
 from pipeline.dataset.branching import CONDITIONAL_INTENT, IF, UNTAKEN, branches, condition
 from pipeline.dataset.expected import EXPECTED, Expected, expected_outcome, expected_outcomes
-from pipeline.dataset.io import TaskFileError, read_tasks, write_tasks
+from pipeline.dataset.io import TaskFileError, distinct_tasks, read_tasks, write_tasks
 from pipeline.dataset.provenance import (
     PROVENANCE_FILE,
     ProvenanceError,
@@ -76,6 +76,7 @@ __all__ = [
     "check_provenance",
     "check_record",
     "condition",
+    "distinct_tasks",
     "expected_outcome",
     "expected_outcomes",
     "file_sha256",

@@ -70,3 +70,16 @@ def write_tasks(path: str | Path, tasks: Iterable[Task]) -> int:
             fh.write(task.model_dump_json(exclude_defaults=False) + "\n")
             n += 1
     return n
+
+
+def distinct_tasks(tasks: Iterable[Task]) -> list[Task]:
+    """The tasks with those equal to an earlier one apart from their id left out (the first kept, order kept): a
+    small world's generator repeats itself, and a repeated task would count twice in pass^k."""
+    seen: set[str] = set()
+    kept = []
+    for task in tasks:
+        key = json.dumps(task.model_dump(mode="json", exclude={"id"}), sort_keys=True)
+        if key not in seen:
+            seen.add(key)
+            kept.append(task)
+    return kept
