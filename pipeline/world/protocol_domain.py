@@ -23,6 +23,7 @@ import copy
 import functools
 import inspect
 import logging
+import queue
 import threading
 import weakref
 from collections.abc import Callable, Mapping
@@ -272,7 +273,8 @@ class ProtocolSession(Session):
         """Start the episode (once): `init(task)` on a fresh environment of the world, then mirror its state."""
         if self.episode is None:
             episode = self.world.domain._open(self.world.ref or self.world.name)
-            weakref.finalize(self, _close_quietly, episode)
+            _start_closer()
+            weakref.finalize(self, _CLOSING.put, episode)  # closed by the closer thread, never inside the GC
             state = _calling(
                 self.world.domain.name, "init", episode.init, task, authenticated_user_id=self.authenticated_user_id
             )
@@ -392,6 +394,27 @@ def _calling(domain: str, what: str, method: Callable[..., Any], *args: Any, **k
         raise
     except Exception as exc:  # noqa: BLE001 - the environment's own code: named, typed, never the agent's
         raise EnvironmentFaultError(f"environment {domain!r}: {what} raised {type(exc).__name__}: {exc}") from exc
+
+
+_CLOSING: queue.SimpleQueue[EnvironmentProtocol] = queue.SimpleQueue()
+_CLOSER: list[threading.Thread] = []
+_CLOSER_LOCK = threading.Lock()
+
+
+def _start_closer() -> None:
+    """The thread that closes the episodes of sessions the garbage collector freed. A finalizer runs wherever the
+    collector does, possibly inside the HTTP client's connection-pool lock that closing needs (a self-deadlock),
+    so a finalizer only queues the episode (`SimpleQueue.put` is safe there) and this thread closes it."""
+    with _CLOSER_LOCK:
+        if not _CLOSER or not _CLOSER[0].is_alive():
+            thread = threading.Thread(target=_close_queued, name="environment episode closer", daemon=True)
+            thread.start()
+            _CLOSER[:] = [thread]
+
+
+def _close_queued() -> None:
+    while True:
+        _close_quietly(_CLOSING.get())
 
 
 def _close_quietly(episode: EnvironmentProtocol) -> None:
