@@ -72,10 +72,14 @@ def register_checkpoint(
             tracker.set_tags({"agentloop.model_version": known})
         log.info("%s: already registered as %s version %s (alias %s)", src, name, known, CHALLENGER)
         return known
-    run.log_artifact(src, CHECKPOINT_ARTIFACT)
+    artifact = CHECKPOINT_ARTIFACT
+    if client.list_artifacts(run.run_id, CHECKPOINT_ARTIFACT):
+        # a stage run logged again (reused) already holds another version's files: never write over them
+        artifact = f"{CHECKPOINT_ARTIFACT}-{digest[:12]}"
+    run.log_artifact(src, artifact)
     mv = client.create_model_version(
         name,
-        source=f"{run.artifact_uri()}/{CHECKPOINT_ARTIFACT}",
+        source=f"{run.artifact_uri()}/{artifact}",
         run_id=run.run_id,
         tags={
             "agentloop.iteration": str(tracker.iteration),

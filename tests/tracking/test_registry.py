@@ -108,3 +108,19 @@ def test_a_create_retried_after_it_landed_leaves_one_version(tracking, tmp_path,
     versions = [mv.version for mv in tracking.client().search_model_versions("name = 'agentloop-agent'")]
     assert version == "1" and [str(v) for v in versions] == ["1"]
     assert (challenger_version(tracking), champion_version(tracking)) == ("1", "1")
+
+
+def test_two_checkpoints_registered_through_one_reused_stage_run_keep_their_own_files(tracking, tmp_path):
+    """An iteration logged again reuses its finished stage runs; a second checkpoint registered there is written
+    beside the first version's files, never over them (each version fetches the files its digest names)."""
+    from pipeline.tracking.registry import fetch_version
+
+    ck1, ck2 = _checkpoint(tmp_path, "1"), _checkpoint(tmp_path, "2")
+    versions = []
+    for ckpt in (ck1, ck2):
+        with IterationTracker(tracking, iteration=1, agent="hf:ckpt", commit="c") as it, it.stage("train"):
+            versions.append(register_checkpoint(it, ckpt))
+    assert versions[0] != versions[1]
+    for version, ckpt in zip(versions, (ck1, ck2), strict=True):
+        fetch_version(tmp_path / f"fetched-{version}", version, tracking)
+        assert _files(tmp_path / f"fetched-{version}") == _files(ckpt)
