@@ -46,9 +46,21 @@ def _ensure_model(client: MlflowClient, name: str) -> None:
     try:
         client.get_registered_model(name)
     except MlflowException:
-        client.create_registered_model(
-            name, description="Checkpoints of the agentloop agent; aliases: champion (gated), challenger (latest)."
-        )
+        try:
+            client.create_registered_model(
+                name, description="Checkpoints of the agentloop agent; aliases: champion (gated), challenger (latest)."
+            )
+        except MlflowException:
+            client.get_registered_model(name)  # another run created it in between; anything else raises here
+
+
+def _set_challenger(tracker: IterationTracker, version: str) -> None:
+    """Under the registry's lock, like every alias move: two runs setting an alias at once collide in the store."""
+    from pipeline.tracking.aliaslock import registry_lock
+
+    name = tracker.config.model_name
+    with registry_lock(tracker.config.tracking_uri, name):
+        tracker.client.set_registered_model_alias(name, CHALLENGER, version)
 
 
 def register_checkpoint(
@@ -66,7 +78,7 @@ def register_checkpoint(
     _ensure_model(client, name)
     known = version_of_digest(client, name, digest)
     if known is not None:
-        client.set_registered_model_alias(name, CHALLENGER, known)
+        _set_challenger(tracker, known)
         run.set_tags({"agentloop.model_version": known})
         if run is not tracker:
             tracker.set_tags({"agentloop.model_version": known})
@@ -91,7 +103,7 @@ def register_checkpoint(
         description=f"{tracker.run_name}: candidate checkpoint",
     )
     version = _one_version_of_digest(client, name, digest, str(mv.version))
-    client.set_registered_model_alias(name, CHALLENGER, version)
+    _set_challenger(tracker, version)
     run.set_tags({"agentloop.model_version": version})
     if run is not tracker:
         tracker.set_tags({"agentloop.model_version": version})
