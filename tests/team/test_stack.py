@@ -75,7 +75,8 @@ def at(point_here, real, then):
         if point_here == point and then == "stop":
             stop_server(__import__("pathlib").Path(stack_dir))
         result = real(*args, **kwargs)
-        if point_here == point and then == "kill" and (point != "upload" or any(str(a).startswith("checkpoint") for a in args[2:])):
+        to_checkpoint = any(str(a).startswith("checkpoint") for a in args[2:])  # checkpoint or checkpoint-<digest>
+        if point_here == point and then == "kill" and (point != "upload" or to_checkpoint):
             os.kill(os.getpid(), signal.SIGKILL)
         return result
     return wrapped
