@@ -8,6 +8,10 @@ hf:PATH[,temperature=T,top_p=P,max_new_tokens=N,seed=S,draft=K,threads=N,device=
                                         device cpu|cuda|cuda:N|auto, dtype auto|float32|bfloat16|float16,
                                         format: a chat format name (default: recorded, or read from the template);
                                         draft: tokens guessed per pass with episodes in flight (default 8, 0 off)
+llamacpp:PATH[,weights=f32|f16|q8_0,threads=N,context=N,temperature=T,top_p=P,max_new_tokens=N,seed=S,format=F]
+                                        a Llama-architecture checkpoint directory run by llama.cpp on the CPU
+                                        (exported to GGUF once, cached by its weights' digest); the prompt ids,
+                                        parsing and sampling are the hf backend's
 openai:MODEL[,temperature=T,top_p=P,max_tokens=N,seed=S,send_seed=0|1]
                                         an OpenAI-compatible endpoint (AGENTLOOP_BASE_URL / OPENAI_BASE_URL,
                                         AGENTLOOP_API_KEY / OPENAI_API_KEY); temperature=none (also top_p,
@@ -72,6 +76,19 @@ class HFSettings(BaseModel):
         ge=1,
         description="torch CPU threads (1 suits the embedded default; a 100M+ model prefills faster on more).",
     )
+
+
+class LlamaCppSettings(BaseModel):
+    """The settings a llamacpp: spec may give, checked before anything is exported or loaded."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    temperature: float = Field(default=0.0, ge=0)
+    top_p: float = Field(default=1.0, gt=0, le=1)
+    max_new_tokens: int = Field(default=256, ge=1)
+    seed: int = Field(default=0, ge=0)
+    threads: int = Field(default=1, ge=1, le=512, description="llama.cpp CPU threads.")
+    context: int = Field(default=8192, ge=256, le=1 << 20, description="Tokens the llama.cpp context holds.")
 
 
 def _settings(spec: str, body: str, omissible: frozenset[str] = frozenset()) -> dict[str, float | None]:
@@ -193,6 +210,33 @@ def make_agent(spec: str, domain: Domain | None = None) -> Agent:
             return HFAgent(path, **checked, **words)
         except (InputError, OSError) as exc:  # no such checkpoint, or not one transformers reads
             raise UnknownAgentError(f"agent {spec!r}: {exc}") from None
+    if kind == "llamacpp" and body:
+        from pipeline.agents.backends.gguf_export import WEIGHT_TYPES
+        from pipeline.agents.backends.llamacpp import LlamaCppAgent
+
+        path, _, rest = body.partition(",")
+        words = {}
+        for part in filter(None, rest.split(",")):
+            key, _, value = part.partition("=")
+            if key.strip() in ("weights", "format"):
+                words["chat_format" if key.strip() == "format" else "weights"] = value.strip()
+        if words.get("weights", "f32") not in WEIGHT_TYPES:
+            raise UnknownAgentError(
+                f"agent {spec!r}: weights {words['weights']!r}: expected one of {', '.join(WEIGHT_TYPES)}"
+            )
+        numeric = ",".join(p for p in rest.split(",") if p.partition("=")[0].strip() not in ("weights", "format"))
+        settings = _settings(spec, numeric)
+        unknown = sorted(set(settings) - set(LlamaCppSettings.model_fields))
+        if unknown:
+            raise UnknownAgentError(
+                f"agent {spec!r}: unknown setting(s) {unknown} (temperature, top_p, max_new_tokens, seed, threads,"
+                " context, weights, format)"
+            )
+        checked = _sampling(spec, LlamaCppSettings, settings).model_dump(exclude_unset=True)
+        try:
+            return LlamaCppAgent(path, **checked, **words)
+        except (InputError, OSError) as exc:
+            raise UnknownAgentError(f"agent {spec!r}: {exc}") from None
     if kind in ("openai", "vllm") and body:
         target, _, rest = body.partition(",")
         settings = _settings(spec, rest, OMISSIBLE if kind == "openai" else frozenset())
@@ -219,13 +263,13 @@ def make_agent(spec: str, domain: Domain | None = None) -> Agent:
 
 
 def checkpoint_digest(spec: str) -> str | None:
-    """sha256 over the files of the local checkpoint directory an hf:/vllm: spec loads; None for other agents.
+    """sha256 over the files of the local checkpoint directory an hf:/llamacpp:/vllm: spec loads; None for others.
 
     The spec names a path, not weights: a checkpoint retrained in place keeps its spec, so whatever must tell two
     agents apart (a run journal deciding whether to resume) needs this too. Reads every file once.
     """
     kind, _, body = spec.partition(":")
-    if kind not in ("hf", "vllm") or not body:
+    if kind not in ("hf", "llamacpp", "vllm") or not body:
         return None
     root = Path(body.partition(",")[0])
     if not root.is_dir():

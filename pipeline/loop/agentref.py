@@ -23,7 +23,7 @@ from pipeline.outputs import atomic_write, writing
 
 AGENT_FILE = "agent.json"
 CHECKPOINT_DIR = "checkpoint"
-CHECKPOINT_BACKENDS = ("hf", "vllm")
+CHECKPOINT_BACKENDS = ("hf", "llamacpp", "vllm")
 
 
 class AgentRefError(InputError, ValueError):

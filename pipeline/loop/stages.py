@@ -267,9 +267,10 @@ def train_candidate(p: Params) -> str:
     base = read_agent_spec(paths.BASELINE_MODEL)
     if base.startswith("program:"):
         return _train_program(p, base, out)
-    if not base.startswith("hf:"):
+    engine, _, body = base.partition(":")
+    if engine not in ("hf", "llamacpp") or not body:
         raise ParamsError(f"train.method 'sft' needs a checkpoint baseline, but the baseline agent is {base!r}")
-    base_path, _, options = base.removeprefix("hf:").partition(",")  # the candidate keeps the baseline's options
+    base_path, _, options = body.partition(",")  # the candidate keeps the baseline's engine and options
     data = [paths.CURATED_DIR / "selected.jsonl"] if p.train.use_curated else []
     data.append(paths.SYNTH_DIR / "trajectories.jsonl")
     params = p.train.sft_config(
@@ -280,7 +281,7 @@ def train_candidate(p: Params) -> str:
         held_out=[eval_tasks_file(p)],
     )
     run_sft(params, out / CHECKPOINT_DIR)
-    write_checkpoint_ref(out, "hf", options, method=method)
+    write_checkpoint_ref(out, engine, options, method=method)
     return read_agent_spec(out)
 
 

@@ -35,7 +35,7 @@ def episode_seed(agent_seed: int, episode: int) -> int:
 
 @torch.inference_mode()
 def sample(
-    model: torch.nn.Module,
+    model: torch.nn.Module | None,
     prompt_ids: list[int],
     *,
     max_new_tokens: int,
@@ -57,7 +57,8 @@ def sample(
     """
     if prefix is None:
         prefix = PrefixCache(model)
-    with flushed_denormals(next(model.parameters()).device.type == "cpu"):
+    on_cpu = model is not None and next(model.parameters()).device.type == "cpu"  # None: another engine's prefix
+    with flushed_denormals(on_cpu):
         start = prefix.reuse(prompt_ids)
         new = prompt_ids[start:]
         prefix.ids = list(prompt_ids)
