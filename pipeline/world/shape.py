@@ -83,7 +83,7 @@ def _outer(annotation: Any) -> Any:
         if getattr(annotation, "_is_protocol", False):
             return Any
         if inspect.isclass(annotation) and (dataclasses.is_dataclass(annotation) or issubclass(annotation, BaseModel)):
-            return InstanceOf[annotation]
+            return InstanceOf[annotation]  # type: ignore[misc]
         return annotation
     if origin in (Union, types.UnionType):
         return Union[tuple(_outer(a) for a in args)]  # noqa: UP007 - built from a tuple
