@@ -83,3 +83,21 @@ def test_a_plug_in_named_like_a_built_in_is_named_by_its_spec(without):
         load_world("nowhere", spec)
     assertion = EnvAssertion(env_type="assistant", func_name="never", arguments={})
     assert f"domain {spec!r} has no assistant-side assertion" in assertion_problem(resolve_domain(spec), assertion)
+
+
+def test_world_explore_says_up_front_that_no_tasks_can_be_grown(without, tmp_path):
+    spec = without("library_without_identity_explore", ("identity",))
+    out = str(tmp_path / "m")
+    args = ["world", "explore", "--world", "library", "--domain", spec, "--customers", "4", "--out", out]
+    result = CliRunner().invoke(app, args)
+    output = click.unstyle(result.output)
+    assert result.exit_code == 0, output
+    assert f"no tasks can be generated in domain {spec!r}" in output and "no tool of kind 'identity'" in output, output
+
+
+def test_world_explore_says_nothing_of_the_kind_for_a_complete_domain(tmp_path):
+    spec = "tests.domains.library.domain:LIBRARY"
+    out = str(tmp_path / "m")
+    args = ["world", "explore", "--world", "library", "--domain", spec, "--customers", "4", "--out", out]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0 and "no tasks can be generated" not in click.unstyle(result.output), result.output
