@@ -90,6 +90,6 @@ def world_explore(
         from pipeline.explore.generic import generic_gap
         from pipeline.world import domain_label
 
-        why = generic_gap(loaded.domain, "tasks") or "it provides none"
+        gap = generic_gap(loaded.domain, "tasks") or "it provides none"
         label = domain_label(loaded.domain)
-        console.print(f"[yellow]note: no tasks can be generated in domain {label!r} from this model: {why}[/yellow]")
+        console.print(f"[yellow]note: no tasks can be generated in domain {label!r} from this model: {gap}[/yellow]")
