@@ -19,6 +19,7 @@ from pipeline.authoring.taxonomy import MESS_DIALS, Taxonomy
 from pipeline.dataset import Action, KnownInfo, Request, Task, TaskCheck
 from pipeline.errors import InputError
 from pipeline.grading.modes import FAILURE_MODES
+from pipeline.world import domain_label
 
 if TYPE_CHECKING:
     from pipeline.authoring.selection_kit import SelectionKit
@@ -130,7 +131,7 @@ def template_kit_of(domain: Domain, needed_for: str) -> SynthesisKit:
     kit = kit_of(domain, needed_for)
     if not isinstance(kit, SynthesisKit):
         raise SynthesisKitError(
-            f"domain {domain.name!r} draws its tasks from a pool (a selection kit): it has no templates to"
+            f"domain {domain_label(domain)!r} draws its tasks from a pool (a selection kit): it has no templates to"
             f" {needed_for} from"
         )
     return kit
@@ -141,7 +142,7 @@ def check_kit(domain: Domain, kit: Any) -> None:
     `pipeline.synth.select`, draws tasks from a pool and has no templates to check)."""
     from pipeline.authoring.selection_kit import SelectionKit
 
-    where = f"domain {domain.name!r} synthesis kit"
+    where = f"domain {domain_label(domain)!r} synthesis kit"
     if isinstance(kit, SelectionKit):
         return
     if not isinstance(kit, SynthesisKit):

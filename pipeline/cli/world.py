@@ -86,3 +86,10 @@ def world_explore(
     for name, reason in model.unexplored.items():
         console.print(f"[yellow]{name}: unexplored ({reason})[/yellow]")
     console.print(f"world model of {loaded.name} → {out}")
+    if not loaded.domain.provides("tasks"):  # the model is written, but nothing is grown from it: say why now
+        from pipeline.explore.generic import generic_gap
+        from pipeline.world import domain_label
+
+        gap = generic_gap(loaded.domain, "tasks") or "it provides none"
+        label = domain_label(loaded.domain)
+        console.print(f"[yellow]note: no tasks can be generated in domain {label!r} from this model: {gap}[/yellow]")

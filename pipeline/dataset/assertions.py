@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.dataset.task import EnvAssertion
 from pipeline.errors import TaskError
-from pipeline.world import Session
+from pipeline.world import Session, domain_label
 
 
 class AssertionArgumentError(TaskError, ValueError):
@@ -68,7 +68,7 @@ def assertion_problem(domain, assertion: EnvAssertion) -> str | None:
     """Why `domain` cannot check `assertion` at all: no such function on its side, or arguments it does not take."""
     func = domain.env_assertions().get(assertion.env_type, {}).get(assertion.func_name)
     if func is None:
-        return f"domain {domain.name!r} has no {assertion.env_type}-side assertion {assertion.func_name!r}"
+        return f"domain {domain_label(domain)!r} has no {assertion.env_type}-side assertion {assertion.func_name!r}"
     problem = argument_problem(func, assertion.arguments)
     return f"{assertion.env_type}-side assertion {assertion.func_name!r}: {problem}" if problem else None
 
@@ -77,7 +77,8 @@ def check_assertion(session: Session, assertion: EnvAssertion) -> AssertionResul
     func = session.world.domain.env_assertions().get(assertion.env_type, {}).get(assertion.func_name)
     base = assertion.model_dump(exclude={"message"})
     if func is None:
-        error = f"domain {session.world.domain.name!r} has no {assertion.env_type}-side assertion {assertion.func_name}"
+        label = domain_label(session.world.domain)
+        error = f"domain {label!r} has no {assertion.env_type}-side assertion {assertion.func_name}"
         return AssertionResult(**base, met=False, error=error)
     problem = argument_problem(func, assertion.arguments)
     if problem is not None:  # the task's error: no end state could meet it, whoever played

@@ -16,7 +16,7 @@ from typing import Any
 from pipeline.dataset.task import Action, Task
 from pipeline.digest import sha256_json
 from pipeline.errors import TaskError
-from pipeline.world import Session, ToolError, World, bounds_for, call_tool, synchronise
+from pipeline.world import Session, ToolError, World, bounds_for, call_tool, domain_label, synchronise
 
 SIDES: dict[object, str] = {"assistant": "assistant", "user": "user"}
 _CACHE_SIZE = 4096
@@ -66,7 +66,9 @@ def run_setup_action(session: Session, action: Action) -> Any:
         tools = session.world.tools_of(side)
         spec = tools.tools.get(action.name) if tools is not None else None
     if spec is None:
-        raise TaskSetupError(f"no set-up function or {side} tool named {action.name!r} in domain {domain.name!r}")
+        raise TaskSetupError(
+            f"no set-up function or {side} tool named {action.name!r} in domain {domain_label(domain)!r}"
+        )
     args = spec.validate(action.arguments)
     bounds = bounds_for(domain)
     authorize, session.authorize = session.authorize, False  # set-up is the world's doing, not a party's

@@ -42,6 +42,7 @@ from pipeline.world import (
     Domain,
     Session,
     World,
+    domain_label,
     domain_spec,
     dump_record,
     filter_field_problem,
@@ -89,7 +90,8 @@ class Environment:
         self.world = load_world(world, domain_spec(self.domain)) if isinstance(world, str) else world
         if self.world.domain.name != self.domain.name:
             raise EnvironmentUsageError(
-                f"world {self.world.name!r} belongs to domain {self.world.domain.name!r}, not {self.domain.name!r}"
+                f"world {self.world.name!r} belongs to domain {domain_label(self.world.domain)!r},"
+                f" not {domain_label(self.domain)!r}"
             )
         self.limits, self.judge, self.tau2, self.verdict_kind = limits or Limits(), judge, tau2, verdict
         self.task: Task | None = None

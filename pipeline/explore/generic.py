@@ -18,9 +18,26 @@ GENERIC: tuple[str, ...] = ("tasks", "synthesis", "oracle", "flaws", "user_phras
 _KITS: dict[int, Any] = {}
 
 
+NEEDED_KINDS: tuple[str, ...] = ("identity", "write")
+"""The tool kinds the generic path grows from: who the customer is, and what a request changes."""
+
+
+def generic_gap(domain: Domain, name: str) -> str | None:
+    """Why the generic path grows no `name` for `domain` (the tool kinds it lacks), or None when it would, or when
+    `name` is not one it grows."""
+    if name not in GENERIC:
+        return None
+    missing = [kind for kind in NEEDED_KINDS if not domain.tools.of_kind(kind)]
+    if not missing:
+        return None
+    lacks = " and ".join(f"no tool of kind {kind!r}" for kind in missing)
+    needs = " and ".join(f"an {kind} tool" if kind[0] in "aeiou" else f"a {kind} tool" for kind in NEEDED_KINDS)
+    return f"it has none of its own, and the generic one needs {needs}, but the domain has {lacks}"
+
+
 def generic_capability(domain: Domain, name: str) -> Any:
     """The generic `name` for `domain`; None when it has no identity tool or no write tool to grow it from."""
-    if name not in GENERIC or not domain.tools.of_kind("identity") or not domain.tools.of_kind("write"):
+    if name not in GENERIC or generic_gap(domain, name) is not None:
         return None
     if name == "tasks":
         from pipeline.authoring import generate_tasks

@@ -2,10 +2,12 @@
 
 A key argument takes the keys of the customer's records of its table; an enumerated one the schema's values;
 others the values of the same-named field anywhere in the customer's records (lists of objects cut down to the
-fields the argument's schema has), numbers nearby, and for text only what a customer would say: the docstring's
-examples as written, and the values of that field that several of the world's records share — the domain's own
-words for it (a reason, a city), never one record's identifier (another customer's email). Text is never made
-up letter by letter: a random string is nothing a customer says, and an invented id names no record.
+fields the argument's schema has), numbers nearby within what is valid for it (the schema's bounds, a range or
+sign its docstring and records show: never 0 extra days where every known value is positive), and for text only
+what a customer would say: the docstring's examples as written, and the values of that field that several of the
+world's records share — the domain's own words for it (a reason, a city), never one record's identifier (another
+customer's email). Text is never made up letter by letter: a random string is nothing a customer says, and an
+invented id names no record.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import re
 import types
 import typing
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
@@ -31,6 +34,37 @@ def examples(description: str | None) -> list[str]:
     """The quoted examples an argument's docstring gives ('such as ...')."""
     found = _EXAMPLE.findall(description or "")
     return found or re.findall(r"'([^']+)'", (description or "").split("such as")[-1])[:1]
+
+
+_NUMBER = re.compile(r"(?<![\w.-])-?\d+(?:\.\d+)?(?!\w|\.\d)")
+_RANGE = re.compile(r"\b(?:from|between)\s+(-?\d+(?:\.\d+)?)\s+(?:to|and)\s+(-?\d+(?:\.\d+)?)\b")
+
+
+def numbers(description: str | None) -> list[float]:
+    """The numbers an argument's docstring states (an example, a range), as written."""
+    return [float(n) for n in _NUMBER.findall(description or "")]
+
+
+def valid_range(schema: dict, description: str | None, known: list[float]) -> Callable[[float], bool]:
+    """Which numbers an argument may take: within the schema's bounds and a range its docstring states ("from 1 to
+    5"), and of the sign of every value known for it (the docstring's numbers, the records' values): positive when
+    they all are, never negative when none is. A number varied past them (0 extra days, -1 items) is no request
+    a customer makes."""
+    low = [(schema[k], k == "exclusiveMinimum") for k in ("minimum", "exclusiveMinimum") if k in schema]
+    high = [(schema[k], k == "exclusiveMaximum") for k in ("maximum", "exclusiveMaximum") if k in schema]
+    for start, end in _RANGE.findall(description or ""):
+        low.append((min(float(start), float(end)), False))
+        high.append((max(float(start), float(end)), False))
+    if known and min(known) > 0:
+        low.append((0, True))
+    elif known and min(known) >= 0:
+        low.append((0, False))
+
+    def valid(value: float) -> bool:
+        above = all(value > b if strict else value >= b for b, strict in low)
+        return above and all(value < b if strict else value <= b for b, strict in high)
+
+    return valid
 
 
 def harvest(records: list[dict]) -> dict[str, list[Any]]:
@@ -114,7 +148,9 @@ def candidates(
     if t is int or t is float:
         nums = [v for v in shaped if isinstance(v, (int, float)) and not isinstance(v, bool)]
         near = [n + d for n in nums[:3] for d in (1, 2, -1)]
-        return _dedupe([*nums, *near, 1, 2, 3, 50, 100, 0])
+        said = [n for n in [*numbers(description), *shared] if _fits(n, float)]
+        valid = valid_range(schema, description, [*nums, *said])
+        return [v for v in _dedupe([*nums, *near, 1, 2, 3, 50, 100, 0]) if valid(v)]
     if t is str:
         said = [v for v in [*shaped, *examples(description), *shared] if isinstance(v, str) and v.strip()]
         return _dedupe(said)

@@ -25,7 +25,7 @@ from pipeline.dataset import (
     check_assertions,
     replay_gold,
 )
-from pipeline.world import World, WorldLoadError
+from pipeline.world import World, WorldLoadError, domain_label
 
 # refusals of a gold call that mean the task is wrong, not the agent (a write on a missing record, or after the
 # gold transfer); τ²-bench tasks do attempt a few writes the policy refuses (precondition) and look up records
@@ -154,7 +154,7 @@ def _check_problems(world: World, check) -> list[str]:
     if isinstance(check, OrderStatusCheck):
         record_type = world.domain.tables.get("orders")
         if record_type is None:
-            return [f"domain {world.domain.name!r} has no orders table"]
+            return [f"domain {domain_label(world.domain)!r} has no orders table"]
         field = record_type.model_fields.get("status")
         allowed = _literal_values(field.annotation) if field is not None else ()
         if allowed and check.status not in allowed:

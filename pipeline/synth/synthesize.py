@@ -57,7 +57,7 @@ from pipeline.synth.rework import Outcome, Reworker
 from pipeline.synth.select import select
 from pipeline.synth.verify import Verifier
 from pipeline.target import Targets
-from pipeline.world import World, domain_spec
+from pipeline.world import World, domain_label, domain_spec
 
 log = logging.getLogger(__name__)
 
@@ -277,7 +277,7 @@ def check_targets(world: World, targets: Targets, kit, where: str = "targets") -
     unknown = sorted({c for cells in targets.cells.values() for c in cells if c.split("/")[0] not in kit.taxonomy})
     if unknown:
         raise ProvenanceError(
-            f"{where}: field cells: {len(unknown)} cell(s) of templates domain {world.domain.name!r} does"
+            f"{where}: field cells: {len(unknown)} cell(s) of templates domain {domain_label(world.domain)!r} does"
             f" not have ({', '.join(unknown[:3])}{', ...' if len(unknown) > 3 else ''}): targets of another domain"
         )
 

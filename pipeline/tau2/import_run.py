@@ -29,7 +29,7 @@ from pipeline.grading import Tau2Config, Tau2CriteriaError, VerdictName, apply_c
 from pipeline.outputs import atomic_write
 from pipeline.rollout import CustomerCall, Message, ToolCall, Trajectory, run_tool_call
 from pipeline.trials import TrialResult
-from pipeline.world import World, domain_spec
+from pipeline.world import World, domain_label, domain_spec
 
 log = logging.getLogger(__name__)
 NOT_EVALUABLE = frozenset({"infrastructure_error", "context_window_exceeded"})  # τ²-bench leaves these out too
@@ -145,8 +145,8 @@ def to_trajectory(
         if m.role == "user" and calls:
             if world.user_tools is None:
                 raise Tau2ImportError(
-                    f"simulation {sim.id}: messages[{i}]: user tool calls, but domain {world.domain.name!r} gives"
-                    " the customer no tools"
+                    f"simulation {sim.id}: messages[{i}]: user tool calls, but domain"
+                    f" {domain_label(world.domain)!r} gives the customer no tools"
                 )
             for call in calls:  # the customer's own calls: theirs alone, the agent never sees them
                 answer = run_tool_call(session, call, requestor="user")

@@ -5,6 +5,7 @@ boundary a world's domain is reached through, and the adapter that makes any env
 from pipeline.world.arith import ExpressionError, evaluate
 from pipeline.world.bounds import ToolBoundError, ToolResultError, ToolTimeoutError, bounds_for, call_tool
 from pipeline.world.domain import Domain, Invariant, StaticInput
+from pipeline.world.origin import domain_label
 from pipeline.world.protocol_domain import (
     CounterfactualError,
     ProtocolDomain,
@@ -63,6 +64,7 @@ __all__ = [
     "bounds_for",
     "call_tool",
     "checked_world",
+    "domain_label",
     "domain_of_directory",
     "domain_spec",
     "dump_full",

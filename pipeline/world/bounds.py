@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pipeline.errors import InfrastructureError, InputError
-from pipeline.world.origin import is_builtin, origin_of
+from pipeline.world.origin import domain_label, is_builtin
 
 if TYPE_CHECKING:
     from pipeline.world.tables import Session
@@ -91,11 +91,6 @@ def bounds_for(domain: Any) -> ToolBounds | None:
     """The bounds of `domain`'s tool calls: None (unbounded) for a built-in domain. Read before a call runs, so a
     bad setting is refused as the input it is, not taken for the tool's failure."""
     return None if is_builtin(domain) else tool_bounds()
-
-
-def domain_label(domain: Any) -> str:
-    """How an error names a domain: where it came from (a plug-in named `retail` is not called 'retail')."""
-    return origin_of(domain) or str(getattr(domain, "name", type(domain).__name__))
 
 
 def call_tool(session: Session, name: str, func: Callable[..., Any], arguments: dict, bounds: ToolBounds | None) -> Any:

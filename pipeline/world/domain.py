@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import BaseModel
 
 from pipeline.errors import WorldError
+from pipeline.world.origin import domain_label
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -51,20 +52,35 @@ GENERIC_CAPABILITIES = "pipeline.explore.generic:generic_capability"
 returns the generic capability or None. Loaded by name when first asked for, as the built-in domains are
 (`pipeline.world.registry.BUILTIN_DOMAINS`): the world is the bottom layer and imports nothing above it."""
 
+GENERIC_GAP = "pipeline.explore.generic:generic_gap"
+"""The plug-in's reason it grows nothing: `f(domain, name)` says what the domain lacks for the generic `name`
+(which kind of tool), or None, so a refusal says why and not only what."""
 
-@lru_cache(maxsize=1)
-def generic_capabilities() -> Callable[[Domain, str], Any]:
-    module, _, attribute = GENERIC_CAPABILITIES.partition(":")
+
+def _loaded(target: str) -> Any:
+    module, _, attribute = target.partition(":")
     return getattr(importlib.import_module(module), attribute)
 
 
-class DomainCapabilityError(WorldError, LookupError):
-    """A domain asked for something it does not provide; the message names the domain and the capability."""
+@lru_cache(maxsize=1)
+def generic_capabilities() -> Callable[[Domain, str], Any]:
+    return _loaded(GENERIC_CAPABILITIES)
 
-    def __init__(self, domain: str, capability: str, needed_for: str | None = None) -> None:
+
+@lru_cache(maxsize=1)
+def generic_gap() -> Callable[[Domain, str], str | None]:
+    return _loaded(GENERIC_GAP)
+
+
+class DomainCapabilityError(WorldError, LookupError):
+    """A domain asked for something it does not provide; the message names the domain, the capability and, where
+    known, why the generic path could not grow it."""
+
+    def __init__(self, domain: str, capability: str, needed_for: str | None = None, reason: str | None = None) -> None:
         what = CAPABILITIES.get(capability, capability)
         why = f", needed for {needed_for}" if needed_for else ""
-        super().__init__(f"domain {domain!r} does not provide {capability!r} ({what}){why}")
+        because = f": {reason}" if reason else ""
+        super().__init__(f"domain {domain!r} does not provide {capability!r} ({what}){why}{because}")
         self.domain, self.capability = domain, capability
 
 
@@ -233,10 +249,11 @@ class Domain(ABC):
 
     def require(self, capability: str, needed_for: str | None = None) -> Any:
         """The capability (the generic one where the domain has none), or a DomainCapabilityError naming the
-        domain and the capability."""
+        domain by where it came from, the capability, and what the generic path lacked to grow it."""
         value = self.capability(capability)
         if value is None:
-            raise DomainCapabilityError(self.name, capability, needed_for)
+            reason = generic_gap()(self, capability)
+            raise DomainCapabilityError(domain_label(self), capability, needed_for, reason)
         return value
 
     def provides(self, capability: str) -> bool:

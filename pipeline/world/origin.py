@@ -59,6 +59,12 @@ def origin_of(domain: Any) -> str | None:
     return None
 
 
+def domain_label(domain: Any) -> str:
+    """How an error names a domain: where it came from (a plug-in named `retail` is not called 'retail'), its name
+    for a domain never resolved through the registry."""
+    return origin_of(domain) or str(getattr(domain, "name", type(domain).__name__))
+
+
 def is_builtin(domain: Any) -> bool:
     """Whether `domain` is one of the package's own (or its `+generic` form): its tools run unbounded."""
     origin = origin_of(domain)

@@ -22,7 +22,7 @@ from pathlib import Path
 from pipeline.errors import InputError
 from pipeline.world.domain import Domain
 from pipeline.world.integrity import check_integrity
-from pipeline.world.origin import BUILTIN_DOMAINS, builtin_name, origin_of, record_origin
+from pipeline.world.origin import BUILTIN_DOMAINS, builtin_name, domain_label, origin_of, record_origin
 from pipeline.world.protocol_domain import (
     PROTOCOL_METHODS,
     ProtocolDomain,
@@ -191,14 +191,14 @@ def _load(ref: str, domain: str | None) -> World:
         d = resolve_domain(domain)
         world = _loaded(d, ref)
         if world is None:
-            raise WorldLoadError(f"domain {d.name!r} cannot read the world reference {ref!r}")
+            raise WorldLoadError(f"domain {domain_label(d)!r} cannot read the world reference {ref!r}")
         return world
     path = Path(ref)
     if path.is_dir() or (path.suffix == ".json" and path.exists()):
         d = domain_of_directory(path)
         world = _loaded(d, ref)
         if world is None:  # pragma: no cover - a domain refusing a directory whose tables it declares
-            raise WorldLoadError(f"domain {d.name!r} cannot read {ref!r}")
+            raise WorldLoadError(f"domain {domain_label(d)!r} cannot read {ref!r}")
         return world
     for d in map(resolve_domain, BUILTIN_DOMAINS):
         world = _loaded(d, ref)

@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from pipeline.errors import InfrastructureError, WorldError
-from pipeline.world.bounds import bounds_for, call_tool, domain_label
+from pipeline.world.bounds import bounds_for, call_tool
 from pipeline.world.domain import StaticInput
+from pipeline.world.origin import domain_label
 from pipeline.world.tables import ToolEvent
 
 if TYPE_CHECKING:

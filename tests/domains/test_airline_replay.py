@@ -33,6 +33,6 @@ def test_unknown_domain_and_missing_capability_are_named():
         resolve_domain("nope")
     with pytest.raises(UnknownDomainError, match="no attribute"):
         resolve_domain("pipeline.world.domain:MISSING")
-    with pytest.raises(DomainCapabilityError, match="'studio' does not provide 'tau2_importer'"):
+    with pytest.raises(DomainCapabilityError, match="'tests.domains.toy.domain:TOY' does not provide 'tau2_importer'"):
         resolve_domain("tests.domains.toy.domain:TOY").require("tau2_importer")
     assert resolve_domain("pipeline.domains.retail.domain:RETAIL") is resolve_domain("retail")

@@ -78,7 +78,7 @@ def test_the_kit_is_checked_against_the_domains_tools():
     check_kit(domain, KIT)
     lacking = StudioKit()
     lacking.templates = {k: v for k, v in KIT.templates.items() if k != "change_zip"}
-    with pytest.raises(SynthesisKitError, match="domain 'studio' synthesis kit: templates \\['change_zip'\\]"):
+    with pytest.raises(SynthesisKitError, match=f"domain '{SPEC}' synthesis kit: templates \\['change_zip'\\]"):
         check_kit(domain, lacking)
 
 

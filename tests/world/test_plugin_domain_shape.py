@@ -52,14 +52,23 @@ CASES = {
     "tools_a_dict": ("Gym.tools = {'find_member': find_member}", r"part 'tools'.*ToolRegistry.*got dict"),
     "tables_not_models": ("Gym.tables = {'members': dict}", r"part 'tables\.members'.*BaseModel"),
     "tables_missing": ("del Gym.tables", r"part 'tables' is missing"),
-    "name_not_a_string": ("Gym.name = 7", r"part 'name'.*string.*got int"),
+    "name_not_a_string": ("Gym.name = 7", r"part 'name'.*string.*\(got 7\)"),
     "owner_not_a_method": ("Gym.owner = None", r"part 'owner' is not a method"),
     "tool_of_no_kind": (
         "TOOLS.tools['find_member'] = TOOLS.tools['find_member'].__class__("
-        "**{**TOOLS.tools['find_member'].__dict__, 'kind': 'reads'})",
-        r"part 'tools\.tools\.find_member\.kind'",
+        "**{**TOOLS.tools['find_member'].__dict__, 'kind': 'delete'})",
+        r"part 'tools\.find_member\.kind': Input should be 'read', .* \(got 'delete'\)$",
     ),
-    "user_tools_a_list": ("Gym.user_tools = []", r"part 'user_tools'"),
+    "user_tools_a_list": ("Gym.user_tools = []", r"part 'user_tools'.*\(got list \[\]\)"),
+    "policy_not_a_string": ("Gym.policy = lambda self: 42", r"part 'policy\(\)': .*string.* \(got 42\)$"),
+    "invariants_not_a_list": ("Gym.invariants = lambda self: 'none'", r"part 'invariants\(\)': .*list.*'none'"),
+    "invariant_not_an_invariant": ("Gym.invariants = lambda self: [len]", r"part 'invariants\(\)\.0': .*Invariant"),
+    "identity_fields_numbers": ("Gym.identity_fields = lambda self: (1, 2)", r"part 'identity_fields\(\)\.0'"),
+    "setup_functions_not_registries": (
+        "Gym.setup_functions = lambda self: {'assistant': {}}",
+        r"part 'setup_functions\(\)\.assistant': .*ToolRegistry \(got dict \{\}\)",
+    ),
+    "vocabulary_a_dict": ("Gym.vocabulary = lambda self: {'statuses': []}", r"part 'vocabulary\(\)'.*Vocabulary"),
 }
 
 
@@ -83,6 +92,18 @@ def test_a_part_of_another_shape_is_refused_naming_it(plugin, case):
 
 def test_a_well_formed_domain_loads(plugin):
     spec = plugin("gym_shape_ok")
+    assert load_world("gym", spec).name == "gym"
+
+
+def test_a_long_value_is_cut_short(plugin):
+    spec = plugin("gym_shape_long", "Gym.policy = lambda self: list(range(1000))")
+    with pytest.raises(UnknownDomainError) as caught:
+        resolve_domain(spec)
+    assert "part 'policy()'" in str(caught.value) and len(str(caught.value)) < 200, str(caught.value)
+
+
+def test_a_method_returning_a_type_that_reads_as_declared_loads(plugin):
+    spec = plugin("gym_shape_list_fields", "Gym.identity_fields = lambda self: ['member_id']")
     assert load_world("gym", spec).name == "gym"
 
 
