@@ -22,19 +22,9 @@ def torch_machine() -> dict:
 
 def cpu() -> dict:
     """The CPU's model and the instruction sets a timing depends on (AVX-512, AMX), from /proc/cpuinfo."""
-    model, flags = platform.processor() or platform.machine(), set()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() == "model name":
-                model = value.strip()
-            elif key.strip() == "flags":
-                flags = set(value.split())
-                break
-    except OSError:
-        pass
-    wanted = ("avx2", "avx512f", "avx512_bf16", "amx_tile", "amx_bf16", "amx_int8")
-    return {"cpu_model": model, "cpu_flags": [f for f in wanted if f in flags]}
+    from pipeline.agents.backends.hardware import cpu_info
+
+    return cpu_info()
 
 
 def host_machine(load: tuple[float, float, float]) -> dict:

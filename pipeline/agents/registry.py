@@ -5,7 +5,8 @@ flawed                                  oracle with planted failure modes (defau
 flawed:invention=0.3,misread=0.1,seed=2 explicit rates per mode (others 0)
 hf:PATH[,temperature=T,top_p=P,max_new_tokens=N,seed=S,draft=K,threads=N,device=D,dtype=X,format=F]
                                         a local transformers checkpoint (the embedded default or any causal LM);
-                                        device cpu|cuda|cuda:N|auto, dtype auto|float32|bfloat16|float16,
+                                        device cpu|cuda|cuda:N|auto, dtype auto|fast|float32|bfloat16|float16
+                                        (fast: bfloat16 where the CPU or GPU has it, else float32),
                                         format: a chat format name (default: recorded, or read from the template);
                                         draft: tokens guessed per pass with episodes in flight (default 8, 0 off)
 llamacpp:PATH[,weights=f32|f16|q8_0,threads=N,context=N,temperature=T,top_p=P,max_new_tokens=N,seed=S,format=F]

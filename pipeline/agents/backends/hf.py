@@ -56,6 +56,7 @@ def sample(
     cache is left holding this prompt and the completion for the next call.
     """
     if prefix is None:
+        assert model is not None, "sample() needs a model or a prefix cache"  # a caller's bug, never an input
         prefix = PrefixCache(model)
     on_cpu = model is not None and next(model.parameters()).device.type == "cpu"  # None: another engine's prefix
     with flushed_denormals(on_cpu):
@@ -156,6 +157,7 @@ class HFAgent:
         )
         self.model, self.tokenizer, self.meta, self.format = loaded.model, loaded.tokenizer, loaded.meta, loaded.format
         self.codec_config = getattr(self.format, "config", None)  # the codec's, for a checkpoint in its format
+        self.dtype = None if dtype == "auto" else str(next(self.model.parameters()).dtype).removeprefix("torch.")
         self.temperature, self.top_p = temperature, top_p
         # LeanLlama is built for the embedded model's short prompts: on a 4.7k-token chat-template prompt its
         # prefill took 5.3 s against transformers' 0.56 s (same tokens), so other formats use transformers.
@@ -176,6 +178,7 @@ class HFAgent:
             "top_p": self.top_p,
             "max_new_tokens": self.max_new_tokens,
             "seed": self.seed,
+            **({"dtype": self.dtype} if self.dtype else {}),  # asked for: runs in two dtypes are two backends
         }
 
     def start(self, info: EpisodeInfo) -> HFAgentEpisode:

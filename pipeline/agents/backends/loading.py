@@ -41,8 +41,9 @@ from pipeline.formats import (
 from pipeline.outputs import WriteError, atomic_write
 
 log = logging.getLogger(__name__)
-DType = Literal["auto", "float32", "bfloat16", "float16"]
-DTYPES = ("auto", "float32", "bfloat16", "float16")
+DType = Literal["auto", "fast", "float32", "bfloat16", "float16"]
+DTYPES = ("auto", "fast", "float32", "bfloat16", "float16")
+"""`fast`: bfloat16 where the hardware has it (a GPU, or a CPU with AMX / AVX-512 BF16), float32 elsewhere."""
 
 
 @dataclass
@@ -179,8 +180,20 @@ def check_placement(device: str | None, dtype: str = "auto") -> None:
         raise InputError(f"device {device!r}: this machine has {torch.cuda.device_count()} GPU(s)")
 
 
+def resolve_dtype(device: str | None, dtype: str) -> str:
+    """`dtype` with `fast` replaced by what this machine runs fast (`hardware.fast_dtype`)."""
+    if dtype != "fast":
+        return dtype
+    from pipeline.agents.backends.hardware import cpu_info, fast_dtype
+
+    picked = fast_dtype(device)
+    log.info("dtype fast → %s (%s, %s)", picked, device or "cpu", cpu_info()["cpu_model"])
+    return picked
+
+
 def _placement(device: str | None, dtype: str) -> dict[str, Any]:
     check_placement(device, dtype)
+    dtype = resolve_dtype(device, dtype)
     kwargs: dict[str, Any] = {"dtype": dtype if dtype == "auto" else getattr(torch, dtype)}
     if device:
         kwargs["device_map"] = device  # "auto" spreads over the GPUs (accelerate); "cuda", "cuda:1", "cpu"
@@ -230,7 +243,8 @@ def load_model(
     """The model (Auto classes: its own architecture), tokenizer and format of a checkpoint directory.
 
     `device`: None or "cpu" (CPU), "cuda", "cuda:N", or "auto" (accelerate's device_map over the GPUs).
-    `dtype`: "auto" = the checkpoint's own, or float32 / bfloat16 / float16."""
+    `dtype`: "auto" = the checkpoint's own, "fast" = bfloat16 where the hardware has it, or float32 / bfloat16 /
+    float16."""
     from transformers import AutoModelForCausalLM
 
     fmt, tokenizer, meta, ours = resolve_format(path, chat_format, codec_config, record)
