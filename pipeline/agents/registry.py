@@ -57,8 +57,8 @@ class UnknownAgentError(InputError, ValueError):
     """An agent spec that names no known backend, or has bad settings."""
 
 
-class HFSettings(BaseModel):
-    """The settings an hf: spec may give, checked before the checkpoint is loaded."""
+class SamplingSettings(BaseModel):
+    """How a local checkpoint's replies are drawn: the settings every local engine's spec takes."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -66,6 +66,11 @@ class HFSettings(BaseModel):
     top_p: float = Field(default=1.0, gt=0, le=1)
     max_new_tokens: int = Field(default=256, ge=1)
     seed: int = Field(default=0, ge=0)
+
+
+class HFSettings(SamplingSettings):
+    """The settings an hf: spec may give, checked before the checkpoint is loaded."""
+
     draft: int = Field(
         default=8,
         ge=0,
@@ -79,15 +84,9 @@ class HFSettings(BaseModel):
     )
 
 
-class LlamaCppSettings(BaseModel):
+class LlamaCppSettings(SamplingSettings):
     """The settings a llamacpp: spec may give, checked before anything is exported or loaded."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    temperature: float = Field(default=0.0, ge=0)
-    top_p: float = Field(default=1.0, gt=0, le=1)
-    max_new_tokens: int = Field(default=256, ge=1)
-    seed: int = Field(default=0, ge=0)
     threads: int = Field(default=1, ge=1, le=512, description="llama.cpp CPU threads.")
     context: int = Field(default=8192, ge=256, le=1 << 20, description="Tokens the llama.cpp context holds.")
 

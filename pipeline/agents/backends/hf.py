@@ -21,6 +21,7 @@ from pipeline.agents.backends.denormals import flushed_denormals
 from pipeline.agents.backends.draws import pick
 from pipeline.agents.backends.lean import LeanCache, LeanLlama
 from pipeline.agents.backends.loading import cache_argument, load_model
+from pipeline.agents.backends.tokens import common_prefix
 from pipeline.formats import CodecConfig, CodecFormat
 from pipeline.rollout import EpisodeInfo, Message, Usage
 
@@ -97,11 +98,7 @@ class PrefixCache:
 
     def reuse(self, prompt_ids: list[int]) -> int:
         """Crop the cache to its common prefix with `prompt_ids` (leaving at least one token to run)."""
-        common = 0
-        for a, b in zip(self.ids, prompt_ids, strict=False):
-            if a != b:
-                break
-            common += 1
+        common = common_prefix(self.ids, prompt_ids)
         common = max(0, min(common, len(prompt_ids) - 1))
         if common == 0:
             self.cache = self._empty()

@@ -30,6 +30,7 @@ from transformers.cache_utils import DynamicLayer
 from pipeline.agents.backends.denormals import flushed_denormals
 from pipeline.agents.backends.draws import pick
 from pipeline.agents.backends.loading import cache_argument
+from pipeline.agents.backends.tokens import common_prefix
 
 if TYPE_CHECKING:
     from pipeline.agents.backends.hf import HFAgent, HFAgentEpisode, PrefixCache
@@ -124,11 +125,7 @@ class PaddedBatch:
         with it (the system prompt and tools every episode of a world begins with), where that is worthwhile."""
         assert self.opening is not None  # `start` seeds only from a recorded opening
         ids, layers = self.opening
-        common = 0
-        for a, b in zip(ids, prompt, strict=False):
-            if a != b:
-                break
-            common += 1
+        common = common_prefix(ids, prompt)
         if common < SHARED_MIN:
             return
         cache = DynamicCache(config=cast(Any, self.model).config)

@@ -23,6 +23,7 @@ import torch
 from pipeline.agents.backends.gguf_export import WEIGHT_TYPES, export_gguf
 from pipeline.agents.backends.hf import HFAgentEpisode, episode_seed, sample
 from pipeline.agents.backends.loading import resolve_format
+from pipeline.agents.backends.tokens import common_prefix
 from pipeline.errors import InputError
 from pipeline.formats import CodecConfig
 from pipeline.rollout import EpisodeInfo, Message
@@ -40,12 +41,7 @@ class LlamaCppPrefix:
         self.vocab = llm.n_vocab()
 
     def reuse(self, prompt_ids: list[int]) -> int:
-        common = 0
-        for a, b in zip(self.ids, prompt_ids, strict=False):
-            if a != b:
-                break
-            common += 1
-        common = max(0, min(common, len(prompt_ids) - 1))
+        common = max(0, min(common_prefix(self.ids, prompt_ids), len(prompt_ids) - 1))
         self.llm.n_tokens = common  # the next eval removes every cached position from here on
         self.ids = self.ids[:common]
         return common
