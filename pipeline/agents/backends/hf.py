@@ -210,22 +210,24 @@ class HFAgentEpisode:
         return prompt, room
 
     def act(self, messages: list[Message]) -> Message:
-        a = self.agent
         t0 = time.perf_counter()
         prompt, room = self.prompt(messages)
-        completion: list[int] = []
-        if room > 0:
-            completion = sample(
-                a.model,
-                prompt,
-                max_new_tokens=room,
-                stop_ids=a.stop_ids,
-                temperature=a.temperature,
-                top_p=a.top_p,
-                generator=self.generator,
-                prefix=self.prefix,
-            )
+        completion = self.complete(prompt, room) if room > 0 else []
         return self.reply(prompt, completion, time.perf_counter() - t0)
+
+    def complete(self, prompt: list[int], room: int) -> list[int]:
+        """The reply's token ids (at most `room`), drawn from this episode's stream."""
+        a = self.agent
+        return sample(
+            a.model,
+            prompt,
+            max_new_tokens=room,
+            stop_ids=a.stop_ids,
+            temperature=a.temperature,
+            top_p=a.top_p,
+            generator=self.generator,
+            prefix=self.prefix,
+        )
 
     def reply(self, prompt: list[int], completion: list[int], compute_s: float) -> Message:
         """The assistant message a completion decodes to, with its usage."""

@@ -14,19 +14,18 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from pipeline.agents.backends.gguf_export import WEIGHT_TYPES, export_gguf
-from pipeline.agents.backends.hf import HFAgentEpisode, episode_seed, sample
+from pipeline.agents.backends.hf import HFAgentEpisode, episode_seed
 from pipeline.agents.backends.loading import resolve_format
 from pipeline.agents.backends.tokens import common_prefix
 from pipeline.errors import InputError
 from pipeline.formats import CodecConfig
-from pipeline.rollout import EpisodeInfo, Message
+from pipeline.rollout import EpisodeInfo
 
 log = logging.getLogger(__name__)
 
@@ -125,23 +124,10 @@ class LlamaCppEpisode(HFAgentEpisode):
     def __init__(self, agent: LlamaCppAgent, info: EpisodeInfo) -> None:  # noqa: D107
         self.agent, self.info = agent, info  # type: ignore[assignment]
         self.generator = torch.Generator().manual_seed(episode_seed(agent.seed, info.seed))
+        self.prefix = agent.prefix  # type: ignore[assignment]  # PrefixCache's interface, the agent's one context
         self.turn = 0
 
-    def act(self, messages: list[Message]) -> Message:
+    def complete(self, prompt: list[int], room: int) -> list[int]:
         a: LlamaCppAgent = self.agent  # type: ignore[assignment]
-        t0 = time.perf_counter()
-        prompt, room = self.prompt(messages)
-        completion: list[int] = []
-        if room > 0:
-            with a.lock:
-                completion = sample(
-                    None,
-                    prompt,
-                    max_new_tokens=room,
-                    stop_ids=a.stop_ids,
-                    temperature=a.temperature,
-                    top_p=a.top_p,
-                    generator=self.generator,
-                    prefix=a.prefix,  # type: ignore[arg-type]
-                )
-        return self.reply(prompt, completion, time.perf_counter() - t0)
+        with a.lock:  # one context, its cache shared by every episode: one reply at a time
+            return super().complete(prompt, room)
