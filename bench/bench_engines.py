@@ -7,6 +7,9 @@ the verdict and the agent's every reply equal the reference arm's (the first, to
 
     python bench/bench_engines.py --checkpoint models/smollm2 --tasks eval.jsonl [--world gen-101] [--n 24]
         [--arm 'torch f32=hf:{ck},max_new_tokens=96,threads=2@24'] [--arm 'llama.cpp q8_0=llamacpp:{ck},...@1']
+
+An arm whose name contains "copying cache" runs the batched torch decoder with transformers' `DynamicLayer` (each
+step copies the whole batch's keys and values) in place of `GrowingLayer`, to measure what the latter saves.
 """
 
 from __future__ import annotations
@@ -35,9 +38,19 @@ DEFAULT_ARMS = [
 ]
 
 
-def run_arm(world, tasks, agent, trials: int, width: int, limits: Limits) -> dict:
+def run_arm(world, tasks, agent, trials: int, width: int, limits: Limits, copying: bool = False) -> dict:
+    from transformers.cache_utils import DynamicLayer
+
+    import pipeline.agents.backends.hf_padded as padded
+
+    growing = padded.GrowingLayer
     started = time.perf_counter()
-    results = list(SerialExecutor(batch=width).run(world, tasks, agent, ScriptedUser(), trials, 0, limits))
+    try:
+        if copying:
+            padded.GrowingLayer = DynamicLayer  # type: ignore[misc]
+        results = list(SerialExecutor(batch=width).run(world, tasks, agent, ScriptedUser(), trials, 0, limits))
+    finally:
+        padded.GrowingLayer = growing  # type: ignore[misc]
     replies = {
         f"{r.task.id}/{r.trial}": [m.content for m in r.trajectory.messages if m.role == "assistant"]
         + [json.dumps([c.model_dump() for c in m.tool_calls or []]) for m in r.trajectory.messages]
@@ -83,7 +96,8 @@ def main() -> None:
     for r in range(args.rounds):
         part = tasks[r :: args.rounds]
         for name in names[r % len(names) :] + names[: r % len(names)]:
-            parts[name].append(run_arm(world, part, agents[name], args.trials, arms[name][1], limits))
+            copying = "copying cache" in name
+            parts[name].append(run_arm(world, part, agents[name], args.trials, arms[name][1], limits, copying))
             print(f"round {r + 1}/{args.rounds} {name}: {parts[name][-1]['wall_s']:.1f} s", flush=True)
     ref = names[0]
     merged = {

@@ -219,9 +219,46 @@ class PaddedBatch:
                 parts_v[li].append(_fit(layer.values, r.length, width))
             masks.append(_fit(torch.ones(1, r.length, dtype=torch.long, device=self.device), r.length, width))
         cache = DynamicCache(config=cast(Any, self.model).config)
+        cast(Any, cache).layers = [GrowingLayer() for _ in cache.layers]  # `supports`: all were DynamicLayer
         for li, own in enumerate(cast("_KVCache", cache).layers):
             own.update(torch.cat(parts_k[li]), torch.cat(parts_v[li]))
         self.rows, self.cache, self.mask = [*rows, *joining], cache, torch.cat(masks)
+
+
+class GrowingLayer(DynamicLayer):
+    """A batch's keys and values in buffers with room for more positions: a decoding step writes its token in
+    place, where `DynamicLayer` copies the whole cache (`torch.cat`: 30% of a bfloat16 step at 24 rows × 1,500
+    positions). The room grows by a quarter when it runs out, so the copies left are a few per reply."""
+
+    def update(
+        self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        if not self.is_initialized:
+            self.lazy_initialization(key_states, value_states)
+            self.length = 0
+            self.buffers = (key_states[..., :0, :], value_states[..., :0, :])
+        need = self.length + key_states.shape[-2]
+        if need > self.buffers[0].shape[-2]:
+            room = need + max(64, need // 4)
+            self.buffers = (_grown(self.buffers[0], self.length, room), _grown(self.buffers[1], self.length, room))
+        for buffer, new in zip(self.buffers, (key_states, value_states), strict=True):
+            buffer[..., self.length : need, :] = new
+        self.length = need
+        self.keys, self.values = (b[..., :need, :] for b in self.buffers)
+        return self.keys, self.values
+
+    def crop(self, max_length: int) -> None:
+        super().crop(max_length)
+        self.length = cast(torch.Tensor, self.keys).shape[-2]
+
+
+def _grown(buffer: torch.Tensor, length: int, room: int) -> torch.Tensor:
+    """`buffer`'s first `length` positions in a new buffer of `room` positions."""
+    shape = list(buffer.shape)
+    shape[-2] = room
+    out = buffer.new_empty(shape)
+    out[..., :length, :] = buffer[..., :length, :]
+    return out
 
 
 def _fit(t: torch.Tensor, have: int, width: int) -> torch.Tensor:
