@@ -5,9 +5,9 @@ Llama or Mistral checkpoint with its chat template, on CPU or a GPU, in any dtyp
 Each reply's new prompt tokens run alone, as `sample` runs them, against its episode's cached prefix; an
 episode's opening prompt starts from the keys and values of the last opening prompt for the tokens they share
 (the system prompt and tools). The replies that are generating then share one forward pass per token: their
-key/value caches are rows of one batched `DynamicCache`, left-padded to the longest, with a 2-D attention mask
-over the padding and each row's own position ids, so a row's logits are those it gets alone up to float
-rounding. When the batch changes (replies ended in the last pass, new ones have their first token) the next pass
+key/value caches are rows of one batched `DynamicCache` (its layers growing in place), left-padded to the
+longest, with a 2-D attention mask over the padding and each row's own position ids, so a row's logits are those
+it gets alone up to float rounding. When the batch changes (replies ended in the last pass, new ones have their first token) the next pass
 first rebuilds the rows in one copy, about what the pass reads anyway; an ended reply's row goes back to its
 prefix cache, so the episode's next turn reuses it. Each token is drawn by `pick` from the reply's own stream,
 in order, so tokens do not depend on the batch.
