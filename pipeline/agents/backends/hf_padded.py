@@ -7,10 +7,10 @@ episode's opening prompt starts from the keys and values of the last opening pro
 (the system prompt and tools). The replies that are generating then share one forward pass per token: their
 key/value caches are rows of one batched `DynamicCache` (its layers growing in place), left-padded to the
 longest, with a 2-D attention mask over the padding and each row's own position ids, so a row's logits are those
-it gets alone up to float rounding. When the batch changes (replies ended in the last pass, new ones have their first token) the next pass
-first rebuilds the rows in one copy, about what the pass reads anyway; an ended reply's row goes back to its
-prefix cache, so the episode's next turn reuses it. Each token is drawn by `pick` from the reply's own stream,
-in order, so tokens do not depend on the batch.
+it gets alone up to float rounding. When the batch changes (replies ended in the last pass, new ones have their
+first token) the next pass first rebuilds the rows in one copy, about what the pass reads anyway; an ended reply's
+row goes back to its prefix cache, so the episode's next turn reuses it. Each token is drawn by `pick` from the
+reply's own stream, in order, so tokens do not depend on the batch.
 
 `PaddedBatch` is the token-level engine (GRPO's in-memory rollouts use it through `local_generate_batch`);
 `PaddedDecoder` is the hf agent's `TurnDecoder` over it. Models whose caches are not plain growing key/value
