@@ -111,6 +111,24 @@ def _settings(spec: str, body: str, omissible: frozenset[str] = frozenset()) -> 
     return out
 
 
+def _local_settings(
+    spec: str, rest: str, word_keys: dict[str, str], model: type[SamplingSettings]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A local engine's settings after its path: the words (spec key → argument name) and the numbers, checked by
+    `model` (an unknown key is refused naming the ones there are)."""
+    words: dict[str, Any] = {}
+    for part in filter(None, rest.split(",")):
+        key, sep, value = part.partition("=")
+        if sep and key.strip() in word_keys:
+            words[word_keys[key.strip()]] = value.strip()
+    settings = _settings(spec, ",".join(p for p in rest.split(",") if p.partition("=")[0].strip() not in word_keys))
+    unknown = sorted(set(settings) - set(model.model_fields))
+    if unknown:
+        known = ", ".join([*model.model_fields, *word_keys])
+        raise UnknownAgentError(f"agent {spec!r}: unknown setting(s) {unknown} ({known})")
+    return words, _sampling(spec, model, settings).model_dump(exclude_unset=True)
+
+
 def _whole(spec: str, key: str, value: float) -> int:
     """A setting that must be an integer (a seed, a token count): 3.0 is 3, 2.5 is an error."""
     if value != int(value):
@@ -184,20 +202,7 @@ def make_agent(spec: str, domain: Domain | None = None) -> Agent:
         from pipeline.agents.backends.hf import HFAgent
 
         path, _, rest = body.partition(",")
-        words: dict[str, Any] = {}
-        for part in filter(None, rest.split(",")):
-            key, sep, value = part.partition("=")
-            if sep and key.strip() in _HF_WORDS:
-                words[_HF_WORDS[key.strip()]] = value.strip()
-        numeric = ",".join(p for p in rest.split(",") if p.partition("=")[0].strip() not in _HF_WORDS)
-        settings = _settings(spec, numeric)
-        unknown = sorted(set(settings) - set(HFSettings.model_fields))
-        if unknown:
-            raise UnknownAgentError(
-                f"agent {spec!r}: unknown setting(s) {unknown} (temperature, top_p, max_new_tokens, seed, draft,"
-                " threads, device, dtype, format)"
-            )
-        checked = _sampling(spec, HFSettings, settings).model_dump(exclude_unset=True)
+        words, checked = _local_settings(spec, rest, _HF_WORDS, HFSettings)
         from pipeline.agents.backends.loading import check_placement
 
         try:
@@ -215,24 +220,11 @@ def make_agent(spec: str, domain: Domain | None = None) -> Agent:
         from pipeline.agents.backends.llamacpp import LlamaCppAgent
 
         path, _, rest = body.partition(",")
-        words = {}
-        for part in filter(None, rest.split(",")):
-            key, _, value = part.partition("=")
-            if key.strip() in ("weights", "format"):
-                words["chat_format" if key.strip() == "format" else "weights"] = value.strip()
+        words, checked = _local_settings(spec, rest, {"weights": "weights", "format": "chat_format"}, LlamaCppSettings)
         if words.get("weights", "f32") not in WEIGHT_TYPES:
             raise UnknownAgentError(
                 f"agent {spec!r}: weights {words['weights']!r}: expected one of {', '.join(WEIGHT_TYPES)}"
             )
-        numeric = ",".join(p for p in rest.split(",") if p.partition("=")[0].strip() not in ("weights", "format"))
-        settings = _settings(spec, numeric)
-        unknown = sorted(set(settings) - set(LlamaCppSettings.model_fields))
-        if unknown:
-            raise UnknownAgentError(
-                f"agent {spec!r}: unknown setting(s) {unknown} (temperature, top_p, max_new_tokens, seed, threads,"
-                " context, weights, format)"
-            )
-        checked = _sampling(spec, LlamaCppSettings, settings).model_dump(exclude_unset=True)
         try:
             return LlamaCppAgent(path, **checked, **words)
         except (InputError, OSError) as exc:
