@@ -72,8 +72,12 @@ class LlamaCppAgent:
         codec_config: CodecConfig | None = None,
         name: str | None = None,
     ) -> None:
-        import llama_cpp
-
+        try:
+            import llama_cpp
+        except ImportError:
+            raise InputError(
+                "the llamacpp agent needs llama-cpp-python: pip install -e '.[llamacpp]' (or scripts/setup.sh)"
+            ) from None
         if weights not in WEIGHT_TYPES:
             raise InputError(f"weights {weights!r}: expected one of {', '.join(WEIGHT_TYPES)}")
         self.format, self.tokenizer, self.meta, _ = resolve_format(checkpoint_dir, chat_format, codec_config)
