@@ -1,6 +1,6 @@
 """Measurements the loop trusts: pass@k / pass^k estimators and their task-set means, consistency buckets,
 clustered bootstrap intervals (plain and paired), pass^k split by a task's expected outcome (act / refuse), cost
-per success and the cost / reliability Pareto frontier.
+per success, pass figures per task template and the cost / reliability Pareto frontier.
 
 Everything here is a pure function of outcomes (True / False, None for a trial lost to infrastructure) and
 numbers; bad input raises MetricsInputError naming the offending task or value.
@@ -35,6 +35,7 @@ from pipeline.metrics.pareto import dominates, pareto_frontier
 from pipeline.metrics.passk import check_counts, pass_at_k, pass_hat_k
 from pipeline.metrics.split import ExpectedSplit, expected_split
 from pipeline.metrics.summary import DIFF_KINDS, MeasureSummary, TrialRecord, summarize
+from pipeline.metrics.templates import NO_TEMPLATE, TemplateFigures, by_template
 
 __all__ = [
     "BUCKETS",
@@ -46,15 +47,18 @@ __all__ = [
     "IterationHeadline",
     "MeasureSummary",
     "MetricsInputError",
+    "NO_TEMPLATE",
     "Outcome",
     "Price",
     "PriceTable",
     "Results",
+    "TemplateFigures",
     "TrialRecord",
     "bootstrap",
     "bootstrap_draws",
     "bucket_of",
     "bucket_shares",
+    "by_template",
     "check_counts",
     "consistency_buckets",
     "cost_summary",

@@ -27,6 +27,7 @@ from pipeline.report.history import history_section
 from pipeline.report.html import Safe, cell, esc, img, join, note, num, page, pct, section, table, tag
 from pipeline.report.inputs import ReportInputError, RunData, load_run, load_summary
 from pipeline.report.split_view import gate_table, overview_rows, pass_table
+from pipeline.report.template_view import template_section
 from pipeline.report.verdicts import verdict_section
 
 log = logging.getLogger(__name__)
@@ -291,6 +292,7 @@ def build_report(
     sections = [
         section("overview", "Overview", _overview(runs, k)),
         _pass_section({k_: runs[k_] for k_ in ("baseline", "candidate")}, pl),
+        template_section(base, cand, tasks, k),
         _failure_section({k_: runs[k_] for k_ in ("baseline", "candidate")}, pl),
         cost_section(runs, pl),
         _bucket_section(runs, base, cand, pl),
@@ -304,6 +306,7 @@ def build_report(
         for i, t in (
             ("overview", "Overview"),
             ("pass-k", "pass^k"),
+            ("templates", "Templates"),
             ("failure-modes", "Failure modes"),
             ("cost", "Cost"),
             ("buckets", "Buckets"),

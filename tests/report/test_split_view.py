@@ -48,3 +48,31 @@ def test_runs_measured_before_the_split_say_so(runs, tmp_path):
     out = build_report(copies["baseline"], copies["candidate"], runs.tasks, WORLD, out=tmp_path / "r.html")
     text = _text(out)
     assert "hold no split by expected outcome" in text and "over act tasks" not in text
+
+
+def test_the_by_template_table_counts_each_templates_trials(runs, tmp_path):
+    from pipeline.dataset import read_tasks
+
+    out = build_report(runs.baseline, runs.candidate, runs.tasks, WORLD, gate_json=runs.gate, out=tmp_path / "r.html")
+    text = _text(out)
+    template = {t.id: t.provenance.template for t in read_tasks(runs.tasks)}
+    assert len(set(template.values())) > 3
+    for name in sorted(set(template.values())):
+        mine = [t for t in template if template[t] == name]
+        figures = []
+        for run in (runs.baseline, runs.candidate):
+            passed = {}
+            for line in (run / "verdicts.jsonl").read_text().splitlines():
+                v = json.loads(line)
+                v = v.get("verdict", v)
+                if v["task_id"] in mine:
+                    passed.setdefault(v["task_id"], []).append(bool(v["passed"]))
+            figures.append(
+                (
+                    sum(sum(p) / len(p) for p in passed.values()) / len(mine),
+                    sum(all(p) for p in passed.values()) / len(mine),  # pass^2 of 2 trials: both passed
+                )
+            )
+        (b1, bk), (c1, ck) = figures
+        assert f"{name} {len(mine)} {b1:.1%} {c1:.1%} {bk:.1%} {ck:.1%}" in text
+    assert "By template" in text and 'href="#templates"' in out.read_text()
