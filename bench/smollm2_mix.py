@@ -81,7 +81,14 @@ def summarise(workdir: Path, label: str) -> dict:
             "tasks": manifest.get("tasks"),
             **{key: (manifest.get("counts") or {}).get(key) for key in ("by_aim", "by_template", "by_outcome")},
         },
-        "training": {key: trained.get(key) for key in ("training", "train", "sft", "examples") if key in trained},
+        "training": {
+            **{key: (trained.get("training") or {}).get(key) for key in ("epochs", "learning_rate", "lora", "steps")},
+            "losses": (trained.get("training") or {}).get("losses"),
+            **{
+                key: (trained.get("data_manifest") or {}).get(key)
+                for key in ("data_counts", "examples", "length", "tokens", "assistant_tokens")
+            },
+        },
         "stage_minutes": {s: round(t.duration_s / 60, 2) for s, t in times.items()},
     }
 

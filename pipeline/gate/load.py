@@ -129,6 +129,7 @@ def load_run(
     passes: dict[str, int] = defaultdict(int)
     valid: dict[str, int] = defaultdict(int)
     modes: dict[str, Counter[str]] = defaultdict(Counter)
+    saw_tools: dict[str, int] = defaultdict(int)
     infra = 0
     for traj in trajectories:
         task = tasks[traj.task_id]
@@ -137,6 +138,7 @@ def load_run(
             infra += 1
             continue
         valid[traj.task_id] += 1
+        saw_tools[traj.task_id] += any(m.role == "tool" for m in traj.messages)
         if graded.outcome(verdict):
             passes[traj.task_id] += 1
         else:
@@ -150,6 +152,7 @@ def load_run(
             passes=passes[t],
             modes=dict(modes[t]),
             expected=expected[t],
+            saw_tools=saw_tools[t],
         )
         for t in ids
     }

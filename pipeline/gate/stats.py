@@ -6,7 +6,8 @@ Promote only if
      clusters) of candidate − champion mean per-task pass^k exceeds the margin, and
   2. no tracked metric (pass@1, pass^k over the 'act' tasks, failure-mode rates) got significantly worse: per
      metric a one-sided sign-flip permutation test over tasks of the per-task differences, Holm-corrected across
-     metrics.
+     metrics. A mode only a tool output can show (misread) is left untested against a champion that saw no tool
+     output in any trial: an agent that never calls a tool has no rate of it to be worse than.
 
 Beside the decision, pass^k is compared apart over the 'act' tasks (their gold changes the world) and the 'refuse'
 tasks (it changes nothing; an agent that never acts passes them), each with its paired bootstrap interval
@@ -46,6 +47,7 @@ from pipeline.gate.errors import GateInputError
 from pipeline.gate.power import Outcome, mde, outcome, sign_decisive, standard_error, tasks_needed
 from pipeline.gate.split import SplitComparison, compare_by_expected, split_reasons
 from pipeline.gate.table import MIN_CLUSTERS, PASS_HAT_K, Table, per_task, resampling_unit
+from pipeline.grading.modes import BY_NAME
 from pipeline.metrics import bootstrap_draws, paired_bootstrap_draws, percentile_interval
 from pipeline.strict import Strict
 
@@ -239,9 +241,13 @@ def _pass_hat_k(candidate: Table, champion: Table | None, config: GateConfig) ->
 
 def _tests(candidate: Table, champion: Table, config: GateConfig) -> tuple[list[MetricTest], list[str]]:
     """The 'got worse' tests, Holm-corrected across them, and the tracked metrics left untested (no task has a
-    value: 'act pass^k' on held-out tasks none of whose gold changes the world)."""
+    value: 'act pass^k' on held-out tasks none of whose gold changes the world; a mode the champion had no chance
+    to show)."""
     raw, untested = [], []
     for name in config.tracked:
+        if _no_chance(name, champion):
+            untested.append(name)
+            continue
         cand = per_task(candidate, name, config.k)
         # over the candidate's tasks: 'act pass^k' reads the champion on the same tasks, whatever its table says
         champ = per_task({t: champion[t] for t in cand}, PASS_HAT_K if name == ACT_PASS_HAT_K else name, config.k)
@@ -269,7 +275,24 @@ def _tests(candidate: Table, champion: Table, config: GateConfig) -> tuple[list[
     return tests, untested
 
 
-def _untested_reason(name: str, candidate: Table) -> str:
+def _no_chance(name: str, champion: Table) -> bool:
+    """A mode only a tool output can show, and a champion that saw none in any trial: its rate of 0 is no rate
+    (an agent that never calls a tool cannot misread one), so a candidate that now acts is not 'worse' at it."""
+    spec = BY_NAME.get(name)
+    return (
+        spec is not None
+        and spec.needs_tool_output
+        and all(o.saw_tools is not None for o in champion.values())
+        and not any(o.saw_tools for o in champion.values())
+    )
+
+
+def _untested_reason(name: str, candidate: Table, champion: Table | None = None) -> str:
+    if champion is not None and _no_chance(name, champion):
+        return (
+            f"{name} not tested: the champion saw no tool output in any trial, so it had no chance to show it"
+            " (its rate of 0 is no baseline to be worse than)"
+        )
     if name == ACT_PASS_HAT_K:
         why = (
             "no held-out task's gold changes the world (no act tasks)"
@@ -298,7 +321,7 @@ def evaluate(candidate: Table, champion: Table | None, config: GateConfig) -> Ev
     split = compare_by_expected(candidate, champion, config)
     reasons += split_reasons(split, config)
     tests, untested = _tests(candidate, champion, config) if champion is not None else ([], [])
-    reasons += [_untested_reason(name, candidate) for name in untested]
+    reasons += [_untested_reason(name, candidate, champion) for name in untested]
     for t in tests:
         if t.worse:
             label = t.name if t.name in HIGHER_IS_BETTER else f"{t.name} rate"

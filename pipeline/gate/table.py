@@ -30,6 +30,7 @@ class TaskOutcome:
     passes: int
     modes: Mapping[str, int] = field(default_factory=dict)  # mode -> valid trials showing it
     expected: Expected | None = None  # act / refuse; None: not known
+    saw_tools: int | None = None  # valid trials in which a tool output appeared; None: not known
 
     def __post_init__(self) -> None:
         if not 0 <= self.passes <= self.n:
@@ -37,6 +38,8 @@ class TaskOutcome:
         bad = {m: c for m, c in self.modes.items() if not 0 <= c <= self.n - self.passes}
         if bad:
             raise GateInputError(f"mode counts {bad} must be within 0..failed trials ({self.n - self.passes})")
+        if self.saw_tools is not None and not 0 <= self.saw_tools <= self.n:
+            raise GateInputError(f"saw_tools={self.saw_tools} must be within 0..n={self.n}")
         if self.expected is not None and self.expected not in EXPECTED:
             raise GateInputError(f"expected={self.expected!r} must be one of {list(EXPECTED)} or None")
 

@@ -32,6 +32,9 @@ class ModeSpec:
     flaw_rate: float = 0.2  # planting rate of the plain `flawed` agent and `rollout --agent flawed`
     weight: float = 1.0  # target's default weight; 0: in no default split nor the gate's default tracked list
     dials: dict[str, float] = field(default_factory=dict)  # target's default dial → probability for its tasks
+    # every rule reads what a tool showed: a trial in which no tool output appeared cannot show this mode, so an
+    # agent that never saw one has no rate of it to compare against (the gate leaves it untested)
+    needs_tool_output: bool = False
 
 
 MODES: tuple[ModeSpec, ...] = (
@@ -89,6 +92,7 @@ MODES: tuple[ModeSpec, ...] = (
             "wrong_branch",
         ),
         dials={"refusal": 0.7, "with_write": 0.6, "pushback": 0.4, "chained": 0.3, "underspecified": 0.2},
+        needs_tool_output=True,
     ),
     ModeSpec(
         name="inaction",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pytest
@@ -227,3 +228,43 @@ def test_committed_gate_json_reads_back_to_the_same_bytes(tmp_path):
     decision = read_gate(committed)
     assert decision.pass_hat_k.resampled is None  # a many-template run: clusters resampled
     assert write_gate(decision, tmp_path / "gate.json").read_bytes() == committed.read_bytes()
+
+
+def _saw(table: dict[str, TaskOutcome], saw) -> dict[str, TaskOutcome]:
+    return {t: dataclasses.replace(o, saw_tools=saw(o)) for t, o in table.items()}
+
+
+def test_a_mode_the_champion_had_no_chance_to_show_is_not_tested():
+    # The champion never called a tool (no tool output in any trial): it passes only the half of the tasks a
+    # refusal passes. The candidate acts, passes more, and misreads on some of what it now reads.
+    champion = _saw(table(80, lambda i: 4 if i % 2 else 0, lambda i: {} if i % 2 else {"invention": 1}), lambda o: 0)
+    candidate = _saw(
+        table(80, lambda i: 3 if i % 4 == 2 else 4, lambda i: {"misread": 1} if i % 4 == 2 else {}),
+        lambda o: o.n,
+    )
+    result = evaluate(candidate, champion, GateConfig())
+    assert result.promote, result.reasons
+    assert "misread" not in {t.name for t in result.tests}
+    assert {"plan_adherence", "invention", "pass@1"} <= {t.name for t in result.tests}
+    assert any(r.startswith("misread not tested: the champion saw no tool output in any trial") for r in result.reasons)
+
+
+def test_a_champion_that_saw_tool_output_keeps_the_mode_tested():
+    # the same, but the champion read tool output in one trial: its misread rate of 0 is a rate, and the
+    # candidate's misreads are a regression
+    champion = _saw(table(80, lambda i: 4 if i % 2 else 0), lambda o: 0)
+    champion["t000"] = dataclasses.replace(champion["t000"], saw_tools=1)
+    candidate = _saw(
+        table(80, lambda i: 3 if i % 4 == 2 else 4, lambda i: {"misread": 1} if i % 4 == 2 else {}),
+        lambda o: o.n,
+    )
+    result = evaluate(candidate, champion, GateConfig())
+    assert not result.promote
+    assert {t.name: t for t in result.tests}["misread"].worse
+    unknown = {t: dataclasses.replace(o, saw_tools=None) for t, o in champion.items()}  # not known: tested
+    assert not evaluate(candidate, unknown, GateConfig()).promote
+
+
+def test_saw_tools_is_checked_against_the_trials():
+    with pytest.raises(GateInputError, match="saw_tools=5 must be within 0..n=4"):
+        TaskOutcome(template="a", n=4, passes=1, saw_tools=5)
