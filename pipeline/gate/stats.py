@@ -47,7 +47,7 @@ from pipeline.gate.errors import GateInputError
 from pipeline.gate.power import Outcome, mde, outcome, sign_decisive, standard_error, tasks_needed
 from pipeline.gate.split import SplitComparison, compare_by_expected, split_reasons
 from pipeline.gate.table import MIN_CLUSTERS, PASS_HAT_K, Table, per_task, resampling_unit
-from pipeline.grading.modes import BY_NAME
+from pipeline.grading import BY_NAME
 from pipeline.metrics import bootstrap_draws, paired_bootstrap_draws, percentile_interval
 from pipeline.strict import Strict
 
