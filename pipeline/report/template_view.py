@@ -17,11 +17,12 @@ def template_section(base: RunData, cand: RunData, tasks: Mapping[str, Task], k:
     rows = []
     for name in sorted(set(b) | set(c)):
         fb, fc = b.get(name), c.get(name)
+        either = fc or fb
         hb, hc = (f.pass_hat_k if f else None for f in (fb, fc))
         rows.append(
             [
                 name,
-                (fc or fb).tasks if (fc or fb) else 0,
+                either.tasks if either else 0,
                 pct(fb.pass_at_1 if fb else None),
                 pct(fc.pass_at_1 if fc else None),
                 pct(hb),
