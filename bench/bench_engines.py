@@ -8,15 +8,19 @@ the verdict and the agent's every reply equal the reference arm's (the first, to
     python bench/bench_engines.py --checkpoint models/smollm2 --tasks eval.jsonl [--world gen-101] [--n 24]
         [--arm 'torch f32=hf:{ck},max_new_tokens=96,threads=2@24'] [--arm 'llama.cpp q8_0=llamacpp:{ck},...@1']
 
-An arm whose name contains "copying cache" runs the batched torch decoder with transformers' `DynamicLayer` (each
-step copies the whole batch's keys and values) in place of `GrowingLayer`, to measure what the latter saves.
+An arm may end in `@REV`: its batched torch decoder (`PaddedBatch` of pipeline/agents/backends/hf_padded.py) is
+the one at git revision REV, so a change to the decoder is measured against the decoder before it in one run.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib.util
 import json
 import os
+import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -38,19 +42,38 @@ DEFAULT_ARMS = [
 ]
 
 
-def run_arm(world, tasks, agent, trials: int, width: int, limits: Limits, copying: bool = False) -> dict:
-    from transformers.cache_utils import DynamicLayer
+def decoder_at(rev: str) -> type:
+    """`PaddedBatch` as pipeline/agents/backends/hf_padded.py defines it at git revision `rev`."""
+    source = subprocess.run(
+        ["git", "show", f"{rev}:pipeline/agents/backends/hf_padded.py"], check=True, capture_output=True, text=True
+    ).stdout
+    path = Path(tempfile.mkdtemp()) / f"hf_padded_{rev}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(f"hf_padded_{rev}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.PaddedBatch
 
+
+@contextlib.contextmanager
+def batch_class(batch: type | None):
+    """The hf agent's batched decoder runs `batch` in place of the current `PaddedBatch` (None: the current)."""
     import pipeline.agents.backends.hf_padded as padded
 
-    growing = padded.GrowingLayer
-    started = time.perf_counter()
+    current = padded.PaddedBatch
     try:
-        if copying:
-            padded.GrowingLayer = DynamicLayer  # type: ignore[misc]
-        results = list(SerialExecutor(batch=width).run(world, tasks, agent, ScriptedUser(), trials, 0, limits))
+        if batch is not None:
+            padded.PaddedBatch = batch  # type: ignore[misc]
+        yield
     finally:
-        padded.GrowingLayer = growing  # type: ignore[misc]
+        padded.PaddedBatch = current  # type: ignore[misc]
+
+
+def run_arm(world, tasks, agent, trials: int, width: int, limits: Limits, batch: type | None = None) -> dict:
+    started = time.perf_counter()
+    with batch_class(batch):
+        results = list(SerialExecutor(batch=width).run(world, tasks, agent, ScriptedUser(), trials, 0, limits))
     replies = {
         f"{r.task.id}/{r.trial}": [m.content for m in r.trajectory.messages if m.role == "assistant"]
         + [json.dumps([c.model_dump() for c in m.tool_calls or []]) for m in r.trajectory.messages]
@@ -71,7 +94,9 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=24, help="tasks of the file to run (the first N)")
     ap.add_argument("--trials", type=int, default=1)
     ap.add_argument("--rounds", type=int, default=2, help="slices of the tasks the arms take turns on")
-    ap.add_argument("--arm", action="append", help="NAME=SPEC@IN_FLIGHT; {ck} is the checkpoint (default: 5 arms)")
+    ap.add_argument(
+        "--arm", action="append", help="NAME=SPEC@IN_FLIGHT[@REV]; {ck} is the checkpoint (default: 5 arms)"
+    )
     ap.add_argument("--target-tasks", type=int, default=100)
     ap.add_argument("--target-trials", type=int, default=4)
     ap.add_argument("--out", type=Path, default=Path("bench/results/engines.json"))
@@ -80,24 +105,24 @@ def main() -> None:
     world = load_world(args.world)
     tasks = read_tasks(args.tasks)[: args.n]
     limits = Limits()
-    arms: dict[str, tuple[str, int]] = {}
+    arms: dict[str, tuple[str, int, str | None]] = {}
     for arm in args.arm or DEFAULT_ARMS:
         name, _, rest = arm.partition("=")
-        spec, _, width = rest.rpartition("@")
-        arms[name] = (spec.format(ck=args.checkpoint), int(width))
+        spec, width, *rev = rest.split("@")
+        arms[name] = (spec.format(ck=args.checkpoint), int(width), rev[0] if rev else None)
+    batches = {name: decoder_at(rev) if rev else None for name, (_, _, rev) in arms.items()}
     agents = {}
-    for name, (spec, _) in arms.items():
+    for name, (spec, _, _) in arms.items():
         t0 = time.perf_counter()
         agents[name] = make_agent(spec)
         print(f"{name}: loaded in {time.perf_counter() - t0:.1f} s", flush=True)
-        run_arm(world, tasks[:1], agents[name], 1, 1, limits)  # warm-up: kernels, allocator, an export
+        run_arm(world, tasks[:1], agents[name], 1, 1, limits, batches[name])  # warm-up: kernels, allocator
     parts: dict[str, list[dict]] = {a: [] for a in arms}
     names = list(arms)
     for r in range(args.rounds):
         part = tasks[r :: args.rounds]
         for name in names[r % len(names) :] + names[: r % len(names)]:
-            copying = "copying cache" in name
-            parts[name].append(run_arm(world, part, agents[name], args.trials, arms[name][1], limits, copying))
+            parts[name].append(run_arm(world, part, agents[name], args.trials, arms[name][1], limits, batches[name]))
             print(f"round {r + 1}/{args.rounds} {name}: {parts[name][-1]['wall_s']:.1f} s", flush=True)
     ref = names[0]
     merged = {
@@ -117,6 +142,7 @@ def main() -> None:
         report_arms[name] = {
             "spec": arms[name][0],
             "in_flight": arms[name][1],
+            "decoder_at": arms[name][2] or "working tree",
             "wall_s": round(m["wall_s"], 1),
             "trials": trials,
             "passed": sum(m["verdicts"].values()),

@@ -5,17 +5,16 @@ Llama or Mistral checkpoint with its chat template, on CPU or a GPU, in any dtyp
 Each reply's new prompt tokens run alone, as `sample` runs them, against its episode's cached prefix; an
 episode's opening prompt starts from the keys and values of the last opening prompt for the tokens they share
 (the system prompt and tools). The replies that are generating then share one forward pass per token: their
-key/value caches are rows of one batched `DynamicCache` (its layers growing in place), left-padded to the
-longest, with a 2-D attention mask over the padding and each row's own position ids, so a row's logits are those
-it gets alone up to float rounding. When the batch changes (replies ended in the last pass, new ones have their
-first token) the next pass first rebuilds the rows in one copy, about what the pass reads anyway; an ended reply's
-row goes back to its prefix cache, so the episode's next turn reuses it. Each token is drawn by `pick` from the
+key/value caches are slots of preallocated buffers (`SlotLayer`), each row's tokens ending at the batch's last
+column and masked on the left, with each row's own position ids, so a row's logits are those it gets alone up to
+float rounding. A reply that joins copies its own keys and values into a free slot; one that ends goes back to
+its prefix cache (so the episode's next turn reuses it) and the last row moves into its slot: neither copies the
+other rows, which rebuilding the batch did on every join and leave. Each token is drawn by `pick` from the
 reply's own stream, in order, so tokens do not depend on the batch.
 
 `PaddedBatch` is the token-level engine (GRPO's in-memory rollouts use it through `local_generate_batch`);
 `PaddedDecoder` is the hf agent's `TurnDecoder` over it. Models whose caches are not plain growing key/value
-layers (sliding windows, linear attention) are decoded one at a time (`PaddedBatch.supports`).
-"""
+layers (sliding windows, linear attention) are decoded one at a time (`PaddedBatch.supports`)."""
 
 from __future__ import annotations
 
@@ -29,6 +28,7 @@ from transformers.cache_utils import DynamicLayer
 
 from pipeline.agents.backends.denormals import flushed_denormals
 from pipeline.agents.backends.draws import pick
+from pipeline.agents.backends.hf_slots import SlotLayer
 from pipeline.agents.backends.loading import cache_argument
 from pipeline.agents.backends.tokens import common_prefix
 
@@ -76,13 +76,15 @@ class PaddedBatch:
         self.device = next(model.parameters()).device
         self.cache_argument = cache_argument(model)
         self.layers = len(DynamicCache(config=cast(Any, model).config).layers)
-        self.rows: list[TokenRow] = []  # the rows of `cache`, in order
+        self.rows: list[TokenRow] = []  # the rows generating: row i is slot i of `cache`
         self.joining: list[TokenRow] = []  # first token drawn, cache in its prefix; joins at the next pass
-        self.left: set[int] = set()  # rows whose reply ended in the last pass; dropped at the next
-        self.cache: DynamicCache | None = None
-        self.mask: torch.Tensor | None = None  # (rows, cached positions): 1 where a row has a token
+        self.cache: DynamicCache | None = None  # of `SlotLayer`s, made by the first join
+        self.mask: torch.Tensor | None = None  # (slots, room): 1 where a row holds a token
+        self.slots = self.room = 0  # rows and positions the buffers hold
+        self.begin = self.end = 0  # the columns a pass reads; each row's tokens end at `end`
+        self.longest = 0  # the most positions a row has held: where `end` lies after a new layout
         self.opening: tuple[list[int], list[tuple[torch.Tensor, torch.Tensor]]] | None = None  # see `_seed`
-        self.passes = self.rebuilds = self.shared_tokens = 0
+        self.passes = self.joins = self.layouts = self.shared_tokens = 0
 
     @staticmethod
     def supports(model: torch.nn.Module) -> bool:
@@ -96,7 +98,7 @@ class PaddedBatch:
     @property
     def busy(self) -> bool:
         """Whether a reply is still generating."""
-        return len(self.rows) > len(self.left) or bool(self.joining)
+        return bool(self.rows) or bool(self.joining)
 
     def start(self, row: TokenRow) -> bool:
         """Run the new prompt tokens against the cached prefix and draw the first token, as `sample` does; False
@@ -142,38 +144,39 @@ class PaddedBatch:
             return self._step()
 
     def _step(self) -> list[TokenRow]:
-        if self.joining or self.left:  # one copy for the rows that left in the last pass and those that join
-            going = [i for i in range(len(self.rows)) if i not in self.left]
-            self._rebuild([self.rows[i] for i in going], self.joining, keep=going)
-            self.joining, self.left = [], set()
-            if not self.rows:
-                return []
-        rows = self.rows
+        for row in self.joining:
+            self._join(row)
+        self.joining = []
+        if self.end >= self.room:  # no column left for this pass's token
+            self._lay_out(len(self.rows), None)
+        rows, n = self.rows, len(self.rows)
         tokens = torch.tensor([[r.out[-1]] for r in rows], device=self.device)
         positions = torch.tensor([[r.length] for r in rows], device=self.device)
-        assert self.mask is not None  # the batch has rows, and `_rebuild` gave them their mask
-        self.mask = torch.cat([self.mask, self.mask.new_ones(len(rows), 1)], dim=1)
+        mask = cast("torch.Tensor", self.mask)  # the batch has rows, so `_lay_out` made its buffers
+        mask[:n, self.end] = 1
+        self._show()
         logits = self.model(
             input_ids=tokens,
-            attention_mask=self.mask,
+            attention_mask=mask[:n, self.begin : self.end + 1],
             position_ids=positions,
             use_cache=True,
             logits_to_keep=1,
             **{self.cache_argument: self.cache},
         ).logits[:, -1]
+        self.end += 1
         self.passes += 1
-        ended = []
+        ended, left = [], []
         for i, r in enumerate(rows):
             r.prefix.ids.append(r.out[-1])
             r.length += 1
             self._draw(r, logits[i])
             if self._ended(r):
                 self._give_back(i, r)
-                self.left.add(i)
+                left.append(i)
                 ended.append(r)
-        if len(self.left) == len(rows):  # nothing left generating: let the cache go now
-            self._rebuild([], [])
-            self.left = set()
+        for i in reversed(left):
+            self._leave(i)
+        self.begin = self.end - max((r.length for r in self.rows), default=0)
         return ended
 
     def _draw(self, row: TokenRow, logits: torch.Tensor) -> None:
@@ -187,91 +190,81 @@ class PaddedBatch:
     def _ended(self, row: TokenRow) -> bool:
         return row.out[-1] in self.stop_ids or len(row.out) >= row.room
 
+    def _slot_layers(self) -> list[SlotLayer]:
+        return cast("list[SlotLayer]", cast(Any, self.cache).layers)
+
+    def _show(self) -> None:
+        for layer in self._slot_layers():
+            layer.show(len(self.rows), self.begin, self.end)
+
     def _give_back(self, i: int, row: TokenRow) -> None:
         """Row `i`'s keys and values (without padding) as its prefix's own cache."""
         cache = DynamicCache(config=cast(Any, self.model).config)
-        for layer, own in zip(cast("_KVCache", self.cache).layers, cast("_KVCache", cache).layers, strict=True):
-            own.update(layer.keys[i : i + 1, :, -row.length :], layer.values[i : i + 1, :, -row.length :])
+        begin = self.end - row.length
+        for layer, own in zip(self._slot_layers(), cast("_KVCache", cache).layers, strict=True):
+            keys, values = layer.buffers
+            own.update(keys[i : i + 1, :, begin : self.end], values[i : i + 1, :, begin : self.end])  # copies
         row.prefix.cache = cache
 
-    def _rebuild(self, rows: list[TokenRow], joining: list[TokenRow], keep: list[int] | None = None) -> None:
-        """The batch as `rows` (rows `keep` of the current cache, all of them by default) then `joining`, padded
-        on the left to the longest and no further."""
-        self.rebuilds += 1
-        if not rows and not joining:
-            self.rows, self.cache, self.mask = [], None, None
-            return
-        width = max(r.length for r in [*rows, *joining])
-        parts_k: list[list[torch.Tensor]] = [[] for _ in range(self.layers)]
-        parts_v: list[list[torch.Tensor]] = [[] for _ in range(self.layers)]
-        masks = []
-        if rows:
-            index = torch.tensor(keep if keep is not None else range(len(rows)), device=self.device)
-            mask = cast("torch.Tensor", self.mask)  # `rows` are rows of the batch: its cache and mask are there
-            have = mask.shape[1]
-            for li, layer in enumerate(cast("_KVCache", self.cache).layers):
-                parts_k[li].append(_fit(layer.keys.index_select(0, index), have, width))
-                parts_v[li].append(_fit(layer.values.index_select(0, index), have, width))
-            masks.append(_fit(mask.index_select(0, index), have, width))
-        for r in joining:
-            for li, layer in enumerate(cast("_KVCache", r.prefix.cache).layers):
-                parts_k[li].append(_fit(layer.keys, r.length, width))
-                parts_v[li].append(_fit(layer.values, r.length, width))
-            masks.append(_fit(torch.ones(1, r.length, dtype=torch.long, device=self.device), r.length, width))
+    def _join(self, row: TokenRow) -> None:
+        """`row` into the next free slot, its keys and values ending at the batch's last column."""
+        i, length = len(self.rows), row.length
+        if self.cache is None or i == self.slots or length > self.end:
+            self._lay_out(i + 1, row)
+        begin = self.end - length
+        for layer, own in zip(self._slot_layers(), cast("_KVCache", row.prefix.cache).layers, strict=True):
+            keys, values = layer.buffers
+            keys[i, :, begin : self.end] = own.keys[0, :, -length:]
+            values[i, :, begin : self.end] = own.values[0, :, -length:]
+        mask = cast("torch.Tensor", self.mask)
+        mask[i].zero_()
+        mask[i, begin : self.end] = 1
+        self.begin = min(self.begin, begin)
+        self.rows.append(row)
+        self.joins += 1
+
+    def _leave(self, i: int) -> None:
+        """Free row `i`'s slot: the last row moves into it (its own columns only), so the rows stay slots 0..n."""
+        last = len(self.rows) - 1
+        if i != last:
+            begin = self.end - self.rows[last].length
+            for layer in self._slot_layers():
+                for buffer in layer.buffers:
+                    buffer[i, :, begin : self.end] = buffer[last, :, begin : self.end]
+            mask = cast("torch.Tensor", self.mask)
+            mask[i] = mask[last]
+            self.rows[i] = self.rows[last]
+        self.rows.pop()
+
+    def _lay_out(self, slots: int, joining: TokenRow | None) -> None:
+        """New buffers with room for `slots` rows (doubling) and the live columns moved there in one copy, ending
+        an eighth past the longest row seen (a joiner that long still fits to their left), with an eighth more
+        to the right for the passes to come. Rare: when the slots or the columns run out, or a joiner is longer
+        than any before."""
+        self.layouts += 1
+        n, width = len(self.rows), self.end - self.begin
+        self.longest = max(self.longest, width, joining.length if joining is not None else 0)
+        end = self.longest + max(64, self.longest // 8)
+        room = end + max(64, end // 8)
+        count = max(slots, self.slots) if slots <= self.slots else max(slots, 2 * self.slots)
+        olds = [layer.buffers for layer in self._slot_layers()] if self.cache is not None else None
+        shapes = olds or [
+            (own.keys, own.values) for own in cast("_KVCache", cast(TokenRow, joining).prefix.cache).layers
+        ]
         cache = DynamicCache(config=cast(Any, self.model).config)
-        cast(Any, cache).layers = [GrowingLayer() for _ in cache.layers]  # `supports`: all were DynamicLayer
-        for li, own in enumerate(cast("_KVCache", cache).layers):
-            own.update(torch.cat(parts_k[li]), torch.cat(parts_v[li]))
-        self.rows, self.cache, self.mask = [*rows, *joining], cache, torch.cat(masks)
-
-
-class GrowingLayer(DynamicLayer):
-    """A batch's keys and values in buffers with room for more positions: a decoding step writes its token in
-    place, where `DynamicLayer` copies the whole cache (`torch.cat`: 30% of a bfloat16 step at 24 rows × 1,500
-    positions). The room grows by a quarter when it runs out, so the copies left are a few per reply."""
-
-    def update(
-        self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        if not self.is_initialized:
-            self.lazy_initialization(key_states, value_states)
-            self.length = 0
-            self.buffers = (key_states[..., :0, :], value_states[..., :0, :])
-        need = self.length + key_states.shape[-2]
-        if need > self.buffers[0].shape[-2]:
-            room = need + max(64, need // 4)
-            self.buffers = (_grown(self.buffers[0], self.length, room), _grown(self.buffers[1], self.length, room))
-        for buffer, new in zip(self.buffers, (key_states, value_states), strict=True):
-            buffer[..., self.length : need, :] = new
-        self.length = need
-        self.keys, self.values = (b[..., :need, :] for b in self.buffers)
-        return self.keys, self.values
-
-    def crop(self, max_length: int) -> None:
-        super().crop(max_length)
-        self.length = cast(torch.Tensor, self.keys).shape[-2]
-
-
-def _grown(buffer: torch.Tensor, length: int, room: int) -> torch.Tensor:
-    """`buffer`'s first `length` positions in a new buffer of `room` positions."""
-    shape = list(buffer.shape)
-    shape[-2] = room
-    out = buffer.new_empty(shape)
-    out[..., :length, :] = buffer[..., :length, :]
-    return out
-
-
-def _fit(t: torch.Tensor, have: int, width: int) -> torch.Tensor:
-    """`t`'s last `have` positions (dim 2 for keys and values, 1 for a mask) padded with zeros on the left to
-    `width`."""
-    dim = 2 if t.dim() == 4 else 1
-    t = t.narrow(dim, t.shape[dim] - min(have, width), min(have, width))
-    short = width - t.shape[dim]
-    if short == 0:
-        return t
-    pad = list(t.shape)
-    pad[dim] = short
-    return torch.cat([t.new_zeros(pad), t], dim=dim)
+        layers = []
+        for li, (keys, values) in enumerate(shapes):
+            fresh = tuple(t.new_zeros(count, t.shape[1], room, t.shape[3]) for t in (keys, values))
+            if olds is not None and n:
+                for new, old in zip(fresh, olds[li], strict=True):
+                    new[:n, :, end - width : end] = old[:n, :, self.begin : self.end]
+            layers.append(SlotLayer(*fresh))
+        cast(Any, cache).layers = layers  # `supports`: the model's layers are all plain DynamicLayer
+        mask = torch.zeros(count, room, dtype=torch.long, device=self.device)
+        if self.mask is not None and n:
+            mask[:n, end - width : end] = self.mask[:n, self.begin : self.end]
+        self.cache, self.mask, self.slots, self.room = cache, mask, count, room
+        self.begin, self.end = end - width, end
 
 
 class PaddedDecoder:
