@@ -20,6 +20,7 @@ import importlib.util
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -52,6 +53,7 @@ def decoder_at(rev: str) -> type:
     spec = importlib.util.spec_from_file_location(f"hf_padded_{rev}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while it runs
     spec.loader.exec_module(module)
     return module.PaddedBatch
 
