@@ -144,11 +144,15 @@ class PaddedBatch:
             return self._step()
 
     def _step(self) -> list[TokenRow]:
-        for row in self.joining:
-            self._join(row)
-        self.joining = []
+        if self.joining:
+            need, longest = len(self.rows) + len(self.joining), max(r.length for r in self.joining)
+            if self.cache is None or need > self.slots or longest > self.end:
+                self._lay_out(need, longest, self.joining[0])
+            for row in self.joining:
+                self._join(row)
+            self.joining = []
         if self.end >= self.room:  # no column left for this pass's token
-            self._lay_out(len(self.rows), None)
+            self._lay_out(len(self.rows), 0, None)
         rows, n = self.rows, len(self.rows)
         tokens = torch.tensor([[r.out[-1]] for r in rows], device=self.device)
         positions = torch.tensor([[r.length] for r in rows], device=self.device)
@@ -207,10 +211,9 @@ class PaddedBatch:
         row.prefix.cache = cache
 
     def _join(self, row: TokenRow) -> None:
-        """`row` into the next free slot, its keys and values ending at the batch's last column."""
+        """`row` into the next free slot (`_step` made room), its keys and values ending at the batch's last column;
+        its prefix lets go of them until the row goes back."""
         i, length = len(self.rows), row.length
-        if self.cache is None or i == self.slots or length > self.end:
-            self._lay_out(i + 1, row)
         begin = self.end - length
         for layer, own in zip(self._slot_layers(), cast("_KVCache", row.prefix.cache).layers, strict=True):
             keys, values = layer.buffers
@@ -221,6 +224,7 @@ class PaddedBatch:
         mask[i, begin : self.end] = 1
         self.begin = min(self.begin, begin)
         self.rows.append(row)
+        row.prefix.cache = DynamicCache(config=cast(Any, self.model).config)
         self.joins += 1
 
     def _leave(self, i: int) -> None:
@@ -236,17 +240,17 @@ class PaddedBatch:
             self.rows[i] = self.rows[last]
         self.rows.pop()
 
-    def _lay_out(self, slots: int, joining: TokenRow | None) -> None:
-        """New buffers with room for `slots` rows (doubling) and the live columns moved there in one copy, ending
-        an eighth past the longest row seen (a joiner that long still fits to their left), with an eighth more
-        to the right for the passes to come. Rare: when the slots or the columns run out, or a joiner is longer
-        than any before."""
+    def _lay_out(self, slots: int, longest: int, joining: TokenRow | None) -> None:
+        """New buffers for `slots` rows (half as many again when they grow) and the live columns moved there in
+        one copy, ending an eighth past the longest row seen (`longest` joins now; a joiner as long still fits to
+        their left), with an eighth more to the right for the passes to come. Rare: when the slots or the
+        columns run out, or a joiner is longer than any before."""
         self.layouts += 1
         n, width = len(self.rows), self.end - self.begin
-        self.longest = max(self.longest, width, joining.length if joining is not None else 0)
+        self.longest = max(self.longest, width, longest)
         end = self.longest + max(64, self.longest // 8)
         room = end + max(64, end // 8)
-        count = max(slots, self.slots) if slots <= self.slots else max(slots, 2 * self.slots)
+        count = self.slots if slots <= self.slots else max(slots, self.slots + self.slots // 2)
         olds = [layer.buffers for layer in self._slot_layers()] if self.cache is not None else None
         shapes = olds or [
             (own.keys, own.values) for own in cast("_KVCache", cast(TokenRow, joining).prefix.cache).layers
