@@ -93,3 +93,56 @@ def test_sliding_window_caches_are_decoded_one_at_a_time(texts, tmp_path):
     agent = HFAgent(build_checkpoint(FAMILIES["gemma3"], tmp_path / "g", texts), max_new_tokens=4)
     assert not PaddedDecoder.supports(agent.model)
     assert isinstance(agent.decoder(), OneByOne)
+
+
+def test_rows_keep_their_tokens_when_the_buffers_are_remade(texts, tmp_path, monkeypatch):
+    """Rows joining late, longer than any before, past the slots there are, and decoding past the columns laid
+    out: each kind of new layout happens, and every row's tokens and logprobs are those `sample` draws alone."""
+    from transformers import AutoModelForCausalLM
+
+    from pipeline.agents.backends.hf import PrefixCache, sample
+    from pipeline.agents.backends.hf_padded import PaddedBatch, TokenRow
+
+    model = (
+        AutoModelForCausalLM.from_pretrained(build_checkpoint(FAMILIES["qwen2"], tmp_path / "m", texts)).eval().float()
+    )
+    rng = torch.Generator().manual_seed(3)
+    plan = [(12, 40, 0), (30, 150, 0), (120, 150, 5), (7, 100, 5), (300, 60, 70)]  # prompt, room, joins at pass
+    prompts = [torch.randint(0, 200, (n,), generator=rng).tolist() for n, _, _ in plan]
+    want = []
+    for i, (prompt, (_, room, _)) in enumerate(zip(prompts, plan, strict=True)):
+        lp: list[float] = []
+        ids = sample(
+            model,
+            prompt,
+            max_new_tokens=room,
+            stop_ids=set(),
+            temperature=1.0,
+            generator=torch.Generator().manual_seed(i),
+            logprobs=lp,
+        )
+        want.append((ids, lp))
+    batch = PaddedBatch(model, set(), temperature=1.0)
+    why: list[str] = []
+    lay_out = batch._lay_out
+
+    def recorded(slots, longest, joining):
+        why.append("columns" if joining is None else "slots" if slots > batch.slots else "length")
+        lay_out(slots, longest, joining)
+
+    monkeypatch.setattr(batch, "_lay_out", recorded)
+    rows = [
+        TokenRow(PrefixCache(model, lean=False), torch.Generator().manual_seed(i), p, room, logprobs=[])
+        for i, (p, (_, room, _)) in enumerate(zip(prompts, plan, strict=True))
+    ]
+    passes = 0
+    while passes == 0 or batch.busy:
+        for row, (_, _, at) in zip(rows, plan, strict=True):
+            if at == passes:
+                batch.start(row)
+        batch.step()
+        passes += 1
+    assert {"columns", "slots", "length"} <= set(why[1:])  # the first layout is the batch's first join
+    for row, (ids, lp) in zip(rows, want, strict=True):
+        assert row.out == ids
+        assert max(abs(a - b) for a, b in zip(row.logprobs or [], lp, strict=True)) < 1e-5
