@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--checkpoint", type=Path, required=True)
-    ap.add_argument("--before", default="HEAD~1", help="the git revision whose decoder the second arm runs")
+    ap.add_argument("--before", required=True, help="the git revision whose decoder the second arm runs")
     ap.add_argument("--episodes", type=int, default=24)
     ap.add_argument("--turns", type=int, default=8)
     ap.add_argument("--dtype", default="float32")
