@@ -101,8 +101,10 @@ def main() -> None:
     ap.add_argument("--append", action="store_true", help="add this iteration to the file's list")
     args = ap.parse_args()
     summary = summarise(args.workdir, args.label)
+    machine = host_machine(os.getloadavg())
+    summary["machine"] = machine  # appended iterations may come from another machine than the file's first
     report = _json(args.out) if args.append else {}
-    report.setdefault("machine", host_machine(os.getloadavg()))
+    report.setdefault("machine", machine)
     report.setdefault("iterations", []).append(summary)
     write_results(args.out, report)
     print(json.dumps({"label": args.label, "gate": summary["gate"]["outcome"], "stages": summary["stage_minutes"]}))
