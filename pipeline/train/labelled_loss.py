@@ -32,11 +32,12 @@ class LabelledLossSFTTrainer(SFTTrainer):
         if return_outputs or self.args.loss_type != "nll" or self.accelerator.num_processes > 1:  # type: ignore[attr-defined]
             return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
         features = {k: v for k, v in inputs.items() if k != "labels"}
-        hidden = model.get_decoder()(**features, use_cache=False).last_hidden_state[:, :-1]
         labels = inputs["labels"][:, 1:]
         mask = labels != IGNORE
         targets = labels[mask]
-        logits = model.get_output_embeddings()(hidden[mask]).float()
+        with self.accelerator.autocast():  # type: ignore[attr-defined]  # the model's own forward would be wrapped in it
+            hidden = model.get_decoder()(**features, use_cache=False).last_hidden_state[:, :-1]
+            logits = model.get_output_embeddings()(hidden[mask]).float()
         count = mask.sum() if num_items_in_batch is None else num_items_in_batch
         loss = F.cross_entropy(logits, targets, reduction="sum") / torch.as_tensor(count).clamp(min=1)
         mode = "train" if model.training else "eval"

@@ -82,6 +82,13 @@ def _losses(log_history: list[dict]) -> list[float]:
     return [float(e["loss"]) for e in log_history if "loss" in e]
 
 
+def _cpu_has_bf16() -> bool:
+    """Whether this CPU runs bfloat16 products natively (AMX or AVX-512 BF16): only there is bf16 a speed-up."""
+    from pipeline.agents.backends.hardware import fast_dtype
+
+    return fast_dtype("cpu") == "bfloat16"
+
+
 def run_sft(params: SFTConfig, out: Path, trajectories: list[Trajectory] | None = None) -> SFTResult:
     """Fine-tune `params.base` and write the checkpoint to `out`; `trajectories` overrides reading `params.data`."""
     if params.base is None:
@@ -89,6 +96,8 @@ def run_sft(params: SFTConfig, out: Path, trajectories: list[Trajectory] | None 
     if params.threads:
         torch.set_num_threads(params.threads)
     gpu = torch.cuda.is_available()
+    if params.bf16 and not gpu and not _cpu_has_bf16():
+        log.info("SFT: bf16 asked for, but this CPU has no bf16 instructions (emulated, slower): float32 instead")
     # LoRA on a GPU in bf16 keeps the frozen base in bf16 (half the memory); otherwise weights train in fp32
     train_dtype = torch.bfloat16 if params.bf16 and gpu and params.lora is not None else torch.float32
     base = load_base(params.base, train_dtype)  # fails fast (no TRL import) on a missing or unreadable checkpoint
@@ -201,7 +210,7 @@ def _training_args(params: SFTConfig, scratch: str, micro: int, gpu: bool) -> An
         save_strategy="no",
         report_to=[],
         seed=params.seed,
-        bf16=params.bf16 and gpu,
+        bf16=params.bf16 and (gpu or _cpu_has_bf16()),  # on a CPU: autocast around float32 weights
         use_cpu=not gpu,
         dataloader_num_workers=0,
         disable_tqdm=True,

@@ -97,7 +97,9 @@ class SFTConfig(BaseModel):
         " weights; null = full fine-tuning.",
     )
     bf16: bool = Field(
-        default=False, description="bf16 mixed precision on a GPU (with LoRA the frozen base is held in bf16)."
+        default=False,
+        description="bf16 mixed precision: on a GPU (with LoRA the frozen base is held in bf16), or on a CPU with"
+        " AMX or AVX-512 BF16 (autocast around float32 weights; float32 on any other CPU).",
     )
     threads: int | None = Field(default=2, ge=1, description="torch CPU threads (None: torch's default).")
     seed: int = Field(default=0, description="Training seed (TRL's: data order, new weights such as LoRA's).")

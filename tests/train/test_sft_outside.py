@@ -160,3 +160,32 @@ def test_lora_sft_saves_the_merged_model_in_its_own_class_and_dtype(checkpoints,
 def test_the_chat_format_recorded_is_the_bases(checkpoints):
     fmt, tok, meta, ours = resolve_format(checkpoints["qwen2"])
     assert not ours and meta.chat_format == "hermes" and fmt.template_hash(tok) == meta.template_hash
+
+
+@pytest.mark.parametrize("has_bf16", [True, False])
+def test_bf16_on_a_cpu_autocasts_only_where_the_cpu_has_it(checkpoints, tmp_path, monkeypatch, caplog, has_bf16):
+    """`bf16` on a CPU with AMX or AVX-512 BF16 runs the products in bfloat16 around float32 weights (saved in the
+    base's dtype); on another CPU it trains in float32 and says so."""
+    import pipeline.train.sft as sft
+
+    monkeypatch.setattr(sft, "_cpu_has_bf16", lambda: has_bf16)
+    seen: set[torch.dtype] = set()
+
+    def record(module, args, output):
+        if isinstance(module, torch.nn.Linear) and torch.is_grad_enabled():
+            seen.add(output.dtype)
+
+    hook = torch.nn.modules.module.register_module_forward_hook(record)
+    params = SFTConfig(
+        base=checkpoints["llama3"], data=[], max_length=8192, max_steps=1, batch_size=1, learning_rate=5e-2,
+        threads=1, logging_steps=1, bf16=True, lora=LoraSpec(rank=4, alpha=8),
+    )  # fmt: skip
+    try:
+        with caplog.at_level(logging.INFO, logger="pipeline.train.sft"):
+            result = run_sft(params, tmp_path / "sft", trajectories=list(gold()[:1]))
+    finally:
+        hook.remove()
+    assert result.steps == 1 and all(torch.isfinite(torch.tensor(loss)) for loss in result.losses)
+    assert seen == ({torch.bfloat16} if has_bf16 else {torch.float32})
+    assert ("no bf16 instructions" in caplog.text) is not has_bf16
+    assert make_agent(f"hf:{tmp_path / 'sft'}").model.dtype == FAMILIES["llama3"].dtype
