@@ -35,7 +35,7 @@ class LabelledLossSFTTrainer(SFTTrainer):
         labels = inputs["labels"][:, 1:]
         mask = labels != IGNORE
         targets = labels[mask]
-        with self.accelerator.autocast():  # type: ignore[attr-defined]  # the model's own forward would be wrapped in it
+        with self.accelerator.autocast():  # the model's own forward would be wrapped in it
             hidden = model.get_decoder()(**features, use_cache=False).last_hidden_state[:, :-1]
             logits = model.get_output_embeddings()(hidden[mask]).float()
         count = mask.sum() if num_items_in_batch is None else num_items_in_batch
