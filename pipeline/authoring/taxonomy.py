@@ -74,6 +74,17 @@ class Taxonomy(Mapping[str, TemplateSpec]):
             return None
         return next(n for n, s in self.items() if s.outcome == "done" and s.tool == spec.tool)
 
+    def refusals(self, template: str) -> list[str]:
+        """A write's refused twins: the templates asking for the same write where the policy forbids it (a wrong
+        status, a short balance, another customer's record); none for a refusal or a question.
+
+        Trained beside the write, they show where it stops, so a model taught to make it does not make it
+        wherever a request looks alike."""
+        spec = self[template]
+        if spec.outcome != "done" or spec.question:
+            return []
+        return [n for n, s in self.items() if s.outcome == "refused" and s.tool == spec.tool]
+
     def templates_for(self, mode: str, outcome: str | None = None) -> list[str]:
         """Templates tagged with `mode` (and of `outcome`, if given), in taxonomy sequence."""
         return [n for n, s in self.items() if mode in s.modes and (outcome is None or s.outcome == outcome)]

@@ -46,6 +46,15 @@ class SynthConfig(BaseModel):
         " write where the policy allows it, same dial; `Taxonomy.twin`), so that training on refusals does not"
         " teach refusing whatever looks alike.",
     )
+    refusal_twin_share: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="Share of the descendants aimed at a measured write cell made instead as one of its refused twins"
+        " (the same write where the policy forbids it, same dial where it has it; `Taxonomy.refusals`), so that"
+        " training on writes does not teach making them wherever a request looks alike. The base a loop starts"
+        " from often fails only writes, so `twin_share` alone finds no refusal cell to pair.",
+    )
     dials: list[str] | None = Field(
         default=None,
         description="Dials evolution may turn on (None = all of " + ", ".join(DIALS) + "); e.g. only the messes"

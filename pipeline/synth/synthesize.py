@@ -3,7 +3,8 @@
 Generation 0 makes every atomic template once (or, with `atomic_share` below 1, the templates the measurement
 failed in and as many others as that share of the budget allows). Each later generation spends part of every mode's
 remaining budget on descendants: most aimed at the cells the measurement saw that mode fail in (`Targets.cells`,
-drawn by weight; optionally a refusal cell's twin, the same write where the policy allows it), the rest at the cells the
+drawn by weight; optionally a refusal cell's twin, the same write where the policy allows it, or a write cell's
+refused twin, the same write where it forbids it), the rest at the cells the
 coverage tracker has least covered, with the difficulty dials the targets set. Every candidate is verified
 (gold replay, static rules, the oracle solves it, the targeted flaw fails it) and reworked when it fails. Gold
 trajectories are the oracle's passing runs.
@@ -87,7 +88,7 @@ class Synthesizer:
         self.outcomes: list[Outcome] = []
         self.generation = 0
         self._n = 0
-        self._aim = "atomic"  # what the next candidate is aimed at: atomic, measured (cells), twin or coverage
+        self._aim = "atomic"  # what the next candidate aims at: atomic, measured (cells), twin, refused_twin, coverage
 
     def need(self, mode: str) -> int:
         made = sum(1 for x in self.lineages if x.spec.mode == mode)
@@ -147,6 +148,13 @@ class Synthesizer:
                 if other and self.config.twin_share and self.rng.random() < self.config.twin_share:
                     template, aim = other, "twin"
                     dial = dial if dial in self.taxonomy[template].dials() else PLAIN
+                elif (
+                    self.config.refusal_twin_share
+                    and self.taxonomy.refusals(template)
+                    and self.rng.random() < self.config.refusal_twin_share
+                ):
+                    template, aim = self._refused_twin(template, mode), "refused_twin"
+                    dial = dial if dial in self.taxonomy[template].dials() else PLAIN
                 child = self._measured_child(template, dial, mode)
                 if child is not None:
                     self._aim = aim
@@ -171,6 +179,11 @@ class Synthesizer:
                     self._aim = "coverage"
                     return child
         return None
+
+    def _refused_twin(self, template: str, mode: str) -> str:
+        """One of a write's refused twins, preferring those that exercise `mode` (the flaw check plants it)."""
+        refusals = self.taxonomy.refusals(template)
+        return self.rng.choice([n for n in refusals if mode in self.taxonomy[n].modes] or refusals)
 
     def _measured_child(self, template: str, dial: str, mode: str) -> Spec | None:
         """A task shaped like a measured failure cell: the atomic template with only that cell's dial on.

@@ -230,6 +230,27 @@ def test_twins_make_the_refused_write_where_the_policy_allows_it():
     assert TAXONOMY.twin("cancel") is None
 
 
+def test_refused_twins_ask_for_the_measured_write_where_the_policy_forbids_it():
+    """A base model that fails only writes has no refusal cell to pair; the write cells' refused twins keep the
+    boundary in the data."""
+    cells = {"misread": {"return/plain/done": 0.5, "modify_payment/plain/done": 0.5}}
+    aimed = targets().model_copy(update={"cells": cells})
+    res = Synthesizer(small_world(), aimed, SynthConfig(seed=0, measured_share=1.0, refusal_twin_share=0.5)).run()
+    by_aim = res.manifest["counts"]["by_aim"]
+    assert by_aim["refused_twin"] > 0 and by_aim["measured"] > 0 and "twin" not in by_aim
+    twins = [t for t in res.tasks if t.provenance.dials["aim"] == "refused_twin"]
+    # the refusals of the same write that exercise the targeted mode (misread), not every refusal of it
+    assert {t.provenance.template for t in twins} <= {"return_wrong_status", "gift_card_short"}
+    for t in twins:  # the write the measured cell makes, asked for where the policy forbids it: no write in the gold
+        assert t.user_script.requests[0].expect == "refused", t.id
+        assert not {a.name for a in t.gold_actions} & {"return_delivered_order_items", "modify_pending_order_payment"}
+    assert TAXONOMY.refusals("return") == ["return_wrong_status"]
+    assert TAXONOMY.refusals("exchange") == [] and TAXONOMY.refusals("return_wrong_status") == []
+    assert set(TAXONOMY.refusals("cancel")) == {"cancel_wrong_status", "other_customer", "bad_cancel_reason"}
+    plain = Synthesizer(small_world(), aimed, SynthConfig(seed=0, measured_share=1.0)).run()
+    assert "refused_twin" not in plain.manifest["counts"]["by_aim"]
+
+
 def test_a_budget_smaller_than_the_taxonomy_goes_to_the_templates_the_measurement_failed_in():
     """Nothing measured but failures in one template (a model that never acts): generation 0 must not spend a small
     budget on one task of every template, or the failing template gets a task or two among fourteen."""
